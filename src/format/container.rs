@@ -1,0 +1,348 @@
+//! The container every codedb file shares: a 64-byte header, 64-byte aligned sections, a section
+//! table and a 32-byte trailer. `format/FORMAT.md` §2 draws it byte by byte.
+//!
+//! ```text
+//! 0        64                                              table_offset          len-32    len
+//! +--------+--------------+--+--------------+--+---- ... --+--------------------+---------+
+//! | header | section 0    |p | section 1    |p |           | section table      | trailer |
+//! +--------+--------------+--+--------------+--+---- ... --+--------------------+---------+
+//!            every section starts at a multiple of 64; padding (p) is zero
+//! ```
+
+use std::path::Path;
+
+use super::error::{FormatError, Result};
+use super::le::{LeReader, LeWriter};
+
+/// First eight bytes of every codedb file. The high byte and the CR LF / SUB / LF sequence catch
+/// 7-bit and text-mode transfers the way PNG's signature does.
+pub const MAGIC: [u8; 8] = [0x89, b'C', b'D', b'B', b'\r', b'\n', 0x1a, b'\n'];
+/// Last eight bytes of every codedb file: a cheap check that the file was not cut short.
+pub const END_MAGIC: [u8; 8] = *b"CDB-END\n";
+pub const HEADER_LEN: usize = 64;
+pub const TRAILER_LEN: usize = 32;
+pub const SECTION_ENTRY_LEN: usize = 48;
+/// Alignment of every section start (a cache line; enough for any SIMD load).
+pub const SECTION_ALIGN: u64 = 64;
+
+/// Format versions. A reader accepts its own major version and any minor version of it; a newer
+/// minor is readable as long as it adds only optional sections (unknown required sections are
+/// refused by name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FormatVersion {
+    /// 1.0: the first version (segment, model, class table, deletion bitmap, manifest).
+    V1_0,
+}
+
+impl FormatVersion {
+    pub const CURRENT: FormatVersion = FormatVersion::V1_0;
+    pub const MAJOR: u16 = 1;
+    pub const MINOR: u16 = 0;
+
+    pub fn numbers(self) -> (u16, u16) {
+        match self {
+            FormatVersion::V1_0 => (1, 0),
+        }
+    }
+}
+
+/// What a file holds. Stored as a `u16` at header offset 12.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum FileKind {
+    Segment = 1,
+    Model = 2,
+    ClassTable = 3,
+    DeletionBitmap = 4,
+    Manifest = 5,
+}
+
+impl FileKind {
+    pub const ALL: [FileKind; 5] = [
+        FileKind::Segment,
+        FileKind::Model,
+        FileKind::ClassTable,
+        FileKind::DeletionBitmap,
+        FileKind::Manifest,
+    ];
+
+    pub fn from_u16(v: u16) -> Option<FileKind> {
+        FileKind::ALL.into_iter().find(|k| *k as u16 == v)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::Segment => "segment",
+            FileKind::Model => "model",
+            FileKind::ClassTable => "class table",
+            FileKind::DeletionBitmap => "deletion bitmap",
+            FileKind::Manifest => "manifest",
+        }
+    }
+}
+
+/// How a section's stored bytes are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Codec {
+    None = 0,
+    /// zstd frame; only allowed for sections the spec marks compressible (stored vectors).
+    Zstd = 1,
+}
+
+impl Codec {
+    pub fn from_u8(v: u8) -> Option<Codec> {
+        match v {
+            0 => Some(Codec::None),
+            1 => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+/// The checksum algorithm byte stored beside every checksum, so the algorithm can change in a
+/// later version without changing the layout.
+pub const CHECKSUM_CRC32: u8 = 1;
+
+/// Section flag: a reader that does not know this section kind must refuse the file.
+pub const SECTION_REQUIRED: u32 = 1;
+
+/// The globally unique identity of a file, written in its header. Manifests, segments and
+/// deletion bitmaps refer to each other by it, so `verify` can tell a swapped file from the
+/// right one even when names match.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub [u8; 16]);
+
+impl FileId {
+    pub const ZERO: FileId = FileId([0; 16]);
+
+    /// A fresh id: time, process id and a process-wide counter, mixed by SplitMix64. Unique in
+    /// practice; not a security token.
+    pub fn generate() -> FileId {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let c = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id() as u64;
+        let a = splitmix64(nanos ^ splitmix64(pid));
+        let b = splitmix64(a ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&a.to_le_bytes());
+        out[8..].copy_from_slice(&b.to_le_bytes());
+        FileId(out)
+    }
+
+    /// A fixed id (golden files, tests).
+    pub fn from_u128(v: u128) -> FileId {
+        FileId(v.to_le_bytes())
+    }
+
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}
+
+impl std::fmt::Debug for FileId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileId({})", self.to_hex())
+    }
+}
+
+impl std::fmt::Display for FileId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The decoded 64-byte header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub major: u16,
+    pub minor: u16,
+    pub kind: FileKind,
+    pub file_id: FileId,
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut w = LeWriter::new();
+        w.bytes(&MAGIC)
+            .u16(self.major)
+            .u16(self.minor)
+            .u16(self.kind as u16)
+            .u16(0)
+            .bytes(&self.file_id.0)
+            .zeros(24)
+            .u8(CHECKSUM_CRC32)
+            .zeros(3);
+        let crc = crc32fast::hash(&w.buf);
+        w.u32(crc);
+        let mut out = [0u8; HEADER_LEN];
+        out.copy_from_slice(&w.buf);
+        out
+    }
+
+    /// Decodes and validates a header: magic, checksum, version, kind.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Header> {
+        if bytes.len() < HEADER_LEN {
+            if bytes.len() < 8 || bytes[..8] != MAGIC {
+                return Err(FormatError::BadMagic {
+                    path: path.to_path_buf(),
+                });
+            }
+            return Err(FormatError::Truncated {
+                path: path.to_path_buf(),
+                section: "header".into(),
+                detail: format!("file is {} bytes, header needs {HEADER_LEN}", bytes.len()),
+            });
+        }
+        let h = &bytes[..HEADER_LEN];
+        if h[..8] != MAGIC {
+            return Err(FormatError::BadMagic {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut r = LeReader::new(h, path, "header");
+        r.take(8)?;
+        let major = r.u16()?;
+        let minor = r.u16()?;
+        let kind = r.u16()?;
+        let flags = r.u16()?;
+        let file_id = FileId(r.array()?);
+        let reserved = r.take(24)?;
+        let cks_type = r.u8()?;
+        let reserved2 = r.take(3)?;
+        let crc = r.u32()?;
+        // Version before checksum: a future version may lay the header out differently, and the
+        // user must hear "unsupported version", not "checksum mismatch".
+        if major != FormatVersion::MAJOR {
+            return Err(FormatError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: (major, minor),
+                supported: (FormatVersion::MAJOR, FormatVersion::MINOR),
+            });
+        }
+        if cks_type != CHECKSUM_CRC32 {
+            return Err(r.corrupt(format!("unknown checksum type {cks_type}")));
+        }
+        if crc32fast::hash(&h[..60]) != crc {
+            return Err(FormatError::ChecksumMismatch {
+                path: path.to_path_buf(),
+                section: "header".into(),
+            });
+        }
+        if flags != 0 || reserved.iter().chain(reserved2).any(|&b| b != 0) {
+            return Err(r.corrupt("reserved header bytes are not zero"));
+        }
+        let kind = FileKind::from_u16(kind).ok_or_else(|| FormatError::WrongKind {
+            path: path.to_path_buf(),
+            expected: "a known file kind",
+            found: format!("kind {kind}"),
+        })?;
+        Ok(Header {
+            major,
+            minor,
+            kind,
+            file_id,
+        })
+    }
+}
+
+/// One row of the section table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionEntry {
+    pub kind: u32,
+    pub flags: u32,
+    pub offset: u64,
+    /// Length of the stored (possibly compressed) bytes.
+    pub stored_len: u64,
+    /// Length after decoding; equals `stored_len` for [`Codec::None`].
+    pub raw_len: u64,
+    pub codec: Codec,
+    pub checksum_type: u8,
+    /// CRC32 (IEEE) of the stored bytes.
+    pub crc32: u32,
+}
+
+impl SectionEntry {
+    pub fn required(&self) -> bool {
+        self.flags & SECTION_REQUIRED != 0
+    }
+
+    pub(crate) fn encode(&self, w: &mut LeWriter) {
+        w.u32(self.kind)
+            .u32(self.flags)
+            .u64(self.offset)
+            .u64(self.stored_len)
+            .u64(self.raw_len)
+            .u8(self.codec as u8)
+            .u8(self.checksum_type)
+            .u16(0)
+            .u32(self.crc32)
+            .u64(0);
+    }
+
+    pub(crate) fn decode(r: &mut LeReader<'_>, index: usize) -> Result<SectionEntry> {
+        let kind = r.u32()?;
+        let flags = r.u32()?;
+        let offset = r.u64()?;
+        let stored_len = r.u64()?;
+        let raw_len = r.u64()?;
+        let codec_byte = r.u8()?;
+        let checksum_type = r.u8()?;
+        r.zeros(2, &format!("entry {index} reserved"))?;
+        let crc32 = r.u32()?;
+        r.zeros(8, &format!("entry {index} reserved"))?;
+        let codec = Codec::from_u8(codec_byte)
+            .ok_or_else(|| r.corrupt(format!("entry {index}: unknown codec {codec_byte}")))?;
+        if checksum_type != CHECKSUM_CRC32 {
+            return Err(r.corrupt(format!(
+                "entry {index}: unknown checksum type {checksum_type}"
+            )));
+        }
+        if flags & !SECTION_REQUIRED != 0 {
+            return Err(r.corrupt(format!("entry {index}: unknown flags {flags:#x}")));
+        }
+        if codec == Codec::None && raw_len != stored_len {
+            return Err(r.corrupt(format!(
+                "entry {index}: raw length {raw_len} != stored length {stored_len} without a codec"
+            )));
+        }
+        Ok(SectionEntry {
+            kind,
+            flags,
+            offset,
+            stored_len,
+            raw_len,
+            codec,
+            checksum_type,
+            crc32,
+        })
+    }
+}
+
+/// Rounds `v` up to the section alignment.
+pub fn align_up(v: u64) -> Option<u64> {
+    v.checked_add(SECTION_ALIGN - 1)
+        .map(|x| x / SECTION_ALIGN * SECTION_ALIGN)
+}

@@ -1,0 +1,98 @@
+//! Errors of the byte layer: every variant names the file and, where it applies, the section.
+
+use std::path::PathBuf;
+
+/// An error reading or writing a codedb file.
+///
+/// Every variant carries the file path (or `<memory>` for bytes that did not come from a file)
+/// and, where it applies, the section or field that is wrong, so a user can act on the message.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{path}: I/O error: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a codedb file (bad magic bytes)")]
+    BadMagic { path: PathBuf },
+    #[error(
+        "{path}: unsupported format version {}.{} (this build reads {}.0 to {}.{})",
+        found.0, found.1, supported.0, supported.0, supported.1
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: (u16, u16),
+        supported: (u16, u16),
+    },
+    #[error("{path}: wrong file kind: expected {expected}, found {found}")]
+    WrongKind {
+        path: PathBuf,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{path}: truncated in {section}: {detail}")]
+    Truncated {
+        path: PathBuf,
+        section: String,
+        detail: String,
+    },
+    #[error("{path}: checksum mismatch in {section}")]
+    ChecksumMismatch { path: PathBuf, section: String },
+    #[error("{path}: corrupt {section}: {detail}")]
+    Corrupt {
+        path: PathBuf,
+        section: String,
+        detail: String,
+    },
+    #[error(
+        "{path}: section {section} is required but not understood by this build (written by a newer codedb?)"
+    )]
+    UnknownRequiredSection { path: PathBuf, section: String },
+    #[error(
+        "{path}: model stage {stage} is required to encode but not understood by this build (written by a newer codedb?)"
+    )]
+    UnknownStage { path: PathBuf, stage: String },
+    #[error("{path}: invalid argument {argument}: {detail}")]
+    InvalidArgument {
+        path: PathBuf,
+        argument: String,
+        detail: String,
+    },
+}
+
+impl FormatError {
+    /// The file this error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            FormatError::Io { path, .. }
+            | FormatError::BadMagic { path }
+            | FormatError::UnsupportedVersion { path, .. }
+            | FormatError::WrongKind { path, .. }
+            | FormatError::Truncated { path, .. }
+            | FormatError::ChecksumMismatch { path, .. }
+            | FormatError::Corrupt { path, .. }
+            | FormatError::UnknownRequiredSection { path, .. }
+            | FormatError::UnknownStage { path, .. }
+            | FormatError::InvalidArgument { path, .. } => path,
+        }
+    }
+
+    /// The section or field the error names, if any (used by `codedb verify` reports).
+    pub fn section(&self) -> Option<&str> {
+        match self {
+            FormatError::Truncated { section, .. }
+            | FormatError::ChecksumMismatch { section, .. }
+            | FormatError::Corrupt { section, .. }
+            | FormatError::UnknownRequiredSection { section, .. } => Some(section),
+            FormatError::UnknownStage { stage, .. } => Some(stage),
+            FormatError::InvalidArgument { argument, .. } => Some(argument),
+            FormatError::BadMagic { .. } | FormatError::UnsupportedVersion { .. } => Some("header"),
+            FormatError::WrongKind { .. } => Some("header.kind"),
+            FormatError::Io { .. } => None,
+        }
+    }
+}
+
+/// Shorthand used throughout the byte layer.
+pub type Result<T> = std::result::Result<T, FormatError>;

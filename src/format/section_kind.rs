@@ -1,0 +1,72 @@
+//! Section kind numbers (the `kind` column of the section table) and their names.
+//!
+//! Numbers are global across file kinds so that a section is never misread as another file
+//! kind's section; each file kind accepts only its own list (see FORMAT.md §3-§7).
+
+use super::container::FileKind;
+
+/// Fixed-size metadata of the file (every kind has exactly one).
+pub const META: u32 = 1;
+
+// segment (FORMAT.md §3)
+pub const SEG_IDS: u32 = 2;
+pub const SEG_CODES: u32 = 3;
+pub const SEG_LABELS: u32 = 4;
+pub const SEG_LISTS: u32 = 5;
+pub const SEG_VECTORS: u32 = 6;
+
+// model (§4)
+pub const MODEL_STAGE: u32 = 16;
+
+// class table (§5)
+pub const CLS_RECORDS: u32 = 32;
+pub const CLS_NAMES: u32 = 33;
+pub const CLS_SUMS: u32 = 34;
+pub const CLS_CENTROIDS: u32 = 35;
+pub const CLS_CENTROID_WEIGHTS: u32 = 36;
+
+// deletion bitmap (§6)
+pub const DEL_BITS: u32 = 48;
+
+// manifest (§7)
+pub const MAN_STRINGS: u32 = 64;
+pub const MAN_SEGMENTS: u32 = 65;
+pub const MAN_CLASS_FILES: u32 = 66;
+
+/// The name of a section kind inside a file kind, or `None` when this build does not know it.
+pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
+    let n = match (file, kind) {
+        (_, META) => "meta",
+        (FileKind::Segment, SEG_IDS) => "ids",
+        (FileKind::Segment, SEG_CODES) => "codes",
+        (FileKind::Segment, SEG_LABELS) => "labels",
+        (FileKind::Segment, SEG_LISTS) => "lists",
+        (FileKind::Segment, SEG_VECTORS) => "vectors",
+        (FileKind::Model, MODEL_STAGE) => "stage",
+        (FileKind::ClassTable, CLS_RECORDS) => "classes",
+        (FileKind::ClassTable, CLS_NAMES) => "names",
+        (FileKind::ClassTable, CLS_SUMS) => "sums",
+        (FileKind::ClassTable, CLS_CENTROIDS) => "centroids",
+        (FileKind::ClassTable, CLS_CENTROID_WEIGHTS) => "centroid_weights",
+        (FileKind::DeletionBitmap, DEL_BITS) => "bits",
+        (FileKind::Manifest, MAN_STRINGS) => "strings",
+        (FileKind::Manifest, MAN_SEGMENTS) => "segments",
+        (FileKind::Manifest, MAN_CLASS_FILES) => "class_files",
+        _ => return None,
+    };
+    Some(n)
+}
+
+/// Whether a section kind may be stored compressed. Only stored vectors may: every other section
+/// is scanned or viewed in place.
+pub fn compressible(file: FileKind, kind: u32) -> bool {
+    file == FileKind::Segment && kind == SEG_VECTORS
+}
+
+/// A label for messages: `codes`, or `section kind 77` when unknown.
+pub fn label(file: FileKind, kind: u32) -> String {
+    match name(file, kind) {
+        Some(n) => n.to_string(),
+        None => format!("section kind {kind}"),
+    }
+}

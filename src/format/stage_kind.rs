@@ -1,0 +1,34 @@
+//! Model stage kind numbers (FORMAT.md §4.2). A number, once published, keeps its meaning
+//! forever; new stages take new numbers. The tensors each kind holds are listed in FORMAT.md.
+
+/// Subtract a mean vector: `x - mean`.
+pub const CENTER: u16 = 1;
+/// Linear map `W x (+ b)`: PCA, CCA, NCMML, LSH random projections, any learned projection.
+pub const LINEAR: u16 = 2;
+/// Orthogonal rotation `R^T x` (random rotation, ITQ).
+pub const ROTATION: u16 = 3;
+/// Sign quantiser: bit j = 1 iff `x_j > threshold_j` (thresholds default to 0).
+pub const BINARIZE: u16 = 4;
+/// Product quantiser: M sub-quantisers of K centroids (8- or 4-bit codes).
+pub const PQ: u16 = 5;
+/// Float storage (f32 or f16) for exact search and re-ranking.
+pub const FLOAT: u16 = 6;
+/// Random Fourier features `sqrt(2/D) cos(W x + b)` (KPCA-ITQ, Gong et al. §6.1).
+pub const RFF: u16 = 7;
+/// Shift-invariant kernel LSH (SKLSH): bit = sign(cos(w x + b) + t).
+pub const SKLSH: u16 = 8;
+
+/// Name of a stage kind known to this build, or `None`.
+pub fn name(kind: u16) -> Option<&'static str> {
+    Some(match kind {
+        CENTER => "center",
+        LINEAR => "linear",
+        ROTATION => "rotation",
+        BINARIZE => "binarize",
+        PQ => "pq",
+        FLOAT => "float",
+        RFF => "rff",
+        SKLSH => "sklsh",
+        _ => return None,
+    })
+}

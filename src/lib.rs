@@ -1,0 +1,3 @@
+//! codedb: an embedded, on-disk index database for compact image codes.
+
+pub mod format;
