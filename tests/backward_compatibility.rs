@@ -12,13 +12,16 @@ use codedb::format::{
 use common::golden;
 
 fn bless_or_read() -> std::path::PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
     let dir = golden::dir();
-    if std::env::var_os("CODEDB_BLESS").is_some() {
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, bytes) in golden::files() {
-            std::fs::write(dir.join(name), bytes).unwrap();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in golden::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
         }
-    }
+    });
     dir
 }
 
