@@ -1,3 +1,11 @@
-//! codedb: an embedded, on-disk index database for compact image codes.
+#![doc = include_str!("../README.md")]
+//!
+//! # Crate layout
+//!
+//! - [`format`]: bytes ⇄ structures — the versioned, checksummed file format (FORMAT.md).
+//! - [`storage`]: files and versions — the index directory, inspection, verification.
 
 pub mod format;
+pub mod storage;
+
+pub use format::FormatError;

@@ -36,14 +36,21 @@ fn v1_0_golden_files_read_with_their_values() {
 
     for (id, want) in [(SEG_A_ID, segment_a()), (SEG_B_ID, segment_b())] {
         let r = SegmentReader::open(&p(name("seg", id, "seg")), OpenOptions::default()).unwrap();
-        assert!(r.container().is_mapped(), "segments are read through the mmap");
+        assert!(
+            r.container().is_mapped(),
+            "segments are read through the mmap"
+        );
         assert_eq!(SegmentData::from_reader(&r).unwrap(), want);
     }
     let a = SegmentReader::open(&p(name("seg", SEG_A_ID, "seg")), OpenOptions::default()).unwrap();
     assert_eq!(a.ids(), &[10, 11, 12, 20, 21]);
     assert_eq!(a.code(3), Some(&[0xaa, 0x55][..]));
     assert_eq!(a.labels(), Some(&[1, 1, 2, 3, 2][..]));
-    assert_eq!(a.codes().as_ptr() as usize % 64, 0, "code column is 64-byte aligned");
+    assert_eq!(
+        a.codes().as_ptr() as usize % 64,
+        0,
+        "code column is 64-byte aligned"
+    );
 
     let d = DeletionBitmap::open(&p(name("del", DEL_ID, "del"))).unwrap();
     assert_eq!(d, deletions());
@@ -72,7 +79,10 @@ fn current_writer_reproduces_v1_0_bytes() {
     let dir = bless_or_read();
     for (name, bytes) in golden::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert!(on_disk == bytes, "{name} differs from what this build writes");
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
     }
 }
 
@@ -87,5 +97,8 @@ fn unknown_major_version_is_refused_with_a_clear_error() {
         matches!(err, FormatError::UnsupportedVersion { found: (2, 0), .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("unsupported format version 2.0"), "{err}");
+    assert!(
+        err.to_string().contains("unsupported format version 2.0"),
+        "{err}"
+    );
 }

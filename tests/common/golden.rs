@@ -225,16 +225,31 @@ pub fn manifest() -> Manifest {
 /// Every golden file: (file name, bytes).
 pub fn files() -> Vec<(String, Vec<u8>)> {
     vec![
-        (name("model", MODEL_ID, "model"), model().to_bytes().unwrap()),
-        (name("seg", SEG_A_ID, "seg"), segment_a().to_bytes().unwrap()),
-        (name("seg", SEG_B_ID, "seg"), segment_b().to_bytes().unwrap()),
+        (
+            name("model", MODEL_ID, "model"),
+            model().to_bytes().unwrap(),
+        ),
+        (
+            name("seg", SEG_A_ID, "seg"),
+            segment_a().to_bytes().unwrap(),
+        ),
+        (
+            name("seg", SEG_B_ID, "seg"),
+            segment_b().to_bytes().unwrap(),
+        ),
         (name("del", DEL_ID, "del"), deletions().to_bytes().unwrap()),
-        (name("classes", CLS_ID, "cls"), classes().to_bytes().unwrap()),
+        (
+            name("classes", CLS_ID, "cls"),
+            classes().to_bytes().unwrap(),
+        ),
         (
             name("classes", CLS_DELTA_ID, "cls"),
             classes_delta().to_bytes().unwrap(),
         ),
-        ("v00000000000000000001.manifest".into(), manifest().to_bytes().unwrap()),
+        (
+            "v00000000000000000001.manifest".into(),
+            manifest().to_bytes().unwrap(),
+        ),
     ]
 }
 
