@@ -272,3 +272,53 @@ fn large_segment_streams_in_chunks_and_opens_zero_copy() {
     assert_eq!(r.code(54_321).unwrap(), &(54_321u64 * 3).to_le_bytes());
     assert_eq!(r.ids()[99_999], 99_999);
 }
+
+#[test]
+fn highly_compressible_vectors_are_stored_plain_and_bombs_are_refused() {
+    // 256k zero floats compress far beyond the 4096:1 limit: the writer stores them plain.
+    let rows = 1024u32;
+    let dim = 256u32;
+    let data = SegmentData {
+        segment_id: FileId::from_u128(1),
+        layout: layout(CodeKind::Pq8, 1),
+        ids: (0..rows as u64).collect(),
+        codes: vec![0; rows as usize],
+        labels: None,
+        lists: None,
+        vectors: Some(StoredVectors {
+            dim,
+            dtype: VectorDType::F32,
+            data: vec![0.0; (rows * dim) as usize],
+            zstd_level: Some(19),
+        }),
+    };
+    let bytes = data.to_bytes().unwrap();
+    let r = SegmentReader::from_bytes(&bytes, Path::new("t")).unwrap();
+    let e = r
+        .container()
+        .entries()
+        .iter()
+        .find(|e| e.kind == 6)
+        .unwrap();
+    assert_eq!(e.codec, codedb::format::Codec::None);
+    assert!(r.vectors().unwrap().is_some());
+
+    // A hand-made section claiming 1 TB from a few bytes is refused before allocating.
+    use codedb::format::{Container, ContainerWriter, FileKind};
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, FileId::ZERO, Path::new("b")).unwrap();
+    w.section_zstd(6, true, &[0u8; 4096], 3).unwrap();
+    let mut bytes = w.finish().unwrap();
+    // Patch raw length (entry at table_offset + 24) to 1 TB and fix the footer CRC.
+    let n = bytes.len();
+    let table = u64::from_le_bytes(bytes[n - 32..n - 24].try_into().unwrap()) as usize;
+    bytes[table + 24..table + 32].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&bytes[table..n - 32]);
+    h.update(&bytes[n - 32..n - 4]);
+    let crc = h.finalize();
+    bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    let c = Container::from_slice(&bytes, Path::new("bomb"), None).unwrap();
+    let err = c.decoded(0).unwrap_err().to_string();
+    assert!(err.contains("ratio above 4096:1"), "{err}");
+}
