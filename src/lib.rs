@@ -6,6 +6,7 @@
 //! - [`storage`]: files and versions — the index directory, inspection, verification.
 
 pub mod format;
+pub mod bench;
 pub mod storage;
 
 pub use format::FormatError;
