@@ -42,7 +42,10 @@ fn sum_words(w: &[u64]) -> u64 {
             acc[i] = acc[i].wrapping_add(c[i]);
         }
     }
-    let tail = chunks.remainder().iter().fold(0u64, |a, &b| a.wrapping_add(b));
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0u64, |a, &b| a.wrapping_add(b));
     acc.iter().fold(tail, |a, &b| a.wrapping_add(b))
 }
 

@@ -87,7 +87,12 @@ pub fn ensure_generated_segment(
     std::fs::create_dir_all(dir).map_err(io)?;
     let tmp = path.with_extension("seg.tmp");
     let file = std::fs::File::create(&tmp).map_err(io)?;
-    let mut w = SegmentWriter::new(BufWriter::with_capacity(8 << 20, file), FileId::generate(), layout, &tmp)?;
+    let mut w = SegmentWriter::new(
+        BufWriter::with_capacity(8 << 20, file),
+        FileId::generate(),
+        layout,
+        &tmp,
+    )?;
     let mut ids = Vec::with_capacity(CHUNK_ROWS as usize);
     let mut start = 0u64;
     while start < rows {
@@ -138,10 +143,12 @@ mod tests {
             code_bits: 64,
             model_id: GENERATED_MODEL_ID,
         };
-        let (p, reused) = ensure_generated_segment(dir.path(), layout, 3000, 7, &mut |_| {}).unwrap();
+        let (p, reused) =
+            ensure_generated_segment(dir.path(), layout, 3000, 7, &mut |_| {}).unwrap();
         assert!(!reused);
         let first = std::fs::read(&p).unwrap();
-        let (p2, reused) = ensure_generated_segment(dir.path(), layout, 3000, 7, &mut |_| {}).unwrap();
+        let (p2, reused) =
+            ensure_generated_segment(dir.path(), layout, 3000, 7, &mut |_| {}).unwrap();
         assert!(reused && p2 == p);
         let r = SegmentReader::open(&p, OpenOptions::default()).unwrap();
         assert_eq!(r.rows(), 3000);
@@ -150,6 +157,9 @@ mod tests {
         std::fs::remove_file(&p).unwrap();
         ensure_generated_segment(dir.path(), layout, 3000, 7, &mut |_| {}).unwrap();
         let again = SegmentReader::open(&p, OpenOptions::default()).unwrap();
-        assert_eq!(again.codes(), SegmentReader::from_bytes(&first, &p).unwrap().codes());
+        assert_eq!(
+            again.codes(),
+            SegmentReader::from_bytes(&first, &p).unwrap().codes()
+        );
     }
 }

@@ -260,6 +260,7 @@ impl ClassTable {
         let mut rr = LeReader::new(recs, path, "classes");
         let mut classes = Vec::with_capacity(count as usize);
         let mut next_centroid = 0u64;
+        let mut next_name = 0usize;
         for i in 0..count as usize {
             let id = rr.u32()?;
             let parent = rr.u32()?;
@@ -269,6 +270,15 @@ impl ClassTable {
             let cstart = rr.u64()?;
             let ccount = rr.u32()? as u64;
             rr.zeros(4, "reserved")?;
+            // Names lie back to back in record order, as the writer lays them out: no overlap,
+            // no unowned bytes, so a file cannot carry names its writer never wrote.
+            if name_off != next_name {
+                return Err(c.corrupt(
+                    "names",
+                    &format!("class {id}: name at {name_off}, expected {next_name}"),
+                ));
+            }
+            next_name = name_off.saturating_add(name_len);
             let name = names
                 .get(name_off..name_off.saturating_add(name_len))
                 .and_then(|b| std::str::from_utf8(b).ok())
@@ -306,8 +316,7 @@ impl ClassTable {
         if next_centroid != total_centroids {
             return Err(c.corrupt("classes", "centroids not all owned by a class"));
         }
-        let names_used: usize = classes.iter().map(|c| c.name.len()).sum();
-        if names_used != names.len() {
+        if next_name != names.len() {
             return Err(c.corrupt("names", "name bytes not all owned by a class"));
         }
         let t = ClassTable {

@@ -68,11 +68,11 @@ pub fn valid_file_name(name: &str) -> bool {
 impl Manifest {
     /// Live rows: stored rows minus deleted rows.
     pub fn live_rows(&self) -> u64 {
-        self.segments.iter().map(|s| s.rows - s.deleted).sum()
+        (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.rows.saturating_sub(s.deleted)))
     }
 
     pub fn deleted_rows(&self) -> u64 {
-        self.segments.iter().map(|s| s.deleted).sum()
+        (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.deleted))
     }
 
     fn validate(&self, path: &Path, section: &str) -> Result<()> {
@@ -93,6 +93,12 @@ impl Manifest {
             Ok(())
         };
         check(&self.model, "model")?;
+        let mut total = 0u64;
+        for s in &self.segments {
+            total = total
+                .checked_add(s.rows)
+                .ok_or_else(|| bad("segment row counts add up past 2^64".into()))?;
+        }
         for (i, s) in self.segments.iter().enumerate() {
             check(&s.segment, &format!("segment {i}"))?;
             if s.deleted > s.rows {
@@ -203,8 +209,19 @@ impl Manifest {
             r.finish()?;
         }
         let strings = c.stored(c.require(MAN_STRINGS)?);
+        // Names lie back to back in the order the writer adds them (model, then per segment its
+        // name and bitmap name, then class files): each must start where the previous ended, so
+        // no two names overlap and no byte is unowned.
+        let next = std::cell::Cell::new(0usize);
         let string = |off: u32, len: u32, what: &str| -> Result<String> {
             let (off, len) = (off as usize, len as usize);
+            if off != next.get() {
+                return Err(c.corrupt(
+                    "strings",
+                    &format!("{what}: name at {off}, expected {}", next.get()),
+                ));
+            }
+            next.set(off.saturating_add(len));
             strings
                 .get(off..off.saturating_add(len))
                 .and_then(|b| std::str::from_utf8(b).ok())
@@ -231,6 +248,7 @@ impl Manifest {
             let (so, sl) = (sr.u32()?, sr.u32()?);
             let (dof, dl) = (sr.u32()?, sr.u32()?);
             let did = FileId(sr.array()?);
+            let name = string(so, sl, &format!("segment {i}"))?;
             let deletions = if dl == 0 {
                 if dof != 0 || !did.is_zero() {
                     return Err(c.corrupt("segments", &format!("segment {i}: stray bitmap fields")));
@@ -243,10 +261,7 @@ impl Manifest {
                 })
             };
             segments.push(SegmentEntry {
-                segment: FileRef {
-                    id,
-                    name: string(so, sl, &format!("segment {i}"))?,
-                },
+                segment: FileRef { id, name },
                 rows,
                 deleted,
                 deletions,
