@@ -109,7 +109,7 @@ pub fn ensure_generated_segment(
         let n = CHUNK_ROWS.min(rows - done);
         let chunk = &mut buf[..(n * layout.code_bytes as u64) as usize];
         rng.fill(chunk);
-        if layout.code_kind == CodeKind::Pq4 && layout.code_bits % 8 != 0 {
+        if layout.code_kind == CodeKind::Pq4 && !layout.code_bits.is_multiple_of(8) {
             // An odd number of 4-bit sub-quantisers leaves the last high nibble zero.
             for code in chunk.chunks_exact_mut(layout.code_bytes as usize) {
                 if let Some(last) = code.last_mut() {
