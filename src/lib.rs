@@ -1,3 +1,5 @@
 //! codedb: an embedded, on-disk index database for compact image codes.
 
+pub mod eval;
 pub mod format;
+pub mod io;
