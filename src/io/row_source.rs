@@ -6,7 +6,7 @@ use std::path::Path;
 
 use ndarray::Array2;
 
-use super::error::Result;
+use super::error::{IoError, Result};
 
 /// A source of `f32` vector rows read in chunks, front to back.
 ///
@@ -26,17 +26,28 @@ pub trait RowSource {
 }
 
 /// Reads all remaining rows of a source into one matrix.
+///
+/// The buffer grows with the data actually read, so a header that announces more rows than
+/// the (possibly compressed) stream holds cannot trigger a huge allocation up front.
 pub fn read_all_rows(source: &mut dyn RowSource) -> Result<Array2<f32>> {
     let remaining = source.rows() - source.rows_read();
-    let mut out = Array2::<f32>::zeros((remaining, source.dim()));
-    let mut at = 0;
+    let dim = source.dim();
     // Chunks of ~64 MiB keep the transient conversion buffer small for non-f32 inputs.
-    let chunk_rows = ((64usize << 20) / (4 * source.dim().max(1))).max(1);
+    let chunk_rows = ((64usize << 20) / (4 * dim.max(1))).max(1);
+    let announced = remaining.saturating_mul(dim);
+    let mut data: Vec<f32> = Vec::with_capacity(announced.min(16 << 20));
+    let mut rows = 0;
     while let Some(chunk) = source.next_chunk(chunk_rows)? {
-        let n = chunk.nrows();
-        out.slice_mut(ndarray::s![at..at + n, ..]).assign(&chunk);
-        at += n;
+        rows += chunk.nrows();
+        match chunk.as_slice() {
+            Some(s) => data.extend_from_slice(s),
+            None => data.extend(chunk.iter().copied()),
+        }
     }
-    debug_assert_eq!(at, remaining);
-    Ok(out)
+    debug_assert_eq!(rows, remaining);
+    Array2::from_shape_vec((rows, dim), data).map_err(|e| IoError::WrongShape {
+        path: source.path().to_path_buf(),
+        shape: vec![rows, dim],
+        detail: e.to_string(),
+    })
 }

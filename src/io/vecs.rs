@@ -145,7 +145,9 @@ fn diagnose_length(
     let record = 4 + dim as u64 * kind.value_size();
     let mut index = 0usize;
     let mut pos = 0u64;
-    while pos + record <= len {
+    // Every record whose dimension field is present is checked, including an incomplete last
+    // one: a different dimension there is the better explanation than truncation.
+    while pos + 4 <= len {
         if reader.seek(SeekFrom::Start(pos)).is_err() {
             break;
         }
@@ -161,6 +163,9 @@ fn diagnose_length(
                 found: d as i64,
                 expected: dim as usize,
             };
+        }
+        if pos + record > len {
+            break;
         }
         pos += record;
         index += 1;
