@@ -240,7 +240,7 @@ fn every_truncation_is_an_error_naming_the_file() {
             // shorter file (checked to read as such); every other cut must fail.
             if let Some(rec) = record_size(name, &bytes)
                 && len > 0
-                && len % rec == 0
+                && len.is_multiple_of(rec)
             {
                 for r in &readers {
                     assert!(

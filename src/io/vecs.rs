@@ -88,7 +88,7 @@ impl VecsFile {
             });
         }
         let record = 4 + dim as u64 * kind.value_size();
-        if len % record != 0 {
+        if !len.is_multiple_of(record) {
             return Err(diagnose_length(path, reader, kind, dim, len));
         }
         reader
