@@ -1,5 +1,6 @@
-//! Flat top-k classification error (Mensink et al., TPAMI 2013, §5: "top-1 and top-5 flat
-//! error"): the fraction of samples whose true label is not among the first k predicted labels.
+//! Flat top-k classification error (Mensink et al., TPAMI 2013, §5.1 "Evaluation measures": the
+//! average top-1 and top-5 flat error of ILSVRC'10): a sample's error is 1 when its true label
+//! is not among the first k predicted labels, and the mean over samples is reported.
 
 use super::error::{EvalError, Result};
 

@@ -11,8 +11,11 @@
 //! 1. a blocked f32 matrix product (faer GEMM) gives an approximate distance for every
 //!    (query, database row) pair, with a rigorous error bound: for any summation order, with
 //!    or without FMA, |fl(q·x) − q·x| ≤ γ_d Σ|q_k x_k| ≤ γ_d ‖q‖‖x‖, γ_d = d·u / (1 − d·u),
-//!    u = 2⁻²⁴ (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1); a small slack
-//!    covers underflow and the f64 combination step;
+//!    u = 2⁻²⁴ (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1). A 10⁻⁶
+//!    relative margin on γ_d also covers the f64 rounding of the exact reference's own dot
+//!    products (≤ d·2⁻⁵³ relative); an absolute slack covers product underflow (IEEE gradual
+//!    underflow, Rust's default) and the f64 combination step. Lower bounds that are not
+//!    finite (f32 overflow) become −∞, so such pairs are always re-scored;
 //! 2. only the pairs whose lower bound can still beat the answer (the k-th smallest upper
 //!    bound, or the radius) are re-scored exactly, and the answer is chosen on exact values.
 //!
@@ -229,7 +232,8 @@ where
                             + abs_slack
                             + 8.0 * f64::EPSILON * (qn + xn + 2.0 * gv.abs());
                         let (lower, upper) = if approx.is_finite() && err.is_finite() {
-                            (approx - err, approx + err)
+                            // Exact distances are clamped at 0, so the upper bound is too.
+                            (approx - err, (approx + err).max(0.0))
                         } else {
                             (f64::NEG_INFINITY, f64::INFINITY)
                         };
@@ -266,6 +270,9 @@ impl Ord for Entry {
 struct KnnState {
     uppers: BinaryHeap<Entry>,
     candidates: Vec<(u32, f64)>,
+    /// Candidate count that triggers the next pruning; doubles when pruning removes little,
+    /// so the scan stays linear even when no pair can be pruned.
+    prune_at: usize,
 }
 
 /// The k nearest database rows of every query with their exact squared distances in f64,
@@ -283,6 +290,7 @@ pub(crate) fn knn_l2_f64(
         |_| KnnState {
             uppers: BinaryHeap::with_capacity(k + 1),
             candidates: Vec::with_capacity(2 * k),
+            prune_at: 8 * k + 64,
         },
         |s: &mut KnnState, i, lower, upper| {
             let threshold = if s.uppers.len() < k {
@@ -300,9 +308,10 @@ pub(crate) fn knn_l2_f64(
                     s.uppers.push(e);
                 }
                 // Keep the list short when many early candidates are now out of reach.
-                if s.candidates.len() > 8 * k + 64 && s.uppers.len() == k {
+                if s.candidates.len() > s.prune_at && s.uppers.len() == k {
                     let t = s.uppers.peek().map_or(f64::INFINITY, |e| e.0);
                     s.candidates.retain(|&(_, lo)| lo <= t);
+                    s.prune_at = s.prune_at.max(2 * s.candidates.len());
                 }
             }
         },
