@@ -1,4 +1,18 @@
-//! codedb: an embedded, on-disk index database for compact image codes.
+#![doc = include_str!("../README.md")]
+//!
+//! # Crate layout
+//!
+//! - [`format`]: bytes ⇄ structures — the versioned, checksummed file format (FORMAT.md).
+//! - [`storage`]: files and versions — the index directory, inspection, verification.
+//! - [`io`]: reading descriptors and labels (.npy, .fvecs/.bvecs/.ivecs, gzip IDX).
+//! - [`eval`]: ground truth and retrieval / classification metrics.
+//! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
 
+pub mod bench;
+pub mod eval;
 pub mod format;
+pub mod io;
 pub mod model;
+pub mod storage;
+
+pub use format::FormatError;

@@ -1,1 +1,367 @@
-fn main() {}
+//! The `codedb` admin CLI: a thin layer over the library.
+//!
+//! Exit codes: 0 success; 1 the file or index has a problem, or the operation failed;
+//! 2 usage error (bad arguments).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use codedb::storage::inspect::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
+use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (verify: no problem found)
+  1  the file or index has a problem, or the operation failed
+  2  usage error (unknown command, bad or missing argument)";
+
+#[derive(Parser)]
+#[command(
+    name = "codedb",
+    version,
+    about = "Embedded index database for compact image codes: inspect and verify codedb files and indexes.",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what a codedb file or index directory holds: kind, version, sections, rows, model
+    /// stages, classes, manifest versions.
+    #[command(after_help = "Examples:
+  codedb inspect format/golden/v1.0/seg-00000000000000000000000000002001.seg
+  codedb inspect format/golden/v1.0            # an index directory
+  codedb inspect my-index --json | jq .rows
+
+Exit codes: 0 success, 1 unreadable file or not an index, 2 usage error.")]
+    Inspect {
+        /// A codedb file (segment, model, class table, deletion bitmap, manifest) or an index
+        /// directory.
+        path: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read every byte, check every checksum and cross-reference; print each problem with its
+    /// file and section.
+    #[command(after_help = "Examples:
+  codedb verify my-index
+  codedb verify my-index/seg-0123….seg --json
+
+Exit codes: 0 clean, 1 at least one problem found, 2 usage error.")]
+    Verify {
+        /// A codedb file or an index directory.
+        path: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect { path, json } => inspect(&path, json),
+        Command::Verify { path, json } => verify(&path, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("codedb: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
+    if !path.exists() {
+        anyhow::bail!("{}: no such file or directory", path.display());
+    }
+    if path.is_dir() {
+        let r = inspect_dir(path)?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print_index(&r);
+        }
+    } else {
+        let r = inspect_file(path)?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print_file(&r, "");
+        }
+        if r.error.is_some() || r.sections.iter().any(|s| !s.checksum_ok) {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_index(r: &IndexReport) {
+    println!("index      {}", r.dir.display());
+    println!("version    {}", r.version);
+    println!("rows       {} live, {} deleted", r.rows, r.deleted);
+    println!("segments   {}", r.segments);
+    println!("classes    {}", r.classes);
+    let m = &r.model;
+    match (m.code_kind, m.code_bytes, m.code_bits, m.input_dim) {
+        (Some(kind), Some(bytes), Some(bits), Some(dim)) => println!(
+            "model      {} ({dim}-D in, {kind} codes of {bytes} bytes / {bits} bits; stages: {})",
+            m.file,
+            m.stages.join(" → ")
+        ),
+        _ => println!("model      {} (unreadable: run codedb verify)", m.file),
+    }
+    println!("bytes      {}", r.bytes);
+    println!("versions:");
+    for v in &r.versions {
+        println!(
+            "  {:>6}  {}  {} rows, {} deleted, {} segments",
+            v.version, v.manifest, v.rows, v.deleted, v.segments
+        );
+    }
+    println!("files:");
+    for f in &r.files {
+        let name = f.path.file_name().map(|n| n.to_string_lossy().into_owned());
+        println!(
+            "  {:<48} {:<16} {:>10} bytes{}",
+            name.unwrap_or_default(),
+            f.file_kind,
+            f.bytes,
+            if f.error.is_some() || f.sections.iter().any(|s| !s.checksum_ok) {
+                "  PROBLEM (run codedb verify)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+fn print_file(r: &FileReport, indent: &str) {
+    println!("{indent}{}", r.path.display());
+    println!(
+        "{indent}  kind       {} (format {})",
+        r.file_kind, r.format_version
+    );
+    println!("{indent}  file id    {}", r.file_id);
+    println!("{indent}  size       {} bytes", r.bytes);
+    match &r.contents {
+        Some(c) => print_contents(c, indent),
+        None => println!(
+            "{indent}  ERROR      {}",
+            r.error.as_deref().unwrap_or("unknown")
+        ),
+    }
+    println!("{indent}  sections:");
+    println!(
+        "{indent}    {:<18} {:>10} {:>12} {:>12} {:<5} {:<8} checksum",
+        "kind", "offset", "stored", "raw", "codec", "required"
+    );
+    for s in &r.sections {
+        println!(
+            "{indent}    {:<18} {:>10} {:>12} {:>12} {:<5} {:<8} {}",
+            s.kind,
+            s.offset,
+            s.stored_bytes,
+            s.raw_bytes,
+            s.codec,
+            if s.required { "yes" } else { "no" },
+            if s.checksum_ok { "ok" } else { "MISMATCH" }
+        );
+    }
+}
+
+fn print_contents(c: &Contents, indent: &str) {
+    let p = |k: &str, v: String| println!("{indent}  {k:<10} {v}");
+    match c {
+        Contents::Segment {
+            rows,
+            code_kind,
+            code_bytes,
+            code_bits,
+            model_id,
+            min_id,
+            max_id,
+            labels,
+            lists,
+            vectors,
+        } => {
+            p("rows", rows.to_string());
+            p(
+                "codes",
+                format!("{code_kind}, {code_bytes} bytes ({code_bits} bits) per row"),
+            );
+            p("model", model_id.clone());
+            p("ids", format!("{min_id} ..= {max_id}"));
+            p("labels", yes_no(*labels));
+            p("lists", yes_no(*lists));
+            p("vectors", vectors.clone().unwrap_or_else(|| "none".into()));
+        }
+        Contents::Model {
+            input_dim,
+            code_kind,
+            code_bytes,
+            code_bits,
+            stages,
+            skipped_stages,
+        } => {
+            p("input", format!("{input_dim}-D"));
+            p(
+                "codes",
+                format!("{code_kind}, {code_bytes} bytes ({code_bits} bits)"),
+            );
+            println!("{indent}  stages:");
+            for (i, s) in stages.iter().enumerate() {
+                let tensors: Vec<String> = s
+                    .tensors
+                    .iter()
+                    .map(|t| format!("{} {}{:?}", t.name, t.dtype, t.shape))
+                    .collect();
+                println!("{indent}    {i}. {:<10} {}", s.kind, tensors.join(", "));
+            }
+            if !skipped_stages.is_empty() {
+                p(
+                    "skipped",
+                    format!("unknown optional stages {skipped_stages:?}"),
+                );
+            }
+        }
+        Contents::ClassTable {
+            dim,
+            delta_of,
+            classes,
+        } => {
+            p("dim", dim.to_string());
+            p(
+                "type",
+                match delta_of {
+                    Some(b) => format!("delta of {b}"),
+                    None => "base table".into(),
+                },
+            );
+            p("classes", classes.len().to_string());
+            for c in classes {
+                println!(
+                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}",
+                    c.id,
+                    c.name,
+                    c.parent
+                        .map(|x| x.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    c.count,
+                    c.centroids
+                );
+            }
+        }
+        Contents::DeletionBitmap {
+            segment_id,
+            rows,
+            deleted,
+        } => {
+            p("segment", segment_id.clone());
+            p("rows", rows.to_string());
+            p("deleted", deleted.to_string());
+        }
+        Contents::Manifest {
+            version,
+            created_unix_ms,
+            next_auto_id,
+            model,
+            live_rows,
+            deleted_rows,
+            segments,
+            class_files,
+        } => {
+            p("version", version.to_string());
+            p(
+                "created",
+                format!("{created_unix_ms} ms since the Unix epoch"),
+            );
+            p("next id", next_auto_id.to_string());
+            p("model", model.clone());
+            p("rows", format!("{live_rows} live, {deleted_rows} deleted"));
+            println!("{indent}  segments:");
+            for s in segments {
+                println!(
+                    "{indent}    {}  {} rows, {} deleted{}",
+                    s.file,
+                    s.rows,
+                    s.deleted,
+                    s.deletions
+                        .as_ref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default()
+                );
+            }
+            p("classes", class_files.join(", "));
+        }
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+fn verify(path: &Path, json: bool) -> Result<ExitCode> {
+    if !path.exists() {
+        anyhow::bail!("{}: no such file or directory", path.display());
+    }
+    let total = bytes_to_verify(path);
+    let bar = progress_bar(total, "verifying");
+    let report: VerifyReport = verify_path(path, &mut |n| bar.inc(n));
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).context("JSON")?);
+    } else {
+        for p in &report.problems {
+            println!(
+                "PROBLEM {} [{}]: {}",
+                p.path.display(),
+                p.section,
+                p.message
+            );
+        }
+        if !report.unreferenced.is_empty() {
+            println!(
+                "note: {} file(s) referenced by no manifest (garbage collection removes them): {}",
+                report.unreferenced.len(),
+                report.unreferenced.join(", ")
+            );
+        }
+        println!(
+            "{}: {} file(s), {} bytes, {} manifest(s) checked, {} problem(s)",
+            if report.ok() { "OK" } else { "FAILED" },
+            report.files_checked,
+            report.bytes_checked,
+            report.manifests_checked,
+            report.problems.len()
+        );
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A byte progress bar on stderr, hidden when stderr is not a terminal.
+fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar
+}

@@ -143,7 +143,7 @@ impl FileId {
 
     /// A fixed id (golden files, tests).
     pub fn from_u128(v: u128) -> FileId {
-        FileId(v.to_le_bytes())
+        FileId(v.to_be_bytes())
     }
 
     pub fn to_hex(&self) -> String {

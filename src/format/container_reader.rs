@@ -16,6 +16,11 @@ use super::file_bytes::{FileBytes, LoadMode};
 use super::le::{LeReader, to_usize};
 use super::section_kind;
 
+/// Largest raw/stored size ratio a compressed section may claim. Writers store a section
+/// uncompressed rather than exceed it, so a reader can refuse a "decompression bomb" before it
+/// allocates anything.
+pub const MAX_ZSTD_RATIO: u64 = 4096;
+
 /// Which section checksums a reader checks when it opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChecksumPolicy {
@@ -191,14 +196,34 @@ impl Container {
         match e.codec {
             Codec::None => Ok(Cow::Borrowed(self.stored(i))),
             Codec::Zstd => {
-                let cap = to_usize(e.raw_len, &self.path, &self.label(i), "raw length")?;
-                let out = zstd::bulk::decompress(self.stored(i), cap).map_err(|err| {
-                    self.corrupt(&self.label(i), &format!("zstd data does not decode: {err}"))
-                })?;
-                if out.len() != cap {
+                use std::io::Read;
+                let label = self.label(i);
+                let raw = to_usize(e.raw_len, &self.path, &label, "raw length")?;
+                if e.raw_len > e.stored_len.saturating_mul(MAX_ZSTD_RATIO) {
                     return Err(self.corrupt(
-                        &self.label(i),
-                        &format!("decodes to {} bytes, table says {cap}", out.len()),
+                        &label,
+                        &format!(
+                            "claims {} raw bytes from {} stored (ratio above {MAX_ZSTD_RATIO}:1)",
+                            e.raw_len, e.stored_len
+                        ),
+                    ));
+                }
+                // Streamed, without pre-allocating the claimed size: memory grows only with
+                // output the data really decodes to, and stops one byte past the claim.
+                let mut out = Vec::new();
+                let decoder = zstd::stream::read::Decoder::new(self.stored(i)).map_err(|err| {
+                    self.corrupt(&label, &format!("zstd data does not decode: {err}"))
+                })?;
+                decoder
+                    .take(e.raw_len.saturating_add(1))
+                    .read_to_end(&mut out)
+                    .map_err(|err| {
+                        self.corrupt(&label, &format!("zstd data does not decode: {err}"))
+                    })?;
+                if out.len() != raw {
+                    return Err(self.corrupt(
+                        &label,
+                        &format!("decodes to {} bytes, table says {raw}", out.len()),
                     ));
                 }
                 Ok(Cow::Owned(out))

@@ -10,6 +10,7 @@ use super::container::{
     CHECKSUM_CRC32, Codec, END_MAGIC, FileId, FileKind, FormatVersion, Header, SECTION_ALIGN,
     SECTION_REQUIRED, SectionEntry, align_up,
 };
+use super::container_reader::MAX_ZSTD_RATIO;
 use super::error::{FormatError, Result};
 use super::le::LeWriter;
 use super::section_kind;
@@ -145,6 +146,10 @@ impl<W: Write> ContainerWriter<W> {
             return Err(self.misuse("zstd requested for a section that must stay uncompressed"));
         }
         let stored = zstd::bulk::compress(raw, level).map_err(|e| self.io(e))?;
+        if (raw.len() as u64) > (stored.len() as u64).saturating_mul(MAX_ZSTD_RATIO) {
+            // Readers refuse ratios above the limit (bomb protection): store it plain.
+            return self.section(kind, required, raw);
+        }
         self.begin_section(kind, required)?;
         self.write(&stored)?;
         self.end_section()?;

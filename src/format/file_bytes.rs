@@ -108,6 +108,26 @@ impl FileBytes {
     }
 }
 
+/// Asks the kernel to drop `path`'s pages from the page cache (posix_fadvise DONTNEED), for
+/// cold-cache benchmarks. Pages still mapped by a live [`FileBytes`] may stay resident, so drop
+/// mappings first. Returns an error naming why when the platform cannot do it.
+pub fn evict_from_page_cache(path: &Path) -> std::io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let file = File::open(path)?;
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = path;
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "posix_fadvise is not available on this platform",
+        ))
+    }
+}
+
 impl std::fmt::Debug for FileBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileBytes")

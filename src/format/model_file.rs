@@ -223,9 +223,11 @@ impl CodeKind {
         match self {
             CodeKind::Binary => bits > 0 && (bits as u64).div_ceil(8) == bytes as u64,
             CodeKind::Pq8 => bits as u64 == 8 * bytes as u64,
-            CodeKind::Pq4 => bits > 0 && bits % 4 == 0 && (bits as u64).div_ceil(8) == bytes as u64,
-            CodeKind::Float32 => bytes % 4 == 0 && bits as u64 == 8 * bytes as u64,
-            CodeKind::Float16 => bytes % 2 == 0 && bits as u64 == 8 * bytes as u64,
+            CodeKind::Pq4 => {
+                bits > 0 && bits.is_multiple_of(4) && (bits as u64).div_ceil(8) == bytes as u64
+            }
+            CodeKind::Float32 => bytes.is_multiple_of(4) && bits as u64 == 8 * bytes as u64,
+            CodeKind::Float16 => bytes.is_multiple_of(2) && bits as u64 == 8 * bytes as u64,
         }
     }
 }

@@ -1,0 +1,5 @@
+//! Throughput benchmarks run by `codedb bench`: generated segments, the machine's own read
+//! bandwidth as the yardstick, and scan cases measured against it.
+
+pub mod bandwidth;
+pub mod generated_segment;

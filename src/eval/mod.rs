@@ -1,0 +1,34 @@
+//! Evaluation: exact ground truth and the retrieval/classification metrics of the papers.
+//!
+//! - [`knn_l2`], [`within_radius`]: exact Euclidean search (deterministic, f64 accumulation).
+//! - [`euclidean_ground_truth`]: ITQ §4.2's neighbours within the mean 50th-NN distance.
+//! - [`GroundTruth`]: relevance by neighbour sets or by class label, and per-query AP,
+//!   precision@k and hash-lookup scores; [`mean_average_precision`],
+//!   [`mean_precision_at_k`], [`class_label_map`], [`class_label_precision_at_k`].
+//! - [`recall_at_r`] (PQ/FAISS protocol), [`top_k_error`] (NCM protocol).
+//! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
+//!
+//! All functions are pure; inputs of the wrong shape give an [`EvalError`].
+
+pub mod classification;
+pub mod error;
+pub mod euclidean_truth;
+pub mod ground_truth;
+pub mod hash_lookup;
+pub mod knn;
+pub mod ranked_metrics;
+pub mod ranking;
+
+pub use classification::top_k_error;
+pub use error::EvalError;
+pub use euclidean_truth::{
+    EuclideanTruth, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, mean_neighbour_distance,
+};
+pub use ground_truth::GroundTruth;
+pub use hash_lookup::{LookupScores, hamming_ball, hamming_balls};
+pub use knn::{Neighbor, knn_l2, within_radius};
+pub use ranked_metrics::{
+    MeanScore, class_label_map, class_label_precision_at_k, mean_average_precision,
+    mean_precision_at_k, recall_at_r,
+};
+pub use ranking::{Order, rank_by_score, top_k_by_score};

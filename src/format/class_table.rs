@@ -1,0 +1,382 @@
+//! Class tables and their deltas (FORMAT.md §5).
+//!
+//! Per class: id, name, parent (hierarchy), image count, the *sum* of its descriptors in f64
+//! (means stay exact under millions of incremental updates: mean = sum / count) and optional
+//! centroids with weights. A delta file has the same layout with the `DELTA` flag and the id of
+//! the table it applies to; folding a delta adds counts and sums per class id and creates the
+//! classes that are new.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::Path;
+
+use super::container::{FileId, FileKind};
+use super::container_reader::Container;
+use super::container_writer::ContainerWriter;
+use super::error::{FormatError, Result};
+use super::le::{LeReader, LeWriter, checked_mul, to_usize};
+use super::section_kind::{
+    CLS_CENTROID_WEIGHTS, CLS_CENTROIDS, CLS_NAMES, CLS_RECORDS, CLS_SUMS, META,
+};
+
+/// Parent id meaning "no parent".
+pub const NO_PARENT: u32 = u32::MAX;
+/// Longest class name in bytes.
+pub const MAX_CLASS_NAME: usize = 255;
+const RECORD_LEN: usize = 40;
+const FLAG_DELTA: u32 = 1;
+
+/// One centroid of a class (NCMC, Mensink et al. eq. 16).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Centroid {
+    pub weight: f32,
+    pub vector: Vec<f32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassRecord {
+    pub id: u32,
+    pub name: String,
+    pub parent: Option<u32>,
+    pub count: u64,
+    /// Sum of the class's descriptors (length = table dimension).
+    pub sum: Vec<f64>,
+    pub centroids: Vec<Centroid>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassTable {
+    pub file_id: FileId,
+    /// Descriptor dimension of every sum and centroid.
+    pub dim: u32,
+    /// For a delta: the table it applies to.
+    pub delta_of: Option<FileId>,
+    pub classes: Vec<ClassRecord>,
+}
+
+impl ClassTable {
+    fn validate(&self, path: &Path, section: &str) -> Result<()> {
+        let bad = |detail: String| FormatError::Corrupt {
+            path: path.to_path_buf(),
+            section: section.to_string(),
+            detail,
+        };
+        if self.dim == 0 {
+            return Err(bad("dimension is 0".into()));
+        }
+        let mut ids = HashSet::new();
+        let mut names = HashSet::new();
+        for c in &self.classes {
+            let at = format!("class {} ({:?})", c.id, c.name);
+            if c.id == NO_PARENT {
+                return Err(bad(format!("{at}: id {NO_PARENT} is reserved")));
+            }
+            if !ids.insert(c.id) {
+                return Err(bad(format!("{at}: duplicate class id")));
+            }
+            if c.name.is_empty() || c.name.len() > MAX_CLASS_NAME {
+                return Err(bad(format!(
+                    "{at}: name must be 1..={MAX_CLASS_NAME} bytes"
+                )));
+            }
+            if !names.insert(c.name.as_str()) {
+                return Err(bad(format!("{at}: duplicate class name")));
+            }
+            if c.parent == Some(c.id) || c.parent == Some(NO_PARENT) {
+                return Err(bad(format!("{at}: invalid parent")));
+            }
+            if c.sum.len() != self.dim as usize || c.sum.iter().any(|v| !v.is_finite()) {
+                return Err(bad(format!("{at}: sum must be {} finite values", self.dim)));
+            }
+            for (k, ct) in c.centroids.iter().enumerate() {
+                if ct.vector.len() != self.dim as usize
+                    || !ct.weight.is_finite()
+                    || ct.vector.iter().any(|v| !v.is_finite())
+                {
+                    return Err(bad(format!(
+                        "{at}: centroid {k} must be {} finite values with a finite weight",
+                        self.dim
+                    )));
+                }
+            }
+        }
+        if self.delta_of.is_none() {
+            // A base table is closed: parents exist and the hierarchy has no cycle.
+            let parent: HashMap<u32, Option<u32>> =
+                self.classes.iter().map(|c| (c.id, c.parent)).collect();
+            for c in &self.classes {
+                let mut seen = 0usize;
+                let mut cur = c.parent;
+                while let Some(p) = cur {
+                    let Some(&next) = parent.get(&p) else {
+                        return Err(bad(format!("class {}: parent {p} does not exist", c.id)));
+                    };
+                    seen += 1;
+                    if seen > self.classes.len() {
+                        return Err(bad(format!("class {}: parent chain has a cycle", c.id)));
+                    }
+                    cur = next;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
+        self.validate(path, "classes")?;
+        let mut w = ContainerWriter::new(out, FileKind::ClassTable, self.file_id, path)?;
+        let total_centroids: u64 = self.classes.iter().map(|c| c.centroids.len() as u64).sum();
+        let mut m = LeWriter::new();
+        m.u64(self.classes.len() as u64)
+            .u32(self.dim)
+            .u32(if self.delta_of.is_some() {
+                FLAG_DELTA
+            } else {
+                0
+            })
+            .bytes(&self.delta_of.unwrap_or(FileId::ZERO).0)
+            .u64(total_centroids)
+            .zeros(8);
+        w.section(META, true, &m.buf)?;
+        let mut recs = LeWriter::new();
+        let mut names = Vec::new();
+        let mut start = 0u64;
+        for c in &self.classes {
+            recs.u32(c.id)
+                .u32(c.parent.unwrap_or(NO_PARENT))
+                .u64(c.count)
+                .u32(names.len() as u32)
+                .u32(c.name.len() as u32)
+                .u64(start)
+                .u32(c.centroids.len() as u32)
+                .u32(0);
+            names.extend_from_slice(c.name.as_bytes());
+            start += c.centroids.len() as u64;
+        }
+        w.section(CLS_RECORDS, true, &recs.buf)?;
+        w.section(CLS_NAMES, true, &names)?;
+        w.begin_section(CLS_SUMS, true)?;
+        for c in &self.classes {
+            let b: Vec<u8> = c.sum.iter().flat_map(|v| v.to_le_bytes()).collect();
+            w.write(&b)?;
+        }
+        w.end_section()?;
+        if total_centroids > 0 {
+            w.begin_section(CLS_CENTROIDS, true)?;
+            for ct in self.classes.iter().flat_map(|c| &c.centroids) {
+                let b: Vec<u8> = ct.vector.iter().flat_map(|v| v.to_le_bytes()).collect();
+                w.write(&b)?;
+            }
+            w.end_section()?;
+            let wts: Vec<u8> = (self.classes.iter().flat_map(|c| &c.centroids))
+                .flat_map(|ct| ct.weight.to_le_bytes())
+                .collect();
+            w.section(CLS_CENTROID_WEIGHTS, true, &wts)?;
+        }
+        w.finish()
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.write_to(Vec::new(), Path::new("<memory>"))
+    }
+
+    pub fn open(path: &Path) -> Result<ClassTable> {
+        let c = Container::open(path, super::LoadMode::Read, Some(FileKind::ClassTable))?;
+        ClassTable::from_container(&c)
+    }
+
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ClassTable> {
+        let c = Container::from_slice(bytes, path, Some(FileKind::ClassTable))?;
+        ClassTable::from_container(&c)
+    }
+
+    pub fn from_container(c: &Container) -> Result<ClassTable> {
+        c.verify_all(|_| {})?;
+        let path = c.path();
+        let mut r = LeReader::new(c.stored(c.require(META)?), path, "meta");
+        let count = r.u64()?;
+        let dim = r.u32()?;
+        let flags = r.u32()?;
+        let base = FileId(r.array()?);
+        let total_centroids = r.u64()?;
+        r.zeros(8, "reserved")?;
+        if !c.is_newer_minor() {
+            r.finish()?;
+        }
+        if flags & !FLAG_DELTA != 0 {
+            return Err(r.corrupt(format!("unknown flags {flags:#x}")));
+        }
+        let delta_of = if flags & FLAG_DELTA != 0 {
+            Some(base)
+        } else if base.is_zero() {
+            None
+        } else {
+            return Err(r.corrupt("base table id set on a non-delta table"));
+        };
+        let size = |n: u64, w: u64, s: &str| -> Result<usize> {
+            to_usize(checked_mul(n, w, path, s, "size")?, path, s, "size")
+        };
+        let recs = c.stored(c.require(CLS_RECORDS)?);
+        if recs.len() != size(count, RECORD_LEN as u64, "classes")? {
+            return Err(c.corrupt("classes", &format!("length does not match {count} classes")));
+        }
+        let names = c.stored(c.require(CLS_NAMES)?);
+        let sums = c.stored(c.require(CLS_SUMS)?);
+        if sums.len() != size(count, dim as u64 * 8, "sums")? {
+            return Err(c.corrupt(
+                "sums",
+                &format!("length does not match {count} x {dim} f64"),
+            ));
+        }
+        let (cents, wts): (&[u8], &[u8]) = if total_centroids > 0 {
+            let a = c.stored(c.require(CLS_CENTROIDS)?);
+            let b = c.stored(c.require(CLS_CENTROID_WEIGHTS)?);
+            if a.len() != size(total_centroids, dim as u64 * 4, "centroids")?
+                || b.len() != size(total_centroids, 4, "centroid_weights")?
+            {
+                return Err(c.corrupt(
+                    "centroids",
+                    &format!("length does not match {total_centroids} centroids"),
+                ));
+            }
+            (a, b)
+        } else {
+            if c.find_one(CLS_CENTROIDS)?.is_some() || c.find_one(CLS_CENTROID_WEIGHTS)?.is_some() {
+                return Err(c.corrupt("centroids", "present but meta declares none"));
+            }
+            (&[], &[])
+        };
+        let f64s = |b: &[u8]| -> Vec<f64> {
+            b.chunks_exact(8)
+                .map(|x| f64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
+                .collect()
+        };
+        let f32s = |b: &[u8]| -> Vec<f32> {
+            b.chunks_exact(4)
+                .map(|x| f32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
+                .collect()
+        };
+        let d = dim as usize;
+        let mut rr = LeReader::new(recs, path, "classes");
+        let mut classes = Vec::with_capacity(count as usize);
+        let mut next_centroid = 0u64;
+        let mut next_name = 0usize;
+        for i in 0..count as usize {
+            let id = rr.u32()?;
+            let parent = rr.u32()?;
+            let n = rr.u64()?;
+            let name_off = rr.u32()? as usize;
+            let name_len = rr.u32()? as usize;
+            let cstart = rr.u64()?;
+            let ccount = rr.u32()? as u64;
+            rr.zeros(4, "reserved")?;
+            // Names lie back to back in record order, as the writer lays them out: no overlap,
+            // no unowned bytes, so a file cannot carry names its writer never wrote.
+            if name_off != next_name {
+                return Err(c.corrupt(
+                    "names",
+                    &format!("class {id}: name at {name_off}, expected {next_name}"),
+                ));
+            }
+            next_name = name_off.saturating_add(name_len);
+            let name = names
+                .get(name_off..name_off.saturating_add(name_len))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .ok_or_else(|| {
+                    c.corrupt(
+                        "names",
+                        &format!("class {id}: name is out of range or not UTF-8"),
+                    )
+                })?;
+            if cstart != next_centroid || cstart.saturating_add(ccount) > total_centroids {
+                return Err(c.corrupt(
+                    "classes",
+                    &format!("class {id}: centroid range {cstart}+{ccount} is not contiguous"),
+                ));
+            }
+            next_centroid += ccount;
+            let centroids = (cstart..cstart + ccount)
+                .map(|k| {
+                    let k = k as usize;
+                    Centroid {
+                        weight: f32s(&wts[k * 4..k * 4 + 4])[0],
+                        vector: f32s(&cents[k * d * 4..(k + 1) * d * 4]),
+                    }
+                })
+                .collect();
+            classes.push(ClassRecord {
+                id,
+                name: name.to_string(),
+                parent: (parent != NO_PARENT).then_some(parent),
+                count: n,
+                sum: f64s(&sums[i * d * 8..(i + 1) * d * 8]),
+                centroids,
+            });
+        }
+        if next_centroid != total_centroids {
+            return Err(c.corrupt("classes", "centroids not all owned by a class"));
+        }
+        if next_name != names.len() {
+            return Err(c.corrupt("names", "name bytes not all owned by a class"));
+        }
+        let t = ClassTable {
+            file_id: c.header().file_id,
+            dim,
+            delta_of,
+            classes,
+        };
+        t.validate(path, "classes")?;
+        Ok(t)
+    }
+
+    /// Folds `delta` into this table: counts and sums add per class id, new classes are
+    /// appended, centroids of a class present in the delta replace the old ones.
+    pub fn fold(&mut self, delta: &ClassTable, path: &Path) -> Result<()> {
+        let bad = |detail: String| FormatError::Corrupt {
+            path: path.to_path_buf(),
+            section: "classes".into(),
+            detail,
+        };
+        if delta.delta_of != Some(self.file_id) {
+            // Deltas name the table they were written against; applying one to another table
+            // would silently mix class ids.
+            return Err(bad(format!(
+                "file {} is not a delta of table {}",
+                delta.file_id, self.file_id
+            )));
+        }
+        if delta.dim != self.dim {
+            return Err(bad(format!(
+                "delta dimension {} != {}",
+                delta.dim, self.dim
+            )));
+        }
+        let mut out = self.clone();
+        for dc in &delta.classes {
+            match out.classes.iter_mut().find(|c| c.id == dc.id) {
+                Some(c) => {
+                    if c.name != dc.name || c.parent != dc.parent {
+                        return Err(bad(format!(
+                            "class {}: delta changes its name or parent",
+                            dc.id
+                        )));
+                    }
+                    c.count = c
+                        .count
+                        .checked_add(dc.count)
+                        .ok_or_else(|| bad(format!("class {}: image count overflows", dc.id)))?;
+                    for (s, v) in c.sum.iter_mut().zip(&dc.sum) {
+                        *s += v;
+                    }
+                    if !dc.centroids.is_empty() {
+                        c.centroids = dc.centroids.clone();
+                    }
+                }
+                None => out.classes.push(dc.clone()),
+            }
+        }
+        out.validate(path, "classes")?;
+        *self = out;
+        Ok(())
+    }
+}

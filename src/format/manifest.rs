@@ -1,0 +1,320 @@
+//! Manifests (FORMAT.md §7): one file per index version, the single source of truth of what
+//! the version contains — the model, the live segments with their deletion bitmaps, the class
+//! table and its deltas.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+
+use super::container::{FileId, FileKind};
+use super::container_reader::Container;
+use super::container_writer::ContainerWriter;
+use super::error::{FormatError, Result};
+use super::le::{LeReader, LeWriter, checked_mul};
+use super::section_kind::{MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, META};
+
+/// A file named by a manifest: its identity and its name inside the index directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRef {
+    pub id: FileId,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentEntry {
+    pub segment: FileRef,
+    pub rows: u64,
+    /// Rows of this segment deleted in this version.
+    pub deleted: u64,
+    /// The deletion bitmap, when any row is deleted.
+    pub deletions: Option<FileRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassFileEntry {
+    pub file: FileRef,
+    /// A delta (applied in order on top of the base table) rather than the base table.
+    pub delta: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub file_id: FileId,
+    pub version: u64,
+    pub created_unix_ms: u64,
+    /// The next id handed out to rows added without an explicit id.
+    pub next_auto_id: u64,
+    pub model: FileRef,
+    pub segments: Vec<SegmentEntry>,
+    /// The base class table first (if any), then its deltas in order.
+    pub class_files: Vec<ClassFileEntry>,
+}
+
+const SEGMENT_RECORD_LEN: u64 = 64;
+const CLASS_RECORD_LEN: u64 = 32;
+
+/// Whether `name` is a plain file name inside the index directory (no separators, no `..`,
+/// no control characters): a manifest can never make codedb touch a file outside its index.
+pub fn valid_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control())
+}
+
+impl Manifest {
+    /// Live rows: stored rows minus deleted rows.
+    pub fn live_rows(&self) -> u64 {
+        (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.rows.saturating_sub(s.deleted)))
+    }
+
+    pub fn deleted_rows(&self) -> u64 {
+        (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.deleted))
+    }
+
+    fn validate(&self, path: &Path, section: &str) -> Result<()> {
+        let bad = |detail: String| FormatError::Corrupt {
+            path: path.to_path_buf(),
+            section: section.to_string(),
+            detail,
+        };
+        let mut names = HashSet::new();
+        let mut ids = HashSet::new();
+        let mut check = |f: &FileRef, what: &str| -> Result<()> {
+            if !valid_file_name(&f.name) {
+                return Err(bad(format!("{what}: invalid file name {:?}", f.name)));
+            }
+            if !names.insert(f.name.clone()) || !ids.insert(f.id) {
+                return Err(bad(format!("{what}: file {:?} is listed twice", f.name)));
+            }
+            Ok(())
+        };
+        check(&self.model, "model")?;
+        let mut total = 0u64;
+        for s in &self.segments {
+            total = total
+                .checked_add(s.rows)
+                .ok_or_else(|| bad("segment row counts add up past 2^64".into()))?;
+        }
+        for (i, s) in self.segments.iter().enumerate() {
+            check(&s.segment, &format!("segment {i}"))?;
+            if s.deleted > s.rows {
+                return Err(bad(format!(
+                    "segment {i}: {} deleted of {} rows",
+                    s.deleted, s.rows
+                )));
+            }
+            match &s.deletions {
+                Some(d) => check(d, &format!("segment {i} deletions"))?,
+                None if s.deleted != 0 => {
+                    return Err(bad(format!("segment {i}: deleted rows without a bitmap")));
+                }
+                None => {}
+            }
+        }
+        for (i, c) in self.class_files.iter().enumerate() {
+            check(&c.file, &format!("class file {i}"))?;
+            if c.delta == (i == 0) {
+                return Err(bad(format!(
+                    "class file {i}: the base table must come first, then only deltas"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
+        self.validate(path, "manifest")?;
+        let mut strings = Vec::new();
+        let mut add = |s: &str| -> (u32, u32) {
+            let off = strings.len() as u32;
+            strings.extend_from_slice(s.as_bytes());
+            (off, s.len() as u32)
+        };
+        let (mo, ml) = add(&self.model.name);
+        let mut segs = LeWriter::new();
+        for s in &self.segments {
+            let (so, sl) = add(&s.segment.name);
+            let (d_id, (dof, dl)) = match &s.deletions {
+                Some(d) => (d.id, add(&d.name)),
+                None => (FileId::ZERO, (0, 0)),
+            };
+            segs.bytes(&s.segment.id.0)
+                .u64(s.rows)
+                .u64(s.deleted)
+                .u32(so)
+                .u32(sl)
+                .u32(dof)
+                .u32(dl)
+                .bytes(&d_id.0);
+        }
+        let mut cls = LeWriter::new();
+        for c in &self.class_files {
+            let (o, l) = add(&c.file.name);
+            cls.bytes(&c.file.id.0)
+                .u32(o)
+                .u32(l)
+                .u32(u32::from(c.delta))
+                .u32(0);
+        }
+        let mut m = LeWriter::new();
+        m.u64(self.version)
+            .u64(self.created_unix_ms)
+            .u64(self.next_auto_id)
+            .bytes(&self.model.id.0)
+            .u32(mo)
+            .u32(ml)
+            .u32(self.segments.len() as u32)
+            .u32(self.class_files.len() as u32)
+            .zeros(8);
+        let mut w = ContainerWriter::new(out, FileKind::Manifest, self.file_id, path)?;
+        w.section(META, true, &m.buf)?;
+        w.section(MAN_STRINGS, true, &strings)?;
+        w.section(MAN_SEGMENTS, true, &segs.buf)?;
+        w.section(MAN_CLASS_FILES, true, &cls.buf)?;
+        w.finish()
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.write_to(Vec::new(), Path::new("<memory>"))
+    }
+
+    pub fn open(path: &Path) -> Result<Manifest> {
+        let c = Container::open(path, super::LoadMode::Read, Some(FileKind::Manifest))?;
+        Manifest::from_container(&c)
+    }
+
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Manifest> {
+        let c = Container::from_slice(bytes, path, Some(FileKind::Manifest))?;
+        Manifest::from_container(&c)
+    }
+
+    pub fn from_container(c: &Container) -> Result<Manifest> {
+        c.verify_all(|_| {})?;
+        let path = c.path();
+        let mut r = LeReader::new(c.stored(c.require(META)?), path, "meta");
+        let version = r.u64()?;
+        let created_unix_ms = r.u64()?;
+        let next_auto_id = r.u64()?;
+        let model_id = FileId(r.array()?);
+        let mo = r.u32()?;
+        let ml = r.u32()?;
+        let nseg = r.u32()? as u64;
+        let ncls = r.u32()? as u64;
+        r.zeros(8, "reserved")?;
+        if !c.is_newer_minor() {
+            r.finish()?;
+        }
+        let strings = c.stored(c.require(MAN_STRINGS)?);
+        // Names lie back to back in the order the writer adds them (model, then per segment its
+        // name and bitmap name, then class files): each must start where the previous ended, so
+        // no two names overlap and no byte is unowned.
+        let next = std::cell::Cell::new(0usize);
+        let string = |off: u32, len: u32, what: &str| -> Result<String> {
+            let (off, len) = (off as usize, len as usize);
+            if off != next.get() {
+                return Err(c.corrupt(
+                    "strings",
+                    &format!("{what}: name at {off}, expected {}", next.get()),
+                ));
+            }
+            next.set(off.saturating_add(len));
+            strings
+                .get(off..off.saturating_add(len))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_string)
+                .ok_or_else(|| c.corrupt("strings", &format!("{what}: name out of range")))
+        };
+        let model = FileRef {
+            id: model_id,
+            name: string(mo, ml, "model")?,
+        };
+        let segs = c.stored(c.require(MAN_SEGMENTS)?);
+        if segs.len() as u64 != checked_mul(nseg, SEGMENT_RECORD_LEN, path, "segments", "size")? {
+            return Err(c.corrupt(
+                "segments",
+                &format!("length does not match {nseg} segments"),
+            ));
+        }
+        let mut sr = LeReader::new(segs, path, "segments");
+        let mut segments = Vec::with_capacity(nseg as usize);
+        for i in 0..nseg {
+            let id = FileId(sr.array()?);
+            let rows = sr.u64()?;
+            let deleted = sr.u64()?;
+            let (so, sl) = (sr.u32()?, sr.u32()?);
+            let (dof, dl) = (sr.u32()?, sr.u32()?);
+            let did = FileId(sr.array()?);
+            let name = string(so, sl, &format!("segment {i}"))?;
+            let deletions = if dl == 0 {
+                if dof != 0 || !did.is_zero() {
+                    return Err(c.corrupt("segments", &format!("segment {i}: stray bitmap fields")));
+                }
+                None
+            } else {
+                Some(FileRef {
+                    id: did,
+                    name: string(dof, dl, &format!("segment {i} deletions"))?,
+                })
+            };
+            segments.push(SegmentEntry {
+                segment: FileRef { id, name },
+                rows,
+                deleted,
+                deletions,
+            });
+        }
+        let cls = c.stored(c.require(MAN_CLASS_FILES)?);
+        if cls.len() as u64 != checked_mul(ncls, CLASS_RECORD_LEN, path, "class_files", "size")? {
+            return Err(c.corrupt(
+                "class_files",
+                &format!("length does not match {ncls} class files"),
+            ));
+        }
+        let mut cr = LeReader::new(cls, path, "class_files");
+        let mut class_files = Vec::with_capacity(ncls as usize);
+        for i in 0..ncls {
+            let id = FileId(cr.array()?);
+            let (o, l) = (cr.u32()?, cr.u32()?);
+            let kind = cr.u32()?;
+            cr.zeros(4, "reserved")?;
+            if kind > 1 {
+                return Err(c.corrupt("class_files", &format!("class file {i}: kind {kind}")));
+            }
+            class_files.push(ClassFileEntry {
+                file: FileRef {
+                    id,
+                    name: string(o, l, &format!("class file {i}"))?,
+                },
+                delta: kind == 1,
+            });
+        }
+        let used: usize = std::iter::once(&model.name)
+            .chain(segments.iter().map(|s| &s.segment.name))
+            .chain(
+                segments
+                    .iter()
+                    .filter_map(|s| s.deletions.as_ref().map(|d| &d.name)),
+            )
+            .chain(class_files.iter().map(|c| &c.file.name))
+            .map(String::len)
+            .sum();
+        if used != strings.len() {
+            return Err(c.corrupt("strings", "string bytes not all referenced"));
+        }
+        let m = Manifest {
+            file_id: c.header().file_id,
+            version,
+            created_unix_ms,
+            next_auto_id,
+            model,
+            segments,
+            class_files,
+        };
+        m.validate(path, "manifest")?;
+        Ok(m)
+    }
+}

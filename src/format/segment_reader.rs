@@ -1,0 +1,229 @@
+//! Validating, zero-copy reader of segment files (FORMAT.md §3).
+//!
+//! After validation the columns are typed views straight into the mapping: `&[u64]` ids,
+//! `&[u8]` codes of `code_bytes` per row, `&[u32]` labels and list ids. Views are made with
+//! `bytemuck::try_cast_slice`, which checks alignment and length, so no `unsafe` is needed here.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use super::container::FileKind;
+use super::container_reader::{ChecksumPolicy, Container};
+use super::error::{FormatError, Result};
+use super::file_bytes::LoadMode;
+use super::le::{checked_mul, to_usize};
+use super::section_kind::{META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LISTS, SEG_VECTORS};
+use super::segment_meta::{SegmentMeta, VectorDType};
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenOptions {
+    pub load: LoadMode,
+    pub checksums: ChecksumPolicy,
+}
+
+/// Stored vectors of a segment, decoded.
+#[derive(Debug)]
+pub enum VectorsView<'a> {
+    F32(Cow<'a, [f32]>),
+    F16(Cow<'a, [half::f16]>),
+}
+
+impl VectorsView<'_> {
+    /// Row `i` as f32 values.
+    pub fn row_f32(&self, i: usize, dim: usize) -> Vec<f32> {
+        match self {
+            VectorsView::F32(v) => v[i * dim..(i + 1) * dim].to_vec(),
+            VectorsView::F16(v) => v[i * dim..(i + 1) * dim]
+                .iter()
+                .map(|x| x.to_f32())
+                .collect(),
+        }
+    }
+}
+
+/// An open, validated segment.
+#[derive(Debug)]
+pub struct SegmentReader {
+    c: Container,
+    meta: SegmentMeta,
+    ids: usize,
+    codes: usize,
+    labels: Option<usize>,
+    lists: Option<usize>,
+    vectors: Option<usize>,
+}
+
+impl SegmentReader {
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<SegmentReader> {
+        let c = Container::open(path, opts.load, Some(FileKind::Segment))?;
+        SegmentReader::from_container(c, opts.checksums)
+    }
+
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<SegmentReader> {
+        let c = Container::from_slice(bytes, path, Some(FileKind::Segment))?;
+        SegmentReader::from_container(c, ChecksumPolicy::All)
+    }
+
+    pub fn from_container(c: Container, policy: ChecksumPolicy) -> Result<SegmentReader> {
+        let path = c.path().to_path_buf();
+        let mi = c.require(META)?;
+        c.verify_section(mi)?;
+        let meta = SegmentMeta::decode(c.stored(mi), &path, !c.is_newer_minor())?;
+        let ids = c.require(SEG_IDS)?;
+        let codes = c.require(SEG_CODES)?;
+        let labels = c.find_one(SEG_LABELS)?;
+        let lists = c.find_one(SEG_LISTS)?;
+        let vectors = c.find_one(SEG_VECTORS)?;
+        let rows = meta.rows;
+        let expect = |i: usize, width: u64, what: &str| -> Result<()> {
+            let want = checked_mul(rows, width, &path, what, "column size")?;
+            let e = &c.entries()[i];
+            if e.raw_len != want {
+                return Err(FormatError::Corrupt {
+                    path: path.clone(),
+                    section: what.to_string(),
+                    detail: format!("{} bytes, expected {rows} rows x {width}", e.raw_len),
+                });
+            }
+            to_usize(want, &path, what, "column size").map(|_| ())
+        };
+        expect(ids, 8, "ids")?;
+        expect(codes, meta.code_bytes as u64, "codes")?;
+        if let Some(i) = labels {
+            expect(i, 4, "labels")?;
+        }
+        if let Some(i) = lists {
+            expect(i, 4, "lists")?;
+        }
+        match (vectors, meta.vectors) {
+            (Some(i), Some((t, d))) => {
+                let width = checked_mul(d as u64, t.size(), &path, "vectors", "row size")?;
+                expect(i, width, "vectors")?;
+            }
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(c.corrupt("vectors", "stored vectors present but meta declares none"));
+            }
+            (None, Some(_)) => {
+                return Err(c.corrupt("vectors", "meta declares stored vectors, section missing"));
+            }
+        }
+        let r = SegmentReader {
+            c,
+            meta,
+            ids,
+            codes,
+            labels,
+            lists,
+            vectors,
+        };
+        for (i, what) in [(r.ids, "ids")]
+            .into_iter()
+            .chain(r.labels.map(|i| (i, "labels")))
+            .chain(r.lists.map(|i| (i, "lists")))
+        {
+            if bytemuck::try_cast_slice::<u8, u32>(r.c.stored(i)).is_err() {
+                return Err(r.c.corrupt(what, "column is not aligned for a typed view"));
+            }
+        }
+        if policy == ChecksumPolicy::All {
+            for i in 0..r.c.entries().len() {
+                r.c.verify_section(i)?;
+            }
+            r.check_id_range()?;
+        }
+        Ok(r)
+    }
+
+    /// Every id lies in the range the metadata declares (an O(rows) check).
+    pub fn check_id_range(&self) -> Result<()> {
+        let (lo, hi) = (self.meta.min_id, self.meta.max_id);
+        if let Some(pos) = self.ids().iter().position(|&id| id < lo || id > hi) {
+            return Err(self.c.corrupt(
+                "ids",
+                &format!("row {pos} has id {} outside [{lo}, {hi}]", self.ids()[pos]),
+            ));
+        }
+        if self.meta.rows > 0 {
+            let min = self.ids().iter().copied().min().unwrap_or(0);
+            let max = self.ids().iter().copied().max().unwrap_or(0);
+            if min != lo || max != hi {
+                return Err(self.c.corrupt(
+                    "meta",
+                    &format!("id range [{lo}, {hi}] but ids span [{min}, {max}]"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn meta(&self) -> &SegmentMeta {
+        &self.meta
+    }
+    pub fn container(&self) -> &Container {
+        &self.c
+    }
+    pub fn path(&self) -> &Path {
+        self.c.path()
+    }
+    pub fn rows(&self) -> usize {
+        self.meta.rows as usize
+    }
+
+    fn view<T: bytemuck::Pod>(&self, i: usize) -> &[T] {
+        // Sections start at multiples of 64 in a 64-aligned buffer and their lengths were
+        // checked against rows x width, so the cast cannot fail; an empty slice is the fallback
+        // that keeps this panic-free even if that reasoning were wrong.
+        bytemuck::try_cast_slice(self.c.stored(i)).unwrap_or(&[])
+    }
+
+    /// Row ids.
+    pub fn ids(&self) -> &[u64] {
+        self.view(self.ids)
+    }
+    /// The code column, `code_bytes` per row.
+    pub fn codes(&self) -> &[u8] {
+        self.c.stored(self.codes)
+    }
+    /// The code of row `row`.
+    pub fn code(&self, row: usize) -> Option<&[u8]> {
+        let w = self.meta.code_bytes as usize;
+        self.codes().get(row * w..(row + 1) * w)
+    }
+    pub fn labels(&self) -> Option<&[u32]> {
+        self.labels.map(|i| self.view(i))
+    }
+    pub fn lists(&self) -> Option<&[u32]> {
+        self.lists.map(|i| self.view(i))
+    }
+
+    /// Stored vectors (decompressed if stored with zstd). Non-finite values are an error.
+    pub fn vectors(&self) -> Result<Option<VectorsView<'_>>> {
+        let (Some(i), Some((t, _))) = (self.vectors, self.meta.vectors) else {
+            return Ok(None);
+        };
+        let bytes = self.c.decoded(i)?;
+        let view = match t {
+            VectorDType::F32 => VectorsView::F32(cast_cow::<f32>(bytes)),
+            VectorDType::F16 => VectorsView::F16(cast_cow::<half::f16>(bytes)),
+        };
+        let finite = match &view {
+            VectorsView::F32(v) => v.iter().all(|x| x.is_finite()),
+            VectorsView::F16(v) => v.iter().all(|x| x.is_finite()),
+        };
+        if !finite {
+            return Err(self
+                .c
+                .corrupt("vectors", "stored vectors contain NaN or Inf"));
+        }
+        Ok(Some(view))
+    }
+}
+
+fn cast_cow<T: bytemuck::Pod>(b: Cow<'_, [u8]>) -> Cow<'_, [T]> {
+    match b {
+        Cow::Borrowed(s) => Cow::Borrowed(bytemuck::try_cast_slice(s).unwrap_or(&[])),
+        Cow::Owned(v) => Cow::Owned(bytemuck::pod_collect_to_vec(&v)),
+    }
+}

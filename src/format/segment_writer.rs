@@ -1,0 +1,268 @@
+//! Streaming writer of segment files (FORMAT.md §3).
+//!
+//! Columns are written one after another, each streamed in chunks of any size, so a segment of
+//! a billion codes never sits in memory: ids, then codes, then the optional labels, list ids and
+//! stored vectors; the 64-byte metadata goes last because only then are the row count and the id
+//! range known. The writer checks that every column has the same number of rows.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::container::{FileId, FileKind};
+use super::container_writer::ContainerWriter;
+use super::error::{FormatError, Result};
+use super::model_file::CodeKind;
+use super::section_kind::{META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LISTS, SEG_VECTORS};
+use super::segment_meta::{SegmentMeta, VectorDType};
+
+/// The fixed properties of a segment, given before any row is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentLayout {
+    pub code_kind: CodeKind,
+    pub code_bytes: u32,
+    pub code_bits: u32,
+    pub model_id: FileId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Column {
+    Start,
+    Ids,
+    Codes,
+    Labels,
+    Lists,
+    Vectors,
+}
+
+/// Writes one segment file.
+pub struct SegmentWriter<W: Write> {
+    w: ContainerWriter<W>,
+    path: PathBuf,
+    layout: SegmentLayout,
+    column: Column,
+    /// Rows written to the current column (bytes / width for codes).
+    count: u64,
+    rows: Option<u64>,
+    min_id: u64,
+    max_id: u64,
+    vectors: Option<(VectorDType, u32)>,
+}
+
+impl<W: Write> SegmentWriter<W> {
+    pub fn new(out: W, segment_id: FileId, layout: SegmentLayout, path: &Path) -> Result<Self> {
+        if !layout
+            .code_kind
+            .consistent(layout.code_bytes, layout.code_bits)
+        {
+            return Err(FormatError::InvalidArgument {
+                path: path.to_path_buf(),
+                argument: "code layout".into(),
+                detail: format!(
+                    "{} codes of {} bytes cannot hold {} bits",
+                    layout.code_kind.name(),
+                    layout.code_bytes,
+                    layout.code_bits
+                ),
+            });
+        }
+        Ok(SegmentWriter {
+            w: ContainerWriter::new(out, FileKind::Segment, segment_id, path)?,
+            path: path.to_path_buf(),
+            layout,
+            column: Column::Start,
+            count: 0,
+            rows: None,
+            min_id: u64::MAX,
+            max_id: 0,
+            vectors: None,
+        })
+    }
+
+    fn bad(&self, argument: &str, detail: String) -> FormatError {
+        FormatError::InvalidArgument {
+            path: self.path.clone(),
+            argument: argument.into(),
+            detail,
+        }
+    }
+
+    /// Closes the current column and opens `next`, which must come later in the fixed order.
+    fn switch(&mut self, next: Column, kind: u32, name: &str) -> Result<()> {
+        if next <= self.column {
+            return Err(self.bad(
+                name,
+                "columns must be written in order ids, codes, labels, lists, vectors".into(),
+            ));
+        }
+        self.close_column()?;
+        self.column = next;
+        self.count = 0;
+        self.w.begin_section(kind, true)
+    }
+
+    fn close_column(&mut self) -> Result<()> {
+        match self.column {
+            Column::Start => Ok(()),
+            Column::Ids => {
+                self.rows = Some(self.count);
+                self.w.end_section()
+            }
+            c => {
+                let rows = self.rows.unwrap_or(0);
+                if self.count != rows {
+                    return Err(self.bad(
+                        &format!("{c:?}").to_lowercase(),
+                        format!("has {} rows, the ids column has {rows}", self.count),
+                    ));
+                }
+                self.w.end_section()
+            }
+        }
+    }
+
+    /// Appends row ids (the first column; it fixes the row count).
+    pub fn ids(&mut self, ids: &[u64]) -> Result<()> {
+        if self.column != Column::Ids {
+            self.switch(Column::Ids, SEG_IDS, "ids")?;
+        }
+        for &id in ids {
+            self.min_id = self.min_id.min(id);
+            self.max_id = self.max_id.max(id);
+        }
+        self.count += ids.len() as u64;
+        self.w.write(bytemuck::cast_slice(&ids_le(ids)))
+    }
+
+    /// Appends whole codes (`code_bytes` each), row-major.
+    pub fn codes(&mut self, codes: &[u8]) -> Result<()> {
+        if self.column != Column::Codes {
+            if self.column < Column::Ids {
+                self.switch(Column::Ids, SEG_IDS, "ids")?;
+            }
+            self.switch(Column::Codes, SEG_CODES, "codes")?;
+        }
+        let width = self.layout.code_bytes as usize;
+        if !codes.len().is_multiple_of(width) {
+            return Err(self.bad(
+                "codes",
+                format!(
+                    "{} bytes is not a whole number of {width}-byte codes",
+                    codes.len()
+                ),
+            ));
+        }
+        self.count += (codes.len() / width) as u64;
+        self.w.write(codes)
+    }
+
+    /// Appends class labels (u32 per row).
+    pub fn labels(&mut self, labels: &[u32]) -> Result<()> {
+        if self.column != Column::Labels {
+            self.require_codes("labels")?;
+            self.switch(Column::Labels, SEG_LABELS, "labels")?;
+        }
+        self.count += labels.len() as u64;
+        self.w.write(&u32s_le(labels))
+    }
+
+    /// Appends inverted-list ids (u32 per row).
+    pub fn lists(&mut self, lists: &[u32]) -> Result<()> {
+        if self.column != Column::Lists {
+            self.require_codes("lists")?;
+            self.switch(Column::Lists, SEG_LISTS, "lists")?;
+        }
+        self.count += lists.len() as u64;
+        self.w.write(&u32s_le(lists))
+    }
+
+    fn require_codes(&self, name: &str) -> Result<()> {
+        if self.column < Column::Codes {
+            return Err(self.bad(name, "the codes column must be written first".into()));
+        }
+        Ok(())
+    }
+
+    /// Writes the stored vectors in one call (`rows * dim` values), optionally zstd-compressed.
+    /// `f16` stores IEEE half precision (rounded to nearest even).
+    pub fn vectors(
+        &mut self,
+        data: &[f32],
+        dim: u32,
+        dtype: VectorDType,
+        zstd_level: Option<i32>,
+    ) -> Result<()> {
+        self.require_codes("vectors")?;
+        if self.column >= Column::Vectors {
+            return Err(self.bad("vectors", "stored vectors were already written".into()));
+        }
+        self.close_column()?;
+        self.column = Column::Vectors;
+        let rows = self.rows.unwrap_or(0);
+        if dim == 0 || data.len() as u64 != rows * dim as u64 {
+            return Err(self.bad(
+                "vectors",
+                format!(
+                    "{} values are not {rows} rows of dimension {dim}",
+                    data.len()
+                ),
+            ));
+        }
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+            return Err(self.bad(
+                "vectors",
+                format!(
+                    "row {} column {} is not finite",
+                    i / dim as usize,
+                    i % dim as usize
+                ),
+            ));
+        }
+        let raw: Vec<u8> = match dtype {
+            VectorDType::F32 => data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            VectorDType::F16 => data
+                .iter()
+                .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+                .collect(),
+        };
+        self.vectors = Some((dtype, dim));
+        self.count = rows;
+        match zstd_level {
+            Some(level) => self.w.section_zstd(SEG_VECTORS, true, &raw, level),
+            None => self.w.section(SEG_VECTORS, true, &raw),
+        }
+    }
+
+    /// Writes the metadata, section table and trailer; returns the sink and the metadata.
+    pub fn finish(mut self) -> Result<(W, SegmentMeta)> {
+        if self.column < Column::Codes {
+            if self.column < Column::Ids {
+                self.switch(Column::Ids, SEG_IDS, "ids")?;
+            }
+            self.switch(Column::Codes, SEG_CODES, "codes")?;
+        }
+        if self.column != Column::Vectors {
+            self.close_column()?;
+        }
+        let rows = self.rows.unwrap_or(0);
+        let meta = SegmentMeta {
+            rows,
+            code_kind: self.layout.code_kind,
+            code_bytes: self.layout.code_bytes,
+            code_bits: self.layout.code_bits,
+            vectors: self.vectors,
+            model_id: self.layout.model_id,
+            min_id: if rows == 0 { 0 } else { self.min_id },
+            max_id: if rows == 0 { 0 } else { self.max_id },
+        };
+        self.w.section(META, true, &meta.encode())?;
+        Ok((self.w.finish()?, meta))
+    }
+}
+
+fn ids_le(ids: &[u64]) -> Vec<u64> {
+    ids.iter().map(|v| v.to_le()).collect()
+}
+
+fn u32s_le(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}

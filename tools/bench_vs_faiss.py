@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""codedb scan throughput next to FAISS, on the same sizes, query counts and threads, in one run.
+
+    cargo build --release
+    python3 tools/bench_vs_faiss.py --codes 100000000 --kinds hamming64,pq8x16 \
+        --queries 1,16 --threads 1,2 --dir /tmp/codedb-bench
+
+For every case it runs `codedb bench scan ... --json` (codes in a real on-disk segment, mmapped,
+hot cache) and the matching FAISS index on random codes of the same shape held in RAM
+(IndexBinaryFlat for hammingB, IndexPQ for pq8xM, IndexPQFastScan for pq4xM; faiss-cpu from
+PyPI), and prints one table with codes/s of each and their ratio. Codes are uniform random:
+scan speed does not depend on their values. FAISS runs with `omp_set_num_threads(threads)`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _venv  # noqa: E402
+
+_venv.ensure(["faiss-cpu", "numpy"])
+
+import faiss  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def parse_kind(kind):
+    if kind.startswith("hamming"):
+        return ("hamming", int(kind[len("hamming"):]))
+    if kind.startswith("pq8x"):
+        return ("pq8", int(kind[len("pq8x"):]))
+    if kind.startswith("pq4x"):
+        return ("pq4", int(kind[len("pq4x"):]))
+    raise SystemExit(f"unknown kind {kind!r} (hamming64, hamming128, hamming256, pq8xM, pq4xM)")
+
+
+def random_codes(rng, n, width, chunk=1 << 24):
+    out = np.empty((n, width), dtype=np.uint8)
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        out[s:e] = rng.integers(0, 256, size=(e - s, width), dtype=np.uint8)
+    return out
+
+
+def build_faiss(kind, n, rng):
+    family, p = parse_kind(kind)
+    if family == "hamming":
+        index = faiss.IndexBinaryFlat(p)
+        index.add(random_codes(rng, n, p // 8))
+        return index, lambda nq: random_codes(rng, nq, p // 8)
+    m = p
+    dsub = 8  # 8-dimensional sub-vectors, as in the PCA -> PQ pipeline of the papers
+    d = m * dsub
+    nbits = 8 if family == "pq8" else 4
+    pq_index = faiss.IndexPQ(d, m, nbits)
+    cents = rng.standard_normal((m * (1 << nbits) * dsub,)).astype(np.float32)
+    faiss.copy_array_to_vector(cents, pq_index.pq.centroids)
+    pq_index.is_trained = True
+    codes = rng.integers(0, 1 << nbits, size=(n, m), dtype=np.uint8)
+    if nbits == 4:
+        packed = np.zeros((n, (m + 1) // 2), dtype=np.uint8)
+        packed[:, : m // 2] = codes[:, 0 : m - m % 2 : 2] | (codes[:, 1 : m : 2] << 4)
+        if m % 2:
+            packed[:, -1] = codes[:, -1]
+        codes = packed
+    pq_index.add_sa_codes(codes)
+    index = faiss.IndexPQFastScan(pq_index) if nbits == 4 else pq_index
+    return index, lambda nq: rng.standard_normal((nq, d)).astype(np.float32)
+
+
+def time_faiss(index, queries, k, repeats):
+    index.search(queries, k)  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        index.search(queries, k)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def run_codedb(args, kind, nq, threads):
+    cmd = [args.codedb, "bench", "scan", "--codes", str(args.codes), "--kind", kind,
+           "--queries", str(nq), "--k", str(args.k), "--threads", str(threads),
+           "--dir", args.dir, "--cache", "hot", "--json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    return rows[0] if isinstance(rows, list) else rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--codes", type=int, default=10_000_000)
+    ap.add_argument("--kinds", default="hamming64,hamming128,hamming256,pq8x8,pq8x16,pq4x16,pq4x32")
+    ap.add_argument("--queries", default="1,16")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--dir", default="/tmp/codedb-bench")
+    ap.add_argument("--codedb", default="target/release/codedb")
+    ap.add_argument("--json", action="store_true", help="print the table as JSON")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    rng = np.random.default_rng(args.seed)
+    table = []
+    for kind in args.kinds.split(","):
+        index, make_queries = build_faiss(kind, args.codes, rng)
+        for threads in map(int, args.threads.split(",")):
+            faiss.omp_set_num_threads(threads)
+            for nq in map(int, args.queries.split(",")):
+                q = make_queries(nq)
+                f_s = time_faiss(index, q, args.k, args.repeats)
+                c = run_codedb(args, kind, nq, threads)
+                f_cps = args.codes * nq / f_s
+                row = {
+                    "kind": kind, "codes": args.codes, "queries": nq, "threads": threads,
+                    "k": args.k,
+                    "codedb_codes_per_s": c["codes_per_s"],
+                    "faiss_codes_per_s": f_cps,
+                    "ratio": c["codes_per_s"] / f_cps,
+                    "codedb_bandwidth_fraction": c["bandwidth_fraction"],
+                    "bandwidth_gb_per_s": c["bandwidth_gb_per_s"],
+                }
+                table.append(row)
+                print(f"{kind:>10} nq={nq:<4} threads={threads}  codedb {row['codedb_codes_per_s']:.3e}"
+                      f"  faiss {f_cps:.3e}  ratio {row['ratio']:.2f}"
+                      f"  codedb at {100 * row['codedb_bandwidth_fraction']:.0f}% of read bandwidth",
+                      file=sys.stderr, flush=True)
+        del index
+    if args.json:
+        print(json.dumps(table, indent=1))
+    else:
+        print(f"faiss {faiss.__version__}; N = {args.codes}; k = {args.k}; hot cache")
+        print("| kind | nq | threads | codedb codes/s | FAISS codes/s | codedb / FAISS | codedb % of read BW |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in table:
+            print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
+                  f"{r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
