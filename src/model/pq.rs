@@ -249,7 +249,11 @@ impl ProductQuantizer {
             code.get(s).copied().unwrap_or(0) as usize
         } else {
             let b = code.get(s / 2).copied().unwrap_or(0);
-            (if s.is_multiple_of(2) { b & 0x0f } else { b >> 4 }) as usize
+            (if s.is_multiple_of(2) {
+                b & 0x0f
+            } else {
+                b >> 4
+            }) as usize
         }
     }
 
