@@ -10,6 +10,26 @@
 //!
 //! Entry points: [`PipelineSpec::parse`] → [`train`] (or [`Model::train`]) → [`Model`]
 //! (`encode`, `project`, `adc_tables`, `to_model_file` / `from_model_file`).
+//!
+//! # Stage tensors (FORMAT.md §4.2 defers them to here)
+//!
+//! Every stage is written REQUIRED. Readers refuse missing, duplicated or unknown tensors,
+//! wrong dtypes or shapes, and non-finite values, naming the stage index, kind and tensor.
+//!
+//! | kind | tensors |
+//! |---|---|
+//! | center (1) | `mean` f32 `[D]` |
+//! | linear (2) | `weight` f32 `[out, in]`; optional `bias` f32 `[out]`, `eigenvalues` f64 `[out]` |
+//! | rotation (3) | `rotation` f32 `[c, c]`, orthogonal (`max |RᵀR − I| ≤ 1e-3`), applied as `v R` |
+//! | binarize (4) | `thresholds` f32 `[c]` |
+//! | pq (5) | `centroids` f32 `[M, K, dsub]`, K ∈ {16, 256} |
+//! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
+//! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
+//! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
+//!
+//! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
+//! one quantiser (binarize, sklsh, pq, float); each stage's input dimension is the previous
+//! stage's output dimension.
 
 mod binarize;
 mod center;

@@ -118,6 +118,21 @@ impl Rff {
         self.weight.nrows()
     }
 
+    /// The directions `w_k` (D × d, already divided by σ).
+    pub fn weight(&self) -> ArrayView2<'_, f32> {
+        self.weight.view()
+    }
+
+    /// The phases `b_k`.
+    pub fn phase(&self) -> &[f32] {
+        &self.phase
+    }
+
+    /// `sqrt(2/D)`.
+    pub(crate) fn scale(&self) -> f64 {
+        (2.0 / self.weight.nrows() as f64).sqrt()
+    }
+
     pub fn apply(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         apply_checked(self, "rff: input", x)
     }
@@ -147,6 +162,13 @@ impl Rff {
     }
 }
 
+/// `scale · cos(arg)`, the cosine in f64: arguments reach tens of radians, where f32 range
+/// reduction is coarse.
+#[inline]
+pub(crate) fn feature(arg: f32, scale: f64) -> f32 {
+    ((arg as f64).cos() * scale) as f32
+}
+
 impl RowMap for Rff {
     fn in_dim(&self) -> usize {
         self.weight.ncols()
@@ -156,11 +178,10 @@ impl RowMap for Rff {
     }
     fn map_row(&self, x: &[f32], out: &mut [f32]) {
         let d = self.weight.ncols();
-        let scale = (2.0 / self.weight.nrows() as f64).sqrt();
+        let scale = self.scale();
         let w = self.weight.as_slice().unwrap_or(&[]);
         for ((o, row), &b) in out.iter_mut().zip(w.chunks_exact(d)).zip(&self.phase) {
-            // cos in f64: arguments reach tens of radians, where f32 range reduction is coarse.
-            *o = (((dot(row, x) + b) as f64).cos() * scale) as f32;
+            *o = feature(dot(row, x) + b, scale);
         }
     }
 }

@@ -42,7 +42,6 @@ use super::rotation::Rotation;
 use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
-use super::transform::map_rows;
 
 /// Training rows used when `TrainOptions::sample` is `None`.
 pub const DEFAULT_TRAIN_SAMPLE_CAP: usize = 100_000;
@@ -188,9 +187,7 @@ impl State<'_> {
     fn pending(&self, chunk: &[f32]) -> Vec<f32> {
         let mut cur: Cow<[f32]> = Cow::Borrowed(chunk);
         for s in &self.stages[self.applied..] {
-            if let Some(m) = s.as_map() {
-                cur = Cow::Owned(map_rows(m, &cur));
-            }
+            cur = Cow::Owned(s.apply_batch(&cur));
         }
         cur.into_owned()
     }
