@@ -708,12 +708,22 @@ impl Index {
                 code_bits: model.code_bits,
                 model_id: model.model_id,
             };
+            // The prelude is published like any file (temporary name, fsync, rename), so a
+            // log under its final name always starts with a valid header and meta.
+            let tmp = dir.join(super::layout::tmp_name(&name));
             let mut handle = fs
-                .create_new(&path)
-                .map_err(StorageError::io(&path, "create"))?;
+                .create_new(&tmp)
+                .map_err(StorageError::io(&tmp, "create"))?;
             handle
                 .write_all(&append_log::encode_prelude(id, &meta))
-                .map_err(StorageError::io(&path, "write"))?;
+                .map_err(StorageError::io(&tmp, "write"))?;
+            handle.sync().map_err(StorageError::io(&tmp, "fsync"))?;
+            drop(handle);
+            fs.rename(&tmp, &path)
+                .map_err(StorageError::io(&path, "rename"))?;
+            let handle = fs
+                .open_append(&path)
+                .map_err(StorageError::io(&path, "open for append"))?;
             w.log = Some(LogWriter {
                 file: FileRef { id, name },
                 path,
