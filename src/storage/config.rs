@@ -71,6 +71,11 @@ pub struct Config {
     pub read: ReadOptions,
     /// Run garbage collection at the end of every compaction (default true).
     pub auto_gc: bool,
+    /// How long opening a writer retries while the lock is held before it reports
+    /// [`StorageError::Locked`] (default 200 ms). It absorbs the moment in which a child process
+    /// being spawned by this process still holds a copy of a just-released lock (see
+    /// `lock.rs`); it is not a queue for writers.
+    pub lock_wait: Duration,
     /// The file-system seam every change goes through (tests inject failures here).
     pub fs: Arc<dyn FileSystem>,
 }
@@ -82,6 +87,7 @@ impl Default for Config {
             retention: Retention::default(),
             read: ReadOptions::default(),
             auto_gc: true,
+            lock_wait: Duration::from_millis(200),
             fs: Arc::new(StdFs),
         }
     }

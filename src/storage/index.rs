@@ -198,7 +198,7 @@ impl Index {
     pub fn create(dir: &Path, model: &ModelFile, config: Config) -> Result<Index> {
         config.validate(dir)?;
         std::fs::create_dir_all(dir).map_err(StorageError::io(dir, "create directory"))?;
-        let lock = DirLock::acquire(dir)?;
+        let lock = DirLock::acquire(dir, config.lock_wait)?;
         if !list_manifests(dir)?.is_empty() {
             return Err(StorageError::AlreadyExists {
                 dir: dir.to_path_buf(),
@@ -263,7 +263,7 @@ impl Index {
                 detail: "no such directory".into(),
             });
         }
-        let lock = DirLock::acquire(dir)?;
+        let lock = DirLock::acquire(dir, config.lock_wait)?;
         let choice = choose_manifest(dir)?;
         let Some((_, manifest, log_entry)) = choice.newest else {
             return Err(StorageError::NotAnIndex {
