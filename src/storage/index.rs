@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{FairMutex, Mutex, RwLock};
 
 use crate::format::{
     ActiveLogEntry, ClassFileEntry, ClassRecord, ClassTable, CodeKind, DeletionBitmap, FileId,
@@ -56,7 +56,9 @@ pub(crate) struct Shared {
     pub model: Arc<ModelFile>,
     /// The newest committed version: what [`Index::snapshot`] returns.
     pub current: RwLock<Arc<VersionState>>,
-    pub writer: Mutex<Writer>,
+    /// Fair, so a compaction's publish step or a GC gets its turn between the writer's calls
+    /// instead of waiting for a busy writer to pause.
+    pub writer: FairMutex<Writer>,
     /// Held for a whole compaction or garbage collection (one at a time).
     pub compaction: Mutex<()>,
     pub recovery: RecoveryReport,
@@ -366,7 +368,7 @@ impl Index {
                 model,
                 current: RwLock::new(state.clone()),
                 versions: Mutex::new(vec![Arc::downgrade(&state)]),
-                writer: Mutex::new(Writer {
+                writer: FairMutex::new(Writer {
                     _lock: lock,
                     committed: state,
                     next_version,

@@ -107,41 +107,53 @@ pub(crate) struct ManifestChoice {
 }
 
 /// Picks the newest manifest that reads: checksums valid, structure valid, and the version in
-/// the file matches its name. Newer manifests that fail are reported, not silently ignored.
+/// the file matches its name. Newer manifests that fail are reported, not silently ignored. A
+/// manifest that vanishes between listing and reading (a concurrent GC in another process) is
+/// not damage: the listing is taken again.
 pub(crate) fn choose_manifest(dir: &Path) -> Result<ManifestChoice> {
-    let all = list_manifests(dir)?;
-    let max_version_seen = all.last().map_or(0, |(v, _)| *v);
-    let mut skipped = Vec::new();
-    for (v, path) in all.into_iter().rev() {
-        let file = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match Manifest::open_with_log(&path) {
-            Ok((m, _)) if m.version != v => skipped.push(super::recovery::SkippedManifest {
-                version: v,
-                file,
-                error: format!("file name says version {v}, contents say {}", m.version),
-            }),
-            Ok((m, log)) => {
-                return Ok(ManifestChoice {
-                    newest: Some((path, m, log)),
-                    max_version_seen,
-                    skipped,
-                });
+    const ATTEMPTS: usize = 10;
+    let mut attempt = 0;
+    'relist: loop {
+        attempt += 1;
+        let all = list_manifests(dir)?;
+        let max_version_seen = all.last().map_or(0, |(v, _)| *v);
+        let mut skipped = Vec::new();
+        for (v, path) in all.into_iter().rev() {
+            let file = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match Manifest::open_with_log(&path) {
+                Ok((m, _)) if m.version != v => skipped.push(super::recovery::SkippedManifest {
+                    version: v,
+                    file,
+                    error: format!("file name says version {v}, contents say {}", m.version),
+                }),
+                Ok((m, log)) => {
+                    return Ok(ManifestChoice {
+                        newest: Some((path, m, log)),
+                        max_version_seen,
+                        skipped,
+                    });
+                }
+                Err(FormatError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempt < ATTEMPTS =>
+                {
+                    continue 'relist;
+                }
+                Err(e) => skipped.push(super::recovery::SkippedManifest {
+                    version: v,
+                    file,
+                    error: e.to_string(),
+                }),
             }
-            Err(e) => skipped.push(super::recovery::SkippedManifest {
-                version: v,
-                file,
-                error: e.to_string(),
-            }),
         }
+        return Ok(ManifestChoice {
+            newest: None,
+            max_version_seen,
+            skipped,
+        });
     }
-    Ok(ManifestChoice {
-        newest: None,
-        max_version_seen,
-        skipped,
-    })
 }
 
 /// A version loaded from disk, and (for a writer) what lies past the log's committed length.
