@@ -174,16 +174,24 @@ const COMPACT_SEGMENTS: u64 = 8;
 const COMPACT_ROWS: usize = 1_000_000;
 
 /// 8 segments of 1M rows (16 MB each: opened without column checksums, so compaction
-/// checksums them before copying), built once.
-fn compaction_source() -> &'static (tempfile::TempDir, u64) {
-    static DIR: OnceLock<(tempfile::TempDir, u64)> = OnceLock::new();
-    DIR.get_or_init(|| {
+/// checksums them before copying), built once. `interleaved`: segment k holds ids
+/// `k, k+8, k+16, …`, so the merge alternates sources on every row; otherwise segment k holds
+/// the k-th block of increasing automatic ids.
+fn compaction_source(interleaved: bool) -> &'static (tempfile::TempDir, u64) {
+    static SEQ: OnceLock<(tempfile::TempDir, u64)> = OnceLock::new();
+    static MIX: OnceLock<(tempfile::TempDir, u64)> = OnceLock::new();
+    let cell = if interleaved { &MIX } else { &SEQ };
+    cell.get_or_init(|| {
         let d = tempdir();
         let idx = Index::create(d.path(), &model(), fixture_config(1)).unwrap();
         for k in 0..COMPACT_SEGMENTS {
             let first = k * COMPACT_ROWS as u64;
             for c in (0..COMPACT_ROWS).step_by(100_000) {
-                idx.add_codes(&codes(first + c as u64, 100_000), None, None)
+                let ids: Vec<u64> = (0..100_000u64)
+                    .map(|i| (c as u64 + i) * COMPACT_SEGMENTS + k)
+                    .collect();
+                let given = interleaved.then_some(&ids[..]);
+                idx.add_codes(&codes(first + c as u64, 100_000), given, None)
                     .unwrap();
             }
             idx.commit().unwrap();
@@ -213,10 +221,8 @@ fn copy_dir(from: &Path) -> tempfile::TempDir {
     to
 }
 
-/// Full compaction of the 8 segments into one (merge, checksum, write, fsync, publish).
-#[divan::bench(sample_count = 5, sample_size = 1)]
-fn compaction(b: Bencher) {
-    let (src, bytes) = compaction_source();
+fn compact(b: Bencher, interleaved: bool) {
+    let (src, bytes) = compaction_source(interleaved);
     let cfg = Config {
         auto_gc: false,
         read: ReadOptions::default(),
@@ -235,10 +241,23 @@ fn compaction(b: Bencher) {
         });
 }
 
+/// Full compaction of 8 segments of increasing ids into one (checksum, merge, write, fsync,
+/// publish).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn compaction(b: Bencher) {
+    compact(b, false);
+}
+
+/// The same with ids interleaved across the 8 segments (a heap step per row).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn compaction_interleaved_ids(b: Bencher) {
+    compact(b, true);
+}
+
 /// The baseline: copy the same segment files (read, write, fsync each, fsync the directory).
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn plain_copy_of_the_same_bytes(b: Bencher) {
-    let (src, bytes) = compaction_source();
+    let (src, bytes) = compaction_source(false);
     let segs: Vec<PathBuf> = std::fs::read_dir(src.path())
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -136,74 +136,161 @@ pub(crate) fn plan(v: &VersionState, policy: &CompactionPolicy) -> Vec<Vec<usize
     groups
 }
 
-/// Streams the live rows of several segments in merged order.
+/// One source of a merge: its id column and deletions.
+struct Source<'a> {
+    ids: &'a [u64],
+    rows: u64,
+    deletions: Option<&'a crate::format::DeletionBitmap>,
+}
+
+impl Source<'_> {
+    #[inline]
+    fn is_deleted(&self, row: u64) -> bool {
+        self.deletions.is_some_and(|d| d.is_deleted(row))
+    }
+}
+
+/// Streams the live rows of several segments in merged order, as runs of consecutive rows of
+/// one source handed to a sink.
+///
+/// With sorted sources it is a k-way merge that *gallops*: the source with the smallest head
+/// emits rows until its ids pass the smallest head of the others (read off the heap's two
+/// children), then its new head is sifted down in place — one heap step per run, and per row
+/// only when the sources interleave row by row. Otherwise the sources are concatenated.
 struct MergeCursor<'a> {
-    sources: Vec<&'a SegmentSlot>,
+    sources: Vec<Source<'a>>,
     next: Vec<u64>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     sorted: bool,
     concat_src: usize,
+    /// An id found live in two sources (damaged input): the merge still advances, and the
+    /// caller refuses the result.
+    duplicate: Option<u64>,
 }
 
 impl<'a> MergeCursor<'a> {
-    fn new(sources: Vec<&'a SegmentSlot>, sorted: bool) -> Self {
+    fn new(slots: &[&'a SegmentSlot], sorted: bool) -> Self {
+        let sources: Vec<Source<'a>> = slots
+            .iter()
+            .map(|s| Source {
+                ids: s.seg.reader().ids(),
+                rows: s.entry.rows,
+                deletions: s.deletions.as_deref(),
+            })
+            .collect();
         let mut m = MergeCursor {
             next: vec![0; sources.len()],
             sources,
             heap: BinaryHeap::new(),
             sorted,
             concat_src: 0,
+            duplicate: None,
         };
         if sorted {
             for s in 0..m.sources.len() {
                 m.skip_deleted(s);
-                m.push(s);
+                if let Some(id) = m.head(s) {
+                    m.heap.push(Reverse((id, s)));
+                }
             }
         }
         m
     }
 
     fn skip_deleted(&mut self, s: usize) {
-        let src = self.sources[s];
-        while self.next[s] < src.entry.rows && src.is_deleted(self.next[s]) {
-            self.next[s] += 1;
+        let src = &self.sources[s];
+        let mut r = self.next[s];
+        while r < src.rows && src.is_deleted(r) {
+            r += 1;
         }
+        self.next[s] = r;
     }
 
-    fn push(&mut self, s: usize) {
-        let src = self.sources[s];
-        if self.next[s] < src.entry.rows {
-            let id = src.seg.reader().ids()[self.next[s] as usize];
-            self.heap.push(Reverse((id, s)));
-        }
+    /// The id at source `s`'s cursor (a live row), if any.
+    fn head(&self, s: usize) -> Option<u64> {
+        let src = &self.sources[s];
+        (self.next[s] < src.rows).then(|| src.ids[self.next[s] as usize])
     }
 
-    /// Fills `out` with up to `n` (source, row) pairs; empty at the end.
-    fn next_chunk(&mut self, out: &mut Vec<(usize, u64)>, n: usize) {
-        out.clear();
-        while out.len() < n {
+    /// Emits live rows of source `s` from its cursor while their ids are below `bound`, at
+    /// most `room` of them; returns how many.
+    #[inline(always)]
+    fn emit(
+        &mut self,
+        s: usize,
+        bound: Option<u64>,
+        room: u64,
+        sink: &mut impl FnMut(usize, u64, u64),
+    ) -> u64 {
+        let src = &self.sources[s];
+        let first = self.next[s];
+        if let (Some(b), Some(&id)) = (bound, src.ids.get(first as usize))
+            && id >= b
+        {
+            self.duplicate = Some(id);
+        }
+        let (mut start, mut r, mut emitted) = (first, first, 0);
+        while r < src.rows
+            && emitted + (r - start) < room
+            && (r == first || bound.is_none_or(|b| src.ids[r as usize] < b))
+        {
+            if src.is_deleted(r) {
+                if r > start {
+                    sink(s, start, r - start);
+                    emitted += r - start;
+                }
+                start = r + 1;
+            }
+            r += 1;
+        }
+        if r > start {
+            sink(s, start, r - start);
+            emitted += r - start;
+        }
+        self.next[s] = r;
+        self.skip_deleted(s);
+        emitted
+    }
+
+    /// Hands up to `n` rows to `sink(source, first row, rows)` in merged order; returns how
+    /// many (0 at the end).
+    fn next_chunk(&mut self, n: u64, mut sink: impl FnMut(usize, u64, u64)) -> u64 {
+        let mut rows = 0;
+        while rows < n {
             if self.sorted {
-                let Some(Reverse((_, s))) = self.heap.pop() else {
-                    return;
+                let Some(&Reverse((_, s))) = self.heap.peek() else {
+                    return rows;
                 };
-                out.push((s, self.next[s]));
-                self.next[s] += 1;
-                self.skip_deleted(s);
-                self.push(s);
+                let h = self.heap.as_slice();
+                let bound = match (h.get(1), h.get(2)) {
+                    (Some(Reverse(a)), Some(Reverse(b))) => Some(a.0.min(b.0)),
+                    (Some(Reverse(a)), None) => Some(a.0),
+                    _ => None,
+                };
+                rows += self.emit(s, bound, n - rows, &mut sink);
+                let head = self.head(s);
+                if let Some(mut top) = self.heap.peek_mut() {
+                    match head {
+                        Some(id) => *top = Reverse((id, s)),
+                        None => {
+                            std::collections::binary_heap::PeekMut::pop(top);
+                        }
+                    }
+                }
             } else {
-                let Some(&src) = self.sources.get(self.concat_src) else {
-                    return;
-                };
-                self.skip_deleted(self.concat_src);
                 let s = self.concat_src;
-                if self.next[s] >= src.entry.rows {
+                if s >= self.sources.len() {
+                    return rows;
+                }
+                self.skip_deleted(s);
+                if self.head(s).is_none() {
                     self.concat_src += 1;
                     continue;
                 }
-                out.push((s, self.next[s]));
-                self.next[s] += 1;
+                rows += self.emit(s, None, n - rows, &mut sink);
             }
         }
+        rows
     }
 }
 
@@ -318,44 +405,68 @@ impl Index {
             });
         }
         let width = self.shared.model.code_bytes as usize;
+        let readers: Vec<_> = sources.iter().map(|s| s.seg.reader()).collect();
+        let n = policy.buffer_rows as u64;
         let slot = self.write_segment(live, has_labels, has_lists, |col, out| {
-            let mut cursor = MergeCursor::new(sources.clone(), sorted);
-            let mut chunk = Vec::with_capacity(policy.buffer_rows);
-            loop {
-                cursor.next_chunk(&mut chunk, policy.buffer_rows);
-                if chunk.is_empty() {
-                    return Ok(());
-                }
-                let reader = |s: usize| sources[s].seg.reader();
-                match col {
-                    Column::Ids => out.ids(
-                        &chunk
-                            .iter()
-                            .map(|&(s, r)| reader(s).ids()[r as usize])
-                            .collect::<Vec<_>>(),
-                    )?,
-                    Column::Codes => {
-                        let mut buf = Vec::with_capacity(chunk.len() * width);
-                        for &(s, r) in &chunk {
-                            let codes = reader(s).codes();
-                            let r = r as usize;
-                            buf.extend_from_slice(&codes[r * width..(r + 1) * width]);
-                        }
-                        out.codes(&buf)?
+            let mut cursor = MergeCursor::new(&sources, sorted);
+            match col {
+                Column::Ids => {
+                    let mut buf: Vec<u64> = Vec::new();
+                    let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
+                        }) > 0
+                    } {
+                        out.ids(&buf)?;
                     }
-                    Column::Labels => out.labels(
-                        &chunk
-                            .iter()
-                            .map(|&(s, r)| reader(s).labels().map_or(NO_LABEL, |l| l[r as usize]))
-                            .collect::<Vec<_>>(),
-                    )?,
-                    Column::Lists => out.lists(
-                        &chunk
-                            .iter()
-                            .map(|&(s, r)| reader(s).lists().map_or(0, |l| l[r as usize]))
-                            .collect::<Vec<_>>(),
-                    )?,
                 }
+                Column::Codes => {
+                    let mut buf: Vec<u8> = Vec::new();
+                    let cols: Vec<&[u8]> = readers.iter().map(|r| r.codes()).collect();
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            let (a, b) = (a as usize * width, (a + len) as usize * width);
+                            buf.extend_from_slice(&cols[s][a..b])
+                        }) > 0
+                    } {
+                        out.codes(&buf)?;
+                    }
+                }
+                Column::Labels | Column::Lists => {
+                    let mut buf: Vec<u32> = Vec::new();
+                    let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
+                        (readers.iter().map(|r| r.labels()).collect(), NO_LABEL)
+                    } else {
+                        (readers.iter().map(|r| r.lists()).collect(), 0)
+                    };
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            let (a, b) = (a as usize, (a + len) as usize);
+                            match cols[s] {
+                                Some(l) => buf.extend_from_slice(&l[a..b]),
+                                None => buf.resize(buf.len() + (b - a), fill),
+                            }
+                        }) > 0
+                    } {
+                        if col == Column::Labels {
+                            out.labels(&buf)?;
+                        } else {
+                            out.lists(&buf)?;
+                        }
+                    }
+                }
+            }
+            match cursor.duplicate {
+                Some(id) => Err(StorageError::Format(crate::format::FormatError::Corrupt {
+                    path: self.shared.dir.clone(),
+                    section: "ids".into(),
+                    detail: format!("id {id} is live in two of the segments being merged"),
+                })),
+                None => Ok(()),
             }
         })?;
         report.output = Some(slot.entry.segment.name.clone());
