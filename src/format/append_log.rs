@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Rows added to an index are appended here as checksummed batch records; a commit fsyncs the
-//! file and publishes its *committed length* in the manifest (§7.3). Every record carries two
+//! file and publishes its *committed length* in the manifest (§10.4). Every record carries two
 //! CRCs (its header and its payload), so a reader finds exactly where valid records end: the
 //! bytes before the committed length must all be valid records (anything else is corruption),
 //! and the bytes after it are an uncommitted or torn tail that the writer cuts off on open.

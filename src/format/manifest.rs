@@ -1,6 +1,6 @@
 //! Manifests (FORMAT.md §7): one file per index version, the single source of truth of what
 //! the version contains — the model, the live segments with their deletion bitmaps, the class
-//! table and its deltas, and (§7.3) the active append log with its committed length.
+//! table and its deltas, and (§10.4) the active append log with its committed length.
 //!
 //! The active log lives beside [`Manifest`] as an [`ActiveLogEntry`] rather than inside it, and
 //! its section is written only when the index has an active log: a manifest without one keeps
@@ -55,7 +55,7 @@ pub struct Manifest {
     pub class_files: Vec<ClassFileEntry>,
 }
 
-/// The active append log of a version (FORMAT.md §7.3): rows not yet sealed into a segment.
+/// The active append log of a version (FORMAT.md §10.4): rows not yet sealed into a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActiveLogEntry {
     pub log: FileRef,
@@ -174,12 +174,12 @@ impl Manifest {
         self.deleted_rows() + log.map_or(0, |l| l.deleted)
     }
 
-    /// Writes a manifest without an active log (the §7.3 section is omitted).
+    /// Writes a manifest without an active log (the §10.4 section is omitted).
     pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
         self.write_with_log_to(None, out, path)
     }
 
-    /// Writes the manifest and, when `log` is given, its active-log section (§7.3).
+    /// Writes the manifest and, when `log` is given, its active-log section (§10.4).
     pub fn write_with_log_to<W: Write>(
         &self,
         log: Option<&ActiveLogEntry>,
@@ -274,7 +274,7 @@ impl Manifest {
         Ok(Manifest::open_with_log(path)?.0)
     }
 
-    /// Reads a manifest and its active log entry (FORMAT.md §7.3).
+    /// Reads a manifest and its active log entry (FORMAT.md §10.4).
     pub fn open_with_log(path: &Path) -> Result<(Manifest, Option<ActiveLogEntry>)> {
         let c = Container::open(path, super::LoadMode::Read, Some(FileKind::Manifest))?;
         Manifest::from_container_with_log(&c)

@@ -32,7 +32,7 @@ pub const DEL_BITS: u32 = 48;
 pub const MAN_STRINGS: u32 = 64;
 pub const MAN_SEGMENTS: u32 = 65;
 pub const MAN_CLASS_FILES: u32 = 66;
-/// The active append log and its committed length (FORMAT.md §7.3); present only while the
+/// The active append log and its committed length (FORMAT.md §10.4); present only while the
 /// index has an active log, so manifests without one keep their 1.0 bytes.
 pub const MAN_ACTIVE_LOG: u32 = 67;
 

@@ -116,7 +116,7 @@ pub struct LogReport {
     pub tail_bytes: u64,
 }
 
-/// The active log named by a manifest (FORMAT.md §7.3).
+/// The active log named by a manifest (FORMAT.md §10.4).
 #[derive(Debug, Clone, Serialize)]
 pub struct ActiveLogReport {
     pub file: String,
