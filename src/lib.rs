@@ -3,7 +3,8 @@
 //! # Crate layout
 //!
 //! - [`format`]: bytes ⇄ structures — the versioned, checksummed file format (FORMAT.md).
-//! - [`storage`]: files and versions — the index directory, inspection, verification.
+//! - [`storage`]: files and versions — the index directory, the writer, snapshots, compaction,
+//!   garbage collection, inspection, verification.
 //! - [`io`]: reading descriptors and labels (.npy, .fvecs/.bvecs/.ivecs, gzip IDX).
 //! - [`eval`]: ground truth and retrieval / classification metrics.
 //! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
@@ -15,3 +16,4 @@ pub mod io;
 pub mod storage;
 
 pub use format::FormatError;
+pub use storage::{Index, Snapshot, StorageError};
