@@ -4,7 +4,7 @@
 //! The engine works at the level of *codes*: [`Index::add_codes`] takes rows already encoded
 //! by the index's model (kept in the index as a [`crate::format::ModelFile`]); encoding vectors
 //! is the model layer's job. Durability and concurrency guarantees are stated in
-//! `src/storage/README-durability.md` and the on-disk protocol in FORMAT.md §10-§11.
+//! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
 
 pub mod compaction;
 pub mod config;
