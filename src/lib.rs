@@ -13,6 +13,7 @@ pub mod bench;
 pub mod eval;
 pub mod format;
 pub mod io;
+pub mod model;
 pub mod storage;
 
 pub use format::FormatError;

@@ -1,0 +1,101 @@
+//! Errors of the model layer: every variant names the input, stage, tensor or SPEC token at fault.
+
+/// An error training, loading or applying a model.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A matrix argument has no rows (or no columns).
+    #[error("{what}: empty input ({rows} rows x {cols} columns)")]
+    Empty {
+        what: String,
+        rows: usize,
+        cols: usize,
+    },
+    /// A matrix argument has the wrong number of columns.
+    #[error("{what}: expected {expected} columns, got {got}")]
+    DimensionMismatch {
+        what: String,
+        expected: usize,
+        got: usize,
+    },
+    /// NaN or infinity in input data.
+    #[error("{what}: non-finite value {value} at row {row}, column {col}")]
+    NonFinite {
+        what: String,
+        row: usize,
+        col: usize,
+        value: f32,
+    },
+    /// A finite value the code cannot represent (float16 storage beyond ±65504).
+    #[error("{what}: value {value} at row {row}, column {col}: {detail}")]
+    OutOfRange {
+        what: String,
+        row: usize,
+        col: usize,
+        value: f32,
+        detail: String,
+    },
+    /// A tensor of a stored stage is missing, has the wrong dtype or shape, or bad values.
+    #[error("model stage {stage}: tensor {tensor:?}: {detail}")]
+    BadTensor {
+        stage: String,
+        tensor: String,
+        detail: String,
+    },
+    /// A stored stage is inconsistent as a whole (kind, order, dimensions).
+    #[error("model stage {stage}: {detail}")]
+    BadStage { stage: String, detail: String },
+    /// The model as a whole is inconsistent (stage order, code layout vs. the file's meta).
+    #[error("model: {detail}")]
+    BadModel { detail: String },
+    /// A pipeline SPEC string could not be parsed; `token` is the offending token.
+    #[error("pipeline {spec:?}: bad token {token:?}: {detail}")]
+    BadSpec {
+        spec: String,
+        token: String,
+        detail: String,
+    },
+    /// A method cannot produce what was asked of it on this data (e.g. PCA to more dimensions
+    /// than the input has, PQ with M not dividing the dimension).
+    #[error("{method}: {detail}")]
+    Unsupported { method: String, detail: String },
+    /// Not enough training rows for the method.
+    #[error("{method}: needs at least {needed} training rows, got {got}")]
+    TooFewRows {
+        method: String,
+        needed: usize,
+        got: usize,
+    },
+    /// An invalid argument to a library call (option out of range, codes of the wrong length).
+    #[error("invalid argument {argument}: {detail}")]
+    InvalidArgument { argument: String, detail: String },
+    /// A decomposition did not converge (faer reported an error).
+    #[error("{operation}: linear algebra failed: {detail}")]
+    Numerical { operation: String, detail: String },
+}
+
+/// Result type of the model layer.
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+impl ModelError {
+    pub(crate) fn bad_tensor(stage: &str, tensor: &str, detail: impl Into<String>) -> ModelError {
+        ModelError::BadTensor {
+            stage: stage.to_string(),
+            tensor: tensor.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn unsupported(method: &str, detail: impl Into<String>) -> ModelError {
+        ModelError::Unsupported {
+            method: method.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> ModelError {
+        ModelError::InvalidArgument {
+            argument: argument.to_string(),
+            detail: detail.into(),
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Deterministic arithmetic for encoding.
+//!
+//! Codes must not depend on how rows are batched, on the thread count or on the CPU: a query
+//! binarised alone must get exactly the bits the same vector got inside a million-row build,
+//! and a model saved and loaded must re-encode byte-identically. So encode paths never call a
+//! BLAS-style product (whose summation order changes with blocking and SIMD width); they use
+//! these plain-Rust loops, whose order of operations is fixed by the source: 16 interleaved
+//! partial sums combined by a fixed tree, no fused multiply-add (Rust never contracts `a*b+c`),
+//! so the result is the same IEEE value on every target. The compiler vectorises the 16-lane
+//! loop without changing that order.
+
+const LANES: usize = 16;
+
+/// `Σ a_i b_i` with a fixed summation order (see module doc). Uses the common length.
+#[inline]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0f32; LANES];
+    let ca = a.chunks_exact(LANES);
+    let cb = b.chunks_exact(LANES);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..LANES {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut tail = 0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += x * y;
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+    }
+    acc[0] + tail
+}
+
+/// `out_j = dot(w_j, x) (+ bias_j)` for a row-major `out.len() × x.len()` weight matrix.
+#[inline]
+pub(crate) fn matvec(w: &[f32], x: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
+    let d = x.len();
+    for (j, (o, row)) in out.iter_mut().zip(w.chunks_exact(d)).enumerate() {
+        let b = bias.and_then(|b| b.get(j)).copied().unwrap_or(0.0);
+        *o = dot(row, x) + b;
+    }
+}
+
+/// Index of the nearest of `k` centroids to `x` in squared L2, from centroids stored
+/// transposed (`ct[j * k + c]` = coordinate j of centroid c). Exact differences (no
+/// `‖x‖² − 2x·c + ‖c‖²` expansion, which cancels badly); ties go to the smaller index.
+/// `dist` is scratch of length `k`.
+#[inline]
+pub(crate) fn nearest_transposed(x: &[f32], ct: &[f32], k: usize, dist: &mut [f32]) -> usize {
+    let dist = &mut dist[..k];
+    dist.fill(0.0);
+    for (j, &xj) in x.iter().enumerate() {
+        let col = &ct[j * k..(j + 1) * k];
+        for (d, &c) in dist.iter_mut().zip(col) {
+            let t = xj - c;
+            *d += t * t;
+        }
+    }
+    let mut best = 0usize;
+    let mut best_d = f32::INFINITY;
+    for (c, &d) in dist.iter().enumerate() {
+        if d < best_d {
+            best_d = d;
+            best = c;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_f64_reference_and_is_order_fixed() {
+        for n in [0usize, 1, 7, 16, 17, 100, 333] {
+            let a: Vec<f32> = (0..n).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.1).collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| ((i * 11 % 23) as f32 - 11.0) * 0.3)
+                .collect();
+            let want: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+            let got = dot(&a, &b);
+            assert!(
+                (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "n={n}"
+            );
+            // Same inputs, same bits, whatever the slice's alignment.
+            let mut pad = vec![0f32; 1];
+            pad.extend_from_slice(&a);
+            assert_eq!(dot(&pad[1..], &b).to_bits(), got.to_bits());
+        }
+    }
+
+    #[test]
+    fn nearest_picks_closest_and_smaller_index_on_ties() {
+        // 3 centroids in 2-D: (0,0), (1,0), (0,0) — transposed.
+        let ct = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+        let mut scratch = [0f32; 3];
+        assert_eq!(nearest_transposed(&[0.9, 0.1], &ct, 3, &mut scratch), 1);
+        assert_eq!(nearest_transposed(&[0.1, 0.0], &ct, 3, &mut scratch), 0);
+    }
+}

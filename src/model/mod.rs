@@ -1,0 +1,68 @@
+//! Model stages and their training: the math that turns descriptors into compact codes.
+//!
+//! `model` knows math, not files: each stage converts itself to and from a
+//! [`crate::format::StageRecord`] (named, shaped tensors, documented in each stage's module)
+//! and validates what it reads; the byte layer (`crate::format::model_file`) does the rest.
+//!
+//! Matrices in the public API are `ndarray` arrays with rows = vectors. Training uses faer
+//! (eigendecomposition, SVD, QR, large products) and rayon; encoding uses fixed-order plain
+//! Rust kernels so codes are reproducible bit for bit (`kernels.rs`).
+//!
+//! Entry points: [`PipelineSpec::parse`] → [`train`] (or [`Model::train`]) → [`Model`]
+//! (`encode`, `project`, `adc_tables`, `to_model_file` / `from_model_file`).
+
+mod binarize;
+mod center;
+mod error;
+mod float;
+mod input;
+mod itq;
+mod kernels;
+mod kmeans;
+mod linalg;
+mod linear;
+mod neighbour_radius;
+mod opq;
+mod pca;
+mod pipeline;
+mod pq;
+mod quantizer;
+mod random;
+mod record;
+mod rff;
+mod rotation;
+mod sklsh;
+mod spec;
+mod stage;
+mod train;
+mod transform;
+
+pub use binarize::Binarize;
+pub use center::Center;
+pub use error::{ModelError, Result};
+pub use float::FloatStage;
+pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
+pub use kmeans::{
+    DEFAULT_KMEANS_ITERATIONS, DEFAULT_MAX_POINTS_PER_CENTROID, KMeans, KMeansInit, KMeansOptions,
+    kmeans, kmeans_from,
+};
+pub use linear::Linear;
+pub use neighbour_radius::{
+    DEFAULT_NEIGHBOUR_RANK, DEFAULT_RADIUS_QUERIES, mean_kth_neighbour_distance,
+};
+pub use opq::{OpqOptions, OpqTraining, train_opq};
+pub use pca::{Covariance, CovarianceAccumulator, Pca};
+pub use pipeline::Model;
+pub use pq::{AdcMetric, PqTraining, ProductQuantizer};
+pub use quantizer::{RowFault, RowQuantizer, get_bit};
+pub use random::derive_seed;
+pub use rff::{DEFAULT_RFF_FEATURES, Rff};
+pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};
+pub use sklsh::Sklsh;
+pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
+pub use stage::Stage;
+pub use train::{
+    DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,
+    TrainOptions, TrainReport, train,
+};
+pub use transform::RowMap;

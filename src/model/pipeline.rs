@@ -1,0 +1,325 @@
+//! A model: an ordered pipeline of float transforms ending in one quantiser, with everything
+//! needed to encode new vectors exactly as at build time.
+//!
+//! Encoding runs each row through the stages with the deterministic kernels of `kernels.rs`,
+//! in parallel row blocks: codes do not depend on batch size or thread count, and a model
+//! saved with [`Model::to_model_file`] and loaded with [`Model::from_model_file`] encodes
+//! byte-identically.
+
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+
+use crate::format::{CodeKind, FileId, ModelFile};
+
+use super::error::{ModelError, Result};
+use super::input::checked_rows;
+use super::pq::{AdcMetric, ProductQuantizer};
+use super::quantizer::{RowFault, RowQuantizer, encode_block, first_fault, get_bit};
+use super::stage::Stage;
+use super::transform::{ROW_BLOCK, RowMap};
+
+/// Longest code this layer produces, in bytes (`u32` in the model file).
+const MAX_CODE_BYTES: usize = u32::MAX as usize;
+
+/// A trained (or loaded) model pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    id: FileId,
+    stages: Vec<Stage>,
+}
+
+impl Model {
+    /// A model from its stages, checked: at least one stage, only the last one a quantiser,
+    /// and each stage's input dimension equal to the previous stage's output. Gets a fresh id.
+    pub fn new(stages: Vec<Stage>) -> Result<Model> {
+        let bad = |detail: String| ModelError::BadModel { detail };
+        let Some((last, transforms)) = stages.split_last() else {
+            return Err(bad("a model needs at least one stage".into()));
+        };
+        if !last.is_quantizer() {
+            return Err(bad(format!(
+                "the last stage is {} but must be a quantiser (binarize, sklsh, pq or float)",
+                last.name()
+            )));
+        }
+        for (i, s) in transforms.iter().enumerate() {
+            if s.is_quantizer() {
+                return Err(bad(format!(
+                    "stage {i} ({}) is a quantiser but is not the last stage",
+                    s.name()
+                )));
+            }
+        }
+        for (i, w) in stages.windows(2).enumerate() {
+            if w[0].out_dim() != w[1].in_dim() {
+                return Err(bad(format!(
+                    "stage {i} ({}) outputs {} dimensions but stage {} ({}) takes {}",
+                    w[0].name(),
+                    w[0].out_dim(),
+                    i + 1,
+                    w[1].name(),
+                    w[1].in_dim()
+                )));
+            }
+        }
+        let model = Model {
+            id: FileId::generate(),
+            stages,
+        };
+        let (cb, bits) = (
+            model.quantizer().code_bytes(),
+            model.quantizer().code_bits(),
+        );
+        if cb > MAX_CODE_BYTES || !model.code_kind().consistent(cb as u32, bits as u32) {
+            return Err(bad(format!(
+                "{} codes of {cb} bytes / {bits} bits cannot be stored",
+                model.code_kind().name()
+            )));
+        }
+        Ok(model)
+    }
+
+    /// The same model under another id.
+    pub fn with_id(mut self, id: FileId) -> Model {
+        self.id = id;
+        self
+    }
+
+    /// The model's identity (its file id; segments record which model encoded them).
+    pub fn id(&self) -> FileId {
+        self.id
+    }
+
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    fn transforms(&self) -> impl Iterator<Item = &dyn RowMap> {
+        self.stages.iter().filter_map(Stage::as_map)
+    }
+
+    fn last(&self) -> &Stage {
+        // `new` guarantees a non-empty pipeline.
+        &self.stages[self.stages.len() - 1]
+    }
+
+    /// The final, code-producing stage.
+    pub fn quantizer(&self) -> &dyn RowQuantizer {
+        // `new` guarantees the last stage is a quantiser; a binarizer never fails to be one.
+        match self.last().as_quantizer() {
+            Some(q) => q,
+            None => unreachable!("Model::new checks the last stage is a quantiser"),
+        }
+    }
+
+    /// Dimension of the input vectors.
+    pub fn input_dim(&self) -> usize {
+        self.stages.first().map_or(0, Stage::in_dim)
+    }
+
+    /// Code layout.
+    pub fn code_kind(&self) -> CodeKind {
+        self.last().code_kind().unwrap_or(CodeKind::Binary)
+    }
+
+    /// Bytes per code.
+    pub fn code_bytes(&self) -> usize {
+        self.quantizer().code_bytes()
+    }
+
+    /// Meaningful bits per code.
+    pub fn code_bits(&self) -> usize {
+        self.quantizer().code_bits()
+    }
+
+    /// Columns of [`Model::project`]'s output.
+    pub fn project_dim(&self) -> usize {
+        self.quantizer().project_dim()
+    }
+
+    /// The product quantiser, when the model ends in one.
+    pub fn pq(&self) -> Option<&ProductQuantizer> {
+        match self.last() {
+            Stage::Pq(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Runs the transforms on one block of rows; returns the quantiser's input.
+    fn transform_block(&self, x: &[f32]) -> Vec<f32> {
+        let mut cur = x.to_vec();
+        for t in self.transforms() {
+            let (din, dout) = (t.in_dim(), t.out_dim());
+            let mut next = vec![0f32; cur.len() / din.max(1) * dout];
+            for (o, r) in next.chunks_exact_mut(dout).zip(cur.chunks_exact(din)) {
+                t.map_row(r, o);
+            }
+            cur = next;
+        }
+        cur
+    }
+
+    /// Encodes the rows of `x` (n × `input_dim()`): `n × code_bytes()` bytes, row-major.
+    /// Errors on empty input, a dimension mismatch, NaN/Inf, or (float16) out-of-range values.
+    pub fn encode(&self, x: ArrayView2<f32>) -> Result<Vec<u8>> {
+        let rows = checked_rows("encode: input", x, Some(self.input_dim()))?;
+        let (d, cb) = (self.input_dim(), self.code_bytes());
+        let q = self.quantizer();
+        let mut out = vec![0u8; rows.n() * cb];
+        let faults: Vec<Option<(usize, RowFault)>> = out
+            .par_chunks_mut(ROW_BLOCK * cb)
+            .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
+            .enumerate()
+            .map(|(b, (o, xi))| {
+                let y = self.transform_block(xi);
+                encode_block(q, &y, o).map(|(r, f)| (b * ROW_BLOCK + r, f))
+            })
+            .collect();
+        first_fault("encode: input", faults)?;
+        Ok(out)
+    }
+
+    /// The real-valued vectors the codes quantise (n × `project_dim()`), for asymmetric
+    /// queries: binary models give a vector positive exactly where the bit is 1 (`x − t` after
+    /// the transforms for sign bits, `cos(w·x + b) + t` for SKLSH); PQ and float models give
+    /// the quantiser's input.
+    pub fn project(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        let rows = checked_rows("project: input", x, Some(self.input_dim()))?;
+        let d = self.input_dim();
+        let q = self.quantizer();
+        let p = q.project_dim();
+        let mut out = vec![0f32; rows.n() * p];
+        out.par_chunks_mut(ROW_BLOCK * p)
+            .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
+            .for_each(|(o, xi)| {
+                let y = self.transform_block(xi);
+                for (orow, yrow) in o.chunks_exact_mut(p).zip(y.chunks_exact(q.in_dim())) {
+                    q.project_row(yrow, orow);
+                }
+            });
+        Array2::from_shape_vec((rows.n(), p), out).map_err(|e| ModelError::BadModel {
+            detail: format!("internal shape error: {e}"),
+        })
+    }
+
+    /// Decodes codes into the projected space: PQ reconstructions, stored floats, or ±1
+    /// vectors for binary codes (1 bit → +1).
+    pub fn decode(&self, codes: &[u8]) -> Result<Array2<f32>> {
+        let cb = self.code_bytes();
+        match self.last() {
+            Stage::Pq(p) => p.decode(codes),
+            Stage::Float(f) => f.decode(codes),
+            _ => {
+                if codes.is_empty() || !codes.len().is_multiple_of(cb) {
+                    return Err(ModelError::invalid(
+                        "codes",
+                        format!(
+                            "length {} is not a positive multiple of {cb} bytes",
+                            codes.len()
+                        ),
+                    ));
+                }
+                let bits = self.code_bits();
+                let n = codes.len() / cb;
+                let mut out = Array2::<f32>::zeros((n, bits));
+                for (mut row, code) in out.rows_mut().into_iter().zip(codes.chunks_exact(cb)) {
+                    for (j, v) in row.iter_mut().enumerate() {
+                        *v = if get_bit(code, j) { 1.0 } else { -1.0 };
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// ADC look-up tables of queries (n × (M·K), each row M tables of K floats): the queries
+    /// are projected through the transforms, not quantised. Only for PQ models.
+    pub fn adc_tables(&self, queries: ArrayView2<f32>, metric: AdcMetric) -> Result<Array2<f32>> {
+        let Some(pq) = self.pq() else {
+            return Err(ModelError::unsupported(
+                "adc",
+                format!(
+                    "ADC tables need a PQ model; this model produces {} codes",
+                    self.code_kind().name()
+                ),
+            ));
+        };
+        let p = self.project(queries)?;
+        pq.adc_tables(p.view(), metric)
+    }
+
+    /// The model as the byte layer's structure (write it with `ModelFile::write_to`).
+    pub fn to_model_file(&self) -> ModelFile {
+        ModelFile {
+            model_id: self.id,
+            input_dim: self.input_dim() as u32,
+            code_kind: self.code_kind(),
+            code_bytes: self.code_bytes() as u32,
+            code_bits: self.code_bits() as u32,
+            stages: self.stages.iter().map(Stage::to_record).collect(),
+            skipped_stages: Vec::new(),
+        }
+    }
+
+    /// Rebuilds a model from a model file, validating every stage (errors name the stage
+    /// index, kind and tensor) and checking the file's input dimension and code layout
+    /// against what the stages produce. Unknown optional stages (already skipped by the
+    /// byte layer) are not needed to encode and are ignored.
+    pub fn from_model_file(mf: &ModelFile) -> Result<Model> {
+        let mut stages = Vec::with_capacity(mf.stages.len());
+        for (i, rec) in mf.stages.iter().enumerate() {
+            let s = Stage::from_record(rec).map_err(|e| with_stage_index(e, i))?;
+            stages.push(s);
+        }
+        let model = Model::new(stages)?.with_id(mf.model_id);
+        let got = (
+            model.input_dim(),
+            model.code_kind(),
+            model.code_bytes(),
+            model.code_bits(),
+        );
+        let want = (
+            mf.input_dim as usize,
+            mf.code_kind,
+            mf.code_bytes as usize,
+            mf.code_bits as usize,
+        );
+        if got != want {
+            return Err(ModelError::BadModel {
+                detail: format!(
+                    "file meta says input dimension {}, {} codes of {} bytes / {} bits, but its \
+                     stages give input dimension {}, {} codes of {} bytes / {} bits",
+                    want.0,
+                    want.1.name(),
+                    want.2,
+                    want.3,
+                    got.0,
+                    got.1.name(),
+                    got.2,
+                    got.3
+                ),
+            });
+        }
+        Ok(model)
+    }
+}
+
+/// Prefixes the stage index to a stage error: "stage 2 (linear)".
+fn with_stage_index(e: ModelError, i: usize) -> ModelError {
+    match e {
+        ModelError::BadTensor {
+            stage,
+            tensor,
+            detail,
+        } => ModelError::BadTensor {
+            stage: format!("{i} ({stage})"),
+            tensor,
+            detail,
+        },
+        ModelError::BadStage { stage, detail } => ModelError::BadStage {
+            stage: format!("{i} ({stage})"),
+            detail,
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,513 @@
+//! Training a [`Model`] from a [`PipelineSpec`] and data.
+//!
+//! Steps run in SPEC order on a seeded sample of the rows. Each step fits on the output of
+//! the steps before it; PCA streams its input in row chunks through the not-yet-applied
+//! stages (so `rff:3000,pca:C` never holds the N × 3,000 feature matrix), every other step
+//! works on the materialised output. Step i draws its random numbers from
+//! `derive_seed(seed, i + 1)`, so changing one step leaves the others' draws unchanged.
+//!
+//! Per method, the code length must be reachable from the data (errors otherwise):
+//! - `pca:C` (pca-direct, pca-rr, pca-itq): C ≤ input dimension and C ≤ training rows;
+//! - `kpca-itq:C`: C ≤ number of random features (3,000) and ≤ training rows;
+//! - `lsh:C` (`proj:C`) and `sklsh:C`: any C (random directions), up to 1,024 bits;
+//! - `bits` without a dimension-setting step: the input dimension itself is the bit count;
+//! - binary codes: a multiple of 8 bits, 8 to 1,024;
+//! - `pq:MxB` / `opq:MxB`: M divides the dimension, at least K = 2^B training rows.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ndarray::ArrayView2;
+
+use super::binarize::Binarize;
+use super::center::{Center, column_means_f64};
+use super::error::{ModelError, Result};
+use super::float::FloatStage;
+use super::input::checked_rows;
+use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq};
+use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
+use super::linear::Linear;
+use super::neighbour_radius::{
+    DEFAULT_NEIGHBOUR_RANK, DEFAULT_RADIUS_QUERIES, mean_kth_neighbour_distance,
+};
+use super::opq::{OpqOptions, reconstruct, train_opq_rows};
+use super::pca::{CovarianceAccumulator, Pca};
+use super::pipeline::Model;
+use super::pq::ProductQuantizer;
+use super::random::{derive_seed, gather_rows, rng, sample_indices};
+use super::rff::Rff;
+use super::rotation::Rotation;
+use super::sklsh::Sklsh;
+use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
+use super::stage::Stage;
+use super::transform::map_rows;
+
+/// Training rows used when `TrainOptions::sample` is `None`.
+pub const DEFAULT_TRAIN_SAMPLE_CAP: usize = 100_000;
+/// Rows per chunk of streamed passes (PCA).
+const STREAM_ROWS: usize = 4096;
+
+/// A training progress event (for progress bars and `--verbose`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrainEvent {
+    /// `done` of `total` units of step `step` are finished (rows, iterations, sub-quantisers).
+    Progress { step: String, done: u64, total: u64 },
+    /// A line of detail (ITQ loss per iteration, ...), sent only when `verbose` is set.
+    Message(String),
+}
+
+/// Receiver of [`TrainEvent`]s.
+pub type ProgressFn = Arc<dyn Fn(&TrainEvent) + Send + Sync>;
+
+/// Training parameters.
+#[derive(Clone)]
+pub struct TrainOptions {
+    /// Seed of every random choice (sampling, rotations, projections, k-means).
+    pub seed: u64,
+    /// Rows to train on, sampled without replacement (seeded); `None` = all rows up to
+    /// [`DEFAULT_TRAIN_SAMPLE_CAP`].
+    pub sample: Option<usize>,
+    /// ITQ iterations (paper: 50).
+    pub itq_iterations: usize,
+    /// k-means iterations per PQ sub-quantiser (FAISS: 25).
+    pub kmeans_iterations: usize,
+    /// k-means initialisation.
+    pub kmeans_init: KMeansInit,
+    /// OPQ outer iterations (FAISS `OPQMatrix::niter`: 50).
+    pub opq_iterations: usize,
+    pub progress: Option<ProgressFn>,
+    /// Send [`TrainEvent::Message`] details.
+    pub verbose: bool,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            seed: 1234,
+            sample: None,
+            itq_iterations: DEFAULT_ITQ_ITERATIONS,
+            kmeans_iterations: DEFAULT_KMEANS_ITERATIONS,
+            kmeans_init: KMeansInit::Random,
+            opq_iterations: OpqOptions::default().iterations,
+            progress: None,
+            verbose: false,
+        }
+    }
+}
+
+impl fmt::Debug for TrainOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrainOptions")
+            .field("seed", &self.seed)
+            .field("sample", &self.sample)
+            .field("itq_iterations", &self.itq_iterations)
+            .field("kmeans_iterations", &self.kmeans_iterations)
+            .field("kmeans_init", &self.kmeans_init)
+            .field("opq_iterations", &self.opq_iterations)
+            .field("progress", &self.progress.as_ref().map(|_| "<callback>"))
+            .field("verbose", &self.verbose)
+            .finish()
+    }
+}
+
+/// Wall time of one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepTiming {
+    pub step: String,
+    pub seconds: f64,
+}
+
+/// What a PCA step found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PcaReport {
+    /// Variance along each kept direction, decreasing.
+    pub eigenvalues: Vec<f64>,
+    /// Total variance of its input.
+    pub total_variance: f64,
+    /// Fraction of the variance kept.
+    pub explained_variance_ratio: f64,
+}
+
+/// What a PQ / OPQ quantiser found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PqReport {
+    /// Mean squared reconstruction error per training vector.
+    pub mse: f64,
+    /// Empty clusters repaired.
+    pub splits: usize,
+    /// Rows the k-means runs used.
+    pub training_points: usize,
+    /// Final k-means objective of each sub-quantiser.
+    pub final_objective: Vec<f64>,
+}
+
+/// What training did, for `--verbose` output and reports.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TrainReport {
+    pub spec: String,
+    /// Explicit stage list of the spec.
+    pub canonical: String,
+    pub input_rows: usize,
+    pub training_rows: usize,
+    pub input_dim: usize,
+    pub steps: Vec<StepTiming>,
+    /// The last PCA step's report.
+    pub pca: Option<PcaReport>,
+    /// ITQ quantisation loss before the first iteration (= PCA-RR) and after each one.
+    pub itq_loss: Vec<f64>,
+    /// Kernel bandwidth σ of the RFF / SKLSH step (mean 50-NN distance).
+    pub bandwidth: Option<f64>,
+    pub pq: Option<PqReport>,
+    /// OPQ mean squared error per outer iteration.
+    pub opq_loss: Vec<f64>,
+    pub total_seconds: f64,
+}
+
+/// The training state: the sample, the stages fitted so far, and how many of them have been
+/// applied to `data`.
+struct State<'a> {
+    data: Cow<'a, [f32]>,
+    dim: usize,
+    stages: Vec<Stage>,
+    applied: usize,
+}
+
+impl State<'_> {
+    fn rows(&self) -> usize {
+        self.data.len() / self.dim
+    }
+
+    /// Output dimension of all fitted stages.
+    fn out_dim(&self) -> usize {
+        self.stages.last().map_or(self.dim, Stage::out_dim)
+    }
+
+    /// Runs the pending stages on row-major `chunk`.
+    fn pending(&self, chunk: &[f32]) -> Vec<f32> {
+        let mut cur: Cow<[f32]> = Cow::Borrowed(chunk);
+        for s in &self.stages[self.applied..] {
+            if let Some(m) = s.as_map() {
+                cur = Cow::Owned(map_rows(m, &cur));
+            }
+        }
+        cur.into_owned()
+    }
+
+    /// Applies pending stages to the whole sample.
+    fn materialize(&mut self) -> &[f32] {
+        if self.applied < self.stages.len() {
+            let d = self.dim;
+            let mut out = Vec::with_capacity(self.rows() * self.out_dim());
+            for chunk in self.data.chunks(STREAM_ROWS * d) {
+                out.extend(self.pending(chunk));
+            }
+            self.dim = self.out_dim();
+            self.data = Cow::Owned(out);
+            self.applied = self.stages.len();
+        }
+        &self.data
+    }
+}
+
+struct Ctx<'o> {
+    opts: &'o TrainOptions,
+    report: TrainReport,
+}
+
+impl Ctx<'_> {
+    fn emit(&self, e: TrainEvent) {
+        if let Some(p) = &self.opts.progress
+            && (self.opts.verbose || !matches!(e, TrainEvent::Message(_)))
+        {
+            p(&e);
+        }
+    }
+    fn progress(&self, step: &str, done: u64, total: u64) {
+        self.emit(TrainEvent::Progress {
+            step: step.to_string(),
+            done,
+            total,
+        });
+    }
+    fn message(&self, m: String) {
+        if self.opts.verbose {
+            self.emit(TrainEvent::Message(m));
+        }
+    }
+}
+
+fn view(data: &[f32], dim: usize) -> Result<ArrayView2<'_, f32>> {
+    ArrayView2::from_shape((data.len() / dim, dim), data)
+        .map_err(|e| ModelError::invalid("training data", e.to_string()))
+}
+
+fn bandwidth(state: &mut State, seed: u64, ctx: &mut Ctx) -> Result<f64> {
+    let dim = state.out_dim();
+    let x = state.materialize();
+    let sigma = mean_kth_neighbour_distance(
+        view(x, dim)?,
+        DEFAULT_NEIGHBOUR_RANK,
+        DEFAULT_RADIUS_QUERIES,
+        seed,
+    )?;
+    if !(sigma.is_finite() && sigma > 0.0) {
+        return Err(ModelError::unsupported(
+            "kernel bandwidth",
+            format!(
+                "the mean distance to the {DEFAULT_NEIGHBOUR_RANK}th nearest neighbour is {sigma}: \
+                 the training rows are (nearly) identical"
+            ),
+        ));
+    }
+    ctx.report.bandwidth = Some(sigma);
+    ctx.message(format!(
+        "kernel bandwidth σ (mean {DEFAULT_NEIGHBOUR_RANK}-NN distance) = {sigma:.6}"
+    ));
+    Ok(sigma)
+}
+
+fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
+    let dim = state.out_dim();
+    let n = state.rows();
+    let name = format!("pca:{c}");
+    let pca = if dim > n {
+        // SVD path: needs the rows.
+        let x = state.materialize();
+        ctx.progress(&name, 0, 1);
+        let p = Pca::fit(view(x, dim)?, c)?;
+        ctx.progress(&name, 1, 1);
+        p
+    } else {
+        let mut acc = CovarianceAccumulator::new(dim)?;
+        let d0 = state.dim;
+        let mut done = 0u64;
+        for chunk in state.data.chunks(STREAM_ROWS * d0) {
+            let y = state.pending(chunk);
+            acc.add_rows(&y);
+            done += (chunk.len() / d0) as u64;
+            ctx.progress(&name, done, n as u64);
+        }
+        Pca::from_covariance(&acc.finish()?, c)?
+    };
+    let ratio: f64 = pca.explained_variance_ratio().iter().sum();
+    ctx.message(format!(
+        "{name}: keeps {:.2}% of the variance; top eigenvalues {:?}",
+        100.0 * ratio,
+        &pca.eigenvalues()[..pca.eigenvalues().len().min(5)]
+    ));
+    ctx.report.pca = Some(PcaReport {
+        eigenvalues: pca.eigenvalues().to_vec(),
+        total_variance: pca.total_variance(),
+        explained_variance_ratio: ratio,
+    });
+    let (center, linear) = pca.into_stages();
+    state.stages.push(Stage::Center(center));
+    state.stages.push(Stage::Linear(linear));
+    Ok(())
+}
+
+fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
+    let dim = state.out_dim();
+    match step {
+        StepSpec::Center => {
+            let x = state.materialize();
+            let mean = column_means_f64(x, dim);
+            state.stages.push(Stage::Center(Center::new(
+                mean.into_iter().map(|v| v as f32).collect(),
+            )?));
+        }
+        StepSpec::Pca(c) => fit_pca(state, c, ctx)?,
+        StepSpec::Projection(c) => {
+            state
+                .stages
+                .push(Stage::Linear(Linear::random_projection(c, dim, seed)?));
+        }
+        StepSpec::Rff(features) => {
+            let sigma = bandwidth(state, derive_seed(seed, 1), ctx)?;
+            state
+                .stages
+                .push(Stage::Rff(Rff::random(dim, features, sigma, seed)?));
+        }
+        StepSpec::RandomRotation => {
+            state
+                .stages
+                .push(Stage::Rotation(Rotation::random(dim, seed)?));
+        }
+        StepSpec::Itq => {
+            let iters = ctx.opts.itq_iterations;
+            let x = state.materialize();
+            let v = view(x, dim)?;
+            let itq = train_itq(v, iters, seed, |t, loss| {
+                ctx.progress("itq", t as u64, iters as u64);
+                ctx.message(format!("itq iteration {t:>3}: quantisation loss {loss:.6}"));
+            })?;
+            ctx.report.itq_loss = itq.losses;
+            state.stages.push(Stage::Rotation(itq.rotation));
+        }
+    }
+    Ok(())
+}
+
+fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
+    let dim = state.out_dim();
+    let kopts = KMeansOptions {
+        iterations: ctx.opts.kmeans_iterations,
+        seed,
+        init: ctx.opts.kmeans_init,
+        ..KMeansOptions::default()
+    };
+    match q {
+        QuantizerSpec::Bits => {
+            if !dim.is_multiple_of(8) || dim > MAX_BINARY_BITS {
+                return Err(ModelError::unsupported(
+                    "bits",
+                    format!(
+                        "binary codes need a multiple of 8 bits between 8 and {MAX_BINARY_BITS}; \
+                         the pipeline gives {dim} dimensions (add pca:C or proj:C first)"
+                    ),
+                ));
+            }
+            state.stages.push(Stage::Binarize(Binarize::zeros(dim)?));
+        }
+        QuantizerSpec::Sklsh(c) => {
+            let sigma = bandwidth(state, derive_seed(seed, 1), ctx)?;
+            state
+                .stages
+                .push(Stage::Sklsh(Sklsh::random(dim, c, sigma, seed)?));
+        }
+        QuantizerSpec::Pq { m, nbits } => {
+            let name = format!("pq:{m}x{nbits}");
+            let x = state.materialize().to_vec();
+            let t = ProductQuantizer::train_rows(&x, dim, m, nbits, &kopts, None, &mut |s| {
+                ctx.progress(&name, s as u64 + 1, m as u64);
+            })?;
+            let (_, mse) = reconstruct(&t.pq, &x, dim);
+            ctx.message(format!(
+                "{name}: reconstruction MSE {mse:.6}, {} empty clusters repaired, {} training points",
+                t.splits, t.training_points
+            ));
+            ctx.report.pq = Some(PqReport {
+                mse,
+                splits: t.splits,
+                training_points: t.training_points,
+                final_objective: t
+                    .objective
+                    .iter()
+                    .map(|o| o.last().copied().unwrap_or(0.0))
+                    .collect(),
+            });
+            state.stages.push(Stage::Pq(t.pq));
+        }
+        QuantizerSpec::Opq { m, nbits } => {
+            let name = format!("opq:{m}x{nbits}");
+            let oopts = OpqOptions {
+                iterations: ctx.opts.opq_iterations,
+                final_kmeans_iterations: ctx.opts.kmeans_iterations,
+                init: ctx.opts.kmeans_init,
+                seed,
+                ..OpqOptions::default()
+            };
+            let x = state.materialize().to_vec();
+            let iters = oopts.iterations as u64;
+            let t = train_opq_rows(&x, dim, m, nbits, &oopts, |it, mse| {
+                ctx.progress(&name, it as u64 + 1, iters);
+                ctx.message(format!("{name} iteration {it:>3}: MSE {mse:.6}"));
+            })?;
+            ctx.message(format!("{name}: final MSE {:.6}", t.final_mse));
+            ctx.report.opq_loss = t.losses;
+            ctx.report.pq = Some(PqReport {
+                mse: t.final_mse,
+                splits: 0,
+                training_points: x.len() / dim,
+                final_objective: Vec::new(),
+            });
+            state.stages.push(Stage::Rotation(t.rotation));
+            state.stages.push(Stage::Pq(t.pq));
+        }
+        QuantizerSpec::Float { half } => {
+            state.stages.push(Stage::Float(FloatStage::new(dim, half)?));
+        }
+    }
+    Ok(())
+}
+
+/// Trains the pipeline `spec` on the rows of `data` (rows = vectors).
+pub fn train(
+    spec: &PipelineSpec,
+    data: ArrayView2<f32>,
+    opts: &TrainOptions,
+) -> Result<(Model, TrainReport)> {
+    let t_all = Instant::now();
+    let (n, d) = data.dim();
+    if n == 0 || d == 0 {
+        return Err(ModelError::Empty {
+            what: "train: data".into(),
+            rows: n,
+            cols: d,
+        });
+    }
+    let cap = opts.sample.unwrap_or(DEFAULT_TRAIN_SAMPLE_CAP);
+    if cap == 0 {
+        return Err(ModelError::invalid("sample", "must be >= 1 row"));
+    }
+    let rows = checked_rows("train: data", data, None)?;
+    let sample: Cow<[f32]> = if cap < n {
+        let idx = sample_indices(&mut rng(derive_seed(opts.seed, 0)), n, cap);
+        Cow::Owned(gather_rows(rows.as_slice(), d, &idx))
+    } else {
+        Cow::Borrowed(rows.as_slice())
+    };
+    let mut ctx = Ctx {
+        opts,
+        report: TrainReport {
+            spec: spec.text.clone(),
+            canonical: spec.canonical(),
+            input_rows: n,
+            training_rows: sample.len() / d,
+            input_dim: d,
+            ..TrainReport::default()
+        },
+    };
+    let mut state = State {
+        data: sample,
+        dim: d,
+        stages: Vec::new(),
+        applied: 0,
+    };
+    for (i, &step) in spec.steps.iter().enumerate() {
+        let t = Instant::now();
+        run_step(
+            &mut state,
+            step,
+            derive_seed(opts.seed, i as u64 + 1),
+            &mut ctx,
+        )?;
+        ctx.report.steps.push(StepTiming {
+            step: step.token(),
+            seconds: t.elapsed().as_secs_f64(),
+        });
+    }
+    let t = Instant::now();
+    let qseed = derive_seed(opts.seed, spec.steps.len() as u64 + 1);
+    run_quantizer(&mut state, spec.quantizer, qseed, &mut ctx)?;
+    ctx.report.steps.push(StepTiming {
+        step: spec.quantizer.token(),
+        seconds: t.elapsed().as_secs_f64(),
+    });
+    let model = Model::new(state.stages)?;
+    ctx.report.total_seconds = t_all.elapsed().as_secs_f64();
+    Ok((model, ctx.report))
+}
+
+impl Model {
+    /// Trains a model; see [`train`].
+    pub fn train(
+        spec: &PipelineSpec,
+        data: ArrayView2<f32>,
+        opts: &TrainOptions,
+    ) -> Result<(Model, TrainReport)> {
+        train(spec, data, opts)
+    }
+}
