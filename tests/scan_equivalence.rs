@@ -460,3 +460,122 @@ fn unavailable_dispatch_is_an_error_not_a_fallback() {
         assert_eq!(r.is_ok(), have.contains(&d), "{d:?}");
     }
 }
+
+/// The documented lane-blocked order, written out independently of the crate.
+fn documented_order(a: &[f32], b: &[f32], l2: bool) -> f32 {
+    let term = |x: f32, y: f32, acc: f32| {
+        if l2 {
+            (x - y).mul_add(x - y, acc)
+        } else {
+            x.mul_add(y, acc)
+        }
+    };
+    let main = a.len() / 32 * 32;
+    let mut lanes = [0.0f32; 32];
+    for i in 0..main {
+        lanes[i % 32] = term(a[i], b[i], lanes[i % 32]);
+    }
+    let v: Vec<f32> = (0..8)
+        .map(|l| (lanes[l] + lanes[8 + l]) + (lanes[16 + l] + lanes[24 + l]))
+        .collect();
+    let s4: Vec<f32> = (0..4).map(|l| v[l] + v[l + 4]).collect();
+    let mut s = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+    for i in main..a.len() {
+        s = term(a[i], b[i], s);
+    }
+    s
+}
+
+#[test]
+fn dense_all_paths_bit_identical() {
+    use codedb::scan::{Metric, dense_f32, dense_f32_f16};
+    use half::f16;
+    let mut rng = ChaCha8Rng::seed_from_u64(0xd07);
+    for n in [0usize, 1, 7, 8, 31, 32, 33, 63, 64, 65, 100, 784, 1000] {
+        for _ in 0..5 {
+            let a: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
+            let bh: Vec<f16> = b.iter().map(|&x| f16::from_f32(x)).collect();
+            let bw: Vec<f32> = bh.iter().map(|x| x.to_f32()).collect();
+            for (metric, l2) in [(Metric::Dot, false), (Metric::L2Sq, true)] {
+                let want = documented_order(&a, &b, l2);
+                let want_h = documented_order(&a, &bw, l2);
+                // Sanity against a plain f64 sum.
+                let exact: f64 = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| {
+                        let (x, y) = (f64::from(x), f64::from(y));
+                        if l2 { (x - y) * (x - y) } else { x * y }
+                    })
+                    .sum();
+                assert!((f64::from(want) - exact).abs() <= 1e-4 * (1.0 + exact.abs()));
+                for d in available_dispatches() {
+                    let got = dense_f32(metric, &a, &b, d).unwrap();
+                    assert_eq!(got.to_bits(), want.to_bits(), "n={n} {metric:?} {d:?}");
+                    let got_h = dense_f32_f16(metric, &a, &bh, d).unwrap();
+                    assert_eq!(
+                        got_h.to_bits(),
+                        want_h.to_bits(),
+                        "f16 n={n} {metric:?} {d:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_topk_matches_reference() {
+    use codedb::scan::{DenseRows, DenseValues, Metric, dense_topk};
+    use half::f16;
+    let mut rng = ChaCha8Rng::seed_from_u64(0xde5);
+    for (n, dim) in [(0usize, 4usize), (1, 3), (17, 33), (1000, 16), (20_000, 8)] {
+        let v: Vec<f32> = (0..n * dim)
+            .map(|_| rng.random_range(-2i32..3) as f32 * 0.5)
+            .collect();
+        let vh: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
+        let ids = gen_ids(&mut rng, n);
+        let del = gen_deleted(&mut rng, n, Deleted::Some);
+        let nq = 3;
+        let queries: Vec<f32> = (0..nq * dim)
+            .map(|_| rng.random_range(-2i32..3) as f32)
+            .collect();
+        for metric in [Metric::Dot, Metric::L2Sq] {
+            for k in [1usize, 5, n + 1] {
+                let want: Vec<Vec<(u32, u64)>> = queries
+                    .chunks_exact(dim)
+                    .map(|q| {
+                        let all: Vec<(f32, u64)> = v
+                            .chunks_exact(dim)
+                            .zip(&ids)
+                            .map(|(row, &id)| {
+                                (documented_order(q, row, metric == Metric::L2Sq), id)
+                            })
+                            .collect();
+                        bits(&reference_scores(
+                            all,
+                            del.as_deref(),
+                            metric.direction(),
+                            k,
+                        ))
+                    })
+                    .collect();
+                for d in available_dispatches() {
+                    for threads in [1, 2] {
+                        let opts = ScanOptions {
+                            dispatch: d,
+                            threads,
+                        };
+                        for values in [DenseValues::F32(&v), DenseValues::F16(&vh)] {
+                            let rows = DenseRows::new(values, dim, &ids, del.as_deref()).unwrap();
+                            let got = dense_topk(&rows, &queries, metric, k, opts).unwrap();
+                            let got: Vec<Vec<(u32, u64)>> = got.iter().map(|g| bits(g)).collect();
+                            assert_eq!(got, want, "n={n} dim={dim} {metric:?} k={k} {d:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@
 //! probe, and unaligned vector loads / gathers whose addresses are proven in bounds. Each block
 //! carries a `// SAFETY:` comment.
 
+pub mod dense;
 pub mod dispatch;
 pub mod error;
 pub mod hamming;
@@ -22,6 +23,10 @@ pub mod rows;
 pub mod schedule;
 pub mod topk;
 
+pub use dense::{
+    DenseRows, DenseValues, Metric, dense_f32, dense_f32_f16, dense_topk, dot_f32, dot_f32_f16,
+    l2sq_f32, l2sq_f32_f16,
+};
 pub use dispatch::{Dispatch, Isa, available_dispatches, best_available, detected_isa};
 pub use error::{Result, ScanError};
 pub use hamming::{

@@ -194,7 +194,6 @@ pub fn lut8_topk_batch(
 
 /// The `k` best live rows for one LUT-4 query: `m` sub-quantisers, `code_bytes = m.div_ceil(2)`,
 /// `lut` is `m` tables of 16 f32.
-#[allow(clippy::too_many_arguments)]
 pub fn lut4_topk(
     codes: &[u8],
     m: usize,
