@@ -7,6 +7,8 @@
 //!   garbage collection, inspection, verification.
 //! - [`io`]: reading descriptors and labels (.npy, .fvecs/.bvecs/.ivecs, gzip IDX).
 //! - [`eval`]: ground truth and retrieval / classification metrics.
+//! - [`model`]: the math — PCA, ITQ, LSH, SKLSH, RFF, PQ/OPQ stages, pipelines, training.
+//! - [`scan`]: kernels — Hamming, LUT, dense, top-k, with runtime CPU dispatch.
 //! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
 
 pub mod bench;
@@ -14,6 +16,7 @@ pub mod eval;
 pub mod format;
 pub mod io;
 pub mod model;
+pub mod scan;
 pub mod storage;
 
 pub use format::FormatError;
