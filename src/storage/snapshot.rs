@@ -64,6 +64,22 @@ impl<'a> Block<'a> {
             .is_some_and(|d| d.is_deleted(self.row_offset + i as u64))
     }
 
+    /// The block's deletion bits as words aligned to its first row (bit `i % 64` of word
+    /// `i / 64` = row `i` deleted), the form scan kernels take; `None` when nothing is deleted.
+    pub fn deleted_words(&self) -> Option<std::borrow::Cow<'a, [u64]>> {
+        let d = self.deletions?;
+        if self.row_offset == 0 && d.rows == self.rows() as u64 {
+            return Some(std::borrow::Cow::Borrowed(d.words()));
+        }
+        let mut w = vec![0u64; self.rows().div_ceil(64)];
+        for i in 0..self.rows() {
+            if self.is_deleted(i) {
+                w[i / 64] |= 1 << (i % 64);
+            }
+        }
+        Some(std::borrow::Cow::Owned(w))
+    }
+
     /// The segment this block is (stored vectors for re-ranking live there); `None` for a
     /// batch of the active log.
     pub fn segment(&self) -> Option<&'a SegmentReader> {
