@@ -12,7 +12,7 @@ use codedb::{SearchMode, build_index, demo::labels_u32};
 
 fn load_model(path: &Path) -> Result<Model> {
     let mf = ModelFile::open(path)?;
-    Ok(Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))?)
+    Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
 }
 
 fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
