@@ -9,8 +9,9 @@
 use std::sync::LazyLock;
 
 use codedb::scan::{
-    CodeRows, DenseRows, DenseValues, Direction, Dispatch, Metric, ScanOptions, dense_topk,
-    detected_isa, hamming_topk_batch, lut4_topk_batch, lut8_topk_batch,
+    CodeRows, DenseRows, DenseValues, Direction, Dispatch, FastScanRows, Metric, ScanOptions,
+    dense_topk, detected_isa, fastscan_topk_batch, hamming_topk_batch, lut4_topk_batch,
+    lut8_topk_batch, pack_fastscan,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -145,6 +146,28 @@ fn lut4_nq1<const M: usize>(bencher: Bencher, mode: &str) {
     bencher
         .counter(ItemsCount::new(N))
         .bench(|| lut4_topk_batch(&rows, M, &l, Direction::SmallerIsBetter, K, o).expect("scan"));
+}
+
+fn run_fastscan(bencher: Bencher, m: usize, nq: usize, mode: &str) {
+    let d = &*DATA;
+    let packed = pack_fastscan(&d.bytes[..N * m / 2], m).expect("pack");
+    let rows = FastScanRows::new(&packed, m, &d.ids, None).expect("rows");
+    let l = luts(nq * m * 16, 5);
+    let o = opts(mode);
+    bencher
+        .counter(ItemsCount::new(N * nq))
+        .bench(|| fastscan_topk_batch(&rows, &l, Direction::SmallerIsBetter, K, o).expect("scan"));
+}
+
+/// 4-bit PQ fast-scan (u8 tables in registers, exact re-scoring), M sub-quantisers.
+#[divan::bench(consts = [16, 32], args = MODES, sample_count = 10)]
+fn fastscan_nq1<const M: usize>(bencher: Bencher, mode: &str) {
+    run_fastscan(bencher, M, 1, mode);
+}
+
+#[divan::bench(consts = [16, 32], args = MODES, sample_count = 5)]
+fn fastscan_nq16<const M: usize>(bencher: Bencher, mode: &str) {
+    run_fastscan(bencher, M, 16, mode);
 }
 
 fn run_dense(bencher: Bencher, nq: usize, mode: &str) {

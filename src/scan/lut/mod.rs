@@ -25,7 +25,7 @@
 //! ignored. This is the plain (row-major) PQ4 ADC; the block-interleaved fast-scan layout is a
 //! separate kernel.
 
-mod scalar;
+pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -37,14 +37,14 @@ use super::schedule::{ScanOptions, block_rows, run};
 use super::topk::{Direction, TopK, f32_to_key, key_to_score};
 
 /// Validated tables, negated for larger-is-better so every kernel ranks smaller-is-better.
-struct Tables<const E: usize> {
+pub(crate) struct Tables<const E: usize> {
     /// `nq * m` tables of `E` entries.
-    t: Vec<[f32; E]>,
-    m: usize,
+    pub t: Vec<[f32; E]>,
+    pub m: usize,
 }
 
 impl<const E: usize> Tables<E> {
-    fn new(luts: &[f32], m: usize, direction: Direction) -> Result<Self> {
+    pub fn new(luts: &[f32], m: usize, direction: Direction) -> Result<Self> {
         if m == 0 {
             return Err(ScanError::Invalid {
                 argument: "m",
@@ -88,11 +88,11 @@ impl<const E: usize> Tables<E> {
         Ok(Tables { t, m })
     }
 
-    fn nq(&self) -> usize {
+    pub fn nq(&self) -> usize {
         self.t.len() / self.m
     }
 
-    fn query(&self, q: usize) -> &[[f32; E]] {
+    pub fn query(&self, q: usize) -> &[[f32; E]] {
         self.t.get(q * self.m..(q + 1) * self.m).unwrap_or(&[])
     }
 }
@@ -150,7 +150,7 @@ fn scan4_with<S: Sink>(
 }
 
 /// Turns sorted key lists back into scores (the order is unchanged: keys are monotone).
-fn to_scores(lists: Vec<Vec<(u32, u64)>>, direction: Direction) -> Vec<Vec<(f32, u64)>> {
+pub(crate) fn to_scores(lists: Vec<Vec<(u32, u64)>>, direction: Direction) -> Vec<Vec<(f32, u64)>> {
     lists
         .into_iter()
         .map(|l| {
@@ -196,7 +196,7 @@ pub fn lut8_topk_batch(
         nq,
         opts.threads,
         block_rows(m, nq),
-        |_| TopKSink::new(k, rows),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
             if let Ok(sink) = sink {
                 let codes = rows.codes_of(range.start, range.end);
@@ -253,7 +253,7 @@ pub fn lut4_topk_batch(
         nq,
         opts.threads,
         block_rows(row_bytes, nq),
-        |_| TopKSink::new(k, rows),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
             if let Ok(sink) = sink {
                 let codes = rows.codes_of(range.start, range.end);
