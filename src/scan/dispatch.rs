@@ -19,7 +19,7 @@ pub enum Dispatch {
     Auto,
     /// The portable scalar twins: the reference every SIMD kernel is tested against.
     Scalar,
-    /// AVX2 (+FMA, F16C, POPCNT) kernels; an error if the CPU lacks them.
+    /// AVX2 (+FMA, F16C, POPCNT, BMI2) kernels; an error if the CPU lacks them.
     Avx2,
     /// AVX-512 (F, BW, VPOPCNTDQ) kernels where they exist, AVX2 ones elsewhere; an error if the
     /// CPU lacks them.
@@ -63,7 +63,8 @@ fn best_isa() -> Isa {
     let avx2 = is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
-        && is_x86_feature_detected!("popcnt");
+        && is_x86_feature_detected!("popcnt")
+        && is_x86_feature_detected!("bmi2");
     let avx512 = avx2
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")

@@ -17,6 +17,7 @@
 pub mod dense;
 pub mod dispatch;
 pub mod error;
+pub mod fastscan;
 pub mod hamming;
 pub mod lut;
 pub mod rows;
@@ -29,6 +30,7 @@ pub use dense::{
 };
 pub use dispatch::{Dispatch, Isa, available_dispatches, best_available, detected_isa};
 pub use error::{Result, ScanError};
+pub use fastscan::{FastScanRows, fastscan_topk, fastscan_topk_batch, pack_fastscan, unpack_row};
 pub use hamming::{
     hamming_distance, hamming_topk, hamming_topk_batch, hamming_topk_into, hamming_within,
 };

@@ -102,10 +102,7 @@ impl<'a> CodeRows<'a> {
     /// True if row `row` is marked deleted.
     #[inline]
     pub fn is_deleted(&self, row: usize) -> bool {
-        match self.deleted {
-            None => false,
-            Some(d) => d.get(row / 64).is_some_and(|w| (w >> (row % 64)) & 1 == 1),
-        }
+        bit_set(self.deleted, row)
     }
 }
 
@@ -118,17 +115,26 @@ pub(crate) trait Sink {
     fn offer(&mut self, key: u32, row: usize) -> u32;
 }
 
+/// True if bit `row` of the deletion bitmap is set.
+#[inline]
+pub(crate) fn bit_set(deleted: Option<&[u64]>, row: usize) -> bool {
+    deleted.is_some_and(|d| d.get(row / 64).is_some_and(|w| (w >> (row % 64)) & 1 == 1))
+}
+
 /// Collects the k best live rows of one column for one query.
 pub(crate) struct TopKSink<'a> {
     pub topk: TopK,
-    rows: CodeRows<'a>,
+    ids: &'a [u64],
+    deleted: Option<&'a [u64]>,
 }
 
 impl<'a> TopKSink<'a> {
-    pub fn new(k: usize, rows: CodeRows<'a>) -> Result<Self> {
+    /// A sink reporting `ids[row]` for live rows (ids and bitmap already validated).
+    pub fn new(k: usize, ids: &'a [u64], deleted: Option<&'a [u64]>) -> Result<Self> {
         Ok(TopKSink {
             topk: TopK::new(k)?,
-            rows,
+            ids,
+            deleted,
         })
     }
 }
@@ -141,8 +147,8 @@ impl Sink for TopKSink<'_> {
 
     #[inline]
     fn offer(&mut self, key: u32, row: usize) -> u32 {
-        if !self.rows.is_deleted(row)
-            && let Some(&id) = self.rows.ids.get(row)
+        if !bit_set(self.deleted, row)
+            && let Some(&id) = self.ids.get(row)
         {
             self.topk.push(key, id);
         }

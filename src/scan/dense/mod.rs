@@ -14,7 +14,7 @@ use half::f16;
 
 use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};
-use super::rows::{CodeRows, Sink, TopKSink};
+use super::rows::{Sink, TopKSink, bit_set};
 use super::schedule::{ScanOptions, block_rows, run};
 use super::topk::{Direction, TopK, f32_to_key, key_to_score};
 
@@ -248,9 +248,6 @@ pub fn dense_topk(
         });
     }
     let n = vectors.len() / dim;
-    // The bookkeeping view (ids, deletions) over a stand-in byte column of one byte per row.
-    let marker = vec![0u8; n];
-    let rows = CodeRows::new(&marker, 1, column.ids, column.deleted)?;
     let isa = opts.dispatch.resolve()?;
     TopK::new(k)?;
     let nq = queries.len() / dim;
@@ -260,7 +257,7 @@ pub fn dense_topk(
         nq,
         opts.threads,
         block_rows(dim * 4, nq),
-        |_| (TopKSink::new(k, rows), None::<usize>),
+        |_| (TopKSink::new(k, column.ids, column.deleted), None::<usize>),
         |range, q, (sink, bad): &mut (Result<TopKSink<'_>>, Option<usize>)| {
             let (Ok(sink), Some(query)) = (sink, queries.get(q * dim..(q + 1) * dim)) else {
                 return;
@@ -272,7 +269,7 @@ pub fn dense_topk(
                     DenseValues::F16(v) => eval_f16(isa, metric, query, &v[r * dim..(r + 1) * dim]),
                 };
                 if !s.is_finite() {
-                    if rows.is_deleted(r) {
+                    if bit_set(column.deleted, r) {
                         continue;
                     }
                     bad.get_or_insert(r);

@@ -97,7 +97,7 @@ pub fn hamming_topk_batch(
         nq,
         opts.threads,
         block_rows(w, nq),
-        |_| TopKSink::new(k, rows),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
             if let (Ok(sink), Some(query)) = (sink, queries.get(q * w..(q + 1) * w)) {
                 scan_with(
@@ -123,7 +123,7 @@ pub fn hamming_topk_into(
 ) -> Result<()> {
     check_query(rows, query)?;
     let isa = dispatch.resolve()?;
-    let mut sink = TopKSink::new(topk.k(), *rows)?;
+    let mut sink = TopKSink::new(topk.k(), rows.ids(), rows.deleted())?;
     std::mem::swap(&mut sink.topk, topk);
     scan_with(isa, rows.codes(), 0, query, &mut sink);
     std::mem::swap(&mut sink.topk, topk);

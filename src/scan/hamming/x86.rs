@@ -104,32 +104,52 @@ fn query_words(query: &[u8]) -> [u64; 8] {
     q
 }
 
+/// Popcount of `chunk[off..off + 32] XOR q` per u64 lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pop_xor<const N: usize>(chunk: &[u8; N], off: usize, q: __m256i) -> __m256i {
+    popcnt_epi64(_mm256_xor_si256(load256(chunk, off), q))
+}
+
+/// 64-byte rows: per-byte popcounts of both halves added (≤ 16 per byte), then summed per lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pop_xor_64<const N: usize>(chunk: &[u8; N], off: usize, q0: __m256i, q1: __m256i) -> __m256i {
+    let a = popcnt_epi8(_mm256_xor_si256(load256(chunk, off), q0));
+    let b = popcnt_epi8(_mm256_xor_si256(load256(chunk, off + 32), q1));
+    _mm256_sad_epu8(_mm256_add_epi8(a, b), _mm256_setzero_si256())
+}
+
 /// AVX2 scan of rows of `query.len()` bytes, the first being row `base`.
 #[target_feature(enable = "avx2,popcnt")]
 pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: &mut S) {
     let w = query.len();
-    let q = query_words(query);
-    let qi = q.map(|x| x as i64);
+    let q = query_words(query).map(|x| x as i64);
     let mut bound = sink.bound();
     let mut thr = thr256(bound);
     let done_rows = match w {
         8 => {
             // 16 rows per step, 4 per register, lanes in row order.
-            let qv = _mm256_set1_epi64x(qi[0]);
+            let qv = _mm256_set1_epi64x(q[0]);
             let (chunks, _) = codes.as_chunks::<128>();
             for (c, ch) in chunks.iter().enumerate() {
-                let d: [__m256i; 4] = core::array::from_fn(|i| {
-                    popcnt_epi64(_mm256_xor_si256(load256(ch, 32 * i), qv))
-                });
-                let m: [u32; 4] = core::array::from_fn(|i| within256(d[i], thr));
-                if (m[0] | m[1] | m[2] | m[3]) != 0 {
-                    for i in 0..4 {
-                        if m[i] != 0 {
-                            let r0 = base + c * 16 + 4 * i;
-                            let rows = [r0, r0 + 1, r0 + 2, r0 + 3];
-                            bound = offer_lanes(sink, &lanes256(d[i]), m[i], &rows, bound);
-                        }
-                    }
+                let d0 = pop_xor(ch, 0, qv);
+                let d1 = pop_xor(ch, 32, qv);
+                let d2 = pop_xor(ch, 64, qv);
+                let d3 = pop_xor(ch, 96, qv);
+                let m0 = within256(d0, thr);
+                let m1 = within256(d1, thr);
+                let m2 = within256(d2, thr);
+                let m3 = within256(d3, thr);
+                if (m0 | m1 | m2 | m3) != 0 {
+                    let r = base + c * 16;
+                    bound = offer_lanes(sink, &lanes256(d0), m0, &[r, r + 1, r + 2, r + 3], bound);
+                    let r = r + 4;
+                    bound = offer_lanes(sink, &lanes256(d1), m1, &[r, r + 1, r + 2, r + 3], bound);
+                    let r = r + 4;
+                    bound = offer_lanes(sink, &lanes256(d2), m2, &[r, r + 1, r + 2, r + 3], bound);
+                    let r = r + 4;
+                    bound = offer_lanes(sink, &lanes256(d3), m3, &[r, r + 1, r + 2, r + 3], bound);
                     thr = thr256(bound);
                 }
             }
@@ -138,71 +158,69 @@ pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: 
         16 => {
             // 8 rows per step; each register holds 2 rows (2 words each). unpacklo/hi + add of
             // two registers gives the rows in lane order [0, 2, 1, 3].
-            let qv = _mm256_setr_epi64x(qi[0], qi[1], qi[0], qi[1]);
+            let qv = _mm256_setr_epi64x(q[0], q[1], q[0], q[1]);
             let (chunks, _) = codes.as_chunks::<128>();
             for (c, ch) in chunks.iter().enumerate() {
-                let p: [__m256i; 4] = core::array::from_fn(|i| {
-                    popcnt_epi64(_mm256_xor_si256(load256(ch, 32 * i), qv))
-                });
-                let s0 = _mm256_add_epi64(
-                    _mm256_unpacklo_epi64(p[0], p[1]),
-                    _mm256_unpackhi_epi64(p[0], p[1]),
-                );
-                let s1 = _mm256_add_epi64(
-                    _mm256_unpacklo_epi64(p[2], p[3]),
-                    _mm256_unpackhi_epi64(p[2], p[3]),
-                );
+                let p0 = pop_xor(ch, 0, qv);
+                let p1 = pop_xor(ch, 32, qv);
+                let p2 = pop_xor(ch, 64, qv);
+                let p3 = pop_xor(ch, 96, qv);
+                let s0 =
+                    _mm256_add_epi64(_mm256_unpacklo_epi64(p0, p1), _mm256_unpackhi_epi64(p0, p1));
+                let s1 =
+                    _mm256_add_epi64(_mm256_unpacklo_epi64(p2, p3), _mm256_unpackhi_epi64(p2, p3));
                 let m0 = within256(s0, thr);
                 let m1 = within256(s1, thr);
                 if (m0 | m1) != 0 {
-                    let r0 = base + c * 8;
-                    let rows0 = [r0, r0 + 2, r0 + 1, r0 + 3];
-                    let rows1 = [r0 + 4, r0 + 6, r0 + 5, r0 + 7];
-                    bound = offer_lanes(sink, &lanes256(s0), m0, &rows0, bound);
-                    bound = offer_lanes(sink, &lanes256(s1), m1, &rows1, bound);
+                    let r = base + c * 8;
+                    bound = offer_lanes(sink, &lanes256(s0), m0, &[r, r + 2, r + 1, r + 3], bound);
+                    let r = r + 4;
+                    bound = offer_lanes(sink, &lanes256(s1), m1, &[r, r + 2, r + 1, r + 3], bound);
                     thr = thr256(bound);
                 }
             }
             chunks.len() * 8
         }
-        32 | 64 => {
-            // 4 rows per step, one row's per-word counts per register, reduced by an
-            // unpack/permute tree to the 4 row distances in lane order.
-            let qv0 = _mm256_setr_epi64x(qi[0], qi[1], qi[2], qi[3]);
-            let qv1 = _mm256_setr_epi64x(qi[4], qi[5], qi[6], qi[7]);
-            let rows4 = |ch: &[__m256i; 4]| -> __m256i { reduce4(ch) };
-            let mut step = |c: usize, s: [__m256i; 4], bound: &mut u32, thr: &mut __m256i| {
-                let d = rows4(&s);
-                let m = within256(d, *thr);
+        32 => {
+            // 4 rows per step, one row per register, reduced by an unpack/permute tree to the
+            // 4 row distances in lane order.
+            let qv = _mm256_setr_epi64x(q[0], q[1], q[2], q[3]);
+            let (chunks, _) = codes.as_chunks::<128>();
+            for (c, ch) in chunks.iter().enumerate() {
+                let d = reduce4(
+                    pop_xor(ch, 0, qv),
+                    pop_xor(ch, 32, qv),
+                    pop_xor(ch, 64, qv),
+                    pop_xor(ch, 96, qv),
+                );
+                let m = within256(d, thr);
                 if m != 0 {
-                    let r0 = base + c * 4;
-                    *bound =
-                        offer_lanes(sink, &lanes256(d), m, &[r0, r0 + 1, r0 + 2, r0 + 3], *bound);
-                    *thr = thr256(*bound);
+                    let r = base + c * 4;
+                    bound = offer_lanes(sink, &lanes256(d), m, &[r, r + 1, r + 2, r + 3], bound);
+                    thr = thr256(bound);
                 }
-            };
-            if w == 32 {
-                let (chunks, _) = codes.as_chunks::<128>();
-                for (c, ch) in chunks.iter().enumerate() {
-                    let s: [__m256i; 4] = core::array::from_fn(|i| {
-                        popcnt_epi64(_mm256_xor_si256(load256(ch, 32 * i), qv0))
-                    });
-                    step(c, s, &mut bound, &mut thr);
-                }
-                chunks.len() * 4
-            } else {
-                let (chunks, _) = codes.as_chunks::<256>();
-                for (c, ch) in chunks.iter().enumerate() {
-                    let s: [__m256i; 4] = core::array::from_fn(|i| {
-                        let a = popcnt_epi8(_mm256_xor_si256(load256(ch, 64 * i), qv0));
-                        let b = popcnt_epi8(_mm256_xor_si256(load256(ch, 64 * i + 32), qv1));
-                        // At most 16 per byte: no overflow.
-                        _mm256_sad_epu8(_mm256_add_epi8(a, b), _mm256_setzero_si256())
-                    });
-                    step(c, s, &mut bound, &mut thr);
-                }
-                chunks.len() * 4
             }
+            chunks.len() * 4
+        }
+        64 => {
+            let q0 = _mm256_setr_epi64x(q[0], q[1], q[2], q[3]);
+            let q1 = _mm256_setr_epi64x(q[4], q[5], q[6], q[7]);
+            let (chunks, _) = codes.as_chunks::<256>();
+            for (c, ch) in chunks.iter().enumerate() {
+                let d = reduce4(
+                    pop_xor_64(ch, 0, q0, q1),
+                    pop_xor_64(ch, 64, q0, q1),
+                    pop_xor_64(ch, 128, q0, q1),
+                    pop_xor_64(ch, 192, q0, q1),
+                );
+                let m = within256(d, thr);
+                if m != 0 {
+                    let r = base + c * 4;
+                    bound = offer_lanes(sink, &lanes256(d), m, &[r, r + 1, r + 2, r + 3], bound);
+                    thr = thr256(bound);
+                }
+            }
+            chunks.len() * 4
         }
         _ => {
             any_width_avx2(codes, base, query, sink);
@@ -216,15 +234,9 @@ pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: 
 /// Sums the 4 u64 lanes of each of 4 registers: returns `[Σs0, Σs1, Σs2, Σs3]`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn reduce4(s: &[__m256i; 4]) -> __m256i {
-    let t01 = _mm256_add_epi64(
-        _mm256_unpacklo_epi64(s[0], s[1]),
-        _mm256_unpackhi_epi64(s[0], s[1]),
-    );
-    let t23 = _mm256_add_epi64(
-        _mm256_unpacklo_epi64(s[2], s[3]),
-        _mm256_unpackhi_epi64(s[2], s[3]),
-    );
+fn reduce4(s0: __m256i, s1: __m256i, s2: __m256i, s3: __m256i) -> __m256i {
+    let t01 = _mm256_add_epi64(_mm256_unpacklo_epi64(s0, s1), _mm256_unpackhi_epi64(s0, s1));
+    let t23 = _mm256_add_epi64(_mm256_unpacklo_epi64(s2, s3), _mm256_unpackhi_epi64(s2, s3));
     _mm256_add_epi64(
         _mm256_permute2x128_si256::<0x20>(t01, t23),
         _mm256_permute2x128_si256::<0x31>(t01, t23),
@@ -265,55 +277,69 @@ fn lanes512(v: __m512i) -> [u64; 8] {
     unsafe { core::mem::transmute::<__m512i, [u64; 8]>(v) }
 }
 
+/// Popcount of `chunk[off..off + 64] XOR q` per u64 lane.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+fn pop_xor512<const N: usize>(chunk: &[u8; N], off: usize, q: __m512i) -> __m512i {
+    _mm512_popcnt_epi64(_mm512_xor_si512(load512(chunk, off), q))
+}
+
+/// Row indices `r, r + 1, …, r + 7`.
+#[inline]
+fn rows8(r: usize) -> [usize; 8] {
+    [r, r + 1, r + 2, r + 3, r + 4, r + 5, r + 6, r + 7]
+}
+
 /// AVX-512 VPOPCNTDQ scan of rows of `query.len()` bytes, the first being row `base`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,avx2,popcnt")]
 pub(crate) fn scan_avx512<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: &mut S) {
     let w = query.len();
-    let q = query_words(query);
-    let qi = q.map(|x| x as i64);
+    let q = query_words(query).map(|x| x as i64);
     let mut bound = sink.bound();
     let mut thr = thr512(bound);
-    let pop = |a: __m512i, b: __m512i| _mm512_popcnt_epi64(_mm512_xor_si512(a, b));
     let done_rows = match w {
         8 => {
             // 32 rows per step, 8 per register, lanes in row order.
-            let qv = _mm512_set1_epi64(qi[0]);
+            let qv = _mm512_set1_epi64(q[0]);
             let (chunks, _) = codes.as_chunks::<256>();
             for (c, ch) in chunks.iter().enumerate() {
-                let d: [__m512i; 4] = core::array::from_fn(|i| pop(load512(ch, 64 * i), qv));
-                let m: [u8; 4] = core::array::from_fn(|i| _mm512_cmple_epu64_mask(d[i], thr));
-                if (m[0] | m[1] | m[2] | m[3]) != 0 {
-                    for i in 0..4 {
-                        if m[i] != 0 {
-                            let r0 = base + c * 32 + 8 * i;
-                            let rows: [usize; 8] = core::array::from_fn(|l| r0 + l);
-                            bound =
-                                offer_lanes(sink, &lanes512(d[i]), u32::from(m[i]), &rows, bound);
-                        }
-                    }
+                let d0 = pop_xor512(ch, 0, qv);
+                let d1 = pop_xor512(ch, 64, qv);
+                let d2 = pop_xor512(ch, 128, qv);
+                let d3 = pop_xor512(ch, 192, qv);
+                let m0 = u32::from(_mm512_cmple_epu64_mask(d0, thr));
+                let m1 = u32::from(_mm512_cmple_epu64_mask(d1, thr));
+                let m2 = u32::from(_mm512_cmple_epu64_mask(d2, thr));
+                let m3 = u32::from(_mm512_cmple_epu64_mask(d3, thr));
+                if (m0 | m1 | m2 | m3) != 0 {
+                    let r = base + c * 32;
+                    bound = offer_lanes(sink, &lanes512(d0), m0, &rows8(r), bound);
+                    bound = offer_lanes(sink, &lanes512(d1), m1, &rows8(r + 8), bound);
+                    bound = offer_lanes(sink, &lanes512(d2), m2, &rows8(r + 16), bound);
+                    bound = offer_lanes(sink, &lanes512(d3), m3, &rows8(r + 24), bound);
                     thr = thr512(bound);
                 }
             }
             chunks.len() * 32
         }
         16 => {
-            // 8 rows per step, 4 per register; adding the register to itself with 64-bit halves
-            // of each 128-bit lane swapped leaves row r's distance in lane 2r.
-            let qv = _mm512_setr_epi64(qi[0], qi[1], qi[0], qi[1], qi[0], qi[1], qi[0], qi[1]);
+            // 8 rows per step, 4 per register; adding the register to itself with the 64-bit
+            // halves of each 128-bit lane swapped leaves row r's distance in lane 2r.
+            let qv = _mm512_setr_epi64(q[0], q[1], q[0], q[1], q[0], q[1], q[0], q[1]);
             let (chunks, _) = codes.as_chunks::<128>();
             for (c, ch) in chunks.iter().enumerate() {
-                let s: [__m512i; 2] = core::array::from_fn(|i| {
-                    let d = pop(load512(ch, 64 * i), qv);
-                    _mm512_add_epi64(d, _mm512_shuffle_epi32::<0x4E>(d))
-                });
-                let m: [u8; 2] =
-                    core::array::from_fn(|i| _mm512_cmple_epu64_mask(s[i], thr) & 0x55);
-                if (m[0] | m[1]) != 0 {
-                    for i in 0..2 {
-                        let r0 = base + c * 8 + 4 * i;
-                        let rows = [r0, r0, r0 + 1, r0 + 1, r0 + 2, r0 + 2, r0 + 3, r0 + 3];
-                        bound = offer_lanes(sink, &lanes512(s[i]), u32::from(m[i]), &rows, bound);
-                    }
+                let d0 = pop_xor512(ch, 0, qv);
+                let d1 = pop_xor512(ch, 64, qv);
+                let s0 = _mm512_add_epi64(d0, _mm512_shuffle_epi32::<0x4E>(d0));
+                let s1 = _mm512_add_epi64(d1, _mm512_shuffle_epi32::<0x4E>(d1));
+                let m0 = u32::from(_mm512_cmple_epu64_mask(s0, thr) & 0x55);
+                let m1 = u32::from(_mm512_cmple_epu64_mask(s1, thr) & 0x55);
+                if (m0 | m1) != 0 {
+                    let r = base + c * 8;
+                    let rows = [r, r, r + 1, r + 1, r + 2, r + 2, r + 3, r + 3];
+                    bound = offer_lanes(sink, &lanes512(s0), m0, &rows, bound);
+                    let rows = rows.map(|x| x + 4);
+                    bound = offer_lanes(sink, &lanes512(s1), m1, &rows, bound);
                     thr = thr512(bound);
                 }
             }
@@ -323,19 +349,19 @@ pub(crate) fn scan_avx512<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink
             // 4 rows per step in two registers (rows 0,1 and 2,3). unpacklo/hi + add pairs the
             // words; adding 128-bit lanes swapped pairwise finishes: row 0 in lane 0, row 2 in
             // lane 1, row 1 in lane 4, row 3 in lane 5.
-            let qv = _mm512_setr_epi64(qi[0], qi[1], qi[2], qi[3], qi[0], qi[1], qi[2], qi[3]);
+            let qv = _mm512_setr_epi64(q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3]);
             let (chunks, _) = codes.as_chunks::<128>();
             for (c, ch) in chunks.iter().enumerate() {
-                let d0 = pop(load512(ch, 0), qv);
-                let d1 = pop(load512(ch, 64), qv);
+                let d0 = pop_xor512(ch, 0, qv);
+                let d1 = pop_xor512(ch, 64, qv);
                 let u =
                     _mm512_add_epi64(_mm512_unpacklo_epi64(d0, d1), _mm512_unpackhi_epi64(d0, d1));
                 let v = _mm512_add_epi64(u, _mm512_shuffle_i64x2::<0b10_11_00_01>(u, u));
-                let m = _mm512_cmple_epu64_mask(v, thr) & 0x33;
+                let m = u32::from(_mm512_cmple_epu64_mask(v, thr) & 0x33);
                 if m != 0 {
-                    let r0 = base + c * 4;
-                    let rows = [r0, r0 + 2, r0, r0 + 2, r0 + 1, r0 + 3, r0 + 1, r0 + 3];
-                    bound = offer_lanes(sink, &lanes512(v), u32::from(m), &rows, bound);
+                    let r = base + c * 4;
+                    let rows = [r, r + 2, r, r + 2, r + 1, r + 3, r + 1, r + 3];
+                    bound = offer_lanes(sink, &lanes512(v), m, &rows, bound);
                     thr = thr512(bound);
                 }
             }
@@ -343,10 +369,10 @@ pub(crate) fn scan_avx512<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink
         }
         64 => {
             // One row per register, reduced across lanes.
-            let qv = _mm512_setr_epi64(qi[0], qi[1], qi[2], qi[3], qi[4], qi[5], qi[6], qi[7]);
+            let qv = _mm512_setr_epi64(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]);
             let (chunks, _) = codes.as_chunks::<64>();
             for (r, ch) in chunks.iter().enumerate() {
-                let d = _mm512_reduce_add_epi64(pop(load512(ch, 0), qv)) as u32;
+                let d = _mm512_reduce_add_epi64(pop_xor512(ch, 0, qv)) as u32;
                 if d <= bound {
                     bound = sink.offer(d, base + r);
                 }

@@ -16,16 +16,20 @@
 //! scores the tables are negated (exact) and the kernels rank smaller-is-better; reported scores
 //! are negated back, equal to summing the original tables.
 //!
+//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte) and
+//! AVX2 / AVX-512 gather kernels; `Dispatch::Auto` picks the scalar one (see [`lut8_isa`]).
+//! LUT-4 keeps each 16-entry table in registers (`vpermps`) on AVX2 / AVX-512.
+//!
 //! LUT-4 codes hold two sub-quantiser indices per byte, **low nibble first** (sub-quantiser
 //! `2i` in bits 0-3 of byte `i`, `2i + 1` in bits 4-7); with an odd M the last high nibble is
 //! ignored. This is the plain (row-major) PQ4 ADC; the block-interleaved fast-scan layout is a
 //! separate kernel.
 
-mod scalar;
+pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use super::dispatch::Isa;
+use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};
 use super::hamming::merge_parts;
 use super::rows::{CodeRows, Sink, TopKSink};
@@ -33,14 +37,14 @@ use super::schedule::{ScanOptions, block_rows, run};
 use super::topk::{Direction, TopK, f32_to_key, key_to_score};
 
 /// Validated tables, negated for larger-is-better so every kernel ranks smaller-is-better.
-struct Tables<const E: usize> {
+pub(crate) struct Tables<const E: usize> {
     /// `nq * m` tables of `E` entries.
-    t: Vec<[f32; E]>,
-    m: usize,
+    pub t: Vec<[f32; E]>,
+    pub m: usize,
 }
 
 impl<const E: usize> Tables<E> {
-    fn new(luts: &[f32], m: usize, direction: Direction) -> Result<Self> {
+    pub fn new(luts: &[f32], m: usize, direction: Direction) -> Result<Self> {
         if m == 0 {
             return Err(ScanError::Invalid {
                 argument: "m",
@@ -84,12 +88,23 @@ impl<const E: usize> Tables<E> {
         Ok(Tables { t, m })
     }
 
-    fn nq(&self) -> usize {
+    pub fn nq(&self) -> usize {
         self.t.len() / self.m
     }
 
-    fn query(&self, q: usize) -> &[[f32; E]] {
+    pub fn query(&self, q: usize) -> &[[f32; E]] {
         self.t.get(q * self.m..(q + 1) * self.m).unwrap_or(&[])
+    }
+}
+
+/// The LUT-8 kernel a request runs: explicit `Avx2` / `Avx512` run the gather kernels;
+/// `Auto` runs the scalar kernel on every CPU, because f32 gathers lost to it by 3-5× where
+/// measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`); re-measure on other
+/// CPUs with the same bench before changing this.
+fn lut8_isa(dispatch: Dispatch) -> Result<Isa> {
+    match dispatch {
+        Dispatch::Auto => dispatch.resolve().map(|_| Isa::Scalar),
+        explicit => explicit.resolve(),
     }
 }
 
@@ -135,7 +150,7 @@ fn scan4_with<S: Sink>(
 }
 
 /// Turns sorted key lists back into scores (the order is unchanged: keys are monotone).
-fn to_scores(lists: Vec<Vec<(u32, u64)>>, direction: Direction) -> Vec<Vec<(f32, u64)>> {
+pub(crate) fn to_scores(lists: Vec<Vec<(u32, u64)>>, direction: Direction) -> Vec<Vec<(f32, u64)>> {
     lists
         .into_iter()
         .map(|l| {
@@ -172,7 +187,7 @@ pub fn lut8_topk_batch(
 ) -> Result<Vec<Vec<(f32, u64)>>> {
     let m = rows.code_bytes();
     let tables = Tables::<256>::new(luts, m, direction)?;
-    let isa = opts.dispatch.resolve()?;
+    let isa = lut8_isa(opts.dispatch)?;
     TopK::new(k)?;
     let nq = tables.nq();
     let rows = *rows;
@@ -181,7 +196,7 @@ pub fn lut8_topk_batch(
         nq,
         opts.threads,
         block_rows(m, nq),
-        |_| TopKSink::new(k, rows),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
             if let Ok(sink) = sink {
                 let codes = rows.codes_of(range.start, range.end);
@@ -238,7 +253,7 @@ pub fn lut4_topk_batch(
         nq,
         opts.threads,
         block_rows(row_bytes, nq),
-        |_| TopKSink::new(k, rows),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
             if let Ok(sink) = sink {
                 let codes = rows.codes_of(range.start, range.end);
