@@ -321,3 +321,78 @@ pub fn search(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[allow(clippy::too_many_arguments)]
+pub fn bench_scan(
+    codes: u64,
+    kinds: &[String],
+    queries: &[usize],
+    k: usize,
+    threads: &[usize],
+    dir: &Path,
+    cache: &str,
+    repeats: usize,
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode> {
+    use codedb::bench::scan_case::{BenchKind, ScanBench, run_scan_bench};
+    if codes == 0 || k == 0 {
+        bail!("--codes and --k must be at least 1");
+    }
+    let caches: Vec<&'static str> = match cache {
+        "both" => vec!["hot", "cold"],
+        "cold" => vec!["cold"],
+        _ => vec!["hot"],
+    };
+    let mut all = Vec::new();
+    for kname in kinds {
+        let kind = BenchKind::parse(kname)
+            .with_context(|| format!("--kind {kname}: expected hammingB, pq8xM or pq4xM"))?;
+        for &t in threads {
+            for &nq in queries {
+                if nq == 0 || t == 0 {
+                    bail!("--queries and --threads must be at least 1");
+                }
+                let bar = crate::progress_bar(codes, "generating codes");
+                let b = ScanBench {
+                    kind,
+                    codes,
+                    queries: nq,
+                    k,
+                    threads: t,
+                    repeats,
+                    seed,
+                };
+                let res = run_scan_bench(dir, &b, &caches, &mut |n| bar.set_position(n))?;
+                bar.finish_and_clear();
+                for r in res {
+                    if !json {
+                        println!(
+                            "{:<10} codes {:>11} nq {:>4} threads {} {:<4} {:>10.6} s/query {:>10.3e} codes/s {:>7.2} GB/s = {:>5.1}% of {:.2} GB/s read bandwidth [{}]{}",
+                            r.kind,
+                            r.codes,
+                            r.queries,
+                            r.threads,
+                            r.cache,
+                            r.seconds_per_query,
+                            r.codes_per_s,
+                            r.gb_per_s,
+                            100.0 * r.bandwidth_fraction,
+                            r.bandwidth_gb_per_s,
+                            r.isa,
+                            r.note
+                                .as_deref()
+                                .map(|n| format!(" ({n})"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    all.push(r);
+                }
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

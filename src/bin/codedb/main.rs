@@ -175,6 +175,9 @@ TSV columns: query, rank, id, score. JSON: [{\"query\": i, \"results\": [{\"id\"
         #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
         format: String,
     },
+    /// Benchmarks (numbers, not pass/fail).
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Read every byte, check every checksum and cross-reference; print each problem with its
     /// file and section.
     #[command(after_help = "Examples:
@@ -191,11 +194,60 @@ Exit codes: 0 clean, 1 at least one problem found, 2 usage error.")]
     },
 }
 
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Scan throughput on generated codes stored as a real segment in DIR (written once,
+    /// reused), next to the machine's read bandwidth measured on the same mapping.
+    #[command(after_help = "Examples:
+  codedb bench scan --codes 100000000 --kind hamming64 --queries 1 --threads 2 --dir /tmp/cb
+  codedb bench scan --codes 10000000 --kind hamming64,pq8x16,pq4x32 --queries 1,16 --threads 1,2 --dir /tmp/cb --json
+
+Kinds: hammingB (B bits), pq8xM (LUT-8 ADC), pq4xM (4-bit fast-scan). Lists are comma-separated;
+every combination runs. --json prints one object per case.")]
+    Scan {
+        #[arg(long, default_value_t = 10_000_000)]
+        codes: u64,
+        #[arg(long, value_delimiter = ',', default_value = "hamming64")]
+        kind: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        queries: Vec<usize>,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        threads: Vec<usize>,
+        #[arg(long)]
+        dir: PathBuf,
+        /// hot, cold or both.
+        #[arg(long, default_value = "hot", value_parser = ["hot", "cold", "both"])]
+        cache: String,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { path, json } => inspect(&path, json),
         Command::Verify { path, json } => verify(&path, json),
+        Command::Bench(BenchCommand::Scan {
+            codes,
+            kind,
+            queries,
+            k,
+            threads,
+            dir,
+            cache,
+            repeats,
+            seed,
+            json,
+        }) => commands::bench_scan(
+            codes, &kind, &queries, k, &threads, &dir, &cache, repeats, seed, json,
+        ),
         Command::Demo {
             dir,
             data,
