@@ -3,3 +3,4 @@
 
 pub mod bandwidth;
 pub mod generated_segment;
+pub mod scan_case;

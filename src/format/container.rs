@@ -55,15 +55,19 @@ pub enum FileKind {
     ClassTable = 3,
     DeletionBitmap = 4,
     Manifest = 5,
+    /// The active segment's append log (FORMAT.md §10): header, log meta, checksummed batches.
+    /// The only kind that is not a sectioned container and the only file that grows.
+    AppendLog = 6,
 }
 
 impl FileKind {
-    pub const ALL: [FileKind; 5] = [
+    pub const ALL: [FileKind; 6] = [
         FileKind::Segment,
         FileKind::Model,
         FileKind::ClassTable,
         FileKind::DeletionBitmap,
         FileKind::Manifest,
+        FileKind::AppendLog,
     ];
 
     pub fn from_u16(v: u16) -> Option<FileKind> {
@@ -77,6 +81,7 @@ impl FileKind {
             FileKind::ClassTable => "class table",
             FileKind::DeletionBitmap => "deletion bitmap",
             FileKind::Manifest => "manifest",
+            FileKind::AppendLog => "append log",
         }
     }
 }

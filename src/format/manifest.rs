@@ -1,17 +1,22 @@
 //! Manifests (FORMAT.md §7): one file per index version, the single source of truth of what
 //! the version contains — the model, the live segments with their deletion bitmaps, the class
-//! table and its deltas.
+//! table and its deltas, and (§10.4) the active append log with its committed length.
+//!
+//! The active log lives beside [`Manifest`] as an [`ActiveLogEntry`] rather than inside it, and
+//! its section is written only when the index has an active log: a manifest without one keeps
+//! exactly the bytes of the golden 1.0 files.
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
+use super::append_log::LOG_DATA_START;
 use super::container::{FileId, FileKind};
 use super::container_reader::Container;
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, checked_mul};
-use super::section_kind::{MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, META};
+use super::section_kind::{MAN_ACTIVE_LOG, MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, META};
 
 /// A file named by a manifest: its identity and its name inside the index directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +55,25 @@ pub struct Manifest {
     pub class_files: Vec<ClassFileEntry>,
 }
 
+/// The active append log of a version (FORMAT.md §10.4): rows not yet sealed into a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveLogEntry {
+    pub log: FileRef,
+    /// Bytes of the log that belong to this version (header and meta included); the records
+    /// tile `[128, committed_len)` exactly.
+    pub committed_len: u64,
+    /// Rows in the committed records.
+    pub rows: u64,
+    /// Rows of the log deleted in this version.
+    pub deleted: u64,
+    /// The log's deletion bitmap (its segment id is the log's file id); it may cover fewer rows
+    /// than the log has: rows past the bitmap are not deleted.
+    pub deletions: Option<FileRef>,
+}
+
 const SEGMENT_RECORD_LEN: u64 = 64;
 const CLASS_RECORD_LEN: u64 = 32;
+const ACTIVE_LOG_LEN: usize = 80;
 
 /// Whether `name` is a plain file name inside the index directory (no separators, no `..`,
 /// no control characters): a manifest can never make codedb touch a file outside its index.
@@ -75,7 +97,7 @@ impl Manifest {
         (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.deleted))
     }
 
-    fn validate(&self, path: &Path, section: &str) -> Result<()> {
+    fn validate(&self, log: Option<&ActiveLogEntry>, path: &Path, section: &str) -> Result<()> {
         let bad = |detail: String| FormatError::Corrupt {
             path: path.to_path_buf(),
             section: section.to_string(),
@@ -123,11 +145,54 @@ impl Manifest {
                 )));
             }
         }
+        if let Some(l) = log {
+            check(&l.log, "active log")?;
+            if l.rows == 0 || l.committed_len <= LOG_DATA_START {
+                return Err(bad(format!(
+                    "active log: {} rows in {} committed bytes (an active log holds rows)",
+                    l.rows, l.committed_len
+                )));
+            }
+            if l.deleted > l.rows {
+                return Err(bad(format!(
+                    "active log: {} deleted of {} rows",
+                    l.deleted, l.rows
+                )));
+            }
+            match &l.deletions {
+                Some(d) => check(d, "active log deletions")?,
+                None if l.deleted != 0 => {
+                    return Err(bad("active log: deleted rows without a bitmap".into()));
+                }
+                None => {}
+            }
+        }
         Ok(())
     }
 
+    /// Live rows including an active log's.
+    pub fn live_rows_with(&self, log: Option<&ActiveLogEntry>) -> u64 {
+        self.live_rows() + log.map_or(0, |l| l.rows - l.deleted)
+    }
+
+    /// Deleted rows still stored, including an active log's.
+    pub fn deleted_rows_with(&self, log: Option<&ActiveLogEntry>) -> u64 {
+        self.deleted_rows() + log.map_or(0, |l| l.deleted)
+    }
+
+    /// Writes a manifest without an active log (the §10.4 section is omitted).
     pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
-        self.validate(path, "manifest")?;
+        self.write_with_log_to(None, out, path)
+    }
+
+    /// Writes the manifest and, when `log` is given, its active-log section (§10.4).
+    pub fn write_with_log_to<W: Write>(
+        &self,
+        log: Option<&ActiveLogEntry>,
+        out: W,
+        path: &Path,
+    ) -> Result<W> {
+        self.validate(log, path, "manifest")?;
         let mut strings = Vec::new();
         let mut add = |s: &str| -> (u32, u32) {
             let off = strings.len() as u32;
@@ -160,6 +225,26 @@ impl Manifest {
                 .u32(u32::from(c.delta))
                 .u32(0);
         }
+        let log_section = log.map(|l| {
+            let (lo, ll) = add(&l.log.name);
+            let (d_id, (dof, dl)) = match &l.deletions {
+                Some(d) => (d.id, add(&d.name)),
+                None => (FileId::ZERO, (0, 0)),
+            };
+            let mut w = LeWriter::new();
+            w.bytes(&l.log.id.0)
+                .u64(l.committed_len)
+                .u64(l.rows)
+                .u64(l.deleted)
+                .u32(lo)
+                .u32(ll)
+                .u32(dof)
+                .u32(dl)
+                .bytes(&d_id.0)
+                .zeros(8);
+            debug_assert_eq!(w.buf.len(), ACTIVE_LOG_LEN);
+            w.into_inner()
+        });
         let mut m = LeWriter::new();
         m.u64(self.version)
             .u64(self.created_unix_ms)
@@ -175,6 +260,9 @@ impl Manifest {
         w.section(MAN_STRINGS, true, &strings)?;
         w.section(MAN_SEGMENTS, true, &segs.buf)?;
         w.section(MAN_CLASS_FILES, true, &cls.buf)?;
+        if let Some(bytes) = &log_section {
+            w.section(MAN_ACTIVE_LOG, true, bytes)?;
+        }
         w.finish()
     }
 
@@ -182,17 +270,39 @@ impl Manifest {
         self.write_to(Vec::new(), Path::new("<memory>"))
     }
 
+    pub fn to_bytes_with_log(&self, log: Option<&ActiveLogEntry>) -> Result<Vec<u8>> {
+        self.write_with_log_to(log, Vec::new(), Path::new("<memory>"))
+    }
+
+    /// Reads a manifest. Its active log, if any, is validated but not returned: use
+    /// [`Manifest::open_with_log`] wherever the log's rows matter.
     pub fn open(path: &Path) -> Result<Manifest> {
+        Ok(Manifest::open_with_log(path)?.0)
+    }
+
+    /// Reads a manifest and its active log entry (FORMAT.md §10.4).
+    pub fn open_with_log(path: &Path) -> Result<(Manifest, Option<ActiveLogEntry>)> {
         let c = Container::open(path, super::LoadMode::Read, Some(FileKind::Manifest))?;
-        Manifest::from_container(&c)
+        Manifest::from_container_with_log(&c)
     }
 
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Manifest> {
+        Ok(Manifest::from_bytes_with_log(bytes, path)?.0)
+    }
+
+    pub fn from_bytes_with_log(
+        bytes: &[u8],
+        path: &Path,
+    ) -> Result<(Manifest, Option<ActiveLogEntry>)> {
         let c = Container::from_slice(bytes, path, Some(FileKind::Manifest))?;
-        Manifest::from_container(&c)
+        Manifest::from_container_with_log(&c)
     }
 
     pub fn from_container(c: &Container) -> Result<Manifest> {
+        Ok(Manifest::from_container_with_log(c)?.0)
+    }
+
+    pub fn from_container_with_log(c: &Container) -> Result<(Manifest, Option<ActiveLogEntry>)> {
         c.verify_all(|_| {})?;
         let path = c.path();
         let mut r = LeReader::new(c.stored(c.require(META)?), path, "meta");
@@ -292,17 +402,47 @@ impl Manifest {
                 delta: kind == 1,
             });
         }
-        let used: usize = std::iter::once(&model.name)
-            .chain(segments.iter().map(|s| &s.segment.name))
-            .chain(
-                segments
-                    .iter()
-                    .filter_map(|s| s.deletions.as_ref().map(|d| &d.name)),
-            )
-            .chain(class_files.iter().map(|c| &c.file.name))
-            .map(String::len)
-            .sum();
-        if used != strings.len() {
+        let active_log = match c.find_one(MAN_ACTIVE_LOG)? {
+            None => None,
+            Some(i) => {
+                let b = c.stored(i);
+                if b.len() != ACTIVE_LOG_LEN {
+                    return Err(c.corrupt(
+                        "active_log",
+                        &format!("{} bytes, expected {ACTIVE_LOG_LEN}", b.len()),
+                    ));
+                }
+                let mut lr = LeReader::new(b, path, "active_log");
+                let id = FileId(lr.array()?);
+                let committed_len = lr.u64()?;
+                let rows = lr.u64()?;
+                let deleted = lr.u64()?;
+                let (lo, ll) = (lr.u32()?, lr.u32()?);
+                let (dof, dl) = (lr.u32()?, lr.u32()?);
+                let did = FileId(lr.array()?);
+                lr.zeros(8, "reserved")?;
+                let name = string(lo, ll, "active log")?;
+                let deletions = if dl == 0 {
+                    if dof != 0 || !did.is_zero() {
+                        return Err(c.corrupt("active_log", "stray bitmap fields"));
+                    }
+                    None
+                } else {
+                    Some(FileRef {
+                        id: did,
+                        name: string(dof, dl, "active log deletions")?,
+                    })
+                };
+                Some(ActiveLogEntry {
+                    log: FileRef { id, name },
+                    committed_len,
+                    rows,
+                    deleted,
+                    deletions,
+                })
+            }
+        };
+        if next.get() != strings.len() {
             return Err(c.corrupt("strings", "string bytes not all referenced"));
         }
         let m = Manifest {
@@ -314,7 +454,104 @@ impl Manifest {
             segments,
             class_files,
         };
-        m.validate(path, "manifest")?;
-        Ok(m)
+        m.validate(active_log.as_ref(), path, "manifest")?;
+        Ok((m, active_log))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fref(n: u128, prefix: &str) -> FileRef {
+        FileRef {
+            id: FileId::from_u128(n),
+            name: format!("{prefix}-{n}"),
+        }
+    }
+
+    fn manifest() -> Manifest {
+        Manifest {
+            file_id: FileId::from_u128(1),
+            version: 3,
+            created_unix_ms: 5,
+            next_auto_id: 10,
+            model: fref(2, "model"),
+            segments: vec![SegmentEntry {
+                segment: fref(3, "seg"),
+                rows: 4,
+                deleted: 1,
+                deletions: Some(fref(4, "del")),
+            }],
+            class_files: vec![],
+        }
+    }
+
+    #[test]
+    fn the_active_log_section_round_trips_and_is_absent_without_a_log() {
+        let m = manifest();
+        let log = ActiveLogEntry {
+            log: fref(5, "log"),
+            committed_len: 400,
+            rows: 7,
+            deleted: 2,
+            deletions: Some(fref(6, "del")),
+        };
+        let with = m.to_bytes_with_log(Some(&log)).unwrap();
+        let (back, back_log) = Manifest::from_bytes_with_log(&with, Path::new("m")).unwrap();
+        assert_eq!((back, back_log.as_ref()), (m.clone(), Some(&log)));
+        assert_eq!(m.live_rows_with(Some(&log)), 3 + 5);
+        assert_eq!(m.deleted_rows_with(Some(&log)), 3);
+        let without = m.to_bytes().unwrap();
+        assert_eq!(m.to_bytes_with_log(None).unwrap(), without);
+        assert_eq!(
+            Manifest::from_bytes_with_log(&without, Path::new("m")).unwrap(),
+            (m, None)
+        );
+    }
+
+    #[test]
+    fn invalid_active_log_entries_are_refused() {
+        let m = manifest();
+        let good = ActiveLogEntry {
+            log: fref(5, "log"),
+            committed_len: 400,
+            rows: 7,
+            deleted: 0,
+            deletions: None,
+        };
+        let cases = [
+            ActiveLogEntry {
+                rows: 0,
+                ..good.clone()
+            },
+            ActiveLogEntry {
+                committed_len: LOG_DATA_START,
+                ..good.clone()
+            },
+            ActiveLogEntry {
+                deleted: 8,
+                deletions: Some(fref(6, "del")),
+                ..good.clone()
+            },
+            ActiveLogEntry {
+                deleted: 1,
+                ..good.clone()
+            },
+            ActiveLogEntry {
+                log: fref(3, "seg"),
+                ..good.clone()
+            },
+            ActiveLogEntry {
+                log: FileRef {
+                    id: FileId::from_u128(9),
+                    name: "../escape".into(),
+                },
+                ..good.clone()
+            },
+        ];
+        for (i, bad) in cases.iter().enumerate() {
+            assert!(m.to_bytes_with_log(Some(bad)).is_err(), "case {i}");
+        }
     }
 }

@@ -8,6 +8,7 @@
 #[cfg(target_endian = "big")]
 compile_error!("codedb's zero-copy column views require a little-endian target");
 
+pub mod append_log;
 pub mod class_table;
 pub mod container;
 pub mod container_reader;
@@ -25,6 +26,7 @@ pub mod segment_reader;
 pub mod segment_writer;
 pub mod stage_kind;
 
+pub use append_log::{LogBatch, LogContents, LogMeta, LogTail};
 pub use class_table::{Centroid, ClassRecord, ClassTable};
 pub use container::{Codec, FileId, FileKind, FormatVersion, Header, SectionEntry};
 pub use container_reader::{ChecksumPolicy, Container};
@@ -32,7 +34,7 @@ pub use container_writer::ContainerWriter;
 pub use deletion_bitmap::DeletionBitmap;
 pub use error::FormatError;
 pub use file_bytes::{FileBytes, LoadMode};
-pub use manifest::{ClassFileEntry, FileRef, Manifest, SegmentEntry};
+pub use manifest::{ActiveLogEntry, ClassFileEntry, FileRef, Manifest, SegmentEntry};
 pub use model_file::{CodeKind, DType, ModelFile, StageRecord, Tensor, TensorData};
 pub use segment_data::{SegmentData, StoredVectors};
 pub use segment_meta::{SegmentMeta, VectorDType};

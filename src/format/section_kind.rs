@@ -32,6 +32,9 @@ pub const DEL_BITS: u32 = 48;
 pub const MAN_STRINGS: u32 = 64;
 pub const MAN_SEGMENTS: u32 = 65;
 pub const MAN_CLASS_FILES: u32 = 66;
+/// The active append log and its committed length (FORMAT.md §10.4); present only while the
+/// index has an active log, so manifests without one keep their 1.0 bytes.
+pub const MAN_ACTIVE_LOG: u32 = 67;
 
 /// The name of a section kind inside a file kind, or `None` when this build does not know it.
 pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
@@ -52,6 +55,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Manifest, MAN_STRINGS) => "strings",
         (FileKind::Manifest, MAN_SEGMENTS) => "segments",
         (FileKind::Manifest, MAN_CLASS_FILES) => "class_files",
+        (FileKind::Manifest, MAN_ACTIVE_LOG) => "active_log",
         _ => return None,
     };
     Some(n)

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::format::{
-    ChecksumPolicy, ClassTable, Codec, Container, DeletionBitmap, FileKind, FormatError, LoadMode,
-    Manifest, ModelFile, SegmentReader, section_kind, stage_kind,
+    ActiveLogEntry, ChecksumPolicy, ClassTable, Codec, Container, DeletionBitmap, FileKind,
+    FormatError, Header, LoadMode, Manifest, ModelFile, SegmentReader, append_log, section_kind,
+    stage_kind,
 };
 
 use super::layout::list_manifests;
@@ -99,6 +100,44 @@ pub enum Contents {
     },
 }
 
+/// An append log read on its own (it has no sections; FORMAT.md §10).
+#[derive(Debug, Clone, Serialize)]
+pub struct LogReport {
+    pub code_kind: &'static str,
+    pub code_bytes: u32,
+    pub code_bits: u32,
+    pub model_id: String,
+    /// Valid batch records from the start of the file.
+    pub batches: usize,
+    pub rows: u64,
+    /// Offset where the valid records end.
+    pub valid_bytes: u64,
+    /// Bytes after them (uncommitted or torn; a writer cuts them off when it opens the index).
+    pub tail_bytes: u64,
+}
+
+/// The active log named by a manifest (FORMAT.md §10.4).
+#[derive(Debug, Clone, Serialize)]
+pub struct ActiveLogReport {
+    pub file: String,
+    pub committed_bytes: u64,
+    pub rows: u64,
+    pub deleted: u64,
+    pub deletions: Option<String>,
+}
+
+impl ActiveLogReport {
+    fn of(l: &ActiveLogEntry) -> ActiveLogReport {
+        ActiveLogReport {
+            file: l.log.name.clone(),
+            committed_bytes: l.committed_len,
+            rows: l.rows,
+            deleted: l.deleted,
+            deletions: l.deletions.as_ref().map(|d| d.name.clone()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
     pub path: PathBuf,
@@ -107,14 +146,24 @@ pub struct FileReport {
     pub file_id: String,
     pub bytes: u64,
     pub sections: Vec<SectionReport>,
-    /// Decoded contents, or `None` with `error` set when the file does not decode.
+    /// Decoded contents, or `None` with `error` set when the file does not decode (and for an
+    /// append log, which is reported in `log`).
     pub contents: Option<Contents>,
+    /// For an append log: what it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogReport>,
+    /// For a manifest: its active log, if it has one (its rows are counted in `live_rows`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_log: Option<ActiveLogReport>,
     pub error: Option<String>,
 }
 
 /// Reports on one file. Fails only when the container itself (header, section table) is
 /// unreadable; a section that does not decode is reported in `error`.
 pub fn inspect_file(path: &Path) -> Result<FileReport, FormatError> {
+    if let Some(r) = inspect_log(path)? {
+        return Ok(r);
+    }
     let c = Container::open(path, LoadMode::Mmap, None)?;
     let kind = c.header().kind;
     let sections = (0..c.entries().len())
@@ -136,6 +185,13 @@ pub fn inspect_file(path: &Path) -> Result<FileReport, FormatError> {
         Ok(x) => (Some(x), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let active_log = if kind == FileKind::Manifest {
+        Manifest::from_container_with_log(&c)
+            .ok()
+            .and_then(|(_, l)| l.as_ref().map(ActiveLogReport::of))
+    } else {
+        None
+    };
     Ok(FileReport {
         path: path.to_path_buf(),
         file_kind: kind.name(),
@@ -144,8 +200,58 @@ pub fn inspect_file(path: &Path) -> Result<FileReport, FormatError> {
         bytes: c.file_len(),
         sections,
         contents,
+        log: None,
+        active_log,
         error,
     })
+}
+
+/// Reports on `path` if it is an append log (`Ok(None)` otherwise).
+fn inspect_log(path: &Path) -> Result<Option<FileReport>, FormatError> {
+    let io = |source| FormatError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = {
+        use std::io::Read;
+        let mut head = [0u8; crate::format::container::HEADER_LEN];
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        if f.read_exact(&mut head).is_err()
+            || !Header::decode(&head, path).is_ok_and(|h| h.kind == FileKind::AppendLog)
+        {
+            return Ok(None);
+        }
+        std::fs::read(path).map_err(io)?
+    };
+    let header = Header::decode(&bytes, path)?;
+    let (log, error) = match append_log::read_log(&bytes, path, None) {
+        Ok(c) => (
+            Some(LogReport {
+                code_kind: c.meta.code_kind.name(),
+                code_bytes: c.meta.code_bytes,
+                code_bits: c.meta.code_bits,
+                model_id: c.meta.model_id.to_hex(),
+                batches: c.batches.len(),
+                rows: c.rows,
+                valid_bytes: c.end,
+                tail_bytes: c.tail.bytes,
+            }),
+            None,
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Ok(Some(FileReport {
+        path: path.to_path_buf(),
+        file_kind: FileKind::AppendLog.name(),
+        format_version: format!("{}.{}", header.major, header.minor),
+        file_id: header.file_id.to_hex(),
+        bytes: bytes.len() as u64,
+        sections: Vec::new(),
+        contents: None,
+        log,
+        active_log: None,
+        error,
+    }))
 }
 
 fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, FormatError> {
@@ -229,15 +335,18 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                 deleted: d.deleted_count(),
             }
         }
+        FileKind::AppendLog => {
+            return Err(c.corrupt("log", "an append log has no sections (see FileReport.log)"));
+        }
         FileKind::Manifest => {
-            let m = Manifest::from_container(c)?;
+            let (m, log) = Manifest::from_container_with_log(c)?;
             Contents::Manifest {
                 version: m.version,
                 created_unix_ms: m.created_unix_ms,
                 next_auto_id: m.next_auto_id,
                 model: m.model.name.clone(),
-                live_rows: m.live_rows(),
-                deleted_rows: m.deleted_rows(),
+                live_rows: m.live_rows_with(log.as_ref()),
+                deleted_rows: m.deleted_rows_with(log.as_ref()),
                 segments: m
                     .segments
                     .iter()
@@ -258,9 +367,12 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
 pub struct VersionReport {
     pub version: u64,
     pub manifest: String,
+    /// Live rows, the active log's included.
     pub rows: u64,
     pub deleted: u64,
     pub segments: usize,
+    /// Rows in the active log (0 when the version has none).
+    pub log_rows: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -289,6 +401,8 @@ pub struct IndexReport {
     pub model: ModelSummary,
     /// Bytes on disk of all files in the directory.
     pub bytes: u64,
+    /// The newest version's active log, if any (its rows are included in `rows`/`deleted`).
+    pub active_log: Option<ActiveLogReport>,
     pub versions: Vec<VersionReport>,
     pub files: Vec<FileReport>,
 }
@@ -303,16 +417,17 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
             detail: "directory holds no manifest: not a codedb index".into(),
         });
     };
-    let newest = Manifest::open(newest_path)?;
+    let (newest, newest_log) = Manifest::open_with_log(newest_path)?;
     let mut versions = Vec::new();
     for (v, p) in &manifests {
-        if let Ok(m) = Manifest::open(p) {
+        if let Ok((m, log)) = Manifest::open_with_log(p) {
             versions.push(VersionReport {
                 version: *v,
                 manifest: file_name(p),
-                rows: m.live_rows(),
-                deleted: m.deleted_rows(),
+                rows: m.live_rows_with(log.as_ref()),
+                deleted: m.deleted_rows_with(log.as_ref()),
                 segments: m.segments.len(),
+                log_rows: log.as_ref().map_or(0, |l| l.rows),
             });
         }
     }
@@ -343,8 +458,8 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
     Ok(IndexReport {
         dir: dir.to_path_buf(),
         version: newest.version,
-        rows: newest.live_rows(),
-        deleted: newest.deleted_rows(),
+        rows: newest.live_rows_with(newest_log.as_ref()),
+        deleted: newest.deleted_rows_with(newest_log.as_ref()),
         segments: newest.segments.len(),
         classes,
         model: ModelSummary {
@@ -365,6 +480,7 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
                 .unwrap_or_default(),
         },
         bytes,
+        active_log: newest_log.as_ref().map(ActiveLogReport::of),
         versions,
         files,
     })

@@ -7,6 +7,9 @@
 //!   seg-<id>.seg                     immutable segments
 //!   del-<id>.del                     deletion bitmaps (copy-on-write, one per commit that deletes)
 //!   classes-<id>.cls                 class table and its deltas
+//!   log-<id>.log                     the active append log (the only file that grows)
+//!   LOCK                             the writer lock (an OS file lock; empty)
+//!   *.tmp                            files being written; never read, removed on open and by GC
 //! ```
 //! Names carry the file id so two files never share a name, and a file is never rewritten.
 
@@ -15,6 +18,10 @@ use std::path::{Path, PathBuf};
 use crate::format::{FileId, FileKind, FormatError};
 
 pub const MANIFEST_EXT: &str = "manifest";
+/// The lock file a writer holds an exclusive OS lock on (FORMAT.md §11.3).
+pub const LOCK_FILE: &str = "LOCK";
+/// Suffix of a file still being written (FORMAT.md §11.1).
+pub const TMP_SUFFIX: &str = ".tmp";
 
 /// `v00000000000000000007.manifest` for version 7.
 pub fn manifest_file_name(version: u64) -> String {
@@ -38,8 +45,33 @@ pub fn data_file_name(kind: FileKind, id: FileId) -> String {
         FileKind::ClassTable => ("classes", "cls"),
         FileKind::DeletionBitmap => ("del", "del"),
         FileKind::Manifest => ("manifest", MANIFEST_EXT),
+        FileKind::AppendLog => ("log", "log"),
     };
     format!("{prefix}-{}.{ext}", id.to_hex())
+}
+
+/// The kind of a data file from its name (`seg-<32 hex>.seg` …), or `None` for any other name;
+/// garbage collection only ever removes names this recognises.
+pub fn parse_data_file_name(name: &str) -> Option<FileKind> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (prefix, hex) = stem.split_once('-')?;
+    if hex.len() != 32 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let kind = match (prefix, ext) {
+        ("seg", "seg") => FileKind::Segment,
+        ("model", "model") => FileKind::Model,
+        ("classes", "cls") => FileKind::ClassTable,
+        ("del", "del") => FileKind::DeletionBitmap,
+        ("log", "log") => FileKind::AppendLog,
+        _ => return None,
+    };
+    Some(kind)
+}
+
+/// The temporary name a file is written under before it is renamed to `name`.
+pub fn tmp_name(name: &str) -> String {
+    format!("{name}{TMP_SUFFIX}")
 }
 
 /// All manifests in `dir`, sorted by version (oldest first).
@@ -79,6 +111,27 @@ mod tests {
             "v0000000000000000000a.manifest",
         ] {
             assert_eq!(parse_manifest_file_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn data_file_names_round_trip_and_nothing_else_parses() {
+        let id = FileId::from_u128(0xabc);
+        for kind in FileKind::ALL {
+            if kind == FileKind::Manifest {
+                continue;
+            }
+            assert_eq!(parse_data_file_name(&data_file_name(kind, id)), Some(kind));
+        }
+        for bad in [
+            "LOCK",
+            "seg-00000000000000000000000000000abc.seg.tmp",
+            "seg-0000000000000000000000000000abc.seg",
+            "seg-00000000000000000000000000000ABC.seg",
+            "seg-00000000000000000000000000000abc.del",
+            "notes.txt",
+        ] {
+            assert_eq!(parse_data_file_name(bad), None, "{bad}");
         }
     }
 }

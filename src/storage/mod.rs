@@ -1,6 +1,35 @@
-//! Files and versions: the index directory layout, inspection and verification.
-//! (The writer, snapshots, compaction and GC arrive with the storage-engine issue.)
+//! Files and versions: the index directory, its versioned manifests, the single writer, the
+//! active append log, snapshots, compaction, garbage collection, inspection and verification.
+//!
+//! The engine works at the level of *codes*: [`Index::add_codes`] takes rows already encoded
+//! by the index's model (kept in the index as a [`crate::format::ModelFile`]); encoding vectors
+//! is the model layer's job. Durability and concurrency guarantees are stated in
+//! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
 
+pub mod compaction;
+pub mod config;
+pub mod error;
+pub mod fs;
+pub mod gc;
+pub mod index;
 pub mod inspect;
 pub mod layout;
+mod lock;
+mod log_rows;
+pub mod open_segment;
+mod publish;
+pub mod recovery;
+pub mod snapshot;
 pub mod verify;
+mod version;
+pub mod versions;
+
+pub use compaction::{CompactionReport, MergeReport};
+pub use config::{CompactionPolicy, Config, ReadOptions, Retention};
+pub use error::StorageError;
+pub use fs::{FileSystem, StdFs, WriteFile};
+pub use gc::GcReport;
+pub use index::Index;
+pub use recovery::{LogTailReport, RecoveryReport, SkippedManifest};
+pub use snapshot::{Block, Row, Snapshot};
+pub use versions::{VersionInfo, list_versions};

@@ -1,5 +1,9 @@
 //! `codedb verify`: reads every byte, checks every checksum and every cross-reference, and lists
 //! each problem with the file and section it is in.
+//!
+//! For the newest version it also checks the index-wide invariants the writer keeps: no id is
+//! live twice, and `next_auto_id` is above every stored id (so an assigned id never collides).
+//! That check holds one u64 per live row in memory.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -7,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::format::{
-    ChecksumPolicy, ClassTable, Container, DeletionBitmap, FileKind, FormatError, LoadMode,
-    Manifest, ModelFile, SegmentReader,
+    ActiveLogEntry, ChecksumPolicy, ClassTable, Container, DeletionBitmap, FileKind, FormatError,
+    Header, LoadMode, Manifest, ModelFile, SegmentReader, append_log,
 };
 
 use super::layout::list_manifests;
@@ -81,9 +85,42 @@ pub fn bytes_to_verify(path: &Path) -> u64 {
     }
 }
 
+/// Whether `path` starts with a valid header of an append log (which is not a sectioned
+/// container and is checked by [`verify_log_file`]).
+fn is_append_log(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; crate::format::container::HEADER_LEN];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && Header::decode(&head, path).is_ok_and(|h| h.kind == FileKind::AppendLog)
+}
+
+/// Checks an append log on its own: prelude and every record up to the first invalid one (a
+/// torn tail is not a problem by itself: only a manifest says which bytes were committed).
+fn verify_log_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u64)) {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            report.bytes_checked += bytes.len() as u64;
+            progress(bytes.len() as u64);
+            if let Err(e) = append_log::read_log(&bytes, path, None) {
+                report.push_err(&e);
+            }
+        }
+        Err(source) => report.push_err(&FormatError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// Checks one file: structure, every section checksum, and its decoded contents.
 fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u64)) {
     report.files_checked += 1;
+    if is_append_log(path) {
+        verify_log_file(path, report, progress);
+        return;
+    }
     let c = match Container::open(path, LoadMode::Mmap, None) {
         Ok(c) => c,
         Err(e) => {
@@ -120,6 +157,7 @@ fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(
         FileKind::ClassTable => ClassTable::from_container(&c).map(|_| ()),
         FileKind::DeletionBitmap => DeletionBitmap::from_container(&c).map(|_| ()),
         FileKind::Manifest => Manifest::from_container(&c).map(|_| ()),
+        FileKind::AppendLog => Ok(()), // handled by verify_log_file
     };
     if let Err(e) = decoded {
         report.push_err(&e);
@@ -164,9 +202,14 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
         verify_file(&dir.join(n), report, progress);
     }
     let mut referenced = HashSet::new();
+    let newest_readable = manifests
+        .iter()
+        .rev()
+        .find(|(_, p)| Manifest::open(p).is_ok())
+        .map(|(v, _)| *v);
     for (version, path) in &manifests {
         report.manifests_checked += 1;
-        let m = match Manifest::open(path) {
+        let (m, log) = match Manifest::open_with_log(path) {
             Ok(m) => m,
             Err(_) => continue, // already reported by verify_file
         };
@@ -180,7 +223,8 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
                 ),
             );
         }
-        check_manifest(dir, path, &m, report, &mut referenced);
+        let newest = Some(*version) == newest_readable;
+        check_manifest(dir, path, &m, log.as_ref(), newest, report, &mut referenced);
     }
     for (_, p) in &manifests {
         if let Some(n) = p.file_name() {
@@ -194,14 +238,19 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
 }
 
 /// Cross-references of one manifest: every file exists, has the recorded identity, and agrees on
-/// row counts, model and segment ids.
+/// row counts, model and segment ids. For the `newest` manifest, also the id invariants.
 fn check_manifest(
     dir: &Path,
     mpath: &Path,
     m: &Manifest,
+    log: Option<&ActiveLogEntry>,
+    newest: bool,
     report: &mut VerifyReport,
     referenced: &mut HashSet<String>,
 ) {
+    // Live ids and the largest stored id, for the newest version's invariants.
+    let mut live_ids: Vec<u64> = Vec::new();
+    let mut max_id: Option<u64> = None;
     let open_container = |name: &str, kind: FileKind, report: &mut VerifyReport| {
         let p = dir.join(name);
         if !p.is_file() {
@@ -244,6 +293,10 @@ fn check_manifest(
             continue;
         };
         let meta = seg.meta();
+        if meta.rows > 0 {
+            max_id = max_id.max(Some(meta.max_id));
+        }
+        let mut seg_bitmap: Option<DeletionBitmap> = None;
         if meta.rows != s.rows {
             report.push(
                 &spath,
@@ -317,7 +370,52 @@ fn check_manifest(
                         ),
                     );
                 }
+                seg_bitmap = Some(bm);
             }
+        }
+        if newest {
+            live_ids.extend(
+                seg.ids()
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, _)| !seg_bitmap.as_ref().is_some_and(|b| b.is_deleted(*r as u64)))
+                    .map(|(_, &id)| id),
+            );
+        }
+    }
+    if let Some(l) = log {
+        check_log(
+            dir,
+            mpath,
+            m,
+            l,
+            model.as_ref(),
+            report,
+            referenced,
+            &mut live_ids,
+            &mut max_id,
+        );
+    }
+    if newest {
+        live_ids.sort_unstable();
+        if let Some(w) = live_ids.windows(2).find(|w| w[0] == w[1]) {
+            report.push(
+                mpath,
+                "ids",
+                format!("id {} is live more than once in this version", w[0]),
+            );
+        }
+        if let Some(max) = max_id
+            && max >= m.next_auto_id
+        {
+            report.push(
+                mpath,
+                "meta.next_auto_id",
+                format!(
+                    "next_auto_id {} is not above the largest stored id {max}",
+                    m.next_auto_id
+                ),
+            );
         }
     }
     let mut tables: HashMap<usize, ClassTable> = HashMap::new();
@@ -343,6 +441,133 @@ fn check_manifest(
             {
                 report.push_err(&e);
             }
+        }
+    }
+}
+
+/// The active log of a manifest: the committed records read, and agree with the manifest, the
+/// model and the log's bitmap.
+#[allow(clippy::too_many_arguments)]
+fn check_log(
+    dir: &Path,
+    mpath: &Path,
+    m: &Manifest,
+    l: &ActiveLogEntry,
+    model: Option<&ModelFile>,
+    report: &mut VerifyReport,
+    referenced: &mut HashSet<String>,
+    live_ids: &mut Vec<u64>,
+    max_id: &mut Option<u64>,
+) {
+    referenced.insert(l.log.name.clone());
+    let lpath = dir.join(&l.log.name);
+    let bytes = match std::fs::read(&lpath) {
+        Ok(b) => b,
+        Err(_) => {
+            report.push(
+                mpath,
+                "reference",
+                format!("references missing file {}", l.log.name),
+            );
+            return;
+        }
+    };
+    let contents = match append_log::read_log(&bytes, &lpath, Some(l.committed_len)) {
+        Ok(c) => c,
+        Err(e) => {
+            report.push_err(&e);
+            return;
+        }
+    };
+    if contents.file_id != l.log.id {
+        report.push(
+            &lpath,
+            "header.file_id",
+            format!("manifest expects log id {}", l.log.id),
+        );
+    }
+    if contents.rows != l.rows {
+        report.push(
+            &lpath,
+            "log",
+            format!("{} committed rows, manifest says {}", contents.rows, l.rows),
+        );
+    }
+    if contents.meta.model_id != m.model.id {
+        report.push(
+            &lpath,
+            "log meta.model_id",
+            format!(
+                "written for model {}, index model is {}",
+                contents.meta.model_id, m.model.id
+            ),
+        );
+    }
+    if let Some(model) = model
+        && (model.code_kind, model.code_bytes, model.code_bits)
+            != (
+                contents.meta.code_kind,
+                contents.meta.code_bytes,
+                contents.meta.code_bits,
+            )
+    {
+        report.push(
+            &lpath,
+            "log meta",
+            "code layout differs from the model's".into(),
+        );
+    }
+    let mut bitmap = None;
+    if let Some(d) = &l.deletions {
+        referenced.insert(d.name.clone());
+        let dpath = dir.join(&d.name);
+        match DeletionBitmap::open(&dpath) {
+            Err(e) => report.push_err(&e),
+            Ok(bm) => {
+                if bm.file_id != d.id {
+                    report.push(
+                        &dpath,
+                        "header.file_id",
+                        format!("manifest expects {}", d.id),
+                    );
+                }
+                if bm.segment_id != l.log.id {
+                    report.push(
+                        &dpath,
+                        "meta.segment_id",
+                        format!("covers {}, not the log {}", bm.segment_id, l.log.id),
+                    );
+                }
+                if bm.rows > l.rows {
+                    report.push(
+                        &dpath,
+                        "meta.rows",
+                        format!("covers {} rows, the log has {}", bm.rows, l.rows),
+                    );
+                }
+                if bm.deleted_count() != l.deleted {
+                    report.push(
+                        &dpath,
+                        "bits",
+                        format!(
+                            "{} rows deleted, manifest says {}",
+                            bm.deleted_count(),
+                            l.deleted
+                        ),
+                    );
+                }
+                bitmap = Some(bm);
+            }
+        }
+    }
+    let mut row = 0u64;
+    for b in &contents.batches {
+        for &id in &b.ids {
+            *max_id = (*max_id).max(Some(id));
+            if !bitmap.as_ref().is_some_and(|bm| bm.is_deleted(row)) {
+                live_ids.push(id);
+            }
+            row += 1;
         }
     }
 }

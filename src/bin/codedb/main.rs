@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use codedb::storage::inspect::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
 use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 
+mod commands;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (verify: no problem found)
@@ -22,7 +24,7 @@ Exit codes:
 #[command(
     name = "codedb",
     version,
-    about = "Embedded index database for compact image codes: inspect and verify codedb files and indexes.",
+    about = "Embedded index database for compact image codes: train models, build, search, compact, inspect and verify indexes.",
     after_help = EXIT_CODES
 )]
 struct Cli {
@@ -48,6 +50,134 @@ Exit codes: 0 success, 1 unreadable file or not an index, 2 usage error.")]
         #[arg(long)]
         json: bool,
     },
+    /// Run the whole retrieval path on built-in real data: train, build, search, compare with
+    /// exact search, append, delete, compact, inspect.
+    #[command(after_help = "Examples:
+  codedb demo                                   # the 1,797 digits shipped with codedb
+  codedb demo --data /usr/share/datasets/fashion-mnist --dir /tmp/fm-demo
+  codedb demo --data X.npy --labels L.npy --json")]
+    Demo {
+        /// Where the demo's indexes go (default: a new folder under the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Descriptors (.npy, .fvecs, .bvecs, IDX, or a Fashion-MNIST directory) instead of the
+        /// built-in digits.
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Class labels for --data (.npy int32/int64); not needed for a Fashion-MNIST directory.
+        #[arg(long)]
+        labels: Option<PathBuf>,
+        #[arg(long, default_value_t = 1234)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Train a model (a pipeline of stages) on descriptors and write it to a model file.
+    #[command(after_help = "Examples:
+  codedb train --data X.npy --pipeline pca-itq:64 --out itq64.model
+  codedb train --data X.npy --pipeline 'pca:128,pq:16x8' --out pq.model --seed 7
+
+Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B,
+pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float,
+float16.")]
+    Train {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        pipeline: String,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1234)]
+        seed: u64,
+        /// Train on this many rows sampled with the seed (default: all, up to a cap).
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Print per-iteration details (ITQ quantisation loss …).
+        #[arg(long)]
+        verbose: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create an index from a model file and descriptors (encoded and committed as version 2).
+    #[command(after_help = "Example:
+  codedb build my-index --model itq64.model --data X.npy --labels labels.npy")]
+    Build {
+        dir: PathBuf,
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        labels: Option<PathBuf>,
+        #[arg(long)]
+        ids: Option<PathBuf>,
+    },
+    /// Append descriptors to an index (encoded with its model) and commit.
+    #[command(after_help = "Example:
+  codedb add my-index --data new.npy --ids new_ids.npy")]
+    Add {
+        dir: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        labels: Option<PathBuf>,
+        #[arg(long)]
+        ids: Option<PathBuf>,
+    },
+    /// Delete rows by id and commit.
+    #[command(after_help = "Examples:
+  codedb delete my-index --ids 4,8,15
+  codedb delete my-index --ids-file gone.npy")]
+    Delete {
+        dir: PathBuf,
+        /// Comma-separated ids.
+        #[arg(long, value_delimiter = ',', required_unless_present = "ids_file")]
+        ids: Vec<u64>,
+        /// A .npy file of ids.
+        #[arg(long)]
+        ids_file: Option<PathBuf>,
+    },
+    /// Merge segments, drop deleted rows, fold class deltas (one commit).
+    Compact {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove files that no retained version references.
+    Gc {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the retained versions of an index.
+    Versions {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search an index: the k best rows per query row.
+    #[command(after_help = "Examples:
+  codedb search my-index --queries q.npy -k 10
+  codedb search my-index --queries q.npy -k 5 --format json
+
+TSV columns: query, rank, id, score. JSON: [{\"query\": i, \"results\": [{\"id\", \"score\"}, …]}].")]
+    Search {
+        dir: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(short, long, default_value_t = 10)]
+        k: usize,
+        /// hamming (binary codes), adc or adc-ip (PQ codes); default: the model's natural mode.
+        #[arg(long)]
+        mode: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
+        format: String,
+    },
+    /// Benchmarks (numbers, not pass/fail).
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Read every byte, check every checksum and cross-reference; print each problem with its
     /// file and section.
     #[command(after_help = "Examples:
@@ -64,11 +194,101 @@ Exit codes: 0 clean, 1 at least one problem found, 2 usage error.")]
     },
 }
 
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Scan throughput on generated codes stored as a real segment in DIR (written once,
+    /// reused), next to the machine's read bandwidth measured on the same mapping.
+    #[command(after_help = "Examples:
+  codedb bench scan --codes 100000000 --kind hamming64 --queries 1 --threads 2 --dir /tmp/cb
+  codedb bench scan --codes 10000000 --kind hamming64,pq8x16,pq4x32 --queries 1,16 --threads 1,2 --dir /tmp/cb --json
+
+Kinds: hammingB (B bits), pq8xM (LUT-8 ADC), pq4xM (4-bit fast-scan). Lists are comma-separated;
+every combination runs. --json prints one object per case.")]
+    Scan {
+        #[arg(long, default_value_t = 10_000_000)]
+        codes: u64,
+        #[arg(long, value_delimiter = ',', default_value = "hamming64")]
+        kind: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        queries: Vec<usize>,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        threads: Vec<usize>,
+        #[arg(long)]
+        dir: PathBuf,
+        /// hot, cold or both.
+        #[arg(long, default_value = "hot", value_parser = ["hot", "cold", "both"])]
+        cache: String,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { path, json } => inspect(&path, json),
         Command::Verify { path, json } => verify(&path, json),
+        Command::Bench(BenchCommand::Scan {
+            codes,
+            kind,
+            queries,
+            k,
+            threads,
+            dir,
+            cache,
+            repeats,
+            seed,
+            json,
+        }) => commands::bench_scan(
+            codes, &kind, &queries, k, &threads, &dir, &cache, repeats, seed, json,
+        ),
+        Command::Demo {
+            dir,
+            data,
+            labels,
+            seed,
+            json,
+        } => commands::demo(dir, data, labels, seed, json),
+        Command::Train {
+            data,
+            pipeline,
+            out,
+            seed,
+            sample,
+            verbose,
+            json,
+        } => commands::train(&data, &pipeline, &out, seed, sample, verbose, json),
+        Command::Build {
+            dir,
+            model,
+            data,
+            labels,
+            ids,
+        } => commands::build(&dir, &model, &data, labels.as_deref(), ids.as_deref()),
+        Command::Add {
+            dir,
+            data,
+            labels,
+            ids,
+        } => commands::add(&dir, &data, labels.as_deref(), ids.as_deref()),
+        Command::Delete { dir, ids, ids_file } => commands::delete(&dir, ids, ids_file.as_deref()),
+        Command::Compact { dir, json } => commands::compact(&dir, json),
+        Command::Gc { dir, json } => commands::gc(&dir, json),
+        Command::Versions { dir, json } => commands::versions(&dir, json),
+        Command::Search {
+            dir,
+            queries,
+            k,
+            mode,
+            threads,
+            format,
+        } => commands::search(&dir, &queries, k, mode.as_deref(), threads, &format),
     };
     match result {
         Ok(code) => code,
@@ -352,7 +572,7 @@ fn verify(path: &Path, json: bool) -> Result<ExitCode> {
 }
 
 /// A byte progress bar on stderr, hidden when stderr is not a terminal.
-fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }

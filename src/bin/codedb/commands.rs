@@ -1,0 +1,398 @@
+//! The write and query commands: argument plumbing over the library, nothing more.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use codedb::format::ModelFile;
+use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
+use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, list_versions};
+use codedb::{SearchMode, build_index, demo::labels_u32};
+
+fn load_model(path: &Path) -> Result<Model> {
+    let mf = ModelFile::open(path)?;
+    Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
+}
+
+fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
+    path.map(|p| -> Result<Vec<u32>> {
+        let l = codedb::io::load_labels(p)?;
+        labels_u32(&l).with_context(|| format!("{}", p.display()))
+    })
+    .transpose()
+}
+
+fn load_ids(path: Option<&Path>) -> Result<Option<Vec<u64>>> {
+    Ok(path.map(codedb::io::read_ids).transpose()?)
+}
+
+pub fn demo(
+    dir: Option<PathBuf>,
+    data: Option<PathBuf>,
+    labels: Option<PathBuf>,
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode> {
+    let dir = match dir {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!(
+            "codedb-demo-{}",
+            codedb::format::FileId::generate().to_hex()
+        )),
+    };
+    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
+        bail!("{}: the demo needs a new or empty directory", dir.display());
+    }
+    let (x, y, name) = match data {
+        None => {
+            let (x, y) = codedb::demo::builtin_digits(&dir.join("data"))?;
+            (x, y, "built-in UCI/sklearn digits (1,797 x 64)".to_string())
+        }
+        Some(p) if codedb::io::is_fashion_mnist_dir(&p) => {
+            let lv = codedb::io::load_fashion_mnist(&p)?;
+            (
+                lv.vectors,
+                labels_u32(&lv.labels)?,
+                format!("Fashion-MNIST ({})", p.display()),
+            )
+        }
+        Some(p) => {
+            let Some(l) = labels else {
+                bail!("--data {} needs --labels", p.display());
+            };
+            let x = codedb::io::load_vectors(&p)?;
+            let y = load_labels(Some(&l))?.unwrap_or_default();
+            if y.len() != x.nrows() {
+                bail!("{}: {} labels for {} rows", l.display(), y.len(), x.nrows());
+            }
+            (x, y, p.display().to_string())
+        }
+    };
+    let quiet = json;
+    let report = codedb::demo::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
+        if !quiet {
+            eprintln!("{s}");
+        }
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "\n{}: {} database rows, {} queries, {}-D; k = {}",
+        report.data,
+        report.database_rows,
+        report.queries,
+        report.dim,
+        codedb::demo::DEMO_K
+    );
+    println!(
+        "{:<18} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10}",
+        "pipeline", "bytes", "recall@10", "class P@10", "train s", "build s", "ms/query"
+    );
+    for r in &report.rows {
+        println!(
+            "{:<18} {:>6} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>10.4}",
+            r.pipeline,
+            r.bytes_per_code,
+            r.recall_at_10,
+            r.class_precision_at_10,
+            r.train_s,
+            r.build_s,
+            r.query_ms
+        );
+    }
+    println!("(recall@10: share of the exact float 10 nearest neighbours found in the top 10)\n");
+    println!("inspect {}:", report.index_dir.display());
+    let r = codedb::storage::inspect::inspect_dir(&report.index_dir)?;
+    println!(
+        "  version {}, {} live rows, {} deleted, {} segments, {} bytes on disk",
+        r.version, r.rows, r.deleted, r.segments, r.bytes
+    );
+    println!(
+        "\nThe indexes are in {} — try: codedb inspect {}",
+        dir.display(),
+        report.index_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn train(
+    data: &Path,
+    pipeline: &str,
+    out: &Path,
+    seed: u64,
+    sample: Option<usize>,
+    verbose: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let spec = PipelineSpec::parse(pipeline).context("--pipeline")?;
+    if out.exists() {
+        bail!(
+            "{}: already exists (model files are never overwritten)",
+            out.display()
+        );
+    }
+    let x = codedb::io::load_vectors(data)?;
+    let bar = crate::progress_bar(0, "training");
+    let b2 = bar.clone();
+    let progress: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
+        TrainEvent::Progress { step, done, total } => {
+            b2.set_length(*total);
+            b2.set_position(*done);
+            b2.set_message(step.clone());
+        }
+        TrainEvent::Message(m) => b2.println(m),
+    });
+    let opts = TrainOptions {
+        seed,
+        sample,
+        verbose,
+        progress: Some(progress),
+        ..TrainOptions::default()
+    };
+    let (model, report) = train_model(&spec, x.view(), &opts)?;
+    bar.finish_and_clear();
+    if verbose && !json {
+        for (i, l) in report.itq_loss.iter().enumerate() {
+            println!("itq iteration {i}: quantisation loss {l:.6}");
+        }
+    }
+    let bytes = model.to_model_file().to_bytes()?;
+    let tmp = out.with_extension("model.tmp");
+    std::fs::write(&tmp, &bytes).with_context(|| tmp.display().to_string())?;
+    std::fs::rename(&tmp, out).with_context(|| out.display().to_string())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
+                "code_kind": model.code_kind().name(), "code_bytes": model.code_bytes(),
+                "code_bits": model.code_bits(), "training_rows": report.training_rows,
+                "itq_loss": report.itq_loss,
+            })
+        );
+    } else {
+        println!(
+            "wrote {} ({}: {}-D -> {} codes of {} bytes, trained on {} rows)",
+            out.display(),
+            report.canonical,
+            model.input_dim(),
+            model.code_kind().name(),
+            model.code_bytes(),
+            report.training_rows
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn build(
+    dir: &Path,
+    model: &Path,
+    data: &Path,
+    labels: Option<&Path>,
+    ids: Option<&Path>,
+) -> Result<ExitCode> {
+    let model = load_model(model)?;
+    let x = codedb::io::load_vectors(data)?;
+    let labels = load_labels(labels)?;
+    let ids = load_ids(ids)?;
+    let bar = crate::progress_bar(x.nrows() as u64, "encoding");
+    let index = build_index(
+        dir,
+        &model,
+        x.view(),
+        ids.as_deref(),
+        labels.as_deref(),
+        Config::default(),
+        &mut |n| bar.set_position(n as u64),
+    )?;
+    bar.finish_and_clear();
+    println!(
+        "built {}: version {}, {} rows",
+        dir.display(),
+        index.version(),
+        index.snapshot().live_rows()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn add(dir: &Path, data: &Path, labels: Option<&Path>, ids: Option<&Path>) -> Result<ExitCode> {
+    let index = Index::open(dir, Config::default())?;
+    let model = Model::from_model_file(index.model())?;
+    let x = codedb::io::load_vectors(data)?;
+    let labels = load_labels(labels)?;
+    let ids = load_ids(ids)?;
+    let codes = model.encode(x.view())?;
+    let added = index.add_codes(&codes, ids.as_deref(), labels.as_deref())?;
+    let v = index.commit()?;
+    println!("added {} rows, version {v}", added.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete(dir: &Path, mut ids: Vec<u64>, ids_file: Option<&Path>) -> Result<ExitCode> {
+    if let Some(f) = ids_file {
+        ids.extend(codedb::io::read_ids(f)?);
+    }
+    let index = Index::open(dir, Config::default())?;
+    index.delete(&ids)?;
+    let v = index.commit()?;
+    println!("deleted {} rows, version {v}", ids.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compact(dir: &Path, json: bool) -> Result<ExitCode> {
+    let index = Index::open(dir, Config::default())?;
+    let r = index.compact(&CompactionPolicy::default())?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        match r.version {
+            Some(v) => println!("compacted: version {v}, {} merge(s)", r.merges.len()),
+            None => println!("nothing to compact (version {})", r.based_on),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
+    let index = Index::open(dir, Config::default())?;
+    let r = index.gc()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "removed {} file(s), {} bytes; kept versions {:?}",
+            r.removed.len(),
+            r.removed_bytes,
+            r.kept_versions
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn versions(dir: &Path, json: bool) -> Result<ExitCode> {
+    let v = list_versions(dir)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for x in &v {
+            println!("{:>8}  {}  {} rows", x.version, x.file, x.rows);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn search(
+    dir: &Path,
+    queries: &Path,
+    k: usize,
+    mode: Option<&str>,
+    threads: usize,
+    format: &str,
+) -> Result<ExitCode> {
+    let snap = Snapshot::open(dir)?;
+    let model = Model::from_model_file(snap.model())?;
+    let mode = match mode {
+        Some(m) => SearchMode::parse(m)
+            .with_context(|| format!("--mode {m}: expected hamming, adc or adc-ip"))?,
+        None => SearchMode::default_for(model.code_kind())
+            .context("this index's codes have no search mode yet")?,
+    };
+    let q = codedb::io::load_vectors(queries)?;
+    let hits = codedb::search(&snap, &model, q.view(), k, mode, threads)?;
+    if format == "json" {
+        let out: Vec<_> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, l)| serde_json::json!({"query": i, "results": l}))
+            .collect();
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        use std::io::Write;
+        let mut o = std::io::BufWriter::new(std::io::stdout().lock());
+        writeln!(o, "query\trank\tid\tscore")?;
+        for (i, l) in hits.iter().enumerate() {
+            for (r, h) in l.iter().enumerate() {
+                writeln!(o, "{i}\t{r}\t{}\t{}", h.id, h.score)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn bench_scan(
+    codes: u64,
+    kinds: &[String],
+    queries: &[usize],
+    k: usize,
+    threads: &[usize],
+    dir: &Path,
+    cache: &str,
+    repeats: usize,
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode> {
+    use codedb::bench::scan_case::{BenchKind, ScanBench, run_scan_bench};
+    if codes == 0 || k == 0 {
+        bail!("--codes and --k must be at least 1");
+    }
+    let caches: Vec<&'static str> = match cache {
+        "both" => vec!["hot", "cold"],
+        "cold" => vec!["cold"],
+        _ => vec!["hot"],
+    };
+    let mut all = Vec::new();
+    for kname in kinds {
+        let kind = BenchKind::parse(kname)
+            .with_context(|| format!("--kind {kname}: expected hammingB, pq8xM or pq4xM"))?;
+        for &t in threads {
+            for &nq in queries {
+                if nq == 0 || t == 0 {
+                    bail!("--queries and --threads must be at least 1");
+                }
+                let bar = crate::progress_bar(codes, "generating codes");
+                let b = ScanBench {
+                    kind,
+                    codes,
+                    queries: nq,
+                    k,
+                    threads: t,
+                    repeats,
+                    seed,
+                };
+                let res = run_scan_bench(dir, &b, &caches, &mut |n| bar.set_position(n))?;
+                bar.finish_and_clear();
+                for r in res {
+                    if !json {
+                        println!(
+                            "{:<10} codes {:>11} nq {:>4} threads {} {:<4} {:>10.6} s/query {:>10.3e} codes/s {:>7.2} GB/s = {:>5.1}% of {:.2} GB/s read bandwidth [{}]{}",
+                            r.kind,
+                            r.codes,
+                            r.queries,
+                            r.threads,
+                            r.cache,
+                            r.seconds_per_query,
+                            r.codes_per_s,
+                            r.gb_per_s,
+                            100.0 * r.bandwidth_fraction,
+                            r.bandwidth_gb_per_s,
+                            r.isa,
+                            r.note
+                                .as_deref()
+                                .map(|n| format!(" ({n})"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    all.push(r);
+                }
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

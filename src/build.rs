@@ -1,0 +1,66 @@
+//! Building an index from raw descriptors: create the directory with the model, encode the rows
+//! in bounded chunks, append, commit once.
+
+use std::path::Path;
+
+use ndarray::ArrayView2;
+
+use crate::error::Error;
+use crate::model::Model;
+use crate::storage::{Config, Index};
+
+/// Rows encoded per chunk (bounds the memory of the float → code step).
+const ENCODE_CHUNK: usize = 65_536;
+
+/// Creates an index in `dir` with `model` and adds every row of `data` (optional `ids` and
+/// class `labels`, one per row), committed as one version. `progress(rows_done)` is called per
+/// chunk. Nothing is left half-built on error: the directory then holds only the empty first
+/// version (or nothing, if creation itself failed).
+pub fn build_index(
+    dir: &Path,
+    model: &Model,
+    data: ArrayView2<f32>,
+    ids: Option<&[u64]>,
+    labels: Option<&[u32]>,
+    config: Config,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Index, Error> {
+    let n = data.nrows();
+    let bad = |argument: &str, detail: String| Error::InvalidArgument {
+        argument: argument.into(),
+        detail,
+    };
+    if data.ncols() != model.input_dim() {
+        return Err(bad(
+            "data",
+            format!(
+                "{} columns, the model takes {}-D vectors",
+                data.ncols(),
+                model.input_dim()
+            ),
+        ));
+    }
+    if let Some(i) = ids
+        && i.len() != n
+    {
+        return Err(bad("ids", format!("{} ids for {n} rows", i.len())));
+    }
+    if let Some(l) = labels
+        && l.len() != n
+    {
+        return Err(bad("labels", format!("{} labels for {n} rows", l.len())));
+    }
+    // Encode everything first: a bad row (NaN, …) fails before the index exists.
+    let mut codes = Vec::with_capacity(n * model.code_bytes());
+    let mut start = 0;
+    while start < n {
+        let end = (start + ENCODE_CHUNK).min(n);
+        codes.extend(model.encode(data.slice(ndarray::s![start..end, ..]))?);
+        start = end;
+        progress(end);
+    }
+    let index = Index::create(dir, &model.to_model_file(), config)?;
+    index.add_codes(&codes, ids, labels)?;
+    index.commit()?;
+    Ok(index)
+}

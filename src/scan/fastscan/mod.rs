@@ -1,0 +1,333 @@
+//! 4-bit PQ fast-scan (André, Kermarrec & Le Scouarnec, VLDB 2015, "Cache locality is not
+//! enough"; as in FAISS's IndexPQFastScan): tables quantised to u8 and held in registers,
+//! looked up with byte shuffles over block-interleaved codes ([`layout`]), summed in u16.
+//!
+//! **Exact results.** The quantised sums only *filter*: a row whose quantised sum proves its
+//! exact score cannot reach the current k-th is skipped; every other row is re-scored exactly
+//! (f32, sub-quantisers in ascending order — the plain LUT-4 kernel's order) and offered to the
+//! collector. So the top-k list is identical, bit for bit, to [`crate::scan::lut4_topk_batch`]
+//! on the same codes; quantisation only changes how many rows are re-scored.
+//!
+//! Quantisation (per query, after negating tables for larger-is-better): table `j` minus its
+//! minimum `m_j`, times one global scale `a = 255 / max_j (max_j − m_j)`, rounded:
+//! `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 255]`, so a row's `Q = Σ_j q_j ≤ 255 M2` fits u16 for
+//! `M ≤ 256`. Since `t_j(i) − m_j ≥ (q_j(i) − ½) / a`, the real sum `S ≥ (Q − ½M)/a + Σ m_j`;
+//! with `γ` bounding the f32 rounding of the exact sum (`γ = M · 2⁻²³ · Σ_j max|t_j|`), a row
+//! can only have exact score `≤ θ` (the k-th) if `Q ≤ (θ + γ − Σ m_j)·a + ½M` (+1 for the f64
+//! arithmetic of this bound). Rows over that bound are skipped.
+
+pub mod layout;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::ops::Range;
+
+use super::dispatch::Isa;
+use super::error::{Result, ScanError};
+use super::lut::Tables;
+use super::lut::scalar::bound_score;
+use super::rows::{Sink, TopKSink};
+use super::schedule::{ScanOptions, block_rows, run};
+use super::topk::{Direction, TopK, f32_to_key};
+use crate::scan::hamming::merge_parts;
+use crate::scan::lut::to_scores;
+use layout::{BLOCK_ROWS, block_bytes, nibble, packed_len, padded_m};
+
+pub use layout::{pack_fastscan, unpack_row};
+
+/// Largest number of sub-quantisers: keeps the u16 sums from overflowing.
+pub const MAX_M: usize = 256;
+
+/// A column of 4-bit codes in the fast-scan layout, with ids and deletions, validated.
+#[derive(Debug, Clone, Copy)]
+pub struct FastScanRows<'a> {
+    packed: &'a [u8],
+    m: usize,
+    ids: &'a [u64],
+    deleted: Option<&'a [u64]>,
+}
+
+impl<'a> FastScanRows<'a> {
+    /// `packed` from [`pack_fastscan`] for `ids.len()` rows of `m` sub-quantisers.
+    pub fn new(
+        packed: &'a [u8],
+        m: usize,
+        ids: &'a [u64],
+        deleted: Option<&'a [u64]>,
+    ) -> Result<Self> {
+        if m == 0 || m > MAX_M {
+            return Err(ScanError::Invalid {
+                argument: "m",
+                detail: format!("fast-scan takes 1 to {MAX_M} sub-quantisers, got {m}"),
+            });
+        }
+        let n = ids.len();
+        if packed.len() != packed_len(n, m) {
+            return Err(ScanError::Length {
+                argument: "packed",
+                expected: packed_len(n, m),
+                found: packed.len(),
+            });
+        }
+        if let Some(d) = deleted
+            && d.len() != n.div_ceil(64)
+        {
+            return Err(ScanError::DeletedLength {
+                words: d.len(),
+                rows: n,
+                expected: n.div_ceil(64),
+            });
+        }
+        Ok(FastScanRows {
+            packed,
+            m,
+            ids,
+            deleted,
+        })
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// One query's tables: exact f32 (ranked smaller-is-better) and the u8 quantised copy.
+pub(crate) struct QuantLut<'t> {
+    exact: &'t [[f32; 16]],
+    /// `M2` tables of 16 u8, back to back (padding table all zero).
+    q: Vec<u8>,
+    scale: f64,
+    sum_min: f64,
+    slack: f64,
+}
+
+impl<'t> QuantLut<'t> {
+    fn new(exact: &'t [[f32; 16]]) -> Self {
+        let m = exact.len();
+        let mins: Vec<f64> = exact
+            .iter()
+            .map(|t| t.iter().fold(f64::INFINITY, |a, &x| a.min(f64::from(x))))
+            .collect();
+        let range = exact
+            .iter()
+            .zip(&mins)
+            .map(|(t, &mn)| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x) - mn)))
+            .fold(0.0f64, f64::max);
+        let scale = if range > 0.0 { 255.0 / range } else { 1.0 };
+        let mut q = vec![0u8; padded_m(m) * 16];
+        for (j, (t, &mn)) in exact.iter().zip(&mins).enumerate() {
+            for (i, &x) in t.iter().enumerate() {
+                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, 255.0) as u8;
+            }
+        }
+        let abs_sum: f64 = exact
+            .iter()
+            .map(|t| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x).abs())))
+            .sum();
+        let gamma = m as f64 * f64::powi(2.0, -23) * abs_sum;
+        QuantLut {
+            exact,
+            q,
+            scale,
+            sum_min: mins.iter().sum(),
+            slack: gamma,
+        }
+    }
+
+    /// The largest quantised sum a row may have and still reach the collector's bound.
+    #[inline]
+    fn q_bound(&self, key_bound: u32) -> u16 {
+        if key_bound == u32::MAX {
+            return u16::MAX;
+        }
+        let theta = f64::from(bound_score(key_bound));
+        let m = self.exact.len() as f64;
+        let t = (theta + self.slack - self.sum_min) * self.scale + 0.5 * m + 1.0;
+        t.floor().clamp(0.0, f64::from(u16::MAX)) as u16
+    }
+
+    /// Exact score of row `r`, in the plain LUT-4 kernels' order.
+    #[inline]
+    fn exact_score(&self, packed: &[u8], r: usize) -> f32 {
+        let m = self.exact.len();
+        let mut acc = 0.0f32;
+        for (j, t) in self.exact.iter().enumerate() {
+            acc += t[nibble(packed, m, r, j) as usize];
+        }
+        acc
+    }
+
+    /// Re-scores the rows of block `b` whose bit is set in `pass` (bit i = row 32b + i) and
+    /// offers those within the bound; returns the new quantised bound.
+    #[inline(never)]
+    fn rescore<S: Sink>(
+        &self,
+        packed: &[u8],
+        b: usize,
+        mut pass: u32,
+        end: usize,
+        sink: &mut S,
+    ) -> u16 {
+        let mut bound = sink.bound();
+        while pass != 0 {
+            let i = pass.trailing_zeros() as usize;
+            pass &= pass - 1;
+            let r = b * BLOCK_ROWS + i;
+            if r >= end {
+                break;
+            }
+            let key = f32_to_key(self.exact_score(packed, r));
+            if key <= bound {
+                bound = sink.offer(key, r);
+            }
+        }
+        self.q_bound(bound)
+    }
+}
+
+/// Scalar twin: quantised sums of a block in plain integer arithmetic.
+fn scan_scalar<S: Sink>(
+    packed: &[u8],
+    m: usize,
+    rows: Range<usize>,
+    ql: &QuantLut<'_>,
+    sink: &mut S,
+) {
+    let bb = block_bytes(m);
+    let mut tq = ql.q_bound(sink.bound());
+    for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
+        let Some(blk) = packed.get(b * bb..(b + 1) * bb) else {
+            return;
+        };
+        let mut sums = [0u16; BLOCK_ROWS];
+        for (plane, t) in blk.chunks_exact(16).zip(ql.q.chunks_exact(16)) {
+            for (i, &byte) in plane.iter().enumerate() {
+                sums[i] += u16::from(t[(byte & 0x0f) as usize]);
+                sums[i + 16] += u16::from(t[(byte >> 4) as usize]);
+            }
+        }
+        let mut pass = 0u32;
+        for (i, &s) in sums.iter().enumerate() {
+            if s <= tq {
+                pass |= 1 << i;
+            }
+        }
+        if pass != 0 {
+            tq = ql.rescore(packed, b, pass, rows.end, sink);
+        }
+    }
+}
+
+fn scan_with<S: Sink>(
+    isa: Isa,
+    packed: &[u8],
+    m: usize,
+    rows: Range<usize>,
+    ql: &QuantLut<'_>,
+    sink: &mut S,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => {
+            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2.
+            unsafe { x86::scan_avx2(packed, m, rows, ql, sink) }
+        }
+        _ => scan_scalar(packed, m, rows, ql, sink),
+    }
+}
+
+/// Fast-scan top-k for nq queries: `luts` holds nq × `m` tables of 16 f32 (as for
+/// [`crate::scan::lut4_topk_batch`], whose results this returns exactly). AVX-512 machines run
+/// the AVX2 kernel.
+pub fn fastscan_topk_batch(
+    rows: &FastScanRows<'_>,
+    luts: &[f32],
+    direction: Direction,
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<(f32, u64)>>> {
+    let m = rows.m;
+    let tables = Tables::<16>::new(luts, m, direction)?;
+    let isa = opts.dispatch.resolve()?;
+    TopK::new(k)?;
+    let nq = tables.nq();
+    let quant: Vec<QuantLut<'_>> = (0..nq).map(|q| QuantLut::new(tables.query(q))).collect();
+    let r = *rows;
+    // Blocks of rows must start on a 32-row boundary: `run` cuts at multiples of 64.
+    let block = block_rows(block_bytes(m) / BLOCK_ROWS, nq);
+    let parts = run(
+        r.len(),
+        nq,
+        opts.threads,
+        block,
+        |_| TopKSink::new(k, r.ids, r.deleted),
+        |range, q, sink: &mut Result<TopKSink<'_>>| {
+            if let (Ok(sink), Some(ql)) = (sink, quant.get(q)) {
+                debug_assert!(range.start.is_multiple_of(BLOCK_ROWS));
+                scan_with(isa, r.packed, m, range, ql, sink);
+            }
+        },
+    );
+    Ok(to_scores(merge_parts(parts, nq, k)?, direction))
+}
+
+/// Fast-scan top-k for one query over `packed` (from [`pack_fastscan`]).
+pub fn fastscan_topk(
+    packed: &[u8],
+    m: usize,
+    ids: &[u64],
+    deleted: Option<&[u64]>,
+    lut: &[f32],
+    direction: Direction,
+    k: usize,
+) -> Result<Vec<(f32, u64)>> {
+    let rows = FastScanRows::new(packed, m, ids, deleted)?;
+    let mut out = fastscan_topk_batch(&rows, lut, direction, k, ScanOptions::default())?;
+    Ok(out.pop().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantised_bound_never_drops_a_needed_row() {
+        // Every row whose exact score is <= theta must have Q <= q_bound(theta).
+        let exact: Vec<[f32; 16]> = (0..7)
+            .map(|j| core::array::from_fn(|i| ((i * 7 + j * 3) % 16) as f32 * 0.37 - 2.0))
+            .collect();
+        let ql = QuantLut::new(&exact);
+        let codes: Vec<u8> = (0..4 * 300).map(|x| (x * 131 + 7) as u8).collect();
+        let packed = pack_fastscan(&codes, 7).unwrap();
+        let scores: Vec<f32> = (0..300).map(|r| ql.exact_score(&packed, r)).collect();
+        for &theta in &scores {
+            let tq = ql.q_bound(f32_to_key(theta));
+            for (r, &s) in scores.iter().enumerate() {
+                let qsum: u32 = (0..7)
+                    .map(|j| u32::from(ql.q[16 * j + nibble(&packed, 7, r, j) as usize]))
+                    .sum();
+                if s <= theta {
+                    assert!(qsum <= u32::from(tq), "row {r}: Q {qsum} > bound {tq}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_validation() {
+        let packed = vec![0u8; 2 * 64];
+        let ids: Vec<u64> = (0..40).collect();
+        assert!(FastScanRows::new(&packed, 4, &ids, None).is_ok());
+        assert!(FastScanRows::new(&packed, 3, &ids, None).is_ok());
+        assert!(FastScanRows::new(&packed, 6, &ids, None).is_err());
+        assert!(FastScanRows::new(&packed, 0, &ids, None).is_err());
+        assert!(FastScanRows::new(&packed, 4, &ids[..10], None).is_err());
+        assert!(FastScanRows::new(&packed, 4, &ids, Some(&[0, 0])).is_err());
+    }
+}

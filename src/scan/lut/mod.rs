@@ -1,0 +1,471 @@
+//! Table-lookup scoring: score(row) = Σ_j lut[j][code_j], one kernel for several query kinds.
+//!
+//! - **PQ ADC** (Jégou et al., TPAMI 2011, eq. 13, as FAISS's IndexPQ does it): table `j` holds
+//!   the distance (L2, smaller is better) or inner product (larger is better) between the
+//!   query's j-th sub-vector and each of the 256 (LUT-8) or 16 (LUT-4) centroids.
+//! - **Asymmetric binary distance** (query projected but not binarised): table `j` holds, for
+//!   each value of code byte `j`, the sum of the per-bit terms of its 8 bits — see
+//!   [`lut8_from_bit_terms`].
+//! - **Linear scoring of bits** (score = b + Σ w_i h_i, PiCoDes / SVM on codes): the same tables
+//!   with terms `0` and `w_i`, the bias added to every entry of table 0.
+//!
+//! Scores are summed in `f32` in ascending `j` in every kernel (see `scalar.rs`), so the SIMD and
+//! scalar paths give bit-identical scores and identical top-k lists. NaN cannot arise: tables
+//! must be finite and the sum over tables of their largest |entry| must stay below
+//! `f32::MAX / 2` (checked up front), so no partial sum can overflow. For larger-is-better
+//! scores the tables are negated (exact) and the kernels rank smaller-is-better; reported scores
+//! are negated back, equal to summing the original tables.
+//!
+//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte) and
+//! AVX2 / AVX-512 gather kernels; `Dispatch::Auto` picks the scalar one (see [`lut8_isa`]).
+//! LUT-4 keeps each 16-entry table in registers (`vpermps`) on AVX2 / AVX-512.
+//!
+//! LUT-4 codes hold two sub-quantiser indices per byte, **low nibble first** (sub-quantiser
+//! `2i` in bits 0-3 of byte `i`, `2i + 1` in bits 4-7); with an odd M the last high nibble is
+//! ignored. This is the plain (row-major) PQ4 ADC; the block-interleaved fast-scan layout is a
+//! separate kernel.
+
+pub(crate) mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use super::dispatch::{Dispatch, Isa};
+use super::error::{Result, ScanError};
+use super::hamming::merge_parts;
+use super::rows::{CodeRows, Sink, TopKSink};
+use super::schedule::{ScanOptions, block_rows, run};
+use super::topk::{Direction, TopK, f32_to_key, key_to_score};
+
+/// Validated tables, negated for larger-is-better so every kernel ranks smaller-is-better.
+pub(crate) struct Tables<const E: usize> {
+    /// `nq * m` tables of `E` entries.
+    pub t: Vec<[f32; E]>,
+    pub m: usize,
+}
+
+impl<const E: usize> Tables<E> {
+    pub fn new(luts: &[f32], m: usize, direction: Direction) -> Result<Self> {
+        if m == 0 {
+            return Err(ScanError::Invalid {
+                argument: "m",
+                detail: "at least one table is needed".into(),
+            });
+        }
+        if luts.is_empty() {
+            return Err(ScanError::Empty { argument: "lut" });
+        }
+        let per_query = m * E;
+        if !luts.len().is_multiple_of(per_query) {
+            return Err(ScanError::NotMultiple {
+                argument: "lut",
+                found: luts.len(),
+                unit: per_query,
+                what: "m tables of E entries per query",
+            });
+        }
+        if let Some((index, &value)) = luts.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(ScanError::NonFinite {
+                argument: "lut",
+                index,
+                value,
+            });
+        }
+        let sign = match direction {
+            Direction::SmallerIsBetter => 1.0f32,
+            Direction::LargerIsBetter => -1.0f32,
+        };
+        let (tables, _) = luts.as_chunks::<E>();
+        let t: Vec<[f32; E]> = tables.iter().map(|t| t.map(|x| sign * x)).collect();
+        for q in t.chunks_exact(m) {
+            let bound: f64 = q
+                .iter()
+                .map(|t| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x).abs())))
+                .sum();
+            if bound > f64::from(f32::MAX) / 2.0 {
+                return Err(ScanError::LutRange { bound });
+            }
+        }
+        Ok(Tables { t, m })
+    }
+
+    pub fn nq(&self) -> usize {
+        self.t.len() / self.m
+    }
+
+    pub fn query(&self, q: usize) -> &[[f32; E]] {
+        self.t.get(q * self.m..(q + 1) * self.m).unwrap_or(&[])
+    }
+}
+
+/// The LUT-8 kernel a request runs: explicit `Avx2` / `Avx512` run the gather kernels;
+/// `Auto` runs the scalar kernel on every CPU, because f32 gathers lost to it by 3-5× where
+/// measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`); re-measure on other
+/// CPUs with the same bench before changing this.
+fn lut8_isa(dispatch: Dispatch) -> Result<Isa> {
+    match dispatch {
+        Dispatch::Auto => dispatch.resolve().map(|_| Isa::Scalar),
+        explicit => explicit.resolve(),
+    }
+}
+
+fn scan8_with<S: Sink>(isa: Isa, codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            // SAFETY: `Isa::Avx512` is only produced after the runtime probe found avx512f,
+            // avx512bw, avx2 and fma.
+            unsafe { x86::scan8_avx512(codes, base, lut, sink) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `Isa::Avx2` is only produced after the probe found avx2 and fma.
+            unsafe { x86::scan8_avx2(codes, base, lut, sink) }
+        }
+        _ => scalar::scan8(codes, base, lut, sink),
+    }
+}
+
+fn scan4_with<S: Sink>(
+    isa: Isa,
+    codes: &[u8],
+    row_bytes: usize,
+    base: usize,
+    lut: &[[f32; 16]],
+    sink: &mut S,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            // SAFETY: `Isa::Avx512` is only produced after the runtime probe found avx512f,
+            // avx512bw, avx2 and fma.
+            unsafe { x86::scan4_avx512(codes, row_bytes, base, lut, sink) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `Isa::Avx2` is only produced after the probe found avx2 and fma.
+            unsafe { x86::scan4_avx2(codes, row_bytes, base, lut, sink) }
+        }
+        _ => scalar::scan4(codes, row_bytes, base, lut, sink),
+    }
+}
+
+/// Turns sorted key lists back into scores (the order is unchanged: keys are monotone).
+pub(crate) fn to_scores(lists: Vec<Vec<(u32, u64)>>, direction: Direction) -> Vec<Vec<(f32, u64)>> {
+    lists
+        .into_iter()
+        .map(|l| {
+            l.into_iter()
+                .map(|(key, id)| (key_to_score(key, direction), id))
+                .collect()
+        })
+        .collect()
+}
+
+/// The `k` best live rows for one LUT-8 query: `lut` is `code_bytes` tables of 256 f32.
+pub fn lut8_topk(
+    codes: &[u8],
+    code_bytes: usize,
+    ids: &[u64],
+    deleted: Option<&[u64]>,
+    lut: &[f32],
+    direction: Direction,
+    k: usize,
+) -> Result<Vec<(f32, u64)>> {
+    let rows = CodeRows::new(codes, code_bytes, ids, deleted)?;
+    let mut out = lut8_topk_batch(&rows, lut, direction, k, ScanOptions::default())?;
+    Ok(out.pop().unwrap_or_default())
+}
+
+/// LUT-8 top-k for nq queries: `luts` holds nq × `code_bytes` tables of 256 f32, back to back.
+/// Blocked and threaded like [`crate::scan::hamming_topk_batch`].
+pub fn lut8_topk_batch(
+    rows: &CodeRows<'_>,
+    luts: &[f32],
+    direction: Direction,
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<(f32, u64)>>> {
+    let m = rows.code_bytes();
+    let tables = Tables::<256>::new(luts, m, direction)?;
+    let isa = lut8_isa(opts.dispatch)?;
+    TopK::new(k)?;
+    let nq = tables.nq();
+    let rows = *rows;
+    let parts = run(
+        rows.len(),
+        nq,
+        opts.threads,
+        block_rows(m, nq),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
+        |range, q, sink: &mut Result<TopKSink<'_>>| {
+            if let Ok(sink) = sink {
+                let codes = rows.codes_of(range.start, range.end);
+                scan8_with(isa, codes, range.start, tables.query(q), sink);
+            }
+        },
+    );
+    Ok(to_scores(merge_parts(parts, nq, k)?, direction))
+}
+
+/// The `k` best live rows for one LUT-4 query: `m` sub-quantisers, `code_bytes = m.div_ceil(2)`,
+/// `lut` is `m` tables of 16 f32.
+pub fn lut4_topk(
+    codes: &[u8],
+    m: usize,
+    ids: &[u64],
+    deleted: Option<&[u64]>,
+    lut: &[f32],
+    direction: Direction,
+    k: usize,
+) -> Result<Vec<(f32, u64)>> {
+    let rows = CodeRows::new(codes, m.div_ceil(2).max(1), ids, deleted)?;
+    let mut out = lut4_topk_batch(&rows, m, lut, direction, k, ScanOptions::default())?;
+    Ok(out.pop().unwrap_or_default())
+}
+
+/// LUT-4 top-k for nq queries: `luts` holds nq × `m` tables of 16 f32; the rows must be
+/// `m.div_ceil(2)` bytes wide.
+pub fn lut4_topk_batch(
+    rows: &CodeRows<'_>,
+    m: usize,
+    luts: &[f32],
+    direction: Direction,
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<(f32, u64)>>> {
+    let row_bytes = rows.code_bytes();
+    if m.div_ceil(2) != row_bytes {
+        return Err(ScanError::Invalid {
+            argument: "m",
+            detail: format!(
+                "{m} sub-quantisers need {} code bytes per row, the rows have {row_bytes}",
+                m.div_ceil(2)
+            ),
+        });
+    }
+    let tables = Tables::<16>::new(luts, m, direction)?;
+    let isa = opts.dispatch.resolve()?;
+    TopK::new(k)?;
+    let nq = tables.nq();
+    let rows = *rows;
+    let parts = run(
+        rows.len(),
+        nq,
+        opts.threads,
+        block_rows(row_bytes, nq),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
+        |range, q, sink: &mut Result<TopKSink<'_>>| {
+            if let Ok(sink) = sink {
+                let codes = rows.codes_of(range.start, range.end);
+                scan4_with(isa, codes, row_bytes, range.start, tables.query(q), sink);
+            }
+        },
+    );
+    Ok(to_scores(merge_parts(parts, nq, k)?, direction))
+}
+
+/// LUT-8 score of one code (e.g. to re-score candidates), summed in the kernels' order.
+pub fn lut8_score(code: &[u8], lut: &[f32]) -> Result<f32> {
+    let tables = Tables::<256>::new(lut, code.len().max(1), Direction::SmallerIsBetter)?;
+    if tables.nq() != 1 || code.is_empty() {
+        return Err(ScanError::Length {
+            argument: "lut",
+            expected: code.len() * 256,
+            found: lut.len(),
+        });
+    }
+    Ok(scalar::score8(code, tables.query(0)))
+}
+
+/// LUT-4 score of one code of `m` nibbles, summed in the kernels' order.
+pub fn lut4_score(code: &[u8], m: usize, lut: &[f32]) -> Result<f32> {
+    if code.len() != m.div_ceil(2) {
+        return Err(ScanError::Length {
+            argument: "code",
+            expected: m.div_ceil(2),
+            found: code.len(),
+        });
+    }
+    let tables = Tables::<16>::new(lut, m, Direction::SmallerIsBetter)?;
+    if tables.nq() != 1 {
+        return Err(ScanError::Length {
+            argument: "lut",
+            expected: m * 16,
+            found: lut.len(),
+        });
+    }
+    Ok(scalar::score4(code, tables.query(0)))
+}
+
+/// Builds LUT-8 tables from per-bit terms: bit `i` of a code (bit `i % 8` of byte `i / 8`,
+/// least significant first) contributes `zero[i]` when clear and `one[i]` when set, and table
+/// `j` entry `v` is the sum of the terms of byte `j`'s 8 bits in value `v`, added in bit order
+/// 0..8 in f32. `bias` is added to every entry of table 0 (after its bits), so the kernel's
+/// score is `bias + Σ_i term_i`.
+///
+/// Linear scoring of bits `b + Σ w_i h_i`: `zero = 0`, `one = w`. An asymmetric distance
+/// between a real-valued projected query `y` and a code `h` with `±1` bits:
+/// `zero[i] = (y_i + 1)²`, `one[i] = (y_i − 1)²` gives `‖y − (2h − 1)‖²`.
+pub fn lut8_from_bit_terms(zero: &[f32], one: &[f32], bias: f32) -> Result<Vec<f32>> {
+    if zero.is_empty() {
+        return Err(ScanError::Empty { argument: "zero" });
+    }
+    if one.len() != zero.len() {
+        return Err(ScanError::Length {
+            argument: "one",
+            expected: zero.len(),
+            found: one.len(),
+        });
+    }
+    if !zero.len().is_multiple_of(8) {
+        return Err(ScanError::NotMultiple {
+            argument: "zero",
+            found: zero.len(),
+            unit: 8,
+            what: "bits per code byte",
+        });
+    }
+    for (argument, v) in [("zero", zero), ("one", one), ("bias", &[bias][..])] {
+        if let Some((index, &value)) = v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+            return Err(ScanError::NonFinite {
+                argument,
+                index,
+                value,
+            });
+        }
+    }
+    let m = zero.len() / 8;
+    let mut out = Vec::with_capacity(m * 256);
+    for (j, (z, o)) in zero.chunks_exact(8).zip(one.chunks_exact(8)).enumerate() {
+        for v in 0..256usize {
+            let mut s = 0.0f32;
+            for b in 0..8 {
+                s += if (v >> b) & 1 == 1 { o[b] } else { z[b] };
+            }
+            if j == 0 {
+                s += bias;
+            }
+            out.push(s);
+        }
+    }
+    if let Some((index, &value)) = out.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(ScanError::NonFinite {
+            argument: "lut (sum of bit terms overflowed)",
+            index,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// The key a LUT score ranks by (exposed for callers that merge LUT results with their own).
+pub fn lut_key(score: f32, direction: Direction) -> u32 {
+    match direction {
+        Direction::SmallerIsBetter => f32_to_key(score),
+        Direction::LargerIsBetter => f32_to_key(-score),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::dispatch::available_dispatches;
+
+    #[test]
+    fn lut8_small_example() {
+        // m = 4: table j entry v = v * (j + 1).
+        let m = 4;
+        let lut: Vec<f32> = (0..m)
+            .flat_map(|j| (0..256).map(move |v| (v * (j + 1)) as f32))
+            .collect();
+        let codes: Vec<u8> = (0..20u8).flat_map(|r| [r, 0, 0, 20 - r]).collect();
+        let ids: Vec<u64> = (0..20).collect();
+        let rows = CodeRows::new(&codes, m, &ids, None).unwrap();
+        for d in available_dispatches() {
+            let opts = ScanOptions {
+                dispatch: d,
+                threads: 1,
+            };
+            let small = lut8_topk_batch(&rows, &lut, Direction::SmallerIsBetter, 2, opts).unwrap();
+            // score(r) = r + 4 (20 - r) = 80 - 3r: best at r = 19, 18.
+            assert_eq!(small, vec![vec![(23.0, 19), (26.0, 18)]], "{d:?}");
+            let large = lut8_topk_batch(&rows, &lut, Direction::LargerIsBetter, 2, opts).unwrap();
+            assert_eq!(large, vec![vec![(80.0, 0), (77.0, 1)]], "{d:?}");
+        }
+        assert_eq!(lut8_score(&codes[..4], &lut).unwrap(), 80.0);
+    }
+
+    #[test]
+    fn lut4_nibble_order() {
+        // m = 3 (odd): byte 0 = (j0 low, j1 high), byte 1 = (j2 low, ignored high).
+        let lut: Vec<f32> = (0..3)
+            .flat_map(|j| (0..16).map(move |v| (v as f32) * 10f32.powi(j)))
+            .collect();
+        let code = [0x21u8, 0xf3];
+        assert_eq!(lut4_score(&code, 3, &lut).unwrap(), 1.0 + 20.0 + 300.0);
+        assert!(lut4_score(&code, 5, &lut).is_err());
+    }
+
+    #[test]
+    fn bad_tables_are_errors() {
+        let codes = [0u8; 8];
+        let ids = [0u64, 1];
+        let mut lut = vec![0.0f32; 4 * 256];
+        lut[300] = f32::NAN;
+        let e = lut8_topk(&codes, 4, &ids, None, &lut, Direction::SmallerIsBetter, 1);
+        assert!(matches!(e, Err(ScanError::NonFinite { index: 300, .. })));
+        let big = vec![f32::MAX; 4 * 256];
+        assert!(matches!(
+            lut8_topk(&codes, 4, &ids, None, &big, Direction::SmallerIsBetter, 1),
+            Err(ScanError::LutRange { .. })
+        ));
+        assert!(matches!(
+            lut8_topk(
+                &codes,
+                4,
+                &ids,
+                None,
+                &lut[..1000],
+                Direction::SmallerIsBetter,
+                1
+            ),
+            Err(ScanError::NotMultiple { .. })
+        ));
+        assert!(matches!(
+            lut4_topk(
+                &codes[..7],
+                3,
+                &ids,
+                None,
+                &[0.0; 48],
+                Direction::SmallerIsBetter,
+                1
+            ),
+            Err(ScanError::CodesLength { .. })
+        ));
+    }
+
+    #[test]
+    fn bit_terms_linear_and_asymmetric() {
+        let w: Vec<f32> = (0..16).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let lut = lut8_from_bit_terms(&[0.0; 16], &w, 1.5).unwrap();
+        let code = [0b1000_0101u8, 0b0000_0010];
+        let want = 1.5 + w[0] + w[2] + w[7] + w[9];
+        assert_eq!(lut8_score(&code, &lut).unwrap(), want);
+        // Asymmetric: ‖y − (2h − 1)‖².
+        let y: Vec<f32> = (0..8).map(|i| i as f32 * 0.25 - 1.0).collect();
+        let zero: Vec<f32> = y.iter().map(|v| (v + 1.0) * (v + 1.0)).collect();
+        let one: Vec<f32> = y.iter().map(|v| (v - 1.0) * (v - 1.0)).collect();
+        let lut = lut8_from_bit_terms(&zero, &one, 0.0).unwrap();
+        let h = 0b0110_0011u8;
+        let direct: f32 = (0..8)
+            .map(|b| {
+                let s = if (h >> b) & 1 == 1 { 1.0 } else { -1.0 };
+                (y[b] - s) * (y[b] - s)
+            })
+            .fold(0.0, |a, x| a + x);
+        assert_eq!(lut8_score(&[h], &lut).unwrap(), direct);
+        assert!(lut8_from_bit_terms(&[0.0; 7], &[0.0; 7], 0.0).is_err());
+        assert!(lut8_from_bit_terms(&[0.0; 8], &[f32::NAN; 8], 0.0).is_err());
+    }
+}

@@ -1,0 +1,154 @@
+//! How a scan is cut into work: threads over contiguous row ranges, and, for several queries,
+//! cache-sized blocks of rows scanned for every query before moving on.
+//!
+//! With nq > 1 a plain loop (all rows for query 1, then all rows for query 2, …) streams the
+//! codes from memory nq times. Instead each thread walks its range in blocks of
+//! [`block_rows`] rows (about 64 KiB of codes, resident in L2) and runs every query over the
+//! block, so memory traffic is that of one scan and the work becomes compute-bound. Each thread
+//! keeps one collector per query; the per-thread collectors are merged at the end, which is
+//! exact because the collectors' order is total (see `scan::topk`).
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::dispatch::Dispatch;
+
+/// How a scan runs: which kernels, and how many threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Kernel choice (default: best the CPU has).
+    pub dispatch: Dispatch,
+    /// Number of concurrent tasks the rows are split into: 1 = run on the calling thread, no
+    /// rayon; n > 1 = n contiguous ranges run on the current rayon pool (so at most the pool's
+    /// size run at once; install a pool of the wanted size to control it); 0 = the current
+    /// pool's thread count.
+    pub threads: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            dispatch: Dispatch::Auto,
+            threads: 1,
+        }
+    }
+}
+
+/// Below this many rows a scan stays on one thread: the split would cost more than it saves.
+const MIN_ROWS_PER_TASK: usize = 1 << 14;
+
+/// Target bytes of codes per block when several queries share a pass.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// Rows per block for `row_bytes`-byte rows and `nq` queries: the whole range for one query
+/// (no reuse to gain), else about [`BLOCK_BYTES`] of codes, a multiple of 64 rows.
+pub(crate) fn block_rows(row_bytes: usize, nq: usize) -> usize {
+    if nq <= 1 {
+        usize::MAX
+    } else {
+        ((BLOCK_BYTES / row_bytes.max(1)) / 64 * 64).max(64)
+    }
+}
+
+/// Splits `0..n` into at most `tasks` contiguous ranges cut at multiples of 64 rows (so no two
+/// tasks share a word of the deletion bitmap or a cache line of ids).
+pub(crate) fn split_rows(n: usize, tasks: usize) -> Vec<Range<usize>> {
+    let tasks = tasks.max(1);
+    let per = n.div_ceil(tasks).div_ceil(64) * 64;
+    let per = per.max(64);
+    (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect()
+}
+
+/// Runs `scan(block, query, &mut sink)` over every block of rows `0..n_rows` for every query,
+/// on `threads` tasks, and returns the sinks: `[task][query]`.
+pub(crate) fn run<S, Mk, Sc>(
+    n_rows: usize,
+    nq: usize,
+    threads: usize,
+    block: usize,
+    make: Mk,
+    scan: Sc,
+) -> Vec<Vec<S>>
+where
+    S: Send,
+    Mk: Fn(usize) -> S + Sync,
+    Sc: Fn(Range<usize>, usize, &mut S) + Sync,
+{
+    let threads = if threads == 0 {
+        rayon::current_num_threads()
+    } else {
+        threads
+    };
+    let tasks = threads.min(n_rows / MIN_ROWS_PER_TASK).max(1);
+    let task = |range: Range<usize>| -> Vec<S> {
+        let mut sinks: Vec<S> = (0..nq).map(&make).collect();
+        let mut start = range.start;
+        while start < range.end {
+            let end = start.saturating_add(block).min(range.end);
+            for (q, sink) in sinks.iter_mut().enumerate() {
+                scan(start..end, q, sink);
+            }
+            start = end;
+        }
+        sinks
+    };
+    if tasks == 1 {
+        vec![task(0..n_rows)]
+    } else {
+        split_rows(n_rows, tasks)
+            .into_par_iter()
+            .with_max_len(1)
+            .map(task)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_covers_everything_once() {
+        for n in [0usize, 1, 63, 64, 65, 1000, 100_000] {
+            for t in 1..5 {
+                let r = split_rows(n, t);
+                assert!(r.len() <= t.max(1));
+                let mut next = 0;
+                for x in &r {
+                    assert_eq!(x.start, next);
+                    assert!(x.start.is_multiple_of(64));
+                    next = x.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+
+    #[test]
+    fn run_visits_each_row_once_per_query() {
+        let n = 100_003;
+        for threads in [1, 2, 3] {
+            let out = run(
+                n,
+                3,
+                threads,
+                block_rows(8, 3),
+                |_| Vec::<Range<usize>>::new(),
+                |r, _q, s: &mut Vec<Range<usize>>| s.push(r),
+            );
+            for q in 0..3 {
+                let mut all: Vec<Range<usize>> =
+                    out.iter().flat_map(|t| t[q].iter().cloned()).collect();
+                all.sort_by_key(|r| r.start);
+                let mut next = 0;
+                for r in all {
+                    assert_eq!(r.start, next);
+                    assert!(r.len() <= block_rows(8, 3));
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+}

@@ -1,0 +1,642 @@
+//! Compaction (FORMAT.md §11.4): merge small segments into larger ones (size-tiered), drop
+//! deleted rows, fold class-table deltas into a new base table — published as one commit.
+//!
+//! It runs in three phases so that neither readers nor the writer wait for the merge itself:
+//!
+//! 1. *Plan* (writer mutex held for an `Arc` clone): pin the committed version `B` and choose
+//!    the groups of segments to merge.
+//! 2. *Merge* (no lock): stream each group into a new segment, skipping rows deleted in `B`.
+//!    Sources are k-way merged by id when their rows are sorted (the engine always writes them
+//!    sorted), so the output is sorted too; otherwise they are concatenated. Each column is a
+//!    separate streaming pass, so memory is O(`buffer_rows` × row width + group size) whatever
+//!    the index size, and I/O is O(rows): every source column is read once to check its
+//!    checksum (a damaged column must not be rewritten under a fresh checksum), once to copy,
+//!    and the id column once per output column.
+//! 3. *Publish* (writer mutex held): rows deleted in the committed version `C` but not in `B`
+//!    (commits that happened during the merge) are found by id in the merged segment and
+//!    written as its deletion bitmap; deltas committed meanwhile are folded too; the manifest
+//!    C+1 replaces the sources by the merged segments. Deletes staged but not committed are
+//!    kept by id and land on whichever segment holds the row at the next commit.
+//!
+//! An error before the manifest is published leaves the index as it was (the merged files
+//! are removed) and does not poison the writer; an error after it (the directory fsync) does.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::format::{
+    ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest, append_log::NO_LABEL,
+};
+
+use super::config::CompactionPolicy;
+use super::error::{Result, StorageError};
+use super::gc::GcReport;
+use super::index::{Column, Index, Writer, now_ms};
+use super::layout::data_file_name;
+use super::publish::{publish, sync_dir};
+use super::version::{SegmentSlot, VersionState};
+
+/// One merge of a compaction.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeReport {
+    /// The merged segments' file names.
+    pub sources: Vec<String>,
+    /// The new segment (`None` when every source row was deleted).
+    pub output: Option<String>,
+    /// Rows written.
+    pub rows: u64,
+    /// Deleted rows dropped.
+    pub dropped: u64,
+    /// Bytes of the source segment files.
+    pub bytes_in: u64,
+    /// Bytes of the new segment file.
+    pub bytes_out: u64,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactionReport {
+    /// The version it published (`None`: nothing to do).
+    pub version: Option<u64>,
+    /// The committed version its result has the same rows as.
+    pub based_on: u64,
+    pub merges: Vec<MergeReport>,
+    /// Class files folded into a new base table (0: none).
+    pub folded_class_files: usize,
+    /// Garbage collection after the compaction (when `config.auto_gc`).
+    pub gc: Option<GcReport>,
+    /// A garbage-collection failure (the compaction itself succeeded).
+    pub gc_error: Option<String>,
+}
+
+/// The output of phase 2 for one group.
+struct Merged {
+    /// Positions of the sources in the base version.
+    sources: Vec<usize>,
+    slot: Option<SegmentSlot>,
+    report: MergeReport,
+}
+
+/// Chooses the groups of segments to merge (indices into `v.segments`).
+pub(crate) fn plan(v: &VersionState, policy: &CompactionPolicy) -> Vec<Vec<usize>> {
+    let mut groups = Vec::new();
+    // Segments with stored vectors are left alone: their column is written in one piece, not
+    // streamed. Groups never mix segments with and without inverted-list ids.
+    for lists in [false, true] {
+        let cands: Vec<usize> = (0..v.segments.len())
+            .filter(|&i| {
+                let r = v.segments[i].seg.reader();
+                r.meta().vectors.is_none() && r.lists().is_some() == lists
+            })
+            .collect();
+        let deleted_frac = |i: usize| {
+            let e = &v.segments[i].entry;
+            if e.rows == 0 {
+                1.0
+            } else {
+                e.deleted as f64 / e.rows as f64
+            }
+        };
+        if policy.full {
+            let dirty = cands.iter().any(|&i| v.segments[i].entry.deleted > 0);
+            if cands.len() >= 2 || (cands.len() == 1 && dirty) {
+                groups.push(cands);
+            }
+            continue;
+        }
+        let mut tiers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &i in &cands {
+            tiers
+                .entry(policy.tier(v.segments[i].seg.file_len()))
+                .or_default()
+                .push(i);
+        }
+        let mut used = HashSet::new();
+        for (_, mut t) in tiers {
+            t.sort_by_key(|&i| (v.segments[i].seg.file_len(), i));
+            while t.len() >= policy.min_merge {
+                let n = t.len().min(policy.max_merge);
+                let g: Vec<usize> = t.drain(..n).collect();
+                used.extend(g.iter().copied());
+                groups.push(g);
+            }
+        }
+        for &i in &cands {
+            if !used.contains(&i) && deleted_frac(i) > policy.max_deleted_fraction {
+                groups.push(vec![i]);
+            }
+        }
+    }
+    for g in &mut groups {
+        g.sort_unstable();
+    }
+    groups
+}
+
+/// One source of a merge: its id column and deletions.
+struct Source<'a> {
+    ids: &'a [u64],
+    rows: u64,
+    deletions: Option<&'a crate::format::DeletionBitmap>,
+}
+
+impl Source<'_> {
+    #[inline]
+    fn is_deleted(&self, row: u64) -> bool {
+        self.deletions.is_some_and(|d| d.is_deleted(row))
+    }
+}
+
+/// Streams the live rows of several segments in merged order, as runs of consecutive rows of
+/// one source handed to a sink.
+///
+/// With sorted sources it is a k-way merge that *gallops*: the source with the smallest head
+/// emits rows until its ids pass the smallest head of the others (read off the heap's two
+/// children), then its new head is sifted down in place — one heap step per run, and per row
+/// only when the sources interleave row by row. Otherwise the sources are concatenated.
+struct MergeCursor<'a> {
+    sources: Vec<Source<'a>>,
+    next: Vec<u64>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    sorted: bool,
+    concat_src: usize,
+    /// An id found live in two sources (damaged input): the merge still advances, and the
+    /// caller refuses the result.
+    duplicate: Option<u64>,
+}
+
+impl<'a> MergeCursor<'a> {
+    fn new(slots: &[&'a SegmentSlot], sorted: bool) -> Self {
+        let sources: Vec<Source<'a>> = slots
+            .iter()
+            .map(|s| Source {
+                ids: s.seg.reader().ids(),
+                rows: s.entry.rows,
+                deletions: s.deletions.as_deref(),
+            })
+            .collect();
+        let mut m = MergeCursor {
+            next: vec![0; sources.len()],
+            sources,
+            heap: BinaryHeap::new(),
+            sorted,
+            concat_src: 0,
+            duplicate: None,
+        };
+        if sorted {
+            for s in 0..m.sources.len() {
+                m.skip_deleted(s);
+                if let Some(id) = m.head(s) {
+                    m.heap.push(Reverse((id, s)));
+                }
+            }
+        }
+        m
+    }
+
+    fn skip_deleted(&mut self, s: usize) {
+        let src = &self.sources[s];
+        let mut r = self.next[s];
+        while r < src.rows && src.is_deleted(r) {
+            r += 1;
+        }
+        self.next[s] = r;
+    }
+
+    /// The id at source `s`'s cursor (a live row), if any.
+    fn head(&self, s: usize) -> Option<u64> {
+        let src = &self.sources[s];
+        (self.next[s] < src.rows).then(|| src.ids[self.next[s] as usize])
+    }
+
+    /// Emits live rows of source `s` from its cursor while their ids are below `bound`, at
+    /// most `room` of them; returns how many.
+    #[inline(always)]
+    fn emit(
+        &mut self,
+        s: usize,
+        bound: Option<u64>,
+        room: u64,
+        sink: &mut impl FnMut(usize, u64, u64),
+    ) -> u64 {
+        let src = &self.sources[s];
+        let first = self.next[s];
+        if let (Some(b), Some(&id)) = (bound, src.ids.get(first as usize))
+            && id >= b
+        {
+            self.duplicate = Some(id);
+        }
+        let (mut start, mut r, mut emitted) = (first, first, 0);
+        while r < src.rows
+            && emitted + (r - start) < room
+            && (r == first || bound.is_none_or(|b| src.ids[r as usize] < b))
+        {
+            if src.is_deleted(r) {
+                if r > start {
+                    sink(s, start, r - start);
+                    emitted += r - start;
+                }
+                start = r + 1;
+            }
+            r += 1;
+        }
+        if r > start {
+            sink(s, start, r - start);
+            emitted += r - start;
+        }
+        self.next[s] = r;
+        self.skip_deleted(s);
+        emitted
+    }
+
+    /// Hands up to `n` rows to `sink(source, first row, rows)` in merged order; returns how
+    /// many (0 at the end).
+    fn next_chunk(&mut self, n: u64, mut sink: impl FnMut(usize, u64, u64)) -> u64 {
+        let mut rows = 0;
+        while rows < n {
+            if self.sorted {
+                let Some(&Reverse((_, s))) = self.heap.peek() else {
+                    return rows;
+                };
+                let h = self.heap.as_slice();
+                let bound = match (h.get(1), h.get(2)) {
+                    (Some(Reverse(a)), Some(Reverse(b))) => Some(a.0.min(b.0)),
+                    (Some(Reverse(a)), None) => Some(a.0),
+                    _ => None,
+                };
+                rows += self.emit(s, bound, n - rows, &mut sink);
+                let head = self.head(s);
+                if let Some(mut top) = self.heap.peek_mut() {
+                    match head {
+                        Some(id) => *top = Reverse((id, s)),
+                        None => {
+                            std::collections::binary_heap::PeekMut::pop(top);
+                        }
+                    }
+                }
+            } else {
+                let s = self.concat_src;
+                if s >= self.sources.len() {
+                    return rows;
+                }
+                self.skip_deleted(s);
+                if self.head(s).is_none() {
+                    self.concat_src += 1;
+                    continue;
+                }
+                rows += self.emit(s, None, n - rows, &mut sink);
+            }
+        }
+        rows
+    }
+}
+
+impl Index {
+    /// Compacts the index by `policy` and publishes the result as one new version (see the
+    /// module documentation). Returns what it did; `version: None` when there was nothing to
+    /// do. Other compactions and garbage collections wait; readers and the writer do not,
+    /// except for the short publish step.
+    pub fn compact(&self, policy: &CompactionPolicy) -> Result<CompactionReport> {
+        let dir = self.shared.dir.clone();
+        policy.validate(&dir)?;
+        let _guard = self.shared.compaction.lock();
+        let base = {
+            let w = self.shared.writer.lock();
+            w.check_poisoned(&dir)?;
+            w.committed.clone()
+        };
+        let groups = plan(&base, policy);
+        let fold_now = policy.fold_classes && base.manifest.class_files.len() > 1;
+        if groups.is_empty() && !fold_now {
+            return Ok(CompactionReport {
+                version: None,
+                based_on: base.version(),
+                merges: Vec::new(),
+                folded_class_files: 0,
+                gc: None,
+                gc_error: None,
+            });
+        }
+        let mut merged = Vec::with_capacity(groups.len());
+        for g in groups {
+            match self.merge_group(&base, g, policy) {
+                Ok(m) => merged.push(m),
+                Err(e) => {
+                    self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
+                    return Err(e);
+                }
+            }
+        }
+        let mut w = self.shared.writer.lock();
+        let mut created = Vec::new();
+        let published = match w.check_poisoned(&dir) {
+            Ok(()) => self.publish_compaction(&mut w, &base, &merged, policy, &mut created),
+            Err(e) => Err((e, false)),
+        };
+        let mut report = match published {
+            Ok(r) => r,
+            Err((e, visible)) => {
+                if visible {
+                    w.poison(&e);
+                } else {
+                    self.remove_quietly(
+                        merged
+                            .iter()
+                            .filter_map(|m| m.report.output.clone())
+                            .chain(created),
+                    );
+                }
+                return Err(e);
+            }
+        };
+        if self.shared.config.auto_gc {
+            match self.gc_locked(&w) {
+                Ok(g) => report.gc = Some(g),
+                Err(e) => report.gc_error = Some(e.to_string()),
+            }
+        }
+        Ok(report)
+    }
+
+    fn remove_quietly(&self, names: impl Iterator<Item = String>) {
+        let fs = &*self.shared.config.fs;
+        for n in names {
+            let _ = fs.remove_file(&self.shared.dir.join(n));
+        }
+        let _ = fs.sync_dir(&self.shared.dir);
+    }
+
+    /// Phase 2 for one group: writes the merged segment (published but not yet referenced).
+    fn merge_group(
+        &self,
+        base: &VersionState,
+        group: Vec<usize>,
+        policy: &CompactionPolicy,
+    ) -> Result<Merged> {
+        let sources: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
+        let mut sorted = true;
+        for s in &sources {
+            s.seg.verify_columns()?;
+            sorted &= s.seg.is_sorted()?;
+        }
+        let rows: u64 = sources.iter().map(|s| s.entry.rows).sum();
+        let live: u64 = sources.iter().map(|s| s.entry.rows - s.entry.deleted).sum();
+        let has_labels = sources.iter().any(|s| s.seg.reader().labels().is_some());
+        let has_lists = sources.iter().all(|s| s.seg.reader().lists().is_some());
+        let mut report = MergeReport {
+            sources: sources
+                .iter()
+                .map(|s| s.entry.segment.name.clone())
+                .collect(),
+            output: None,
+            rows: live,
+            dropped: rows - live,
+            bytes_in: sources.iter().map(|s| s.seg.file_len()).sum(),
+            bytes_out: 0,
+        };
+        if live == 0 {
+            return Ok(Merged {
+                sources: group,
+                slot: None,
+                report,
+            });
+        }
+        let width = self.shared.model.code_bytes as usize;
+        let readers: Vec<_> = sources.iter().map(|s| s.seg.reader()).collect();
+        let n = policy.buffer_rows as u64;
+        let slot = self.write_segment(live, has_labels, has_lists, |col, out| {
+            let mut cursor = MergeCursor::new(&sources, sorted);
+            match col {
+                Column::Ids => {
+                    let mut buf: Vec<u64> = Vec::new();
+                    let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
+                        }) > 0
+                    } {
+                        out.ids(&buf)?;
+                    }
+                }
+                Column::Codes => {
+                    let mut buf: Vec<u8> = Vec::new();
+                    let cols: Vec<&[u8]> = readers.iter().map(|r| r.codes()).collect();
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            let (a, b) = (a as usize * width, (a + len) as usize * width);
+                            buf.extend_from_slice(&cols[s][a..b])
+                        }) > 0
+                    } {
+                        out.codes(&buf)?;
+                    }
+                }
+                Column::Labels | Column::Lists => {
+                    let mut buf: Vec<u32> = Vec::new();
+                    let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
+                        (readers.iter().map(|r| r.labels()).collect(), NO_LABEL)
+                    } else {
+                        (readers.iter().map(|r| r.lists()).collect(), 0)
+                    };
+                    while {
+                        buf.clear();
+                        cursor.next_chunk(n, |s, a, len| {
+                            let (a, b) = (a as usize, (a + len) as usize);
+                            match cols[s] {
+                                Some(l) => buf.extend_from_slice(&l[a..b]),
+                                None => buf.resize(buf.len() + (b - a), fill),
+                            }
+                        }) > 0
+                    } {
+                        if col == Column::Labels {
+                            out.labels(&buf)?;
+                        } else {
+                            out.lists(&buf)?;
+                        }
+                    }
+                }
+            }
+            match cursor.duplicate {
+                Some(id) => Err(StorageError::Format(crate::format::FormatError::Corrupt {
+                    path: self.shared.dir.clone(),
+                    section: "ids".into(),
+                    detail: format!("id {id} is live in two of the segments being merged"),
+                })),
+                None => Ok(()),
+            }
+        })?;
+        report.output = Some(slot.entry.segment.name.clone());
+        report.bytes_out = slot.seg.file_len();
+        Ok(Merged {
+            sources: group,
+            slot: Some(slot),
+            report,
+        })
+    }
+
+    /// Phase 3. Errors carry whether the new manifest may already be visible.
+    fn publish_compaction(
+        &self,
+        w: &mut Writer,
+        base: &Arc<VersionState>,
+        merged: &[Merged],
+        policy: &CompactionPolicy,
+        created: &mut Vec<String>,
+    ) -> std::result::Result<CompactionReport, (StorageError, bool)> {
+        let hidden = |e: StorageError| (e, false);
+        let dir = &self.shared.dir;
+        let fs = &*self.shared.config.fs;
+        let cur = w.committed.clone();
+        let mut out_slots: Vec<Option<SegmentSlot>> = Vec::with_capacity(merged.len());
+        let mut replaced: HashSet<FileId> = HashSet::new();
+        for m in merged {
+            let mut slot = m.slot.clone();
+            let mut late = Vec::new();
+            for &si in &m.sources {
+                let b = &base.segments[si];
+                replaced.insert(b.entry.segment.id);
+                let c = cur
+                    .segments
+                    .iter()
+                    .find(|c| c.entry.segment.id == b.entry.segment.id)
+                    .ok_or_else(|| {
+                        hidden(StorageError::invalid(
+                            dir,
+                            "compaction",
+                            format!(
+                                "internal: segment {} vanished during the merge",
+                                b.entry.segment.name
+                            ),
+                        ))
+                    })?;
+                if c.entry.deletions.as_ref().map(|d| d.id)
+                    == b.entry.deletions.as_ref().map(|d| d.id)
+                {
+                    continue;
+                }
+                // Rows deleted by commits made during the merge.
+                let ids = c.seg.reader().ids();
+                for r in 0..c.entry.rows {
+                    if c.is_deleted(r) && !b.is_deleted(r) {
+                        late.push(ids[r as usize]);
+                    }
+                }
+            }
+            if !late.is_empty()
+                && let Some(s) = slot.as_mut()
+            {
+                let mut rows = Vec::with_capacity(late.len());
+                for id in late {
+                    let row = s
+                        .seg
+                        .find(id)
+                        .map_err(|e| hidden(e.into()))?
+                        .ok_or_else(|| {
+                            hidden(StorageError::invalid(
+                                dir,
+                                "compaction",
+                                format!("internal: id {id} is missing from the merged segment"),
+                            ))
+                        })?;
+                    rows.push(row);
+                }
+                let (bm, fref) = self
+                    .write_bitmap(s.entry.segment.id, s.entry.rows, None, &rows)
+                    .map_err(hidden)?;
+                created.push(fref.name.clone());
+                s.entry.deleted = bm.deleted_count();
+                s.entry.deletions = Some(fref);
+                s.deletions = Some(Arc::new(bm));
+            }
+            out_slots.push(slot);
+        }
+        // The new segment list: each group's output takes the place of its first source.
+        let mut segments = Vec::with_capacity(cur.segments.len());
+        let first_source: Vec<FileId> = merged
+            .iter()
+            .map(|m| base.segments[m.sources[0]].entry.segment.id)
+            .collect();
+        for c in &cur.segments {
+            let id = c.entry.segment.id;
+            if let Some(k) = first_source.iter().position(|&f| f == id) {
+                if let Some(s) = &out_slots[k] {
+                    segments.push(s.clone());
+                }
+            } else if !replaced.contains(&id) {
+                segments.push(c.clone());
+            }
+        }
+        let mut class_files = cur.manifest.class_files.clone();
+        let mut classes = cur.classes.clone();
+        let mut folded_class_files = 0;
+        if policy.fold_classes
+            && cur.manifest.class_files.len() > 1
+            && let Some(t) = &cur.classes
+        {
+            let id = FileId::generate();
+            let name = data_file_name(FileKind::ClassTable, id);
+            let table = ClassTable {
+                file_id: id,
+                dim: t.dim,
+                delta_of: None,
+                classes: t.classes.clone(),
+            };
+            publish(fs, dir, &name, |out, path| {
+                table.write_to(out, path)?;
+                Ok(())
+            })
+            .map_err(hidden)?;
+            created.push(name.clone());
+            folded_class_files = class_files.len();
+            class_files = vec![ClassFileEntry {
+                file: FileRef { id, name },
+                delta: false,
+            }];
+            classes = Some(Arc::new(table));
+        }
+        sync_dir(fs, dir).map_err(hidden)?;
+        let manifest = Manifest {
+            file_id: FileId::generate(),
+            version: w.next_version,
+            created_unix_ms: now_ms(),
+            next_auto_id: cur.manifest.next_auto_id,
+            model: cur.manifest.model.clone(),
+            segments: segments.iter().map(|s| s.entry.clone()).collect(),
+            class_files,
+        };
+        let log = cur.log.clone();
+        publish(
+            fs,
+            dir,
+            &super::layout::manifest_file_name(manifest.version),
+            |out, path| {
+                manifest.write_with_log_to(log.as_ref().map(|l| &l.entry), out, path)?;
+                Ok(())
+            },
+        )
+        .map_err(hidden)?;
+        sync_dir(fs, dir).map_err(|e| (e, true))?;
+        let state = VersionState {
+            dir: dir.clone(),
+            manifest,
+            model: cur.model.clone(),
+            segments,
+            log,
+            classes,
+        };
+        w.next_version += 1;
+        let version = self.install(w, state);
+        Ok(CompactionReport {
+            version: Some(version),
+            based_on: cur.version(),
+            merges: merged.iter().map(|m| m.report.clone()).collect(),
+            folded_class_files,
+            gc: None,
+            gc_error: None,
+        })
+    }
+}

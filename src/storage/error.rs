@@ -1,0 +1,97 @@
+//! Errors of the storage engine: every variant names the index directory or the file, so a
+//! message says which index and which operation went wrong.
+
+use std::path::{Path, PathBuf};
+
+use crate::format::FormatError;
+
+/// An error from an index operation.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// Another writer (in this or another process) holds the index's `LOCK`.
+    #[error(
+        "{dir}: the index is locked by another writer (only one writer at a time; readers need no lock)"
+    )]
+    Locked { dir: PathBuf },
+
+    /// A file operation failed; `op` says which (create, write, fsync, rename, …).
+    #[error("{path}: {op} failed: {source}")]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A file of the index does not decode (it names the file and section).
+    #[error(transparent)]
+    Format(#[from] FormatError),
+
+    /// `add` was given an id that is already a live row (use `upsert` to replace rows).
+    #[error("{dir}: id {id} is already a live row (use upsert to replace it)")]
+    DuplicateId { dir: PathBuf, id: u64 },
+
+    /// `delete` was given an id that is not a live row.
+    #[error("{dir}: id {id} is not a live row")]
+    UnknownId { dir: PathBuf, id: u64 },
+
+    /// An argument is malformed (shape, value, empty input, …).
+    #[error("{dir}: invalid argument {argument}: {detail}")]
+    InvalidArgument {
+        dir: PathBuf,
+        argument: String,
+        detail: String,
+    },
+
+    /// The directory is not a codedb index (no manifest, or no manifest that reads).
+    #[error("{dir}: not a codedb index: {detail}")]
+    NotAnIndex { dir: PathBuf, detail: String },
+
+    /// `create` was pointed at a directory that already holds an index.
+    #[error("{dir}: already holds a codedb index (open it instead)")]
+    AlreadyExists { dir: PathBuf },
+
+    /// An earlier write failed part-way; the handle refuses further writes. Reopening the index
+    /// recovers the last committed version.
+    #[error(
+        "{dir}: the writer stopped after an earlier failure ({cause}); drop it and reopen the index, which opens at the last committed version"
+    )]
+    Poisoned { dir: PathBuf, cause: String },
+}
+
+impl StorageError {
+    pub(crate) fn io(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> StorageError {
+        let path = path.to_path_buf();
+        move |source| StorageError::Io { path, op, source }
+    }
+
+    pub(crate) fn invalid(dir: &Path, argument: &str, detail: impl Into<String>) -> StorageError {
+        StorageError::InvalidArgument {
+            dir: dir.to_path_buf(),
+            argument: argument.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Whether this error came from the file system (as opposed to an argument or a file that
+    /// does not decode). Such an error part-way through a write poisons the writer.
+    pub fn is_io(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Io { .. } | StorageError::Format(FormatError::Io { .. })
+        )
+    }
+
+    /// Whether the error is "file not found" (a reader racing garbage collection).
+    pub(crate) fn is_not_found(&self) -> bool {
+        let kind = match self {
+            StorageError::Io { source, .. } => source.kind(),
+            StorageError::Format(FormatError::Io { source, .. }) => source.kind(),
+            _ => return false,
+        };
+        kind == std::io::ErrorKind::NotFound
+    }
+}
+
+/// Shorthand used throughout the storage engine.
+pub type Result<T> = std::result::Result<T, StorageError>;

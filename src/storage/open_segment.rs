@@ -1,0 +1,168 @@
+//! An opened, immutable segment shared by every version that lists it, with the lazily built
+//! id lookup the writer needs for duplicate checks, deletes and upserts.
+//!
+//! Segments the engine writes (sealed logs, compaction output) store their rows sorted by id,
+//! so a lookup is a binary search straight in the mapped id column and costs no memory. A
+//! segment written by another tool may be unsorted; its lookup uses a row permutation built
+//! once (8 bytes per row).
+
+use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::format::{
+    ChecksumPolicy, Container, FileKind, FormatError, SegmentReader, section_kind,
+};
+
+use super::config::ReadOptions;
+
+/// How the rows of a segment are ordered by id.
+#[derive(Debug)]
+pub(crate) enum IdOrder {
+    /// Strictly increasing ids: binary search the column.
+    Sorted,
+    /// Row numbers in increasing id order.
+    Permuted(Vec<u64>),
+}
+
+#[derive(Debug, Clone)]
+struct IdFault {
+    checksum: bool,
+    detail: String,
+}
+
+/// A segment opened for a version.
+#[derive(Debug)]
+pub struct OpenSegment {
+    reader: SegmentReader,
+    file_len: u64,
+    columns_verified: AtomicBool,
+    ids: OnceLock<Result<IdOrder, IdFault>>,
+}
+
+impl OpenSegment {
+    /// Opens a segment: fully checksummed below `opts.full_check_below` bytes, otherwise with
+    /// `ChecksumPolicy::SkipColumns` (see [`ReadOptions`]).
+    pub(crate) fn open(path: &Path, opts: &ReadOptions) -> Result<OpenSegment, FormatError> {
+        let c = Container::open(path, opts.load, Some(FileKind::Segment))?;
+        let file_len = c.file_len();
+        let policy = if file_len < opts.full_check_below {
+            ChecksumPolicy::All
+        } else {
+            ChecksumPolicy::SkipColumns
+        };
+        let reader = SegmentReader::from_container(c, policy)?;
+        Ok(OpenSegment {
+            reader,
+            file_len,
+            columns_verified: AtomicBool::new(policy == ChecksumPolicy::All),
+            ids: OnceLock::new(),
+        })
+    }
+
+    pub fn reader(&self) -> &SegmentReader {
+        &self.reader
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.reader.meta().rows
+    }
+
+    /// Checksums every column not checked at open (before compaction copies them, so a
+    /// damaged column is never rewritten under a fresh checksum).
+    pub(crate) fn verify_columns(&self) -> Result<(), FormatError> {
+        if self.columns_verified.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let c = self.reader.container();
+        for i in 0..c.entries().len() {
+            c.verify_section(i)?;
+        }
+        self.reader.check_id_range()?;
+        self.columns_verified.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The id order, built (and the id column checksummed) on first use.
+    pub(crate) fn id_order(&self) -> Result<&IdOrder, FormatError> {
+        let r = self.ids.get_or_init(|| self.build_id_order());
+        r.as_ref().map_err(|f| {
+            let path = self.reader.path().to_path_buf();
+            if f.checksum {
+                FormatError::ChecksumMismatch {
+                    path,
+                    section: "ids".into(),
+                }
+            } else {
+                FormatError::Corrupt {
+                    path,
+                    section: "ids".into(),
+                    detail: f.detail.clone(),
+                }
+            }
+        })
+    }
+
+    fn build_id_order(&self) -> Result<IdOrder, IdFault> {
+        if !self.columns_verified.load(Ordering::Acquire) {
+            let c = self.reader.container();
+            let i = c
+                .find_one(section_kind::SEG_IDS)
+                .ok()
+                .flatten()
+                .ok_or_else(|| IdFault {
+                    checksum: false,
+                    detail: "ids column missing".into(),
+                })?;
+            c.verify_section(i).map_err(|_| IdFault {
+                checksum: true,
+                detail: String::new(),
+            })?;
+            self.reader.check_id_range().map_err(|e| IdFault {
+                checksum: false,
+                detail: e.to_string(),
+            })?;
+        }
+        let ids = self.reader.ids();
+        if ids.windows(2).all(|w| w[0] < w[1]) {
+            return Ok(IdOrder::Sorted);
+        }
+        let mut perm: Vec<u64> = (0..ids.len() as u64).collect();
+        perm.sort_unstable_by_key(|&r| ids[r as usize]);
+        if let Some(w) = perm
+            .windows(2)
+            .find(|w| ids[w[0] as usize] == ids[w[1] as usize])
+        {
+            return Err(IdFault {
+                checksum: false,
+                detail: format!("rows {} and {} share id {}", w[0], w[1], ids[w[0] as usize]),
+            });
+        }
+        Ok(IdOrder::Permuted(perm))
+    }
+
+    /// Whether the rows are stored in strictly increasing id order.
+    pub(crate) fn is_sorted(&self) -> Result<bool, FormatError> {
+        Ok(matches!(self.id_order()?, IdOrder::Sorted))
+    }
+
+    /// The row holding `id`, deleted or not.
+    pub(crate) fn find(&self, id: u64) -> Result<Option<u64>, FormatError> {
+        let m = self.reader.meta();
+        if m.rows == 0 || id < m.min_id || id > m.max_id {
+            return Ok(None);
+        }
+        let ids = self.reader.ids();
+        Ok(match self.id_order()? {
+            IdOrder::Sorted => ids.binary_search(&id).ok().map(|r| r as u64),
+            IdOrder::Permuted(perm) => perm
+                .binary_search_by_key(&id, |&r| ids[r as usize])
+                .ok()
+                .map(|k| perm[k]),
+        })
+    }
+}

@@ -1,0 +1,283 @@
+//! Snapshots: one pinned index version. Everything a snapshot shows belongs to that version,
+//! whatever writers, compactions and garbage collections do meanwhile.
+//!
+//! A snapshot holds an `Arc` of its version: the mapped segments, the deletion bitmaps, the
+//! committed log rows (in memory) and the folded class table. Within the process, garbage
+//! collection keeps every file of a version some snapshot still holds. A snapshot opened by
+//! another process ([`Snapshot::open`]) reads the newest manifest and opens all its files at
+//! once; from then on it needs nothing from the directory (mappings outlive unlinking).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::format::{
+    ActiveLogEntry, ClassTable, DeletionBitmap, Manifest, ModelFile, SegmentReader,
+    append_log::NO_LABEL,
+};
+
+use super::config::ReadOptions;
+use super::error::{Result, StorageError};
+use super::recovery::SkippedManifest;
+use super::version::{Loc, VersionState, choose_manifest, load_version};
+
+/// One live row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row<'a> {
+    pub id: u64,
+    pub code: &'a [u8],
+    /// The row's class label (`None` when it was added without one).
+    pub label: Option<u32>,
+}
+
+/// A contiguous run of rows: a sealed segment, or one batch of the active log. Scans work
+/// block by block, skipping rows for which [`Block::is_deleted`] holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    pub ids: &'a [u64],
+    /// `code_bytes` per row, row-major.
+    pub codes: &'a [u8],
+    /// Labels ([`NO_LABEL`] = none), when the block stores them.
+    pub labels: Option<&'a [u32]>,
+    /// Inverted-list ids, when the block stores them.
+    pub lists: Option<&'a [u32]>,
+    code_bytes: usize,
+    deletions: Option<&'a DeletionBitmap>,
+    /// Row number of the block's first row in the deletion bitmap.
+    row_offset: u64,
+    segment: Option<&'a SegmentReader>,
+}
+
+impl<'a> Block<'a> {
+    pub fn rows(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The code of row `i`.
+    pub fn code(&self, i: usize) -> Option<&'a [u8]> {
+        self.codes
+            .get(i * self.code_bytes..(i + 1) * self.code_bytes)
+    }
+
+    /// Whether row `i` is deleted in this snapshot's version.
+    pub fn is_deleted(&self, i: usize) -> bool {
+        self.deletions
+            .is_some_and(|d| d.is_deleted(self.row_offset + i as u64))
+    }
+
+    /// The block's deletion bits as words aligned to its first row (bit `i % 64` of word
+    /// `i / 64` = row `i` deleted), the form scan kernels take; `None` when nothing is deleted.
+    pub fn deleted_words(&self) -> Option<std::borrow::Cow<'a, [u64]>> {
+        let d = self.deletions?;
+        if self.row_offset == 0 && d.rows == self.rows() as u64 {
+            return Some(std::borrow::Cow::Borrowed(d.words()));
+        }
+        let mut w = vec![0u64; self.rows().div_ceil(64)];
+        for i in 0..self.rows() {
+            if self.is_deleted(i) {
+                w[i / 64] |= 1 << (i % 64);
+            }
+        }
+        Some(std::borrow::Cow::Owned(w))
+    }
+
+    /// The segment this block is (stored vectors for re-ranking live there); `None` for a
+    /// batch of the active log.
+    pub fn segment(&self) -> Option<&'a SegmentReader> {
+        self.segment
+    }
+
+    fn row(&self, i: usize) -> Row<'a> {
+        Row {
+            id: self.ids[i],
+            code: self.code(i).unwrap_or(&[]),
+            label: self
+                .labels
+                .and_then(|l| l.get(i).copied())
+                .filter(|&l| l != NO_LABEL),
+        }
+    }
+
+    /// The live rows of the block.
+    pub fn live_rows(&self) -> impl Iterator<Item = Row<'a>> + '_ {
+        (0..self.rows())
+            .filter(|&i| !self.is_deleted(i))
+            .map(|i| self.row(i))
+    }
+}
+
+/// A pinned index version.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub(crate) v: Arc<VersionState>,
+    skipped: Arc<[SkippedManifest]>,
+}
+
+impl Snapshot {
+    pub(crate) fn from_state(v: Arc<VersionState>) -> Snapshot {
+        Snapshot {
+            v,
+            skipped: Arc::from(Vec::new()),
+        }
+    }
+
+    /// Opens the newest version of the index in `dir` for reading, without any lock (readers
+    /// in any number of processes). A newer manifest that does not read is skipped and listed
+    /// in [`Snapshot::skipped_manifests`]; if garbage collection removes a file while this
+    /// runs, it retries with the newest version.
+    pub fn open(dir: &Path) -> Result<Snapshot> {
+        Snapshot::open_with(dir, &ReadOptions::default())
+    }
+
+    pub fn open_with(dir: &Path, opts: &ReadOptions) -> Result<Snapshot> {
+        const ATTEMPTS: usize = 5;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let choice = choose_manifest(dir)?;
+            let Some((_, manifest, log)) = choice.newest else {
+                return Err(StorageError::NotAnIndex {
+                    dir: dir.to_path_buf(),
+                    detail: match choice.skipped.first() {
+                        Some(s) => format!("no manifest reads (newest: {})", s.error),
+                        None => "no manifest found".into(),
+                    },
+                });
+            };
+            match load_version(dir, manifest, log, opts, false) {
+                Ok(l) => {
+                    return Ok(Snapshot {
+                        v: Arc::new(l.state),
+                        skipped: Arc::from(choice.skipped),
+                    });
+                }
+                Err(e) if e.is_not_found() && attempt < ATTEMPTS => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub fn version(&self) -> u64 {
+        self.v.version()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.v.dir
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.v.manifest
+    }
+
+    /// The active log's committed state in this version.
+    pub fn active_log(&self) -> Option<&ActiveLogEntry> {
+        self.v.log_entry()
+    }
+
+    pub fn model(&self) -> &ModelFile {
+        &self.v.model
+    }
+
+    /// Bytes per code.
+    pub fn code_bytes(&self) -> usize {
+        self.v.model.code_bytes as usize
+    }
+
+    pub fn live_rows(&self) -> u64 {
+        self.v.live_rows()
+    }
+
+    /// Deleted rows still stored (dropped by compaction).
+    pub fn deleted_rows(&self) -> u64 {
+        self.v.manifest.deleted_rows_with(self.v.log_entry())
+    }
+
+    /// Sealed segments in this version.
+    pub fn segment_count(&self) -> usize {
+        self.v.segments.len()
+    }
+
+    /// The class table with every delta of this version folded in.
+    pub fn classes(&self) -> Option<&ClassTable> {
+        self.v.classes.as_deref()
+    }
+
+    /// Newer manifests that did not read when this snapshot was opened from disk.
+    pub fn skipped_manifests(&self) -> &[SkippedManifest] {
+        &self.skipped
+    }
+
+    /// Every block of rows: the sealed segments in manifest order, then the active log's
+    /// committed batches.
+    pub fn blocks(&self) -> impl Iterator<Item = Block<'_>> + '_ {
+        let code_bytes = self.code_bytes();
+        let segs = self.v.segments.iter().map(move |s| {
+            let r = s.seg.reader();
+            Block {
+                ids: r.ids(),
+                codes: r.codes(),
+                labels: r.labels(),
+                lists: r.lists(),
+                code_bytes,
+                deletions: s.deletions.as_deref(),
+                row_offset: 0,
+                segment: Some(r),
+            }
+        });
+        let log = self.v.log.iter().flat_map(move |l| {
+            l.batches.iter().map(move |b| Block {
+                ids: &b.batch.ids,
+                codes: &b.batch.codes,
+                labels: b.batch.labels.as_deref(),
+                lists: None,
+                code_bytes,
+                deletions: l.deletions.as_deref(),
+                row_offset: b.first_row,
+                segment: None,
+            })
+        });
+        segs.chain(log)
+    }
+
+    /// Every live row (segments in manifest order, then the log in insertion order).
+    pub fn rows(&self) -> impl Iterator<Item = Row<'_>> + '_ {
+        self.blocks().flat_map(|b| {
+            (0..b.rows())
+                .filter(move |&i| !b.is_deleted(i))
+                .map(move |i| b.row(i))
+        })
+    }
+
+    /// The live row with `id`, if any. May fail when a segment's id column does not match its
+    /// checksum (checked on the first lookup in a segment opened without column checks).
+    pub fn get(&self, id: u64) -> Result<Option<Row<'_>>> {
+        let code_bytes = self.code_bytes();
+        Ok(match self.v.find(id)? {
+            None => None,
+            Some(Loc::Segment { slot, row }) => {
+                let r = self.v.segments[slot].seg.reader();
+                let i = row as usize;
+                Some(Row {
+                    id,
+                    code: r.code(i).unwrap_or(&[]),
+                    label: r
+                        .labels()
+                        .and_then(|l| l.get(i).copied())
+                        .filter(|&l| l != NO_LABEL),
+                })
+            }
+            Some(Loc::Log { row }) => self.v.log.as_ref().and_then(|l| {
+                let (b, i) = l.locate(row)?;
+                Some(Row {
+                    id,
+                    code: b.batch.codes.get(i * code_bytes..(i + 1) * code_bytes)?,
+                    label: b
+                        .batch
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(i).copied())
+                        .filter(|&l| l != NO_LABEL),
+                })
+            }),
+        })
+    }
+}

@@ -1,0 +1,419 @@
+//! One index version in memory: its manifest and every file it names, opened and
+//! cross-checked. Versions are immutable and shared (`Arc`) by snapshots; a new version reuses
+//! the opened segments, bitmaps and log batches of the one before.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::format::{
+    ActiveLogEntry, ClassTable, DeletionBitmap, FileRef, FormatError, LogMeta, LogTail, Manifest,
+    ModelFile, SegmentEntry, append_log,
+};
+
+use super::config::ReadOptions;
+use super::error::{Result, StorageError};
+use super::layout::list_manifests;
+use super::log_rows::{LogBatchEntry, LogView};
+use super::open_segment::OpenSegment;
+
+/// A segment of a version with the deletion bitmap that version gives it.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentSlot {
+    pub entry: SegmentEntry,
+    pub seg: Arc<OpenSegment>,
+    pub deletions: Option<Arc<DeletionBitmap>>,
+}
+
+impl SegmentSlot {
+    pub(crate) fn is_deleted(&self, row: u64) -> bool {
+        self.deletions.as_ref().is_some_and(|d| d.is_deleted(row))
+    }
+}
+
+/// Everything one manifest version names, opened.
+#[derive(Debug)]
+pub(crate) struct VersionState {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub model: Arc<ModelFile>,
+    pub segments: Vec<SegmentSlot>,
+    pub log: Option<LogView>,
+    /// The class table with every delta folded in.
+    pub classes: Option<Arc<ClassTable>>,
+}
+
+/// Where a live row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loc {
+    Segment { slot: usize, row: u64 },
+    Log { row: u64 },
+}
+
+impl VersionState {
+    pub(crate) fn version(&self) -> u64 {
+        self.manifest.version
+    }
+
+    pub(crate) fn log_entry(&self) -> Option<&ActiveLogEntry> {
+        self.log.as_ref().map(|l| &l.entry)
+    }
+
+    pub(crate) fn live_rows(&self) -> u64 {
+        self.manifest.live_rows_with(self.log_entry())
+    }
+
+    /// The live row in a sealed segment holding `id`, ignoring the ids in `skip`
+    /// (rows deleted but not yet committed).
+    pub(crate) fn find_in_segments(
+        &self,
+        id: u64,
+        skip: impl Fn(u64) -> bool,
+    ) -> std::result::Result<Option<(usize, u64)>, FormatError> {
+        if skip(id) {
+            return Ok(None);
+        }
+        for (i, s) in self.segments.iter().enumerate() {
+            if let Some(row) = s.seg.find(id)?
+                && !s.is_deleted(row)
+            {
+                return Ok(Some((i, row)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where the live row with `id` is in this version.
+    pub(crate) fn find(&self, id: u64) -> std::result::Result<Option<Loc>, FormatError> {
+        if let Some((slot, row)) = self.find_in_segments(id, |_| false)? {
+            return Ok(Some(Loc::Segment { slot, row }));
+        }
+        Ok(self
+            .log
+            .as_ref()
+            .and_then(|l| l.find_live(id))
+            .map(|row| Loc::Log { row }))
+    }
+}
+
+/// The newest readable manifest of a directory and the newer ones that did not read.
+#[derive(Debug)]
+pub(crate) struct ManifestChoice {
+    pub newest: Option<(PathBuf, Manifest, Option<ActiveLogEntry>)>,
+    /// The largest version number of any manifest file, readable or not (the next version is
+    /// numbered past it, so a damaged file's name is never reused).
+    pub max_version_seen: u64,
+    pub skipped: Vec<super::recovery::SkippedManifest>,
+}
+
+/// Picks the newest manifest that reads: checksums valid, structure valid, and the version in
+/// the file matches its name. Newer manifests that fail are reported, not silently ignored. A
+/// manifest that vanishes between listing and reading (a concurrent GC in another process) is
+/// not damage: the listing is taken again.
+pub(crate) fn choose_manifest(dir: &Path) -> Result<ManifestChoice> {
+    const ATTEMPTS: usize = 10;
+    let mut attempt = 0;
+    'relist: loop {
+        attempt += 1;
+        let all = list_manifests(dir)?;
+        let max_version_seen = all.last().map_or(0, |(v, _)| *v);
+        let mut skipped = Vec::new();
+        for (v, path) in all.into_iter().rev() {
+            let file = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match Manifest::open_with_log(&path) {
+                Ok((m, _)) if m.version != v => skipped.push(super::recovery::SkippedManifest {
+                    version: v,
+                    file,
+                    error: format!("file name says version {v}, contents say {}", m.version),
+                }),
+                Ok((m, log)) => {
+                    return Ok(ManifestChoice {
+                        newest: Some((path, m, log)),
+                        max_version_seen,
+                        skipped,
+                    });
+                }
+                Err(FormatError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempt < ATTEMPTS =>
+                {
+                    continue 'relist;
+                }
+                Err(e) => skipped.push(super::recovery::SkippedManifest {
+                    version: v,
+                    file,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        return Ok(ManifestChoice {
+            newest: None,
+            max_version_seen,
+            skipped,
+        });
+    }
+}
+
+/// A version loaded from disk, and (for a writer) what lies past the log's committed length.
+pub(crate) struct Loaded {
+    pub state: VersionState,
+    /// `(tail, file length)` of the active log, when the whole log was read.
+    pub log_tail: Option<(LogTail, u64)>,
+}
+
+fn mismatch(path: &Path, section: &str, detail: String) -> StorageError {
+    StorageError::Format(FormatError::Corrupt {
+        path: path.to_path_buf(),
+        section: section.to_string(),
+        detail,
+    })
+}
+
+/// Opens every file `manifest` names and checks that they agree with it: file ids, row counts,
+/// model and code layout, bitmap coverage and counts. `whole_log` reads the log to its end (a
+/// writer needs the tail); a reader reads only the committed prefix.
+pub(crate) fn load_version(
+    dir: &Path,
+    manifest: Manifest,
+    log_entry: Option<ActiveLogEntry>,
+    opts: &ReadOptions,
+    whole_log: bool,
+) -> Result<Loaded> {
+    let model_path = dir.join(&manifest.model.name);
+    let model = ModelFile::open(&model_path)?;
+    if model.model_id != manifest.model.id {
+        return Err(mismatch(
+            &model_path,
+            "header.file_id",
+            format!("the manifest names model {}", manifest.model.id),
+        ));
+    }
+    let layout = (model.code_kind, model.code_bytes, model.code_bits);
+    let mut segments = Vec::with_capacity(manifest.segments.len());
+    for entry in &manifest.segments {
+        let path = dir.join(&entry.segment.name);
+        let seg = OpenSegment::open(&path, opts)?;
+        let r = seg.reader();
+        let m = r.meta();
+        if r.container().header().file_id != entry.segment.id {
+            return Err(mismatch(
+                &path,
+                "header.file_id",
+                format!("the manifest names segment {}", entry.segment.id),
+            ));
+        }
+        if m.rows != entry.rows {
+            return Err(mismatch(
+                &path,
+                "meta.rows",
+                format!("{} rows, the manifest says {}", m.rows, entry.rows),
+            ));
+        }
+        if m.model_id != model.model_id || (m.code_kind, m.code_bytes, m.code_bits) != layout {
+            return Err(mismatch(
+                &path,
+                "meta",
+                "encoded with another model or code layout than the index's".into(),
+            ));
+        }
+        let deletions = match &entry.deletions {
+            None => None,
+            Some(d) => Some(Arc::new(open_bitmap(
+                dir,
+                d,
+                entry.segment.id,
+                Some(m.rows),
+                entry.deleted,
+            )?)),
+        };
+        segments.push(SegmentSlot {
+            entry: entry.clone(),
+            seg: Arc::new(seg),
+            deletions,
+        });
+    }
+    let mut log_tail = None;
+    let log = match log_entry {
+        None => None,
+        Some(entry) => {
+            let path = dir.join(&entry.log.name);
+            let bytes = read_log_bytes(&path, (!whole_log).then_some(entry.committed_len))?;
+            let contents = append_log::read_log(&bytes, &path, Some(entry.committed_len))?;
+            let want = LogMeta {
+                code_kind: model.code_kind,
+                code_bytes: model.code_bytes,
+                code_bits: model.code_bits,
+                model_id: model.model_id,
+            };
+            if contents.file_id != entry.log.id {
+                return Err(mismatch(
+                    &path,
+                    "header.file_id",
+                    format!("the manifest names log {}", entry.log.id),
+                ));
+            }
+            if contents.meta != want {
+                return Err(mismatch(
+                    &path,
+                    "log meta",
+                    "written for another model or code layout than the index's".into(),
+                ));
+            }
+            if contents.rows != entry.rows {
+                return Err(mismatch(
+                    &path,
+                    "log",
+                    format!(
+                        "{} committed rows, the manifest says {}",
+                        contents.rows, entry.rows
+                    ),
+                ));
+            }
+            if whole_log {
+                log_tail = Some((contents.tail.clone(), bytes.len() as u64));
+            }
+            let deletions = match &entry.deletions {
+                None => None,
+                Some(d) => Some(Arc::new(open_bitmap(
+                    dir,
+                    d,
+                    entry.log.id,
+                    None,
+                    entry.deleted,
+                )?)),
+            };
+            if let Some(d) = &deletions
+                && d.rows > entry.rows
+            {
+                return Err(mismatch(
+                    &dir.join(d_name(&entry)),
+                    "meta.rows",
+                    format!("covers {} rows, the log has {}", d.rows, entry.rows),
+                ));
+            }
+            let mut first_row = 0;
+            let batches = contents
+                .batches
+                .into_iter()
+                .map(|b| {
+                    let e = LogBatchEntry::new(b, first_row);
+                    first_row += e.rows();
+                    Arc::new(e)
+                })
+                .collect();
+            Some(LogView {
+                entry,
+                meta: contents.meta,
+                batches,
+                deletions,
+            })
+        }
+    };
+    let classes = fold_classes(dir, &manifest)?.map(Arc::new);
+    Ok(Loaded {
+        state: VersionState {
+            dir: dir.to_path_buf(),
+            manifest,
+            model: Arc::new(model),
+            segments,
+            log,
+            classes,
+        },
+        log_tail,
+    })
+}
+
+fn d_name(entry: &ActiveLogEntry) -> String {
+    entry
+        .deletions
+        .as_ref()
+        .map(|d| d.name.clone())
+        .unwrap_or_default()
+}
+
+/// Opens a deletion bitmap and checks it covers `segment` (`rows` rows when given) with
+/// `deleted` rows set.
+fn open_bitmap(
+    dir: &Path,
+    d: &FileRef,
+    segment: crate::format::FileId,
+    rows: Option<u64>,
+    deleted: u64,
+) -> Result<DeletionBitmap> {
+    let path = dir.join(&d.name);
+    let bm = DeletionBitmap::open(&path)?;
+    if bm.file_id != d.id {
+        return Err(mismatch(
+            &path,
+            "header.file_id",
+            format!("the manifest names bitmap {}", d.id),
+        ));
+    }
+    if bm.segment_id != segment {
+        return Err(mismatch(
+            &path,
+            "meta.segment_id",
+            format!("covers {}, not {segment}", bm.segment_id),
+        ));
+    }
+    if let Some(rows) = rows
+        && bm.rows != rows
+    {
+        return Err(mismatch(
+            &path,
+            "meta.rows",
+            format!("covers {} rows, the segment has {rows}", bm.rows),
+        ));
+    }
+    if bm.deleted_count() != deleted {
+        return Err(mismatch(
+            &path,
+            "bits",
+            format!(
+                "{} rows deleted, the manifest says {deleted}",
+                bm.deleted_count()
+            ),
+        ));
+    }
+    Ok(bm)
+}
+
+/// Reads a log file, or only its first `limit` bytes.
+pub(crate) fn read_log_bytes(path: &Path, limit: Option<u64>) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).map_err(StorageError::io(path, "open"))?;
+    let mut bytes = Vec::new();
+    match limit {
+        Some(n) => file.take(n).read_to_end(&mut bytes),
+        None => (&file).read_to_end(&mut bytes),
+    }
+    .map_err(StorageError::io(path, "read"))?;
+    Ok(bytes)
+}
+
+/// The base class table with every delta of `m` folded in, in order.
+pub(crate) fn fold_classes(dir: &Path, m: &Manifest) -> Result<Option<ClassTable>> {
+    let Some(first) = m.class_files.first() else {
+        return Ok(None);
+    };
+    let check_id = |t: &ClassTable, f: &FileRef| -> Result<()> {
+        if t.file_id != f.id {
+            return Err(mismatch(
+                &dir.join(&f.name),
+                "header.file_id",
+                format!("the manifest names class file {}", f.id),
+            ));
+        }
+        Ok(())
+    };
+    let mut table = ClassTable::open(&dir.join(&first.file.name))?;
+    check_id(&table, &first.file)?;
+    for d in &m.class_files[1..] {
+        let path = dir.join(&d.file.name);
+        let delta = ClassTable::open(&path)?;
+        check_id(&delta, &d.file)?;
+        table.fold(&delta, &path)?;
+    }
+    Ok(Some(table))
+}

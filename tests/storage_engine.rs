@@ -1,0 +1,602 @@
+//! The storage engine's behaviour, one rule per test: versions and commits, ids, deletes,
+//! upserts, sealing, class deltas, snapshots, locking, recovery choices, GC retention, input
+//! validation, the golden index.
+
+mod storage_support;
+
+use std::time::Duration;
+
+use codedb::format::{CodeKind, FileId, ModelFile};
+use codedb::storage::{
+    CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, list_versions,
+};
+use storage_support::*;
+
+#[test]
+fn create_add_commit_reopen_round_trips_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
+    assert_eq!(idx.version(), 1);
+    let ids = idx
+        .add_codes(&codes(&[0, 1, 2], 0), None, Some(&[5, 6, 7]))
+        .unwrap();
+    assert_eq!(ids, vec![0, 1, 2]);
+    assert!(idx.has_uncommitted());
+    assert_eq!(
+        idx.snapshot().live_rows(),
+        0,
+        "uncommitted rows are invisible"
+    );
+    assert_eq!(idx.commit().unwrap(), 2);
+    assert!(!idx.has_uncommitted());
+    assert_eq!(
+        idx.commit().unwrap(),
+        2,
+        "a commit with nothing staged is a no-op"
+    );
+    let rows = rows_of(&idx.snapshot());
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[&1], (code(1, 0).to_vec(), Some(6)));
+    drop(idx);
+    let idx = Index::open(dir.path(), Config::default()).unwrap();
+    assert!(idx.recovery().is_clean(), "{:?}", idx.recovery());
+    assert_eq!(rows_of(&idx.snapshot()), rows);
+    let more = idx.add_codes(&codes(&[3], 0), None, None).unwrap();
+    assert_eq!(more, vec![3], "auto ids continue after reopen");
+    idx.commit().unwrap();
+    let snap = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(snap.live_rows(), 4);
+    assert_eq!(rows_of(&snap)[&3], (code(3, 0).to_vec(), None));
+    let got = snap.get(2).unwrap().unwrap();
+    assert_eq!((got.id, got.code, got.label), (2, &code(2, 0)[..], Some(7)));
+    assert!(snap.get(99).unwrap().is_none());
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn user_ids_duplicates_and_auto_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
+    idx.add_codes(&codes(&[10, 1000], 0), Some(&[10, 1000]), None)
+        .unwrap();
+    // A duplicate of a staged (uncommitted) row is refused as well as of a committed one.
+    let e = idx
+        .add_codes(&codes(&[1000], 1), Some(&[1000]), None)
+        .unwrap_err();
+    assert!(
+        matches!(e, StorageError::DuplicateId { id: 1000, .. }),
+        "{e}"
+    );
+    idx.commit().unwrap();
+    let e = idx
+        .add_codes(&codes(&[11, 10], 1), Some(&[11, 10]), None)
+        .unwrap_err();
+    assert!(matches!(e, StorageError::DuplicateId { id: 10, .. }), "{e}");
+    assert!(e.to_string().contains("upsert"), "{e}");
+    assert!(!idx.has_uncommitted(), "a refused add stages nothing");
+    let e = idx
+        .add_codes(&codes(&[7, 7], 0), Some(&[7, 7]), None)
+        .unwrap_err();
+    assert!(e.to_string().contains("appears twice"), "{e}");
+    let auto = idx.add_codes(&codes(&[0, 0], 0), None, None).unwrap();
+    assert_eq!(auto, vec![1001, 1002], "auto ids start above every user id");
+    idx.commit().unwrap();
+    assert_eq!(idx.snapshot().manifest().next_auto_id, 1003);
+    let ids: Vec<u64> = rows_of(&idx.snapshot()).keys().copied().collect();
+    assert_eq!(ids, vec![10, 1000, 1001, 1002]);
+}
+
+#[test]
+fn deletes_are_per_version_and_unknown_ids_delete_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Tiny seal threshold: the first commit seals its rows into a segment, the later rows stay
+    // in the log, so deletes hit both.
+    let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
+    idx.add_codes(&codes(&[0, 1, 2, 3], 0), None, None).unwrap();
+    idx.commit().unwrap();
+    assert_eq!(idx.snapshot().segment_count(), 1);
+    let cfg = Config {
+        seal_bytes: 1 << 30,
+        ..small_config(1)
+    };
+    drop(idx);
+    let idx = Index::open(dir.path(), cfg).unwrap();
+    idx.add_codes(&codes(&[4, 5, 6], 0), None, None).unwrap();
+    let v_before = idx.commit().unwrap();
+    let before = idx.snapshot();
+    let e = idx.delete(&[1, 77]).unwrap_err();
+    assert!(matches!(e, StorageError::UnknownId { id: 77, .. }), "{e}");
+    assert!(!idx.has_uncommitted());
+    idx.delete(&[1, 5]).unwrap();
+    let e = idx.delete(&[1]).unwrap_err();
+    assert!(
+        matches!(e, StorageError::UnknownId { id: 1, .. }),
+        "already deleted: {e}"
+    );
+    let v = idx.commit().unwrap();
+    assert_eq!(v, v_before + 1);
+    let after = idx.snapshot();
+    assert_eq!(
+        rows_of(&after).keys().copied().collect::<Vec<_>>(),
+        vec![0, 2, 3, 4, 6]
+    );
+    assert_eq!(after.deleted_rows(), 2);
+    assert_eq!(
+        rows_of(&before).len(),
+        7,
+        "the older snapshot still sees its version"
+    );
+    // Deleted then re-added in one commit: the new row is the live one.
+    idx.delete(&[2]).unwrap();
+    idx.add_codes(&codes(&[2], 9), Some(&[2]), Some(&[4]))
+        .unwrap();
+    idx.commit().unwrap();
+    assert_eq!(rows_of(&idx.snapshot())[&2], (code(2, 9).to_vec(), Some(4)));
+    drop(idx);
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(rows_of(&s).len(), 5);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn upsert_replaces_live_rows_and_adds_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
+    idx.add_codes(&codes(&[1, 2], 0), Some(&[1, 2]), Some(&[1, 1]))
+        .unwrap();
+    idx.commit().unwrap(); // sealed into a segment
+    let replaced = idx
+        .upsert_codes(&codes(&[2, 3], 1), &[2, 3], Some(&[8, 9]))
+        .unwrap();
+    assert_eq!(replaced, 1);
+    // Upserting a row staged in this same commit replaces it too.
+    let replaced = idx.upsert_codes(&codes(&[3], 2), &[3], None).unwrap();
+    assert_eq!(replaced, 1);
+    idx.commit().unwrap();
+    let rows = rows_of(&idx.snapshot());
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[&1], (code(1, 0).to_vec(), Some(1)));
+    assert_eq!(rows[&2], (code(2, 1).to_vec(), Some(8)));
+    assert_eq!(rows[&3], (code(3, 2).to_vec(), None));
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn the_log_is_sealed_into_a_sorted_segment_past_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each row takes 16 bytes of payload + 32 per record; 400 bytes holds a few batches.
+    let idx = Index::create(dir.path(), &model(), small_config(400)).unwrap();
+    let mut expect = Vec::new();
+    for k in 0..6u64 {
+        let ids = [100 - k * 3, 50 + k];
+        idx.add_codes(&codes(&ids, 0), Some(&ids), None).unwrap();
+        idx.delete(&[ids[1]]).unwrap();
+        expect.push(ids[0]);
+        idx.commit().unwrap();
+    }
+    let s = idx.snapshot();
+    assert!(s.segment_count() >= 1, "the log was sealed");
+    for b in s.blocks().filter(|b| b.segment().is_some()) {
+        assert!(
+            b.ids.windows(2).all(|w| w[0] < w[1]),
+            "sealed rows sorted by id"
+        );
+        assert!(
+            (0..b.rows()).all(|i| !b.is_deleted(i)),
+            "deleted log rows are dropped"
+        );
+    }
+    expect.sort();
+    assert_eq!(rows_of(&s).keys().copied().collect::<Vec<_>>(), expect);
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn snapshots_pin_their_files_until_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
+    for k in 0..3u64 {
+        idx.add_codes(&codes(&[k], 0), None, None).unwrap();
+        idx.commit().unwrap();
+    }
+    idx.delete(&[0]).unwrap();
+    idx.commit().unwrap();
+    let pinned = idx.snapshot();
+    let pinned_rows = rows_of(&pinned);
+    let pinned_files: Vec<String> = pinned
+        .manifest()
+        .segments
+        .iter()
+        .map(|s| s.segment.name.clone())
+        .collect();
+    // Compaction (with GC) rewrites everything into one segment.
+    let r = idx.compact(&CompactionPolicy::full()).unwrap();
+    assert!(r.version.is_some());
+    assert_eq!(idx.snapshot().segment_count(), 1);
+    // Two more versions: the pinned one is no longer among the newest two GC keeps.
+    for k in 10..12u64 {
+        idx.add_codes(&codes(&[k], 0), Some(&[k]), None).unwrap();
+        idx.delete(&[k]).unwrap();
+        idx.commit().unwrap();
+    }
+    idx.gc().unwrap();
+    for f in &pinned_files {
+        assert!(
+            dir.path().join(f).exists(),
+            "{f} is pinned by a live snapshot"
+        );
+    }
+    assert_eq!(rows_of(&pinned), pinned_rows);
+    drop(pinned);
+    let g = idx.gc().unwrap();
+    for f in &pinned_files {
+        assert!(!dir.path().join(f).exists(), "{f} is garbage once unpinned");
+        assert!(g.removed.contains(f));
+    }
+    assert_eq!(rows_of(&idx.snapshot()), pinned_rows);
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn retention_keeps_the_newest_versions_and_young_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
+    let mut prev = None;
+    for k in 0..5u64 {
+        let ids = idx.add_codes(&codes(&[k], 0), None, None).unwrap();
+        if let Some(p) = prev {
+            idx.delete(&[p]).unwrap(); // every commit after the first writes a bitmap
+        }
+        prev = Some(ids[0]);
+        idx.commit().unwrap();
+    }
+    assert_eq!(list_versions(dir.path()).unwrap().len(), 6);
+    let g = idx.gc().unwrap();
+    assert_eq!(g.kept_versions, vec![6, 5]);
+    let versions: Vec<u64> = list_versions(dir.path())
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(versions, vec![5, 6]);
+    assert!(g.removed.iter().any(|f| f.starts_with("del-")), "{g:?}");
+    let s5 = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s5.version(), 6);
+    drop(idx);
+    assert_verifies(dir.path());
+
+    // With a time window, young versions are all kept.
+    let cfg = Config {
+        retention: Retention {
+            keep_versions: 1,
+            keep_for: Duration::from_secs(3600),
+        },
+        ..Config::default()
+    };
+    let idx = Index::open(dir.path(), cfg).unwrap();
+    idx.add_codes(&codes(&[0], 0), None, None).unwrap();
+    idx.commit().unwrap();
+    assert_eq!(idx.gc().unwrap().kept_versions, vec![7, 6, 5]);
+}
+
+#[test]
+fn one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
+    let e = Index::open(dir.path(), Config::default()).unwrap_err();
+    assert!(matches!(e, StorageError::Locked { .. }), "{e}");
+    assert!(e.to_string().contains(&dir.path().display().to_string()));
+    // Readers need no lock.
+    assert_eq!(Snapshot::open(dir.path()).unwrap().version(), 1);
+    drop(idx);
+    Index::open(dir.path(), Config::default()).unwrap();
+}
+
+#[test]
+fn create_and_open_refuse_the_wrong_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Index::open(&dir.path().join("missing"), Config::default()).unwrap_err();
+    assert!(matches!(e, StorageError::NotAnIndex { .. }), "{e}");
+    let e = Index::open(dir.path(), Config::default()).unwrap_err();
+    assert!(matches!(e, StorageError::NotAnIndex { .. }), "{e}");
+    assert!(matches!(
+        Snapshot::open(dir.path()).unwrap_err(),
+        StorageError::NotAnIndex { .. }
+    ));
+    drop(Index::create(dir.path(), &model(), Config::default()).unwrap());
+    let e = Index::create(dir.path(), &model(), Config::default()).unwrap_err();
+    assert!(matches!(e, StorageError::AlreadyExists { .. }), "{e}");
+    let bad = Config {
+        seal_bytes: 0,
+        ..Config::default()
+    };
+    let e = Index::open(dir.path(), bad).unwrap_err();
+    assert!(e.to_string().contains("seal_bytes"), "{e}");
+}
+
+#[test]
+fn a_damaged_newest_manifest_falls_back_to_the_previous_version_and_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
+    idx.add_codes(&codes(&[1], 0), None, None).unwrap();
+    idx.commit().unwrap();
+    let v2 = rows_of(&idx.snapshot());
+    idx.add_codes(&codes(&[2], 0), None, None).unwrap();
+    assert_eq!(idx.commit().unwrap(), 3);
+    drop(idx);
+    let newest = dir.path().join("v00000000000000000003.manifest");
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x40;
+    let mut p = std::fs::metadata(&newest).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    p.set_readonly(false);
+    std::fs::set_permissions(&newest, p).unwrap();
+    std::fs::write(&newest, bytes).unwrap();
+
+    let snap = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(snap.version(), 2);
+    assert_eq!(snap.skipped_manifests().len(), 1);
+    let idx = Index::open(dir.path(), small_config(1 << 20)).unwrap();
+    let rec = idx.recovery();
+    assert_eq!(rec.version, 2);
+    assert_eq!(rec.skipped_manifests[0].version, 3);
+    assert!(!rec.skipped_manifests[0].error.is_empty());
+    assert_eq!(rows_of(&idx.snapshot()), v2);
+    // The next version is numbered past the damaged one, never reusing its name.
+    idx.add_codes(&codes(&[3], 0), None, None).unwrap();
+    assert_eq!(idx.commit().unwrap(), 4);
+    assert!(newest.exists());
+    idx.gc().unwrap();
+    assert!(
+        !newest.exists(),
+        "GC removes an unreadable manifest older than a good one"
+    );
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn bad_arguments_are_typed_errors_naming_the_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
+    let cases: Vec<(StorageError, &str)> = vec![
+        (idx.add_codes(&[], None, None).unwrap_err(), "codes"),
+        (idx.add_codes(&[0; 12], None, None).unwrap_err(), "codes"),
+        (
+            idx.add_codes(&[0; 16], Some(&[1]), None).unwrap_err(),
+            "ids",
+        ),
+        (
+            idx.add_codes(&[0; 8], None, Some(&[1, 2])).unwrap_err(),
+            "labels",
+        ),
+        (
+            idx.add_codes(&[0; 8], None, Some(&[u32::MAX])).unwrap_err(),
+            "labels",
+        ),
+        (
+            idx.add_codes(&[0; 8], Some(&[u64::MAX]), None).unwrap_err(),
+            "ids",
+        ),
+        (idx.delete(&[]).unwrap_err(), "ids"),
+        (idx.add_class(&[]).unwrap_err(), "classes"),
+        (
+            idx.compact(&CompactionPolicy {
+                buffer_rows: 0,
+                ..CompactionPolicy::default()
+            })
+            .unwrap_err(),
+            "buffer_rows",
+        ),
+    ];
+    for (e, arg) in cases {
+        assert!(
+            matches!(&e, StorageError::InvalidArgument { argument, .. } if argument.contains(arg)),
+            "{e}"
+        );
+    }
+    assert!(!idx.has_uncommitted());
+
+    // Codes are checked against the model's layout: padding bits, NaN/Inf.
+    let m12 = ModelFile {
+        code_kind: CodeKind::Binary,
+        code_bytes: 2,
+        code_bits: 12,
+        model_id: FileId::from_u128(5),
+        ..model()
+    };
+    let d12 = tempfile::tempdir().unwrap();
+    let i12 = Index::create(d12.path(), &m12, Config::default()).unwrap();
+    i12.add_codes(&[0xff, 0x0f], None, None).unwrap();
+    let e = i12
+        .add_codes(&[0xff, 0x0f, 0x00, 0x10], None, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("row 1"), "{e}");
+    let mf = ModelFile {
+        code_kind: CodeKind::Float32,
+        code_bytes: 8,
+        code_bits: 64,
+        model_id: FileId::from_u128(6),
+        ..model()
+    };
+    let df = tempfile::tempdir().unwrap();
+    let ifl = Index::create(df.path(), &mf, Config::default()).unwrap();
+    let mut c: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    ifl.add_codes(&c, None, None).unwrap();
+    c.extend(1.0f32.to_le_bytes());
+    c.extend(f32::NAN.to_le_bytes());
+    let e = ifl.add_codes(&c, None, None).unwrap_err();
+    assert!(e.to_string().contains("NaN"), "{e}");
+}
+
+#[test]
+fn class_records_become_a_base_table_then_deltas_folded_per_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
+    idx.add_class(&[
+        class(1, "animal", None, 0, 3, 0.0),
+        class(2, "cat", Some(1), 2, 3, 1.0),
+    ])
+    .unwrap();
+    // Two calls in one commit merge into one record per class.
+    idx.add_class(&[class(2, "cat", Some(1), 1, 3, 0.5)])
+        .unwrap();
+    idx.commit().unwrap();
+    let s1 = idx.snapshot();
+    let t = s1.classes().unwrap();
+    assert_eq!(t.classes.len(), 2);
+    assert_eq!(s1.manifest().class_files.len(), 1);
+    let cat = t.classes.iter().find(|c| c.id == 2).unwrap();
+    assert_eq!((cat.count, cat.sum.clone()), (3, vec![1.5; 3]));
+
+    idx.add_class(&[
+        class(3, "dog", Some(1), 4, 3, 2.0),
+        class(2, "cat", Some(1), 1, 3, 1.0),
+    ])
+    .unwrap();
+    idx.commit().unwrap();
+    let s2 = idx.snapshot();
+    assert_eq!(s2.manifest().class_files.len(), 2, "base + one delta");
+    let cat = s2
+        .classes()
+        .unwrap()
+        .classes
+        .iter()
+        .find(|c| c.id == 2)
+        .unwrap();
+    assert_eq!(cat.count, 4);
+    assert_eq!(
+        s1.classes().unwrap().classes.len(),
+        2,
+        "the older version is unchanged"
+    );
+
+    // Conflicts are refused before anything is staged.
+    for bad in [
+        vec![class(2, "kitten", Some(1), 1, 3, 0.0)], // renames a class
+        vec![class(9, "x", Some(42), 1, 3, 0.0)],     // parent does not exist
+        vec![class(9, "y", None, 1, 2, 0.0)],         // wrong dimension
+        vec![class(9, "cat", None, 1, 3, 0.0)],       // name taken
+        vec![class(9, "z", None, 1, 3, f64::NAN)],    // NaN sum
+    ] {
+        let e = idx.add_class(&bad).unwrap_err();
+        assert!(matches!(e, StorageError::InvalidArgument { .. }), "{e}");
+    }
+    assert!(!idx.has_uncommitted());
+
+    let r = idx.compact(&CompactionPolicy::default()).unwrap();
+    assert_eq!(r.folded_class_files, 2);
+    let s3 = idx.snapshot();
+    assert_eq!(s3.manifest().class_files.len(), 1);
+    assert_eq!(s3.classes().unwrap().classes, s2.classes().unwrap().classes);
+    drop(idx);
+    let back = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(
+        back.classes().unwrap().classes,
+        s2.classes().unwrap().classes
+    );
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn dropping_the_writer_discards_uncommitted_rows_and_reopening_reports_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
+    idx.add_codes(&codes(&[1, 2], 0), None, None).unwrap();
+    idx.commit().unwrap();
+    idx.add_codes(&codes(&[3, 4, 5], 0), None, None).unwrap();
+    drop(idx);
+    let idx = Index::open(dir.path(), small_config(1 << 20)).unwrap();
+    let tail = idx.recovery().log_tail.clone().expect("tail reported");
+    assert_eq!(
+        (
+            tail.uncommitted_batches,
+            tail.uncommitted_rows,
+            tail.torn_bytes
+        ),
+        (1, 3, 0)
+    );
+    assert_eq!(rows_of(&idx.snapshot()).len(), 2);
+    let ids = idx.add_codes(&codes(&[0], 0), None, None).unwrap();
+    assert_eq!(ids, vec![2], "ids of uncommitted rows are handed out again");
+    idx.commit().unwrap();
+    drop(idx);
+    let idx = Index::open(dir.path(), small_config(1 << 20)).unwrap();
+    assert!(idx.recovery().is_clean());
+    assert_eq!(rows_of(&idx.snapshot()).len(), 3);
+}
+
+#[test]
+fn the_golden_index_opens_read_only_and_as_a_writer_on_a_copy() {
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden/v1.0");
+    let s = Snapshot::open(&golden).unwrap();
+    let rows = rows_of(&s);
+    assert_eq!(
+        rows.keys().copied().collect::<Vec<_>>(),
+        vec![10, 12, 21, 30, 31, 32]
+    );
+    assert_eq!(rows[&12], (vec![0x0f, 0xf0], Some(2)));
+    assert_eq!(rows[&31].1, None);
+    assert_eq!(s.classes().unwrap().classes.len(), 4);
+    assert!(!golden.join("LOCK").exists(), "readers take no lock");
+
+    let dir = tempfile::tempdir().unwrap();
+    for f in files(&golden) {
+        std::fs::copy(golden.join(&f), dir.path().join(&f)).unwrap();
+    }
+    let idx = Index::open(dir.path(), small_config(1)).unwrap();
+    let ids = idx.add_codes(&[1, 2, 3, 4], None, Some(&[9, 9])).unwrap();
+    assert_eq!(ids, vec![33, 34]);
+    idx.delete(&[30, 12]).unwrap();
+    idx.commit().unwrap();
+    let r = idx.compact(&CompactionPolicy::full()).unwrap();
+    // The segment with stored vectors is left alone; the others merge.
+    assert_eq!(r.merges.len(), 1);
+    let s = idx.snapshot();
+    assert_eq!(
+        rows_of(&s).keys().copied().collect::<Vec<_>>(),
+        vec![10, 21, 31, 32, 33, 34]
+    );
+    assert_eq!(s.segment_count(), 2);
+    drop(idx);
+    assert_verifies(dir.path());
+}
+
+#[test]
+fn versions_and_inspect_report_the_active_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
+    idx.add_codes(&codes(&[1, 2, 3], 0), None, None).unwrap();
+    idx.commit().unwrap();
+    idx.delete(&[1]).unwrap();
+    idx.commit().unwrap();
+    drop(idx);
+    let v = list_versions(dir.path()).unwrap();
+    assert_eq!(
+        v.iter()
+            .map(|v| (v.version, v.rows, v.deleted, v.log_rows))
+            .collect::<Vec<_>>(),
+        vec![(1, 0, 0, 0), (2, 3, 0, 3), (3, 2, 1, 3)]
+    );
+    let r = codedb::storage::inspect::inspect_dir(dir.path()).unwrap();
+    assert_eq!((r.version, r.rows, r.deleted, r.segments), (3, 2, 1, 0));
+    let log = r.active_log.as_ref().unwrap();
+    assert_eq!((log.rows, log.deleted), (3, 1));
+    let lf = r
+        .files
+        .iter()
+        .find(|f| f.file_kind == "append log")
+        .unwrap();
+    assert_eq!(lf.log.as_ref().unwrap().rows, 3);
+    let json = serde_json::to_value(&r).unwrap();
+    for key in [
+        "version", "rows", "deleted", "segments", "classes", "model", "bytes",
+    ] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+}
