@@ -18,7 +18,8 @@
 //!
 //! Every SIMD kernel has a scalar twin that gives the same integers or bit-identical floats
 //! (`tests/scan_equivalence.rs`). Multi-segment search: scan each segment into one collector
-//! ([`hamming_topk_into`]) or merge per-segment lists with [`TopK::merge`].
+//! ([`hamming_topk_into`]) or merge per-segment lists ([`merge_score_lists`],
+//! [`merge_distance_lists`], [`TopK::merge`]).
 //!
 //! `unsafe` appears here only for SIMD: calling `#[target_feature]` kernels after the runtime
 //! probe, and unaligned vector loads / table gathers whose addresses are proven in bounds. Each block
@@ -50,4 +51,7 @@ pub use lut::{
 };
 pub use rows::CodeRows;
 pub use schedule::ScanOptions;
-pub use topk::{Direction, ScoreTopK, TopK, f32_to_key, key_to_f32, key_to_score};
+pub use topk::{
+    Direction, ScoreTopK, TopK, f32_to_key, key_to_f32, key_to_score, merge_distance_lists,
+    merge_score_lists,
+};
