@@ -6,12 +6,23 @@
 //! `(score, id)` pairs in a total order — better score first, ties by smaller id — so the SIMD
 //! and scalar paths, any thread count, and any split into segments give the identical list.
 //!
+//! - [`hamming`]: popcount(code XOR query) for any width (scalar, AVX2, AVX-512 VPOPCNTDQ).
+//! - [`lut`]: Σ_j lut[j][code_j] — PQ ADC with 256- or 16-entry tables, asymmetric binary
+//!   distance, linear scores of bits.
+//! - [`fastscan`]: 4-bit PQ over block-interleaved codes, u8 tables in registers, exact
+//!   re-scoring (same lists as [`lut4_topk_batch`]).
+//! - [`dense`]: dot / squared L2 on f32 and f16 vectors (re-ranking, class means).
 //! - [`topk`]: bounded collectors with a threshold kernels filter against in registers.
 //! - [`dispatch`]: picks the kernels once per process from the CPU's features.
 //! - [`schedule`]: threads over row ranges and cache blocking for several queries.
 //!
+//! Every SIMD kernel has a scalar twin that gives the same integers or bit-identical floats
+//! (`tests/scan_equivalence.rs`). Multi-segment search: scan each segment into one collector
+//! ([`hamming_topk_into`]) or merge per-segment lists ([`merge_score_lists`],
+//! [`merge_distance_lists`], [`TopK::merge`]).
+//!
 //! `unsafe` appears here only for SIMD: calling `#[target_feature]` kernels after the runtime
-//! probe, and unaligned vector loads / gathers whose addresses are proven in bounds. Each block
+//! probe, and unaligned vector loads / table gathers whose addresses are proven in bounds. Each block
 //! carries a `// SAFETY:` comment.
 
 pub mod dense;
@@ -40,4 +51,7 @@ pub use lut::{
 };
 pub use rows::CodeRows;
 pub use schedule::ScanOptions;
-pub use topk::{Direction, ScoreTopK, TopK, f32_to_key, key_to_f32, key_to_score};
+pub use topk::{
+    Direction, ScoreTopK, TopK, f32_to_key, key_to_f32, key_to_score, merge_distance_lists,
+    merge_score_lists,
+};

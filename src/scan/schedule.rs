@@ -3,7 +3,7 @@
 //!
 //! With nq > 1 a plain loop (all rows for query 1, then all rows for query 2, …) streams the
 //! codes from memory nq times. Instead each thread walks its range in blocks of
-//! [`block_rows`] rows (about 64 KiB of codes, resident in L2) and runs every query over the
+//! [`block_rows`] rows (about 16 KiB of codes, resident in L1) and runs every query over the
 //! block, so memory traffic is that of one scan and the work becomes compute-bound. Each thread
 //! keeps one collector per query; the per-thread collectors are merged at the end, which is
 //! exact because the collectors' order is total (see `scan::topk`).
@@ -22,7 +22,8 @@ pub struct ScanOptions {
     /// Number of concurrent tasks the rows are split into: 1 = run on the calling thread, no
     /// rayon; n > 1 = n contiguous ranges run on the current rayon pool (so at most the pool's
     /// size run at once; install a pool of the wanted size to control it); 0 = the current
-    /// pool's thread count.
+    /// pool's thread count. Each task gets at least 16 384 rows, so small columns stay on one
+    /// thread. The results never depend on this number.
     pub threads: usize,
 }
 
@@ -38,8 +39,10 @@ impl Default for ScanOptions {
 /// Below this many rows a scan stays on one thread: the split would cost more than it saves.
 const MIN_ROWS_PER_TASK: usize = 1 << 14;
 
-/// Target bytes of codes per block when several queries share a pass.
-const BLOCK_BYTES: usize = 64 << 10;
+/// Target bytes of codes per block when several queries share a pass: small enough to stay in
+/// L1 while every query runs over it (16 KiB measured 2× faster than 64 KiB for 64-bit Hamming
+/// at nq = 16 on AMD Zen 3).
+const BLOCK_BYTES: usize = 16 << 10;
 
 /// Rows per block for `row_bytes`-byte rows and `nq` queries: the whole range for one query
 /// (no reuse to gain), else about [`BLOCK_BYTES`] of codes, a multiple of 64 rows.

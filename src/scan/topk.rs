@@ -276,6 +276,32 @@ impl ScoreTopK {
     }
 }
 
+/// Merges per-segment (or per-shard) distance lists into the k best overall, best first.
+pub fn merge_distance_lists(
+    lists: impl IntoIterator<Item = Vec<(u32, u64)>>,
+    k: usize,
+) -> Result<Vec<(u32, u64)>> {
+    let mut t = TopK::new(k)?;
+    for (d, id) in lists.into_iter().flatten() {
+        t.push(d, id);
+    }
+    Ok(t.into_sorted_vec())
+}
+
+/// Merges per-segment score lists (all ranked in `direction`) into the k best overall, best
+/// first; a non-finite score is an error.
+pub fn merge_score_lists(
+    lists: impl IntoIterator<Item = Vec<(f32, u64)>>,
+    direction: Direction,
+    k: usize,
+) -> Result<Vec<(f32, u64)>> {
+    let mut t = ScoreTopK::new(k, direction)?;
+    for (s, id) in lists.into_iter().flatten() {
+        t.push(s, id)?;
+    }
+    Ok(t.into_sorted_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +417,24 @@ mod tests {
         assert!(t.push(f32::INFINITY, 1).is_err());
         assert!(t.push(f32::NEG_INFINITY, 1).is_err());
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn merging_lists() {
+        let a = vec![(1u32, 5u64), (3, 1)];
+        let b = vec![(1u32, 2u64), (2, 9)];
+        assert_eq!(
+            merge_distance_lists([a, b], 3).unwrap(),
+            vec![(1, 2), (1, 5), (2, 9)]
+        );
+        let x = vec![(0.5f32, 1u64), (0.25, 2)];
+        let y = vec![(0.5f32, 0u64)];
+        assert_eq!(
+            merge_score_lists([x.clone(), y], Direction::LargerIsBetter, 2).unwrap(),
+            vec![(0.5, 0), (0.5, 1)]
+        );
+        assert!(merge_score_lists([vec![(f32::NAN, 1u64)]], Direction::LargerIsBetter, 2).is_err());
+        assert!(merge_score_lists([x], Direction::LargerIsBetter, 0).is_err());
     }
 
     #[test]

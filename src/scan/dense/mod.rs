@@ -68,7 +68,7 @@ fn eval_f32(isa: Isa, metric: Metric, a: &[f32], b: &[f32]) -> f32 {
         }
         #[cfg(target_arch = "x86_64")]
         (Isa::Avx2 | Isa::Avx512, Metric::L2Sq) => {
-            // SAFETY: as above.
+            // SAFETY: `Isa::Avx2`/`Avx512` imply the probe found avx2, fma and f16c.
             unsafe { x86::l2_f32(a, b) }
         }
         (_, Metric::Dot) => scalar::combine::<scalar::Dot, f32>(a, b),
@@ -87,7 +87,7 @@ fn eval_f16(isa: Isa, metric: Metric, a: &[f32], b: &[f16]) -> f32 {
         }
         #[cfg(target_arch = "x86_64")]
         (Isa::Avx2 | Isa::Avx512, Metric::L2Sq) => {
-            // SAFETY: as above.
+            // SAFETY: `Isa::Avx2`/`Avx512` imply the probe found avx2, fma and f16c.
             unsafe { x86::l2_f16(a, b) }
         }
         (_, Metric::Dot) => scalar::combine::<scalar::Dot, f16>(a, b),
