@@ -178,8 +178,6 @@ fn the_allocation_tracker_sees_large_allocations() {
 /// past `u64::MAX` (here `u64::MAX` and 3) parse fine, and `Manifest::live_rows()` then
 /// overflows: a panic in debug builds, a wrapped (wrong) total in release builds.
 #[test]
-#[ignore = "bug: Manifest accepts segment row counts whose sum overflows u64; live_rows() panics \
-            (src/format/manifest.rs validate/live_rows)"]
 fn manifest_whose_row_counts_overflow_u64_is_refused() {
     // The fuzzer's input (it changed the rows of both segment entries).
     let artifact = include_bytes!("fuzz_regressions/manifest/row-total-overflow.bin");
@@ -205,8 +203,6 @@ fn manifest_whose_row_counts_overflow_u64_is_refused() {
 /// make the reader reserve 384 MiB (here) or, with `dim = u32::MAX`, ~24 GiB, which aborts the
 /// process where the allocation fails.
 #[test]
-#[ignore = "bug: zstd stored vectors: Container::decoded reserves the declared raw length before \
-            decoding (src/format/container_reader.rs decoded)"]
 fn segment_with_a_huge_declared_vector_length_does_not_reserve_it() {
     let mut b = golden_bytes(&golden::name("seg", golden::SEG_B_ID, "seg"));
     let (meta, _) = section_and_entry(&b, FileKind::Segment, META);
@@ -236,8 +232,6 @@ fn segment_with_a_huge_declared_vector_length_does_not_reserve_it() {
 /// writer never wrote: here "lothing" and "shirts" for "clothing" and "shirt". The writer always
 /// lays names out back to back, so the reader can require exactly that.
 #[test]
-#[ignore = "bug: class names may overlap / leave bytes unowned (src/format/class_table.rs \
-            from_container: name_off is not checked to be contiguous)"]
 fn class_table_with_overlapping_names_is_refused() {
     let mut b = golden_bytes(&golden::name("classes", golden::CLS_ID, "cls"));
     let (recs, _) = section_and_entry(&b, FileKind::ClassTable, CLS_RECORDS);
@@ -260,8 +254,6 @@ fn class_table_with_overlapping_names_is_refused() {
 /// Same as above for the manifest's `strings` section: the model name becomes "odel-….model"
 /// and the first segment's name "seg-….segd", byte 0 is owned by nobody.
 #[test]
-#[ignore = "bug: manifest strings may overlap / leave bytes unreferenced (src/format/manifest.rs \
-            from_container: string offsets are not checked to be contiguous)"]
 fn manifest_with_overlapping_strings_is_refused() {
     let mut b = golden_bytes("v00000000000000000001.manifest");
     let (meta, _) = section_and_entry(&b, FileKind::Manifest, META);
@@ -289,8 +281,6 @@ fn manifest_with_overlapping_strings_is_refused() {
 /// `ModelFile::from_container` then refuses ("input dimension is 0"), so codedb can produce a
 /// model file it cannot read. The writer's `validate` should refuse it as `InvalidArgument`.
 #[test]
-#[ignore = "bug: ModelFile::write_to accepts input_dim 0, which the reader refuses \
-            (src/format/model_file.rs validate)"]
 fn model_writer_refuses_what_the_reader_refuses() {
     let mut m = golden::model();
     m.input_dim = 0;

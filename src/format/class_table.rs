@@ -101,22 +101,35 @@ impl ClassTable {
             }
         }
         if self.delta_of.is_none() {
-            // A base table is closed: parents exist and the hierarchy has no cycle.
+            // A base table is closed: parents exist and the hierarchy has no cycle. Each chain
+            // is walked until it reaches a class already known to end at a root, so the check
+            // is linear in the number of classes.
             let parent: HashMap<u32, Option<u32>> =
                 self.classes.iter().map(|c| (c.id, c.parent)).collect();
+            let mut rooted: HashSet<u32> = HashSet::with_capacity(self.classes.len());
             for c in &self.classes {
-                let mut seen = 0usize;
-                let mut cur = c.parent;
-                while let Some(p) = cur {
-                    let Some(&next) = parent.get(&p) else {
-                        return Err(bad(format!("class {}: parent {p} does not exist", c.id)));
-                    };
-                    seen += 1;
-                    if seen > self.classes.len() {
+                let mut path = Vec::new();
+                let mut on_path = HashSet::new();
+                let mut cur = Some(c.id);
+                while let Some(id) = cur {
+                    if rooted.contains(&id) {
+                        break;
+                    }
+                    if !on_path.insert(id) {
                         return Err(bad(format!("class {}: parent chain has a cycle", c.id)));
                     }
+                    path.push(id);
+                    let Some(&next) = parent.get(&id) else {
+                        return Err(bad(format!(
+                            "class {}: parent {id} does not exist",
+                            path.get(path.len().wrapping_sub(2))
+                                .copied()
+                                .unwrap_or(c.id)
+                        )));
+                    };
                     cur = next;
                 }
+                rooted.extend(path);
             }
         }
         Ok(())

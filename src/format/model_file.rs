@@ -281,6 +281,9 @@ impl ModelFile {
             argument: argument.into(),
             detail,
         };
+        if self.input_dim == 0 {
+            return Err(bad("input_dim", "must be at least 1".into()));
+        }
         if !self.code_kind.consistent(self.code_bytes, self.code_bits) {
             return Err(bad(
                 "code",
