@@ -15,8 +15,15 @@ use codedb::storage::{
 use divan::Bencher;
 use divan::counter::{BytesCount, ItemsCount};
 
+/// Every benchmark directory lives under this root, removed when the run ends (fixtures are
+/// held in statics, which are never dropped).
+static ROOT: OnceLock<PathBuf> = OnceLock::new();
+
 fn main() {
+    let root = tempfile::tempdir_in(bench_root()).unwrap();
+    ROOT.set(root.path().to_path_buf()).unwrap();
     divan::main();
+    drop(root);
 }
 
 fn model() -> ModelFile {
@@ -44,7 +51,10 @@ fn bench_root() -> PathBuf {
 }
 
 fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(bench_root()).unwrap()
+    match ROOT.get() {
+        Some(root) => tempfile::tempdir_in(root).unwrap(),
+        None => tempfile::tempdir_in(bench_root()).unwrap(),
+    }
 }
 
 /// Appends `total` rows in calls of 10k rows, committing every `commit_every` rows.

@@ -169,7 +169,8 @@ fn crash_child() {
             idx.upsert_codes(&code(id, step + 1), &[id], None).unwrap();
             model.rows.insert(id, (code(id, step + 1).to_vec(), None));
         } else if roll < 62 && !model.rows.is_empty() {
-            let n = if rng.random_bool(0.1) {
+            let big = model.rows.len() > 20_000 || rng.random_bool(0.1);
+            let n = if big {
                 3_000
             } else {
                 rng.random_range(1..6usize)
