@@ -372,9 +372,24 @@ fn print_file(r: &FileReport, indent: &str) {
     );
     println!("{indent}  file id    {}", r.file_id);
     println!("{indent}  size       {} bytes", r.bytes);
-    match &r.contents {
-        Some(c) => print_contents(c, indent),
-        None => println!(
+    match (&r.contents, &r.log) {
+        (Some(c), _) => print_contents(c, indent),
+        (None, Some(l)) => {
+            println!(
+                "{indent}  codes      {}, {} bytes ({} bits) per row",
+                l.code_kind, l.code_bytes, l.code_bits
+            );
+            println!("{indent}  model      {}", l.model_id);
+            println!(
+                "{indent}  batches    {} valid, {} rows, {} bytes",
+                l.batches, l.rows, l.valid_bytes
+            );
+            println!(
+                "{indent}  tail       {} bytes after the last valid batch",
+                l.tail_bytes
+            );
+        }
+        (None, None) => println!(
             "{indent}  ERROR      {}",
             r.error.as_deref().unwrap_or("unknown")
         ),
