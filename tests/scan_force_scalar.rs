@@ -38,3 +38,63 @@ fn force_scalar_env_makes_auto_scalar() {
         "child did not run the test:\n{stdout}"
     );
 }
+
+const ENCODE_NAME: &str = "encoding_is_identical_on_the_scalar_path";
+
+/// Trains and encodes with every stage kind that computes dot products, and prints a digest of
+/// the codes; the parent compares its digest (best kernels) with the child's (scalar twins).
+fn encode_digest() -> String {
+    use codedb::model::{PipelineSpec, TrainOptions, train};
+    use ndarray::Array2;
+    let (n, d) = (600usize, 24usize);
+    let x = Array2::from_shape_fn((n, d), |(i, j)| {
+        let v = ((i * 7919 + j * 104_729) % 1000) as f32 / 1000.0 - 0.5;
+        v * (1.0 + (j % 5) as f32)
+    });
+    let mut digest = String::new();
+    for spec in [
+        "pca-itq:16",
+        "lsh:32",
+        "sklsh:24",
+        "kpca-itq:16",
+        "pca:8,pq:2x8",
+    ] {
+        let opts = TrainOptions {
+            seed: 5,
+            itq_iterations: 10,
+            ..TrainOptions::default()
+        };
+        let (model, _) = train(&PipelineSpec::parse(spec).unwrap(), x.view(), &opts).unwrap();
+        let codes = model.encode(x.view()).unwrap();
+        let h = codes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        digest.push_str(&format!("{spec}={h:016x};"));
+    }
+    digest
+}
+
+#[test]
+fn encoding_is_identical_on_the_scalar_path() {
+    if std::env::var("CODEDB_FORCE_SCALAR").is_ok_and(|v| v == "1") {
+        println!("DIGEST {}", encode_digest());
+        return;
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = Command::new(exe)
+        .args(["--exact", ENCODE_NAME, "--test-threads=1", "--nocapture"])
+        .env("CODEDB_FORCE_SCALAR", "1")
+        .output()
+        .expect("re-run the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed:\n{stdout}");
+    let child = stdout
+        .lines()
+        .find_map(|l| l.split_once("DIGEST ").map(|(_, d)| d.trim()))
+        .unwrap_or_else(|| panic!("child printed no digest:\n{stdout}"));
+    assert_eq!(
+        child,
+        encode_digest(),
+        "scalar-path codes differ from best-kernel codes"
+    );
+}

@@ -2,5 +2,6 @@
 //! bandwidth as the yardstick, and scan cases measured against it.
 
 pub mod bandwidth;
+pub mod encode_case;
 pub mod generated_segment;
 pub mod scan_case;

@@ -3,40 +3,17 @@
 //! Codes must not depend on how rows are batched, on the thread count or on the CPU: a query
 //! binarised alone must get exactly the bits the same vector got inside a million-row build,
 //! and a model saved and loaded must re-encode byte-identically. So encode paths never call a
-//! BLAS-style product (whose summation order changes with blocking and SIMD width); they use
-//! these plain-Rust loops, whose order of operations is fixed by the source: 16 interleaved
-//! partial sums combined by a fixed tree, no fused multiply-add (Rust never contracts `a*b+c`),
-//! so the result is the same IEEE value on every target. The compiler vectorises the 16-lane
-//! loop without changing that order.
+//! BLAS-style product (whose summation order changes with blocking and SIMD width). Dot
+//! products go to the scan layer's fixed-order kernel ([`crate::scan::dense::dot_fixed_order`]:
+//! 32 lanes of fused multiply-adds reduced by a fixed tree, AVX2+FMA where the CPU has it, a
+//! scalar twin with `f32::mul_add` elsewhere — the same IEEE value on every path, checked by
+//! the scan equivalence tests). The nearest-centroid loop below is plain Rust with no
+//! reassociation, so it is the same value on every target too.
 
-const LANES: usize = 16;
-
-/// `Σ a_i b_i` with a fixed summation order (see module doc). Uses the common length.
+/// `Σ a_i b_i` in the fixed order of [`crate::scan::dense::dot_fixed_order`] (common length).
 #[inline]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0f32; LANES];
-    let ca = a.chunks_exact(LANES);
-    let cb = b.chunks_exact(LANES);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..LANES {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut tail = 0f32;
-    for (x, y) in ra.iter().zip(rb) {
-        tail += x * y;
-    }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for l in 0..width {
-            acc[l] += acc[l + width];
-        }
-    }
-    acc[0] + tail
+    crate::scan::dense::dot_fixed_order(a, b)
 }
 
 /// `out_j = dot(w_j, x) (+ bias_j)` for a row-major `out.len() × x.len()` weight matrix.
@@ -92,10 +69,16 @@ mod tests {
                 (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
                 "n={n}"
             );
-            // Same inputs, same bits, whatever the slice's alignment.
+            // Same inputs, same bits, whatever the slice's alignment, and the same bits as the
+            // scalar twin (what a CPU without AVX2+FMA computes).
             let mut pad = vec![0f32; 1];
             pad.extend_from_slice(&a);
             assert_eq!(dot(&pad[1..], &b).to_bits(), got.to_bits());
+            assert_eq!(
+                crate::scan::dense::dot_fixed_order_scalar(&a, &b).to_bits(),
+                got.to_bits(),
+                "n={n}"
+            );
         }
     }
 

@@ -1,5 +1,6 @@
 //! The write and query commands: argument plumbing over the library, nothing more.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -389,6 +390,62 @@ pub fn bench_scan(
                     all.push(r);
                 }
             }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn bench_encode(
+    pipelines: &[String],
+    dim: usize,
+    rows: usize,
+    train_rows: usize,
+    threads: &[usize],
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode> {
+    use codedb::bench::encode_case::{EncodeBench, run_encode_bench};
+    let mut all = Vec::new();
+    for p in pipelines {
+        for &t in threads {
+            let spinner = if std::io::stderr().is_terminal() {
+                let s = indicatif::ProgressBar::new_spinner();
+                s.set_message(format!(
+                    "training and encoding {} on {t} thread(s)",
+                    p.trim()
+                ));
+                s.enable_steady_tick(std::time::Duration::from_millis(120));
+                s
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let r = run_encode_bench(&EncodeBench {
+                pipeline: p.trim().to_string(),
+                dim,
+                rows,
+                train_rows,
+                threads: t,
+                seed,
+            });
+            spinner.finish_and_clear();
+            let r = r.with_context(|| format!("bench encode --pipeline {p}"))?;
+            if !json {
+                println!(
+                    "{:<16} dim {:>5} rows {:>11} threads {} code {:>4} B  train {:>8.3} s  encode {:>8.3} s  {:>10.3e} rows/s",
+                    r.pipeline,
+                    r.dim,
+                    r.rows,
+                    r.threads,
+                    r.code_bytes,
+                    r.train_s,
+                    r.encode_s,
+                    r.rows_per_s
+                );
+            }
+            all.push(r);
         }
     }
     if json {

@@ -227,6 +227,30 @@ every combination runs. --json prints one object per case.")]
         #[arg(long)]
         json: bool,
     },
+    /// Encoding throughput: train a pipeline on generated descriptors, then time encoding
+    /// (rows/s) on the given thread counts.
+    #[command(after_help = "Examples:
+  codedb bench encode --pipeline pca-itq:64 --dim 784 --rows 1000000 --threads 1,2
+  codedb bench encode --pipeline pq:16x8 --dim 128 --rows 1000000 --threads 1,2 --json
+
+Descriptors are seeded Gaussians with a decaying spectrum. --json prints one object per case
+(pipeline, dim, rows, train_rows, threads, code_bytes, train_s, encode_s, rows_per_s).")]
+    Encode {
+        #[arg(long, value_delimiter = ';', default_value = "pca-itq:64")]
+        pipeline: Vec<String>,
+        #[arg(long, default_value_t = 784)]
+        dim: usize,
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: usize,
+        #[arg(long, default_value_t = 20_000)]
+        train_rows: usize,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        threads: Vec<usize>,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -248,6 +272,15 @@ fn main() -> ExitCode {
         }) => commands::bench_scan(
             codes, &kind, &queries, k, &threads, &dir, &cache, repeats, seed, json,
         ),
+        Command::Bench(BenchCommand::Encode {
+            pipeline,
+            dim,
+            rows,
+            train_rows,
+            threads,
+            seed,
+            json,
+        }) => commands::bench_encode(&pipeline, dim, rows, train_rows, &threads, seed, json),
         Command::Demo {
             dir,
             data,

@@ -109,6 +109,25 @@ pub fn dense_f32_f16(metric: Metric, a: &[f32], b: &[f16], dispatch: Dispatch) -
     finite(eval_f16(isa, metric, a, b), "dense f32×f16 kernel")
 }
 
+/// Inner product in the fixed lane-blocked order (module doc) with the best kernel of this CPU
+/// (`CODEDB_FORCE_SCALAR=1` selects the scalar twin), for encoders: every path returns the
+/// same IEEE value, so a vector gets the same code on any CPU, alone or in a batch. Uses the
+/// common length of `a` and `b`; no finiteness check (encoders check their outputs).
+#[inline]
+pub fn dot_fixed_order(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    // `Auto` never fails to resolve.
+    let isa = Dispatch::Auto.resolve().unwrap_or(Isa::Scalar);
+    eval_f32(isa, Metric::Dot, a, b)
+}
+
+/// [`dot_fixed_order`] on the scalar twin (for tests of encoders).
+pub fn dot_fixed_order_scalar(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    scalar::combine::<scalar::Dot, f32>(&a[..n], &b[..n])
+}
+
 /// Inner product `Σ a_i b_i`.
 pub fn dot_f32(a: &[f32], b: &[f32]) -> Result<f32> {
     dense_f32(Metric::Dot, a, b, Dispatch::Auto)
