@@ -27,29 +27,12 @@ pub(crate) fn matvec(w: &[f32], x: &[f32], bias: Option<&[f32]>, out: &mut [f32]
 }
 
 /// Index of the nearest of `k` centroids to `x` in squared L2, from centroids stored
-/// transposed (`ct[j * k + c]` = coordinate j of centroid c). Exact differences (no
-/// `‖x‖² − 2x·c + ‖c‖²` expansion, which cancels badly); ties go to the smaller index.
-/// `dist` is scratch of length `k`.
+/// transposed (`ct[j * k + c]` = coordinate j of centroid c): the scan layer's fixed-order
+/// kernel ([`crate::scan::dense::nearest_centroid_l2`]; exact differences, ties to the smaller
+/// index, the same answer on every CPU path).
 #[inline]
-pub(crate) fn nearest_transposed(x: &[f32], ct: &[f32], k: usize, dist: &mut [f32]) -> usize {
-    let dist = &mut dist[..k];
-    dist.fill(0.0);
-    for (j, &xj) in x.iter().enumerate() {
-        let col = &ct[j * k..(j + 1) * k];
-        for (d, &c) in dist.iter_mut().zip(col) {
-            let t = xj - c;
-            *d += t * t;
-        }
-    }
-    let mut best = 0usize;
-    let mut best_d = f32::INFINITY;
-    for (c, &d) in dist.iter().enumerate() {
-        if d < best_d {
-            best_d = d;
-            best = c;
-        }
-    }
-    best
+pub(crate) fn nearest_transposed(x: &[f32], ct: &[f32], k: usize) -> usize {
+    crate::scan::dense::nearest_centroid_l2(x, ct, k)
 }
 
 #[cfg(test)]
@@ -86,8 +69,7 @@ mod tests {
     fn nearest_picks_closest_and_smaller_index_on_ties() {
         // 3 centroids in 2-D: (0,0), (1,0), (0,0) — transposed.
         let ct = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
-        let mut scratch = [0f32; 3];
-        assert_eq!(nearest_transposed(&[0.9, 0.1], &ct, 3, &mut scratch), 1);
-        assert_eq!(nearest_transposed(&[0.1, 0.0], &ct, 3, &mut scratch), 0);
+        assert_eq!(nearest_transposed(&[0.9, 0.1], &ct, 3), 1);
+        assert_eq!(nearest_transposed(&[0.1, 0.0], &ct, 3), 0);
     }
 }

@@ -382,11 +382,10 @@ impl RowQuantizer for ProductQuantizer {
     }
     fn encode_row(&self, x: &[f32], out: &mut [u8]) -> std::result::Result<(), RowFault> {
         let (ks, ds) = (self.ksub, self.dsub);
-        let mut scratch = [0f32; 256];
         out.fill(0);
         for s in 0..self.m {
             let ct = &self.transposed[s * ds * ks..(s + 1) * ds * ks];
-            let k = nearest_transposed(&x[s * ds..(s + 1) * ds], ct, ks, &mut scratch);
+            let k = nearest_transposed(&x[s * ds..(s + 1) * ds], ct, ks);
             if ks == 256 {
                 out[s] = k as u8;
             } else {
