@@ -167,8 +167,11 @@ pub fn map_record(sample_sum: &[f64], n: u64, prior: &[f64], m: u64) -> Result<(
 
 /// Eq. 30 as written: μ_p = (n μ_s + m μ_z)/(n + m).
 pub fn map_mean(sample_mean: &[f64], n: u64, prior: &[f64], m: u64) -> Result<Vec<f64>> {
-    if n + m == 0 {
-        return Err(ClassError::invalid("prior weight", "n + m is 0: no mean"));
+    if n.checked_add(m).is_none_or(|t| t == 0) {
+        return Err(ClassError::invalid(
+            "prior weight",
+            "n + m must be in 1..2^64: no mean otherwise",
+        ));
     }
     if sample_mean.len() != prior.len() {
         return Err(ClassError::Dimension {
