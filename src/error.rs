@@ -18,6 +18,8 @@ pub enum Error {
     Eval(#[from] crate::eval::EvalError),
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
+    #[error(transparent)]
+    Classes(#[from] crate::classes::ClassError),
     #[error("invalid argument {argument}: {detail}")]
     InvalidArgument { argument: String, detail: String },
 }

@@ -9,11 +9,13 @@
 //! - [`eval`]: ground truth and retrieval / classification metrics.
 //! - [`model`]: the math — PCA, ITQ, LSH, SKLSH, RFF, PQ/OPQ stages, pipelines, training.
 //! - [`scan`]: kernels — Hamming, LUT, dense, top-k, with runtime CPU dispatch.
+//! - [`classes`]: class-mean tables — NCM classification, new classes, zero-shot priors.
 //! - [`search`]: scan plans — a query batch over a snapshot, per-block kernels, merged top-k.
 //! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
 
 pub mod bench;
 pub mod build;
+pub mod classes;
 pub mod demo;
 pub mod error;
 pub mod eval;

@@ -510,6 +510,20 @@ impl Index {
         ids: Option<&[u64]>,
         labels: Option<&[u32]>,
     ) -> Result<Vec<u64>> {
+        self.add_codes_with_classes(codes, ids, labels, &[])
+    }
+
+    /// [`Index::add_codes`] and [`Index::add_class`] as one step: the rows and the class
+    /// records (typically count/sum deltas of the rows' classes, so a labelled add updates the
+    /// class table in the same commit) are all checked before anything is staged, so on error
+    /// neither is. An empty `classes` is plain `add_codes`.
+    pub fn add_codes_with_classes(
+        &self,
+        codes: &[u8],
+        ids: Option<&[u64]>,
+        labels: Option<&[u32]>,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
         let rows = self.check_codes(codes)?;
         self.check_labels(labels, rows)?;
         if let Some(ids) = ids {
@@ -517,6 +531,11 @@ impl Index {
         }
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        let staged_classes = if classes.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, classes)?)
+        };
         let ids = match ids {
             Some(ids) => {
                 for &id in ids {
@@ -539,6 +558,9 @@ impl Index {
             }
         };
         self.append_locked(&mut w, &ids, codes, labels)?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
         Ok(ids)
     }
 
@@ -619,12 +641,47 @@ impl Index {
     /// the table as it will be after the commit: names and parents must agree with existing
     /// classes, parents must exist, sums must be finite and of the table's dimension.
     pub fn add_class(&self, classes: &[ClassRecord]) -> Result<()> {
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        let pending = self.stage_classes(&w, classes)?;
+        w.pending.classes = Some(pending);
+        w.pending.changed = true;
+        Ok(())
+    }
+
+    /// The class table as the next commit will publish it: the committed table with the
+    /// staged records folded in (`None` when there is neither).
+    pub fn staged_classes(&self) -> Result<Option<ClassTable>> {
+        let w = self.shared.writer.lock();
+        let dir = &self.shared.dir;
+        let committed = w.committed.classes.clone();
+        match (committed, &w.pending.classes) {
+            (c, None) => Ok(c.map(|t| (*t).clone())),
+            (Some(base), Some(p)) => {
+                let mut t = (*base).clone();
+                t.fold(p, dir)?;
+                Ok(Some(t))
+            }
+            (None, Some(p)) => {
+                let mut t = ClassTable {
+                    file_id: p.delta_of.unwrap_or(FileId::ZERO),
+                    dim: p.dim,
+                    delta_of: None,
+                    classes: Vec::new(),
+                };
+                t.fold(p, dir)?;
+                Ok(Some(t))
+            }
+        }
+    }
+
+    /// The pending class table after staging `classes` (checked against the committed table
+    /// with everything staged so far), without installing it.
+    fn stage_classes(&self, w: &Writer, classes: &[ClassRecord]) -> Result<ClassTable> {
         let dir = &self.shared.dir;
         let Some(first) = classes.first() else {
             return Err(self.invalid("classes", "no class records given"));
         };
-        let mut w = self.shared.writer.lock();
-        w.check_poisoned(dir)?;
         let committed = w.committed.classes.clone();
         let dim = committed
             .as_ref()
@@ -670,9 +727,7 @@ impl Index {
         pending.fold(&call, dir).map_err(map)?;
         let mut trial = base;
         trial.fold(&pending, dir).map_err(map)?;
-        w.pending.classes = Some(pending);
-        w.pending.changed = true;
-        Ok(())
+        Ok(pending)
     }
 
     /// Appends rows to the active log (creating it if needed). An I/O failure poisons.

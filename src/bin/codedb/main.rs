@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use codedb::storage::inspect::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
 use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 
+mod class_cmd;
 mod commands;
 
 const EXIT_CODES: &str = "\
@@ -175,6 +176,69 @@ TSV columns: query, rank, id, score. JSON: [{\"query\": i, \"results\": [{\"id\"
         #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
         format: String,
     },
+    /// Add a class to the class table and commit: from images, from a given mean, or
+    /// zero-shot from its parent (Mensink et al. eq. 29), with a few images the MAP mean
+    /// (eq. 30).
+    #[command(after_help = "Examples:
+  codedb add-class my-index --name sneaker --data sneakers.npy
+  codedb add-class my-index --name boot --parent footwear                 # zero-shot
+  codedb add-class my-index --name boot --parent footwear --data few.npy --prior-weight 5
+  codedb add-class my-index --name boot --parent footwear --data few.npy \\
+      --validation val.npy --validation-labels val_labels.npy            # m chosen on held-out data
+  codedb add-class my-index --name logo --mean logo_mean.npy             # a 1 x D mean, count 1
+
+With a parent and no --prior-weight/--validation, m = 5. The count of a class made from the prior
+includes its m pseudo-images. Errors (unknown parent, duplicate name or id, dimension mismatch,
+NaN, no data and no parent) leave the index unchanged.")]
+    AddClass {
+        dir: PathBuf,
+        #[arg(long)]
+        name: String,
+        /// Class id (default: one past every class id and row label in use).
+        #[arg(long)]
+        id: Option<u32>,
+        /// Parent class name.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Images of the class (raw descriptors, the model's input dimension).
+        #[arg(long, conflicts_with = "mean")]
+        data: Option<PathBuf>,
+        /// The class mean (1 x D).
+        #[arg(long)]
+        mean: Option<PathBuf>,
+        /// m of eq. 30: weight of the zero-shot prior in pseudo-images.
+        #[arg(long)]
+        prior_weight: Option<u64>,
+        /// Ancestors averaged for the prior (eq. 29): parent or ancestors.
+        #[arg(long, default_value = "parent", value_parser = ["parent", "ancestors"])]
+        prior_scope: String,
+        /// Held-out images of existing classes to choose m on (with --data and --parent).
+        #[arg(long)]
+        validation: Option<PathBuf>,
+        /// Class ids of the --validation rows.
+        #[arg(long)]
+        validation_labels: Option<PathBuf>,
+        #[arg(long, default_value_t = 1234)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Classify descriptors by nearest class mean in the index model's projected space.
+    #[command(after_help = "Examples:
+  codedb classify my-index --data X.npy --top 5
+  codedb classify my-index --data X.npy --format json
+
+TSV columns: row, rank, id, name, score. JSON: [{\"row\": i, \"classes\": [{\"name\", \"id\", \"score\"}, …]}],
+best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, centred (larger is better).")]
+    Classify {
+        dir: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+        #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
+        format: String,
+    },
     /// Benchmarks (numbers, not pass/fail).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -322,6 +386,39 @@ fn main() -> ExitCode {
             threads,
             format,
         } => commands::search(&dir, &queries, k, mode.as_deref(), threads, &format),
+        Command::AddClass {
+            dir,
+            name,
+            id,
+            parent,
+            data,
+            mean,
+            prior_weight,
+            prior_scope,
+            validation,
+            validation_labels,
+            seed,
+            json,
+        } => class_cmd::add_class(&class_cmd::AddClassArgs {
+            dir: &dir,
+            name: &name,
+            id,
+            parent: parent.as_deref(),
+            data: data.as_deref(),
+            mean: mean.as_deref(),
+            prior_weight,
+            prior_scope: &prior_scope,
+            validation: validation.as_deref(),
+            validation_labels: validation_labels.as_deref(),
+            seed,
+            json,
+        }),
+        Command::Classify {
+            dir,
+            data,
+            top,
+            format,
+        } => class_cmd::classify(&dir, &data, top, &format),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,453 @@
+//! New classes at near-zero cost (Mensink et al., TPAMI 2013, §5): a class is one mean — from
+//! its images (sum and count), from a given mean, or zero-shot from the hierarchy (eq. 29),
+//! combined with a few images by the MAP estimate (eq. 30). No retraining: the class is
+//! classifiable as soon as the commit that adds it is published.
+//!
+//! Everything is checked before anything is staged, so an error leaves the index as it was:
+//! empty or duplicate names, ids taken by a class or by row labels, unknown parents, parent
+//! cycles among the new classes, dimension mismatches, NaN/Inf, and a class with no images,
+//! no mean and no parent.
+
+use std::collections::{HashMap, HashSet};
+
+use ndarray::ArrayView2;
+
+use crate::format::class_table::{MAX_CLASS_NAME, NO_PARENT};
+use crate::format::{ClassRecord, ClassTable};
+use crate::storage::{Index, Snapshot};
+
+use super::class_ref::{ClassLookup, ClassRef};
+use super::error::{ClassError, Result};
+use super::zero_shot::{PriorScope, map_record, zero_shot_prior};
+
+/// Where a new class's mean comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum ClassSource<'a> {
+    /// Images (raw descriptors, one per row): count = rows, sum = their sum.
+    Images(ArrayView2<'a, f32>),
+    /// A given mean: stored as count 1, sum = the mean (so later labelled images weigh it as
+    /// one image).
+    Mean(&'a [f32]),
+    /// No data: zero-shot from the parent (eq. 29); needs a parent.
+    None,
+}
+
+/// A class to add.
+#[derive(Debug, Clone)]
+pub struct NewClass<'a> {
+    pub name: String,
+    /// The class id; `None` = one past every class id and row label in use.
+    pub id: Option<u32>,
+    /// The parent: an existing class or another class of the same call.
+    pub parent: Option<ClassRef>,
+    pub source: ClassSource<'a>,
+    /// m of eq. 30: the weight, in pseudo-images, of the zero-shot prior when the class has a
+    /// parent. With images, 0 means the plain sample mean; a zero-shot class needs m ≥ 1 (it
+    /// is stored as m pseudo-images of the prior).
+    pub prior_weight: u64,
+    pub prior_scope: PriorScope,
+}
+
+impl<'a> NewClass<'a> {
+    /// A class named `name` from `source`, no parent, prior weight [`DEFAULT_PRIOR_WEIGHT`].
+    pub fn new(name: &str, source: ClassSource<'a>) -> Self {
+        NewClass {
+            name: name.to_string(),
+            id: None,
+            parent: None,
+            source,
+            prior_weight: DEFAULT_PRIOR_WEIGHT,
+            prior_scope: PriorScope::Parent,
+        }
+    }
+
+    pub fn with_parent(mut self, parent: impl Into<ClassRef>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+
+    pub fn with_id(mut self, id: u32) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    pub fn with_prior_weight(mut self, m: u64) -> Self {
+        self.prior_weight = m;
+        self
+    }
+}
+
+/// m of eq. 30 when none is given and no validation data chooses one (see README "Classes").
+pub const DEFAULT_PRIOR_WEIGHT: u64 = 5;
+
+/// How a planned class got its mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeanSource {
+    /// Sample mean of n images (no parent, or prior weight 0).
+    Images { n: u64 },
+    /// A given mean (count 1).
+    GivenMean,
+    /// Zero-shot prior (eq. 29) stored as m pseudo-images.
+    ZeroShot { m: u64 },
+    /// MAP mean (eq. 30) of n images and the prior with weight m.
+    Map { n: u64, m: u64 },
+    /// n images under a parent that has no class with images yet: the sample mean (eq. 30
+    /// with no prior to weigh).
+    ImagesNoPrior { n: u64 },
+}
+
+/// A new class as it will be staged.
+#[derive(Debug, Clone)]
+pub struct PlannedClass {
+    pub record: ClassRecord,
+    pub source: MeanSource,
+}
+
+fn finite_rows(argument: &str, x: ArrayView2<f32>, dim: usize) -> Result<(u64, Vec<f64>)> {
+    if x.ncols() != dim {
+        return Err(ClassError::Dimension {
+            argument: argument.into(),
+            expected: dim,
+            got: x.ncols(),
+        });
+    }
+    if x.nrows() == 0 {
+        return Err(ClassError::invalid(argument, "no rows"));
+    }
+    let mut sum = vec![0f64; dim];
+    for (i, row) in x.rows().into_iter().enumerate() {
+        for (j, (s, v)) in sum.iter_mut().zip(row.iter()).enumerate() {
+            if !v.is_finite() {
+                return Err(ClassError::NonFinite {
+                    argument: argument.into(),
+                    row: i,
+                    col: j,
+                    value: *v as f64,
+                });
+            }
+            *s += *v as f64;
+        }
+    }
+    Ok((x.nrows() as u64, sum))
+}
+
+/// Plans `new` classes against `table` (the class table as the next commit will have it;
+/// `None` when the index has none) for descriptors of `dim` dimensions. `max_label` is the
+/// largest row label in use (automatic ids go past it so that existing labelled rows never
+/// silently join a new class). Checks everything; returns the records to stage, in call
+/// order.
+pub fn plan_new_classes(
+    table: Option<&ClassTable>,
+    dim: usize,
+    new: &[NewClass<'_>],
+    max_label: Option<u32>,
+) -> Result<Vec<PlannedClass>> {
+    if new.is_empty() {
+        return Err(ClassError::invalid("classes", "no classes given"));
+    }
+    if let Some(t) = table
+        && t.dim as usize != dim
+    {
+        return Err(ClassError::Dimension {
+            argument: "class table".into(),
+            expected: dim,
+            got: t.dim as usize,
+        });
+    }
+    let lookup = ClassLookup::new(table);
+    // Names: valid, not taken, not repeated.
+    let mut batch_names: HashMap<&str, usize> = HashMap::new();
+    for (i, c) in new.iter().enumerate() {
+        if c.name.is_empty() || c.name.len() > MAX_CLASS_NAME {
+            return Err(ClassError::invalid(
+                "name",
+                format!("{:?}: a class name is 1..={MAX_CLASS_NAME} bytes", c.name),
+            ));
+        }
+        if let Some(e) = lookup.by_name(&c.name) {
+            return Err(ClassError::DuplicateName {
+                name: c.name.clone(),
+                id: e.id,
+            });
+        }
+        if batch_names.insert(&c.name, i).is_some() {
+            return Err(ClassError::invalid(
+                "name",
+                format!("{:?} is given twice", c.name),
+            ));
+        }
+    }
+    // Ids: given ones free, automatic ones past every class id and label in use.
+    let mut used: HashSet<u32> =
+        table.map_or_else(HashSet::new, |t| t.classes.iter().map(|c| c.id).collect());
+    let mut next = used
+        .iter()
+        .copied()
+        .chain(max_label)
+        .chain(new.iter().filter_map(|c| c.id))
+        .max()
+        .map_or(Some(0), |m| m.checked_add(1));
+    let mut ids = Vec::with_capacity(new.len());
+    for c in new {
+        if let Some(id) = c.id {
+            if id == NO_PARENT {
+                return Err(ClassError::invalid(
+                    "id",
+                    format!("{NO_PARENT} is reserved (it means \"no parent\")"),
+                ));
+            }
+            if !used.insert(id) {
+                let detail = match lookup.by_id(id) {
+                    Some(e) => format!("class {:?}", e.name),
+                    None => "another class of this call".into(),
+                };
+                return Err(ClassError::DuplicateId { id, detail });
+            }
+        }
+    }
+    for c in new {
+        let id = match c.id {
+            Some(id) => id,
+            None => {
+                let id = next
+                    .filter(|&n| n != NO_PARENT)
+                    .ok_or_else(|| ClassError::invalid("id", "the class id space is exhausted"))?;
+                next = id.checked_add(1);
+                used.insert(id);
+                id
+            }
+        };
+        ids.push(id);
+    }
+    // Parents: an existing class or one of this call (index into `new`).
+    #[derive(Clone, Copy)]
+    enum Parent {
+        None,
+        Table(u32),
+        Batch(usize),
+    }
+    let mut parents = Vec::with_capacity(new.len());
+    for (i, c) in new.iter().enumerate() {
+        let p = match &c.parent {
+            None => Parent::None,
+            Some(r) => {
+                let in_batch = match r {
+                    ClassRef::Name(n) => batch_names.get(n.as_str()).copied(),
+                    ClassRef::Id(id) => ids.iter().position(|x| x == id),
+                };
+                match in_batch {
+                    Some(j) if j == i => {
+                        return Err(ClassError::ParentCycle {
+                            chain: format!("{:?} -> {:?}", c.name, c.name),
+                        });
+                    }
+                    Some(j) => Parent::Batch(j),
+                    None => Parent::Table(lookup.resolve(r, "parent")?.id),
+                }
+            }
+        };
+        parents.push(p);
+    }
+    // Cycles can only run through classes of this call (the table has none).
+    for i in 0..new.len() {
+        let mut chain = vec![i];
+        let mut cur = i;
+        while let Parent::Batch(j) = parents[cur] {
+            if chain.contains(&j) {
+                chain.push(j);
+                let names: Vec<String> = chain
+                    .iter()
+                    .map(|&k| format!("{:?}", new[k].name))
+                    .collect();
+                return Err(ClassError::ParentCycle {
+                    chain: names.join(" -> "),
+                });
+            }
+            chain.push(j);
+            cur = j;
+        }
+    }
+    // Sources, checked before any mean is computed.
+    let mut samples: Vec<Option<(u64, Vec<f64>)>> = Vec::with_capacity(new.len());
+    for (i, c) in new.iter().enumerate() {
+        samples.push(match c.source {
+            ClassSource::Images(x) => Some(finite_rows(&format!("images of class {:?}", c.name), x, dim)?),
+            ClassSource::Mean(m) => {
+                if m.len() != dim {
+                    return Err(ClassError::Dimension {
+                        argument: format!("mean of class {:?}", c.name),
+                        expected: dim,
+                        got: m.len(),
+                    });
+                }
+                if let Some(j) = m.iter().position(|v| !v.is_finite()) {
+                    return Err(ClassError::NonFinite {
+                        argument: format!("mean of class {:?}", c.name),
+                        row: 0,
+                        col: j,
+                        value: m[j] as f64,
+                    });
+                }
+                Some((1, m.iter().map(|&v| v as f64).collect()))
+            }
+            ClassSource::None => {
+                if matches!(parents[i], Parent::None) {
+                    return Err(ClassError::NoSource {
+                        name: c.name.clone(),
+                    });
+                }
+                if c.prior_weight == 0 {
+                    return Err(ClassError::invalid(
+                        "prior weight",
+                        format!(
+                            "class {:?} has no images, so its zero-shot mean needs a prior weight of at least 1",
+                            c.name
+                        ),
+                    ));
+                }
+                None
+            }
+        });
+    }
+    // Means: classes that need no prior first, then the others parents-first, each seeing
+    // the classes planned before it (so a zero-shot class can sit under a new class).
+    let mut work = table.cloned().unwrap_or_else(|| ClassTable {
+        file_id: crate::format::FileId::ZERO,
+        dim: dim as u32,
+        delta_of: None,
+        classes: Vec::new(),
+    });
+    let parent_id = |p: Parent| match p {
+        Parent::None => None,
+        Parent::Table(id) => Some(id),
+        Parent::Batch(j) => ids.get(j).copied(),
+    };
+    let mut planned: Vec<Option<PlannedClass>> = vec![None; new.len()];
+    let needs_prior = |i: usize| {
+        !matches!(parents[i], Parent::None)
+            && !matches!(new[i].source, ClassSource::Mean(_))
+            && new[i].prior_weight > 0
+    };
+    let mut order: Vec<usize> = (0..new.len()).filter(|&i| !needs_prior(i)).collect();
+    let mut rest: Vec<usize> = (0..new.len()).filter(|&i| needs_prior(i)).collect();
+    while !rest.is_empty() {
+        let before = rest.len();
+        rest.retain(|&i| {
+            let ready = match parents[i] {
+                Parent::Batch(j) => order.contains(&j),
+                _ => true,
+            };
+            if ready {
+                order.push(i);
+            }
+            !ready
+        });
+        if rest.len() == before {
+            // Unreachable after the cycle check; refuse rather than loop.
+            return Err(ClassError::ParentCycle {
+                chain: format!("{:?}", new[rest[0]].name),
+            });
+        }
+    }
+    for i in order {
+        let c = &new[i];
+        let parent = parent_id(parents[i]);
+        let (count, sum, source) = match (&samples[i], needs_prior(i)) {
+            (Some((n, s)), false) => (
+                *n,
+                s.clone(),
+                match c.source {
+                    ClassSource::Mean(_) => MeanSource::GivenMean,
+                    _ => MeanSource::Images { n: *n },
+                },
+            ),
+            (sample, true) => {
+                let p = parent.unwrap_or(NO_PARENT);
+                let prior = zero_shot_prior(&work, p, c.prior_scope, None, &c.name);
+                match (sample, prior) {
+                    (Some((n, s)), Ok(prior)) => {
+                        let (count, sum) = map_record(s, *n, &prior, c.prior_weight)?;
+                        (
+                            count,
+                            sum,
+                            MeanSource::Map {
+                                n: *n,
+                                m: c.prior_weight,
+                            },
+                        )
+                    }
+                    (Some((n, s)), Err(ClassError::EmptyPrior { .. })) => {
+                        (*n, s.clone(), MeanSource::ImagesNoPrior { n: *n })
+                    }
+                    (None, Ok(prior)) => {
+                        let zero = vec![0f64; dim];
+                        let (count, sum) = map_record(&zero, 0, &prior, c.prior_weight)?;
+                        (count, sum, MeanSource::ZeroShot { m: c.prior_weight })
+                    }
+                    (_, Err(e)) => return Err(e),
+                }
+            }
+            (None, false) => {
+                return Err(ClassError::NoSource {
+                    name: c.name.clone(),
+                });
+            }
+        };
+        if let Some(j) = sum.iter().position(|v| !v.is_finite()) {
+            return Err(ClassError::NonFinite {
+                argument: format!("sum of class {:?}", c.name),
+                row: 0,
+                col: j,
+                value: sum[j],
+            });
+        }
+        let record = ClassRecord {
+            id: ids[i],
+            name: c.name.clone(),
+            parent,
+            count,
+            sum,
+            centroids: Vec::new(),
+        };
+        work.classes.push(record.clone());
+        planned[i] = Some(PlannedClass { record, source });
+    }
+    planned
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.ok_or_else(|| {
+                ClassError::invalid("classes", format!("internal: class {i} not planned"))
+            })
+        })
+        .collect()
+}
+
+/// The largest row label of the snapshot's live rows (`None` when no row has one).
+pub fn max_row_label(snap: &Snapshot) -> Option<u32> {
+    snap.blocks()
+        .filter_map(|b| {
+            b.labels.and_then(|l| {
+                l.iter()
+                    .copied()
+                    .filter(|&x| x != crate::format::append_log::NO_LABEL)
+                    .max()
+            })
+        })
+        .max()
+}
+
+impl Index {
+    /// Plans `new` classes (see [`plan_new_classes`]) against the class table as the next
+    /// commit will have it and stages them; visible at the next [`Index::commit`]. On error
+    /// nothing is staged. Descriptors are of the model's input dimension.
+    pub fn add_new_classes(&self, new: &[NewClass<'_>]) -> Result<Vec<PlannedClass>> {
+        let table = self.staged_classes()?;
+        let dim = self.model().input_dim as usize;
+        let max_label = max_row_label(&self.snapshot());
+        let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;
+        let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
+        self.add_class(&records)?;
+        Ok(planned)
+    }
+}

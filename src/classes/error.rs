@@ -1,0 +1,86 @@
+//! Errors of the class layer (class means, NCM classification, new classes, labelled adds).
+//! Every variant names the class, argument or file at fault; none is ever a panic.
+
+use crate::model::ModelError;
+use crate::scan::ScanError;
+use crate::storage::StorageError;
+
+/// An error defining, updating or classifying with classes.
+#[derive(Debug, thiserror::Error)]
+pub enum ClassError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+
+    /// A class named by an argument does not exist in the class table.
+    #[error("{argument}: unknown class {class}")]
+    UnknownClass { argument: String, class: String },
+
+    /// A new class would reuse a name the table already has.
+    #[error("class name {name:?} is already taken (class id {id})")]
+    DuplicateName { name: String, id: u32 },
+
+    /// A new class would reuse an id the table (or a row label) already has.
+    #[error("class id {id} is already taken ({detail})")]
+    DuplicateId { id: u32, detail: String },
+
+    /// New classes whose parents form a loop.
+    #[error("parent cycle: {chain}")]
+    ParentCycle { chain: String },
+
+    /// A vector or matrix has the wrong number of columns.
+    #[error("{argument}: expected {expected} columns (the class table's dimension), got {got}")]
+    Dimension {
+        argument: String,
+        expected: usize,
+        got: usize,
+    },
+
+    /// NaN or infinity in input data.
+    #[error("{argument}: non-finite value {value} at row {row}, column {col}")]
+    NonFinite {
+        argument: String,
+        row: usize,
+        col: usize,
+        value: f64,
+    },
+
+    /// A new class has no images, no given mean and no parent: nothing defines its mean.
+    #[error(
+        "class {name:?}: no images, no mean and no parent to take a zero-shot prior from (give --data, --mean or --parent)"
+    )]
+    NoSource { name: String },
+
+    /// The zero-shot prior (Mensink et al. eq. 29) has nothing to average.
+    #[error(
+        "class {name:?}: no class under parent {parent:?} has images, so there is no zero-shot prior"
+    )]
+    EmptyPrior { name: String, parent: String },
+
+    /// The index (or snapshot) has no class with a mean to classify against.
+    #[error("{dir}: the index has no class with images (add one with codedb add-class)")]
+    NoClasses { dir: String },
+
+    /// The model given is not the one that encodes the index.
+    #[error("model {got} is not the index's model {expected}")]
+    ModelMismatch { expected: String, got: String },
+
+    /// Any other malformed argument (empty input, bad value, wrong length).
+    #[error("invalid argument {argument}: {detail}")]
+    Invalid { argument: String, detail: String },
+}
+
+impl ClassError {
+    pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> ClassError {
+        ClassError::Invalid {
+            argument: argument.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Shorthand used throughout the class layer.
+pub type Result<T> = std::result::Result<T, ClassError>;

@@ -1,0 +1,121 @@
+//! NCM classification (Mensink et al., TPAMI 2013, eq. 1 in the bias form of eq. 9-11): the
+//! top classes of each query row by a dense dot-product scan over the projected class means.
+
+use ndarray::ArrayView2;
+use serde::Serialize;
+
+use crate::model::Model;
+use crate::scan::{DenseRows, DenseValues, Metric, ScanOptions, dense_topk};
+use crate::storage::Snapshot;
+
+use super::class_cache;
+use super::class_means::ClassMeans;
+use super::error::{ClassError, Result};
+
+/// One class of a classification result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassScore {
+    pub name: String,
+    pub id: u32,
+    /// The centred eq. 9 score (larger is better; see `class_means`).
+    pub score: f32,
+}
+
+impl ClassMeans {
+    /// The `top` best classes of each row of `z` (already projected by the model, `dim()`
+    /// columns), best first, ties by smaller class id. Fewer than `top` when the table has
+    /// fewer classes.
+    pub fn classify_projected(
+        &self,
+        z: ArrayView2<f32>,
+        top: usize,
+    ) -> Result<Vec<Vec<ClassScore>>> {
+        if top == 0 {
+            return Err(ClassError::invalid("top", "must be at least 1"));
+        }
+        if self.is_empty() {
+            return Err(ClassError::NoClasses {
+                dir: "class table".into(),
+            });
+        }
+        let p = self.dim();
+        if z.ncols() != p {
+            return Err(ClassError::Dimension {
+                argument: "projected queries".into(),
+                expected: p,
+                got: z.ncols(),
+            });
+        }
+        if z.nrows() == 0 {
+            return Err(ClassError::invalid("data", "no rows to classify"));
+        }
+        // Queries `[Wx − r, 1]`: the dot with a scan row `[Wμ_c − r, b'_c]` is the centred
+        // eq. 9 score.
+        let mut q = Vec::with_capacity(z.nrows() * (p + 1));
+        for (i, row) in z.rows().into_iter().enumerate() {
+            for (j, (v, r)) in row.iter().zip(self.reference()).enumerate() {
+                if !v.is_finite() {
+                    return Err(ClassError::NonFinite {
+                        argument: "data".into(),
+                        row: i,
+                        col: j,
+                        value: *v as f64,
+                    });
+                }
+                q.push(v - r);
+            }
+            q.push(1.0);
+        }
+        let rows = DenseRows::new(
+            DenseValues::F32(&self.augmented),
+            p + 1,
+            &self.ids_u64,
+            None,
+        )?;
+        let k = top.min(self.len());
+        let hits = dense_topk(&rows, &q, Metric::Dot, k, ScanOptions::default())?;
+        Ok(hits
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .map(|(score, id)| {
+                        let id = id as u32;
+                        ClassScore {
+                            name: self.name(id).unwrap_or_default().to_string(),
+                            id,
+                            score,
+                        }
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Projects the rows of `x` (raw descriptors) with `model` and classifies them.
+    pub fn classify(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        top: usize,
+    ) -> Result<Vec<Vec<ClassScore>>> {
+        if model.id() != self.model_id() {
+            return Err(ClassError::ModelMismatch {
+                expected: self.model_id().to_string(),
+                got: model.id().to_string(),
+            });
+        }
+        let z = model.project(x)?;
+        self.classify_projected(z.view(), top)
+    }
+}
+
+impl Snapshot {
+    /// The `top` best classes of each row of `x` (raw descriptors of the index's model input
+    /// dimension) by NCM over this version's class table, projected with the index's model;
+    /// best first, ties by smaller class id. The projected means are built once per (model,
+    /// class files) and shared by every snapshot with the same table (see `class_cache`).
+    pub fn classify(&self, x: ArrayView2<f32>, top: usize) -> Result<Vec<Vec<ClassScore>>> {
+        let c = class_cache::for_snapshot(self)?;
+        c.means.classify(&c.model, x, top)
+    }
+}
