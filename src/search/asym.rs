@@ -111,7 +111,10 @@ mod tests {
             assert_eq!(f64::from(got), want, "{code:?}");
         }
         // All ones: cost = Σ max(−y, 0) over the 10 real bits, padding bits free.
-        assert_eq!(lut8_score(&[0xff, 0xff], &lut).unwrap(), 2.0 + 0.25 + 1.0 + 4.0);
+        assert_eq!(
+            lut8_score(&[0xff, 0xff], &lut).unwrap(),
+            2.0 + 0.25 + 1.0 + 4.0
+        );
     }
 
     #[test]

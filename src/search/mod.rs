@@ -160,7 +160,14 @@ pub fn search_with_source(
     match params.rerank {
         None => Ok(candidates
             .into_iter()
-            .map(|l| l.into_iter().map(|c| Hit { id: c.id, score: c.score }).collect())
+            .map(|l| {
+                l.into_iter()
+                    .map(|c| Hit {
+                        id: c.id,
+                        score: c.score,
+                    })
+                    .collect()
+            })
             .collect()),
         Some(_) => rerank::rerank(
             &blocks,
@@ -188,13 +195,19 @@ fn check(
     {
         return Err(invalid(
             "rerank",
-            format!("{r} candidates cannot give k = {} results (use R ≥ k)", params.k),
+            format!(
+                "{r} candidates cannot give k = {} results (use R ≥ k)",
+                params.k
+            ),
         ));
     }
     if params.rerank.is_some() && params.mode.is_exact() {
         return Err(invalid(
             "rerank",
-            format!("{} is already exact; re-ranking adds nothing", params.mode.name()),
+            format!(
+                "{} is already exact; re-ranking adds nothing",
+                params.mode.name()
+            ),
         ));
     }
     if model.id() != snapshot.model().model_id {
@@ -287,8 +300,7 @@ fn scan_codes(
             Prepared::Floats(q) => {
                 let col = FloatColumn::new(block.codes, kind)?;
                 let dim = model.project_dim();
-                let dense =
-                    DenseRows::new(col.values(), dim, block.ids, deleted.as_deref())?;
+                let dense = DenseRows::new(col.values(), dim, block.ids, deleted.as_deref())?;
                 dense_topk(&dense, q, metric, k, opts)?
             }
         };
@@ -322,7 +334,12 @@ pub fn search_radius(
     queries: ArrayView2<f32>,
     radius: u32,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check(snapshot, model, queries, &SearchParams::new(1, SearchMode::Hamming))?;
+    check(
+        snapshot,
+        model,
+        queries,
+        &SearchParams::new(1, SearchMode::Hamming),
+    )?;
     if radius > MAX_RADIUS {
         return Err(invalid(
             "radius",

@@ -229,7 +229,12 @@ mod tests {
         assert!(HammingTable::new(0).is_err());
         let t = HammingTable::from_codes(&[1, 2], 1, &[7, 8]).unwrap();
         assert!(t.lookup(&[1, 2], 1).is_err());
-        assert!(t.lookup(&[1], 3).unwrap_err().to_string().contains("radius"));
+        assert!(
+            t.lookup(&[1], 3)
+                .unwrap_err()
+                .to_string()
+                .contains("radius")
+        );
         assert!(HammingTable::from_codes(&[1, 2, 3], 1, &[7, 8]).is_err());
     }
 }

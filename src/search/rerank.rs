@@ -174,12 +174,20 @@ pub(crate) fn exact_search(
                 dense_topk(&rows, &flat, metric, k, opts)?
             }
             None => {
-                let mut tops: Vec<TopK> = (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
+                let mut tops: Vec<TopK> =
+                    (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
                 for (r, &id) in block.ids.iter().enumerate() {
                     if block.is_deleted(r) {
                         continue;
                     }
-                    if !source.vector(RowRef { block: b, row: r, id }, &mut buf)? {
+                    if !source.vector(
+                        RowRef {
+                            block: b,
+                            row: r,
+                            id,
+                        },
+                        &mut buf,
+                    )? {
                         return Err(SearchError::NoVectors {
                             detail: format!("row id {id} (block {b}) has no stored vector"),
                         });

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
 use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
-use codedb::demo::labels_u32;
 
 fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
     path.map(|p| -> Result<Vec<u32>> {
