@@ -7,9 +7,7 @@ use std::path::Path;
 use codedb::BuildOptions;
 use codedb::format::CodeKind;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::scan::{
-    DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score,
-};
+use codedb::scan::{DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score};
 use codedb::search::{
     HammingTable, Hit, MemoryVectors, RowRef, SearchError, SearchMode, SearchParams, VectorSource,
     asym_tables, search_radius, search_with, search_with_source,
