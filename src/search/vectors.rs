@@ -48,6 +48,18 @@ impl<'a> SnapshotVectors<'a> {
     /// Every block of `snapshot` that holds rows must store vectors, all of one dimension;
     /// otherwise [`SearchError::NoVectors`] names the first block without them.
     pub fn new(snapshot: &'a Snapshot) -> Result<SnapshotVectors<'a>, SearchError> {
+        let any = snapshot
+            .blocks()
+            .any(|b| b.segment().is_some_and(|s| s.meta().vectors.is_some()));
+        if !any {
+            return Err(SearchError::NoVectors {
+                detail: format!(
+                    "the index in {} stores no vectors; re-ranking and the exact modes need \
+                     vectors stored when rows are added",
+                    snapshot.dir().display()
+                ),
+            });
+        }
         let mut dim = None;
         let mut columns = Vec::new();
         for block in snapshot.blocks() {
@@ -77,13 +89,13 @@ impl<'a> SnapshotVectors<'a> {
                 return Err(SearchError::NoVectors {
                     detail: match seg {
                         Some(s) => format!(
-                            "segment {} of the index in {} stores none (build the index with \
-                             stored vectors to re-rank or search exactly)",
+                            "segment {} of the index in {} stores none (rows added without \
+                             vectors)",
                             s.path().display(),
                             snapshot.dir().display()
                         ),
                         None => format!(
-                            "{} rows of the active log of the index in {} have none",
+                            "{} rows in the active log of the index in {} have none",
                             block.rows(),
                             snapshot.dir().display()
                         ),

@@ -152,8 +152,17 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
                 .with_context(|| format!("searching {}", a.dir.display()))?
         }
     };
+    match write_hits(&hits, a.format) {
+        // A closed pipe (`codedb search … | head`) is the reader's choice, not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r.context("writing the results")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_hits(hits: &[Vec<Hit>], format: &str) -> std::io::Result<()> {
     let mut o = std::io::BufWriter::new(std::io::stdout().lock());
-    if a.format == "json" {
+    if format == "json" {
         let out: Vec<_> = hits
             .iter()
             .enumerate()
@@ -169,6 +178,5 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             }
         }
     }
-    o.flush()?;
-    Ok(ExitCode::SUCCESS)
+    o.flush()
 }
