@@ -30,6 +30,9 @@ pub fn build_index(
         argument: argument.into(),
         detail,
     };
+    if n == 0 {
+        return Err(bad("data", "no rows to build an index from".into()));
+    }
     if data.ncols() != model.input_dim() {
         return Err(bad(
             "data",
@@ -63,4 +66,35 @@ pub fn build_index(
     index.add_codes(&codes, ids, labels)?;
     index.commit()?;
     Ok(index)
+}
+
+/// What [`Index::build`] adds besides the vectors.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions<'a> {
+    /// One user id per row (default: 0, 1, 2, … assigned by the index).
+    pub ids: Option<&'a [u64]>,
+    /// One class label per row.
+    pub labels: Option<&'a [u32]>,
+    pub config: Config,
+}
+
+impl Index {
+    /// Creates an index in `dir` holding every row of `data` encoded with `model`, committed
+    /// as one version (see [`build_index`], which also reports progress).
+    pub fn build(
+        dir: &Path,
+        model: &Model,
+        data: ArrayView2<f32>,
+        options: BuildOptions<'_>,
+    ) -> Result<Index, Error> {
+        build_index(
+            dir,
+            model,
+            data,
+            options.ids,
+            options.labels,
+            options.config,
+            &mut |_| {},
+        )
+    }
 }

@@ -26,9 +26,9 @@ pub mod scan;
 pub mod search;
 pub mod storage;
 
-pub use build::build_index;
+pub use build::{BuildOptions, build_index};
 pub use error::Error;
 pub use format::FormatError;
 pub use model::Model;
-pub use search::{Hit, SearchMode, search};
+pub use search::{Hit, SearchMode, SearchParams, search, search_with};
 pub use storage::{Index, Snapshot, StorageError};

@@ -6,15 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use codedb::format::ModelFile;
+use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
-use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, list_versions};
-use codedb::{SearchMode, build_index, demo::labels_u32};
-
-fn load_model(path: &Path) -> Result<Model> {
-    let mf = ModelFile::open(path)?;
-    Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
-}
+use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
 
 fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
     path.map(|p| -> Result<Vec<u32>> {
@@ -188,37 +182,6 @@ pub fn train(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn build(
-    dir: &Path,
-    model: &Path,
-    data: &Path,
-    labels: Option<&Path>,
-    ids: Option<&Path>,
-) -> Result<ExitCode> {
-    let model = load_model(model)?;
-    let x = codedb::io::load_vectors(data)?;
-    let labels = load_labels(labels)?;
-    let ids = load_ids(ids)?;
-    let bar = crate::progress_bar(x.nrows() as u64, "encoding");
-    let index = build_index(
-        dir,
-        &model,
-        x.view(),
-        ids.as_deref(),
-        labels.as_deref(),
-        Config::default(),
-        &mut |n| bar.set_position(n as u64),
-    )?;
-    bar.finish_and_clear();
-    println!(
-        "built {}: version {}, {} rows",
-        dir.display(),
-        index.version(),
-        index.snapshot().live_rows()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
 pub fn add(dir: &Path, data: &Path, labels: Option<&Path>, ids: Option<&Path>) -> Result<ExitCode> {
     let index = Index::open(dir, Config::default())?;
     let model = Model::from_model_file(index.model())?;
@@ -280,44 +243,6 @@ pub fn versions(dir: &Path, json: bool) -> Result<ExitCode> {
     } else {
         for x in &v {
             println!("{:>8}  {}  {} rows", x.version, x.file, x.rows);
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn search(
-    dir: &Path,
-    queries: &Path,
-    k: usize,
-    mode: Option<&str>,
-    threads: usize,
-    format: &str,
-) -> Result<ExitCode> {
-    let snap = Snapshot::open(dir)?;
-    let model = Model::from_model_file(snap.model())?;
-    let mode = match mode {
-        Some(m) => SearchMode::parse(m)
-            .with_context(|| format!("--mode {m}: expected hamming, adc or adc-ip"))?,
-        None => SearchMode::default_for(model.code_kind())
-            .context("this index's codes have no search mode yet")?,
-    };
-    let q = codedb::io::load_vectors(queries)?;
-    let hits = codedb::search(&snap, &model, q.view(), k, mode, threads)?;
-    if format == "json" {
-        let out: Vec<_> = hits
-            .iter()
-            .enumerate()
-            .map(|(i, l)| serde_json::json!({"query": i, "results": l}))
-            .collect();
-        println!("{}", serde_json::to_string(&out)?);
-    } else {
-        use std::io::Write;
-        let mut o = std::io::BufWriter::new(std::io::stdout().lock());
-        writeln!(o, "query\trank\tid\tscore")?;
-        for (i, l) in hits.iter().enumerate() {
-            for (r, h) in l.iter().enumerate() {
-                writeln!(o, "{i}\t{r}\t{}\t{}", h.id, h.score)?;
-            }
         }
     }
     Ok(ExitCode::SUCCESS)

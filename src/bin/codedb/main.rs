@@ -14,6 +14,7 @@ use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 
 mod class_cmd;
 mod commands;
+mod search_cmd;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -156,21 +157,28 @@ float16.")]
         #[arg(long)]
         json: bool,
     },
-    /// Search an index: the k best rows per query row.
-    #[command(after_help = "Examples:
-  codedb search my-index --queries q.npy -k 10
-  codedb search my-index --queries q.npy -k 5 --format json
-
-TSV columns: query, rank, id, score. JSON: [{\"query\": i, \"results\": [{\"id\", \"score\"}, …]}].")]
+    /// Search an index: the k best rows per query row, or every row within a Hamming radius.
+    #[command(after_help = search_cmd::SEARCH_HELP)]
     Search {
+        /// The index directory.
         dir: PathBuf,
+        /// Query vectors (.npy, .fvecs, .bvecs, IDX), one per row, in the model's input
+        /// dimension.
         #[arg(long)]
         queries: PathBuf,
-        #[arg(short, long, default_value_t = 10)]
-        k: usize,
-        /// hamming (binary codes), adc or adc-ip (PQ codes); default: the model's natural mode.
-        #[arg(long)]
+        /// Results per query (default 10; with --radius: no cap unless given).
+        #[arg(short, long)]
+        k: Option<usize>,
+        /// How queries are compared with rows (default: the natural mode of the index's codes).
+        #[arg(long, value_parser = search_cmd::MODES)]
         mode: Option<String>,
+        /// Re-rank the R best by the mode's score with the stored vectors (R >= k).
+        #[arg(long, value_name = "R")]
+        rerank: Option<usize>,
+        /// Hash lookup: every row within this Hamming radius (0-2; codes of at most 32 bits).
+        #[arg(long, value_name = "r")]
+        radius: Option<u32>,
+        /// Threads (0 = all cores).
         #[arg(long, default_value_t = 1)]
         threads: usize,
         #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
@@ -367,7 +375,7 @@ fn main() -> ExitCode {
             data,
             labels,
             ids,
-        } => commands::build(&dir, &model, &data, labels.as_deref(), ids.as_deref()),
+        } => search_cmd::build(&dir, &model, &data, labels.as_deref(), ids.as_deref()),
         Command::Add {
             dir,
             data,
@@ -383,9 +391,20 @@ fn main() -> ExitCode {
             queries,
             k,
             mode,
+            rerank,
+            radius,
             threads,
             format,
-        } => commands::search(&dir, &queries, k, mode.as_deref(), threads, &format),
+        } => search_cmd::search(&search_cmd::SearchArgs {
+            dir: &dir,
+            queries: &queries,
+            k,
+            mode: mode.as_deref(),
+            rerank,
+            radius,
+            threads,
+            format: &format,
+        }),
         Command::AddClass {
             dir,
             name,

@@ -1,0 +1,40 @@
+//! Errors of a search: each variant names the argument or stored column that is wrong.
+
+/// Why a search could not run. Raised before any result is produced: a search never returns a
+/// partial or silently wrong list.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// A caller argument is unusable (k = 0, wrong query width, empty queries, bad radius …).
+    #[error("invalid argument {argument}: {detail}")]
+    InvalidArgument { argument: String, detail: String },
+    /// The mode needs codes of another kind than the index stores.
+    #[error("invalid argument mode: {mode} does not apply to {kind} codes ({hint})")]
+    ModeNotApplicable {
+        mode: &'static str,
+        kind: &'static str,
+        hint: &'static str,
+    },
+    /// The model handed in is not the one that encoded the index.
+    #[error(
+        "invalid argument model: the index was encoded by model {index_model}, not {given} \
+         (load it with Model::from_model_file(snapshot.model()))"
+    )]
+    WrongModel { index_model: String, given: String },
+    /// Re-ranking or exact search needs stored vectors and (some of) the index has none.
+    #[error("no stored vectors: {detail}")]
+    NoVectors { detail: String },
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+    #[error(transparent)]
+    Scan(#[from] crate::scan::ScanError),
+    #[error(transparent)]
+    Format(#[from] crate::format::FormatError),
+}
+
+/// Shorthand for [`SearchError::InvalidArgument`].
+pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> SearchError {
+    SearchError::InvalidArgument {
+        argument: argument.into(),
+        detail: detail.into(),
+    }
+}

@@ -1,0 +1,365 @@
+//! Scan plans: a query batch over a snapshot compiles to one kernel per block and the per-block
+//! top-k lists merge into one list per query, best first, ties by smaller id.
+//!
+//! | mode | codes | query becomes | kernel | score |
+//! |---|---|---|---|---|
+//! | `hamming` | binary | its code ([`Model::encode`]) | Hamming | bits that differ (smaller better) |
+//! | `asym` | binary | projected, not binarised ([`Model::project`]) | LUT-8 | Σ of the margins of disagreeing bits, see [`asym`] (smaller better) |
+//! | `adc` / `adc-ip` | PQ8 / PQ4 | M tables of 256 / 16 ([`Model::adc_tables`]) | LUT-8 / LUT-4 | squared L2 (smaller) / inner product (larger) |
+//! | `float` / `float-ip` | float32 / float16 | projected ([`Model::project`]) | dense | squared L2 / inner product |
+//! | `exact` / `exact-ip` | any, with stored vectors | the raw query | dense | squared L2 / inner product |
+//!
+//! Re-ranking ([`SearchParams::rerank`]) takes the R best by the mode's score and re-scores
+//! them against stored vectors (see [`rerank`]); radius lookups of short binary codes use a
+//! hash table ([`HammingTable`]). Deleted rows never appear. With `k` larger than the number
+//! of live rows, every live row is returned.
+
+pub mod api;
+pub mod asym;
+mod error;
+mod float_codes;
+pub mod mode;
+pub mod radius;
+pub mod rerank;
+pub mod vectors;
+
+use ndarray::ArrayView2;
+use serde::Serialize;
+
+use crate::format::CodeKind;
+use crate::model::{AdcMetric, Model};
+use crate::scan::{
+    CodeRows, DenseRows, Direction, ScanOptions, dense_topk, hamming_topk_batch, lut4_topk_batch,
+    lut8_topk_batch,
+};
+use crate::storage::{Block, Snapshot};
+
+pub use asym::{asym_bit_terms, asym_tables};
+pub use error::SearchError;
+pub use mode::{MODE_NAMES, SearchMode};
+pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
+pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
+
+use error::invalid;
+use float_codes::FloatColumn;
+use rerank::{Candidate, exact_search};
+
+/// One result row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Hit {
+    pub id: u64,
+    /// The mode's score: Hamming distance, asymmetric distance, squared L2 (smaller is better)
+    /// or inner product (larger is better); after re-ranking, the exact score.
+    pub score: f32,
+}
+
+/// What a search does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchParams {
+    /// Results per query (≥ 1; more than the live rows returns them all).
+    pub k: usize,
+    pub mode: SearchMode,
+    /// Re-rank the best `R` (≥ k) by the mode's score with the stored vectors
+    /// ([`SearchMode::rerank_metric`]); `None`: no re-ranking.
+    pub rerank: Option<usize>,
+    /// Scan threads (see [`ScanOptions::threads`]; the results do not depend on it).
+    pub threads: usize,
+}
+
+impl SearchParams {
+    /// `k` results by `mode`, one thread, no re-ranking.
+    pub fn new(k: usize, mode: SearchMode) -> SearchParams {
+        SearchParams {
+            k,
+            mode,
+            rerank: None,
+            threads: 1,
+        }
+    }
+
+    pub fn rerank(self, r: usize) -> SearchParams {
+        SearchParams {
+            rerank: Some(r),
+            ..self
+        }
+    }
+
+    pub fn threads(self, threads: usize) -> SearchParams {
+        SearchParams { threads, ..self }
+    }
+}
+
+/// The `k` best live rows of `snapshot` for each query row, best first (ties: smaller id).
+pub fn search(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    k: usize,
+    mode: SearchMode,
+    threads: usize,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    search_with(
+        snapshot,
+        model,
+        queries,
+        &SearchParams::new(k, mode).threads(threads),
+    )
+}
+
+/// [`search`] with every option; re-ranking and exact modes read the vectors stored in the
+/// snapshot's segments ([`SnapshotVectors`]) and fail with [`SearchError::NoVectors`] when
+/// some rows have none.
+pub fn search_with(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    check(snapshot, model, queries, params)?;
+    if params.rerank.is_some() || params.mode.is_exact() {
+        let source = SnapshotVectors::new(snapshot)?;
+        search_with_source(snapshot, model, queries, params, Some(&source))
+    } else {
+        search_with_source(snapshot, model, queries, params, None)
+    }
+}
+
+/// [`search_with`] reading full vectors from `source` (required for re-ranking and the exact
+/// modes).
+pub fn search_with_source(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    check(snapshot, model, queries, params)?;
+    let opts = ScanOptions {
+        threads: params.threads.max(1),
+        ..ScanOptions::default()
+    };
+    let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    let need_source = || {
+        source.ok_or_else(|| SearchError::NoVectors {
+            detail: format!(
+                "{} needs stored vectors and none were given",
+                if params.mode.is_exact() {
+                    params.mode.name()
+                } else {
+                    "re-ranking"
+                }
+            ),
+        })
+    };
+    let metric = params.mode.rerank_metric();
+    if params.mode.is_exact() {
+        return exact_search(&blocks, queries, metric, params.k, need_source()?, opts);
+    }
+    let kc = params.rerank.unwrap_or(params.k);
+    let candidates = scan_codes(&blocks, model, queries, params.mode, kc, opts)?;
+    match params.rerank {
+        None => Ok(candidates
+            .into_iter()
+            .map(|l| {
+                l.into_iter()
+                    .map(|c| Hit {
+                        id: c.id,
+                        score: c.score,
+                    })
+                    .collect()
+            })
+            .collect()),
+        Some(_) => rerank::rerank(
+            &blocks,
+            &candidates,
+            queries,
+            metric,
+            params.k,
+            need_source()?,
+        ),
+    }
+}
+
+/// Argument checks shared by every entry point.
+fn check(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+) -> Result<(), SearchError> {
+    if params.k == 0 {
+        return Err(invalid("k", "must be at least 1"));
+    }
+    if let Some(r) = params.rerank
+        && r < params.k
+    {
+        return Err(invalid(
+            "rerank",
+            format!(
+                "{r} candidates cannot give k = {} results (use R ≥ k)",
+                params.k
+            ),
+        ));
+    }
+    if params.rerank.is_some() && params.mode.is_exact() {
+        return Err(invalid(
+            "rerank",
+            format!(
+                "{} is already exact; re-ranking adds nothing",
+                params.mode.name()
+            ),
+        ));
+    }
+    if model.id() != snapshot.model().model_id {
+        return Err(SearchError::WrongModel {
+            index_model: snapshot.model().model_id.to_hex(),
+            given: model.id().to_hex(),
+        });
+    }
+    if queries.nrows() == 0 {
+        return Err(invalid("queries", "no query rows"));
+    }
+    if queries.ncols() != model.input_dim() {
+        return Err(invalid(
+            "queries",
+            format!(
+                "{} columns, the index's model takes {}-D vectors",
+                queries.ncols(),
+                model.input_dim()
+            ),
+        ));
+    }
+    params.mode.check_applies(model.code_kind())
+}
+
+/// The query side of a code scan.
+enum Prepared {
+    Codes(Vec<u8>),
+    Lut8(Vec<f32>),
+    Lut4(Vec<f32>, usize),
+    Floats(Vec<f32>),
+}
+
+/// Scans every block's codes: the `k` best candidates per query by the mode's score, merged
+/// over blocks, best first, ties by smaller id.
+fn scan_codes(
+    blocks: &[Block<'_>],
+    model: &Model,
+    queries: ArrayView2<f32>,
+    mode: SearchMode,
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<Candidate>>, SearchError> {
+    let nq = queries.nrows();
+    let cb = model.code_bytes();
+    let kind = model.code_kind();
+    let direction = mode.direction();
+    let adc = |metric| -> Result<Vec<f32>, SearchError> {
+        Ok(model
+            .adc_tables(queries, metric)?
+            .into_raw_vec_and_offset()
+            .0)
+    };
+    let prepared = match mode {
+        SearchMode::Hamming => Prepared::Codes(model.encode(queries)?),
+        SearchMode::Asym => Prepared::Lut8(asym_tables(model, queries)?),
+        SearchMode::AdcL2 | SearchMode::AdcIp => {
+            let metric = if mode == SearchMode::AdcL2 {
+                AdcMetric::L2
+            } else {
+                AdcMetric::InnerProduct
+            };
+            match (kind, model.pq()) {
+                (CodeKind::Pq4, Some(pq)) => Prepared::Lut4(adc(metric)?, pq.m()),
+                _ => Prepared::Lut8(adc(metric)?),
+            }
+        }
+        SearchMode::FloatL2 | SearchMode::FloatDot => {
+            let p = model.project(queries)?;
+            Prepared::Floats(p.iter().copied().collect())
+        }
+        SearchMode::ExactL2 | SearchMode::ExactDot => {
+            return Err(invalid("mode", "exact modes do not scan codes"));
+        }
+    };
+    let metric = mode.rerank_metric();
+    let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); nq];
+    for (b, block) in blocks.iter().enumerate() {
+        if block.rows() == 0 {
+            continue;
+        }
+        let deleted = block.deleted_words();
+        let rows = CodeRows::new(block.codes, cb, block.ids, deleted.as_deref())?;
+        let part: Vec<Vec<(f32, u64)>> = match &prepared {
+            Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
+                .into_iter()
+                .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
+                .collect(),
+            Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
+            Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
+            Prepared::Floats(q) => {
+                let col = FloatColumn::new(block.codes, kind)?;
+                let dim = model.project_dim();
+                let dense = DenseRows::new(col.values(), dim, block.ids, deleted.as_deref())?;
+                dense_topk(&dense, q, metric, k, opts)?
+            }
+        };
+        for (acc, p) in lists.iter_mut().zip(part) {
+            acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                score,
+                id,
+                block: b,
+            }));
+        }
+    }
+    for l in &mut lists {
+        l.sort_by(|a, b| {
+            let s = match direction {
+                Direction::SmallerIsBetter => a.score.total_cmp(&b.score),
+                Direction::LargerIsBetter => b.score.total_cmp(&a.score),
+            };
+            s.then(a.id.cmp(&b.id))
+        });
+        l.truncate(k);
+    }
+    Ok(lists)
+}
+
+/// Every live row within Hamming distance `radius` (≤ 2) of each query's code, sorted by
+/// distance then id: a hash-table lookup for binary codes of at most 32 bits (ITQ §4.5).
+/// Builds the table on each call; keep a [`HammingTable`] to look up many batches.
+pub fn search_radius(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    radius: u32,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    check(
+        snapshot,
+        model,
+        queries,
+        &SearchParams::new(1, SearchMode::Hamming),
+    )?;
+    if radius > MAX_RADIUS {
+        return Err(invalid(
+            "radius",
+            format!("{radius}: hash lookup probes radius 0, 1 or 2"),
+        ));
+    }
+    let table = HammingTable::from_snapshot(snapshot)?;
+    let codes = model.encode(queries)?;
+    let cb = model.code_bytes();
+    codes
+        .chunks_exact(cb)
+        .map(|q| {
+            Ok(table
+                .lookup(q, radius)?
+                .into_iter()
+                .map(|(d, id)| Hit {
+                    id,
+                    score: d as f32,
+                })
+                .collect())
+        })
+        .collect()
+}

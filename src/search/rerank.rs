@@ -1,0 +1,222 @@
+//! Re-ranking and exact search with full-precision vectors.
+//!
+//! Re-ranking (`--rerank R`, the standard ADC + re-rank recipe of Jégou et al. TPAMI 2011,
+//! §IV-B): the code scan keeps the R best candidates per query; each is re-scored exactly
+//! (squared L2 or inner product between the raw float query and the row's stored vector) and
+//! the k best of those are returned. The result is exact search restricted to the R
+//! candidates, so with R ≥ the number of live rows it equals exact search.
+//!
+//! Candidates come out of the scan as ids; their rows are found in their block by binary
+//! search of the id column (segments written in id order, the common case) or, for blocks
+//! whose ids are not sorted, by one pass over the id column for all candidates of the block.
+
+use std::collections::{HashMap, HashSet};
+
+use ndarray::ArrayView2;
+
+use crate::scan::{
+    DenseRows, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk, f32_to_key,
+    key_to_score,
+};
+use crate::storage::Block;
+
+use super::Hit;
+use super::error::{SearchError, invalid};
+use super::vectors::{RowRef, VectorSource};
+
+/// A candidate from the code scan: its code score, id and block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Candidate {
+    pub score: f32,
+    pub id: u64,
+    pub block: usize,
+}
+
+/// Rows of the live rows with the given ids in `block`.
+pub(crate) fn locate_rows(
+    block: &Block<'_>,
+    wanted: &HashSet<u64>,
+) -> Result<HashMap<u64, usize>, SearchError> {
+    let mut found = HashMap::with_capacity(wanted.len());
+    let mut missing = HashSet::new();
+    for &id in wanted {
+        match block.ids.binary_search(&id) {
+            Ok(r) if !block.is_deleted(r) => {
+                found.insert(id, r);
+            }
+            _ => {
+                missing.insert(id);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        for (r, id) in block.ids.iter().enumerate() {
+            if missing.contains(id) && !block.is_deleted(r) {
+                found.insert(*id, r);
+            }
+        }
+    }
+    if let Some(id) = wanted.iter().find(|id| !found.contains_key(id)) {
+        // The scan reported this id from this block, so it is there: an internal fault.
+        return Err(invalid(
+            "candidates",
+            format!("id {id} is not a live row of its block (internal error)"),
+        ));
+    }
+    Ok(found)
+}
+
+fn check_query_dim(queries: ArrayView2<f32>, source: &dyn VectorSource) -> Result<(), SearchError> {
+    if source.dim() != queries.ncols() {
+        return Err(invalid(
+            "queries",
+            format!(
+                "{} columns, the stored vectors are {}-D",
+                queries.ncols(),
+                source.dim()
+            ),
+        ));
+    }
+    if let Some(((r, c), v)) = queries.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        return Err(invalid(
+            "queries",
+            format!("row {r} column {c} is not finite ({v})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Sorts best first (by `direction`), ties by smaller id, and keeps `k`.
+pub(crate) fn sort_truncate(list: &mut Vec<Hit>, direction: Direction, k: usize) {
+    list.sort_by(|a, b| {
+        let s = match direction {
+            Direction::SmallerIsBetter => a.score.total_cmp(&b.score),
+            Direction::LargerIsBetter => b.score.total_cmp(&a.score),
+        };
+        s.then(a.id.cmp(&b.id))
+    });
+    list.truncate(k);
+}
+
+/// Re-scores each query's candidates exactly with `metric` and keeps the `k` best.
+pub(crate) fn rerank(
+    blocks: &[Block<'_>],
+    candidates: &[Vec<Candidate>],
+    queries: ArrayView2<f32>,
+    metric: Metric,
+    k: usize,
+    source: &dyn VectorSource,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    check_query_dim(queries, source)?;
+    let mut wanted: HashMap<usize, HashSet<u64>> = HashMap::new();
+    for c in candidates.iter().flatten() {
+        wanted.entry(c.block).or_default().insert(c.id);
+    }
+    let mut rows: HashMap<(usize, u64), usize> = HashMap::new();
+    for (&b, ids) in &wanted {
+        let block = blocks
+            .get(b)
+            .ok_or_else(|| invalid("candidates", format!("block {b} does not exist")))?;
+        for (id, r) in locate_rows(block, ids)? {
+            rows.insert((b, id), r);
+        }
+    }
+    let mut buf = vec![0.0f32; source.dim()];
+    let mut out = Vec::with_capacity(candidates.len());
+    for (q, cands) in queries.rows().into_iter().zip(candidates) {
+        let q: Vec<f32> = q.to_vec();
+        let mut list = Vec::with_capacity(cands.len());
+        for c in cands {
+            let row = rows.get(&(c.block, c.id)).copied().unwrap_or(usize::MAX);
+            let at = RowRef {
+                block: c.block,
+                row,
+                id: c.id,
+            };
+            if !source.vector(at, &mut buf)? {
+                return Err(SearchError::NoVectors {
+                    detail: format!("row id {} (block {}) has no stored vector", c.id, c.block),
+                });
+            }
+            let score = dense_f32(metric, &q, &buf, Dispatch::Auto)?;
+            list.push(Hit { id: c.id, score });
+        }
+        sort_truncate(&mut list, metric.direction(), k);
+        out.push(list);
+    }
+    Ok(out)
+}
+
+/// Exact search over the stored vectors of every block: the `k` best live rows per query.
+pub(crate) fn exact_search(
+    blocks: &[Block<'_>],
+    queries: ArrayView2<f32>,
+    metric: Metric,
+    k: usize,
+    source: &dyn VectorSource,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    check_query_dim(queries, source)?;
+    let dim = source.dim();
+    let flat: Vec<f32> = queries.iter().copied().collect();
+    let nq = queries.nrows();
+    let direction = metric.direction();
+    let mut lists: Vec<Vec<Hit>> = vec![Vec::new(); nq];
+    let mut buf = vec![0.0f32; dim];
+    for (b, block) in blocks.iter().enumerate() {
+        if block.rows() == 0 {
+            continue;
+        }
+        let deleted = block.deleted_words();
+        let part: Vec<Vec<(f32, u64)>> = match source.column(b) {
+            Some(values) => {
+                let rows = DenseRows::new(values, dim, block.ids, deleted.as_deref())?;
+                dense_topk(&rows, &flat, metric, k, opts)?
+            }
+            None => {
+                let mut tops: Vec<TopK> =
+                    (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
+                for (r, &id) in block.ids.iter().enumerate() {
+                    if block.is_deleted(r) {
+                        continue;
+                    }
+                    if !source.vector(
+                        RowRef {
+                            block: b,
+                            row: r,
+                            id,
+                        },
+                        &mut buf,
+                    )? {
+                        return Err(SearchError::NoVectors {
+                            detail: format!("row id {id} (block {b}) has no stored vector"),
+                        });
+                    }
+                    for (t, q) in tops.iter_mut().zip(flat.chunks_exact(dim)) {
+                        let s = dense_f32(metric, q, &buf, Dispatch::Auto)?;
+                        let key = match direction {
+                            Direction::SmallerIsBetter => f32_to_key(s),
+                            Direction::LargerIsBetter => f32_to_key(-s),
+                        };
+                        t.push(key, id);
+                    }
+                }
+                tops.into_iter()
+                    .map(|t| {
+                        t.into_sorted_vec()
+                            .into_iter()
+                            .map(|(key, id)| (key_to_score(key, direction), id))
+                            .collect()
+                    })
+                    .collect()
+            }
+        };
+        for (acc, p) in lists.iter_mut().zip(part) {
+            acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
+        }
+    }
+    for l in &mut lists {
+        sort_truncate(l, direction, k);
+    }
+    Ok(lists)
+}
