@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codedb::format::{LogBatch, Manifest};
+use codedb::format::{LogBatch, LogMeta, Manifest};
 use codedb::storage::{
     CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, verify::verify_path,
 };
@@ -391,12 +391,20 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 }
 
 fn record(ids: &[u64]) -> Vec<u8> {
+    let m = model();
+    let meta = LogMeta {
+        code_kind: m.code_kind,
+        code_bytes: m.code_bytes,
+        code_bits: m.code_bits,
+        model_id: m.model_id,
+        vectors: None,
+    };
     LogBatch {
         ids: ids.to_vec(),
         codes: codes(ids, 5),
-        labels: None,
+        ..LogBatch::default()
     }
-    .encode(CODE_BYTES as u32, Path::new("test"))
+    .encode(&meta, Path::new("test"))
     .unwrap()
 }
 
