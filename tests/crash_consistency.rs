@@ -132,7 +132,9 @@ fn add_rows(
     lists: bool,
 ) -> Vec<u64> {
     let n = c.len() / 8;
-    let list_ids: Vec<u32> = (0..n as u64).map(|k| ((k + generation) % 6) as u32).collect();
+    let list_ids: Vec<u32> = (0..n as u64)
+        .map(|k| ((k + generation) % 6) as u32)
+        .collect();
     let flat: Vec<f32> = (0..n as u64)
         .flat_map(|k| stored_vector(k, generation))
         .collect();
@@ -213,13 +215,29 @@ fn crash_child() {
         } else if roll < 42 {
             let id = rng.random_range(1u64 << 40..(1u64 << 40) + 5000);
             if !model.rows.contains_key(&id) {
-                add_rows(&idx, &mut model, &code(id, step), Some(&[id]), Some(&[7]), step, false);
+                add_rows(
+                    &idx,
+                    &mut model,
+                    &code(id, step),
+                    Some(&[id]),
+                    Some(&[7]),
+                    step,
+                    false,
+                );
             }
         } else if roll < 47 && !model.rows.is_empty() {
             let k = rng.random_range(0..model.rows.len());
             let id = *model.rows.keys().nth(k).unwrap();
             let lists = rng.random_bool(0.5);
-            add_rows(&idx, &mut model, &code(id, step + 1), Some(&[id]), None, step, lists);
+            add_rows(
+                &idx,
+                &mut model,
+                &code(id, step + 1),
+                Some(&[id]),
+                None,
+                step,
+                lists,
+            );
         } else if roll < 62 && !model.rows.is_empty() {
             let big = model.rows.len() > 20_000 || rng.random_bool(0.1);
             let n = if big {

@@ -158,10 +158,16 @@ fn add_extra(
     generation: u64,
     with_lists: bool,
     upsert: bool,
-) -> (Result<Vec<u64>, StorageError>, Vec<(u64, (Option<u32>, Option<Vec<f32>>))>) {
+) -> (
+    Result<Vec<u64>, StorageError>,
+    Vec<(u64, (Option<u32>, Option<Vec<f32>>))>,
+) {
     // A batch has a lists column or not: in a listed batch, ids without a list of their own
     // get list 9.
-    let lists: Vec<u32> = expect_ids.iter().map(|&i| list_of(i).unwrap_or(9)).collect();
+    let lists: Vec<u32> = expect_ids
+        .iter()
+        .map(|&i| list_of(i).unwrap_or(9))
+        .collect();
     let v = vectors(expect_ids, generation);
     let batch = RowBatch {
         codes,
@@ -267,11 +273,22 @@ fn run(actions: &[Action], vectors: bool) {
                 let c = codes(ids, *generation);
                 let (r, extras) = if vectors {
                     let with_lists = generation % 2 == 0;
-                    let (r, e) =
-                        add_extra(&idx, &c, Some(ids), ids, Some(&labels), *generation, with_lists, true);
+                    let (r, e) = add_extra(
+                        &idx,
+                        &c,
+                        Some(ids),
+                        ids,
+                        Some(&labels),
+                        *generation,
+                        with_lists,
+                        true,
+                    );
                     (r.map(|v| v.first().copied()), e)
                 } else {
-                    (idx.upsert_codes(&c, ids, Some(&labels)).map(Some), Vec::new())
+                    (
+                        idx.upsert_codes(&c, ids, Some(&labels)).map(Some),
+                        Vec::new(),
+                    )
                 };
                 if unique.len() != ids.len() {
                     assert!(r.is_err(), "{when}");
