@@ -6,22 +6,40 @@ use std::path::Path;
 use ndarray::ArrayView2;
 
 use crate::error::Error;
+use crate::format::{VectorDType, VectorSpec};
 use crate::model::Model;
-use crate::storage::{Config, Index};
+use crate::storage::{Config, CreateOptions, Index, RowBatch};
 
 /// Rows encoded per chunk (bounds the memory of the float → code step).
 const ENCODE_CHUNK: usize = 65_536;
 
 /// Creates an index in `dir` with `model` and adds every row of `data` (optional `ids` and
-/// class `labels`, one per row), committed as one version. `progress(rows_done)` is called per
-/// chunk. Nothing is left half-built on error: the directory then holds only the empty first
-/// version (or nothing, if creation itself failed).
+/// class `labels`, one per row), committed as one version: [`build_index_with`] without
+/// stored vectors.
 pub fn build_index(
     dir: &Path,
     model: &Model,
     data: ArrayView2<f32>,
     ids: Option<&[u64]>,
     labels: Option<&[u32]>,
+    config: Config,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Index, Error> {
+    build_index_with(dir, model, data, ids, labels, None, config, progress)
+}
+
+/// [`build_index`] that, with `store_vectors`, makes the index keep every row's input vector
+/// (`data`'s row, as f32 or rounded to f16) beside its code, for re-ranking. `progress(rows_done)` is called per
+/// chunk. Nothing is left half-built on error: the directory then holds only the empty first
+/// version (or nothing, if creation itself failed).
+#[allow(clippy::too_many_arguments)]
+pub fn build_index_with(
+    dir: &Path,
+    model: &Model,
+    data: ArrayView2<f32>,
+    ids: Option<&[u64]>,
+    labels: Option<&[u32]>,
+    store_vectors: Option<VectorDType>,
     config: Config,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Index, Error> {
@@ -62,8 +80,16 @@ pub fn build_index(
         start = end;
         progress(end);
     }
-    let index = Index::create(dir, &model.to_model_file(), config)?;
-    index.add_codes(&codes, ids, labels)?;
+    let options = CreateOptions {
+        store_vectors: store_vectors.map(|t| VectorSpec::new(t, model.input_dim() as u32)),
+    };
+    let index = Index::create_with(dir, &model.to_model_file(), &options, config)?;
+    index.add_rows(&RowBatch {
+        ids,
+        labels,
+        vectors: store_vectors.map(|_| data.view()),
+        ..RowBatch::new(&codes)
+    })?;
     index.commit()?;
     Ok(index)
 }

@@ -1,23 +1,32 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (do that only for a new version,
-//! into a new folder).
+//! backward_compatibility` writes the current version's set (format/golden/v1.1); older
+//! folders are never rewritten.
 
 mod common;
 
-use codedb::format::{
-    ClassTable, DeletionBitmap, FormatError, Manifest, ModelFile, OpenOptions, SegmentData,
-    SegmentReader,
-};
-use common::golden;
+use std::path::{Path, PathBuf};
 
-fn bless_or_read() -> std::path::PathBuf {
+use codedb::format::{
+    ClassTable, DeletionBitmap, FormatError, ListEntry, Manifest, ModelFile, OpenOptions,
+    SegmentData, SegmentReader, VectorSlice, append_log,
+};
+use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
+use common::{golden, golden_v1_1 as g11};
+
+/// The v1.0 folder (never rewritten).
+fn v1_0_dir() -> PathBuf {
+    golden::dir()
+}
+
+/// The current version's folder, written first when `CODEDB_BLESS` is set.
+fn bless_or_read() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = golden::dir();
+    let dir = g11::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in golden::files() {
+            for (name, bytes) in g11::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -27,7 +36,7 @@ fn bless_or_read() -> std::path::PathBuf {
 
 #[test]
 fn v1_0_golden_files_read_with_their_values() {
-    let dir = bless_or_read();
+    let dir = v1_0_dir();
     let p = |n: String| dir.join(n);
     use golden::*;
 
@@ -72,12 +81,50 @@ fn v1_0_golden_files_read_with_their_values() {
     assert_eq!(man.live_rows(), 6);
 }
 
+/// `bytes` with the header's minor version set to `minor` and the header CRC recomputed.
+fn with_minor(mut bytes: Vec<u8>, minor: u8) -> Vec<u8> {
+    bytes[10] = minor;
+    let crc = crc32fast::hash(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
 #[test]
-fn current_writer_reproduces_v1_0_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.0 and add a new folder.
-    let dir = bless_or_read();
+fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_list_index() {
+    // Format 1.1 changed no 1.0 byte layout: re-written by this build, every 1.0 file differs
+    // only in its minor version (and so its header CRC), except that a segment whose rows are
+    // grouped by list now also carries its list index.
+    let dir = v1_0_dir();
+    let seg_b = golden::name("seg", golden::SEG_B_ID, "seg");
     for (name, bytes) in golden::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert_eq!(bytes[10], 1, "{name} is written as format 1.1");
+        if name == seg_b {
+            assert_ne!(with_minor(bytes.clone(), 0), on_disk);
+            let r = SegmentReader::from_bytes(&bytes, Path::new(&name)).unwrap();
+            let e = |list, first_row| ListEntry { list, first_row };
+            assert_eq!(r.list_index(), Some(&[e(0, 0), e(2, 1)][..]));
+            let old = SegmentReader::open(&dir.join(&name), OpenOptions::default()).unwrap();
+            assert_eq!(old.list_index(), None, "1.0 segments have no list index");
+            assert_eq!(
+                SegmentData::from_reader(&r).unwrap(),
+                SegmentData::from_reader(&old).unwrap()
+            );
+        } else {
+            assert!(
+                with_minor(bytes, 0) == on_disk,
+                "{name}: this build's bytes differ from 1.0 beyond the minor version"
+            );
+        }
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_1_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.1 and add a new folder.
+    let dir = bless_or_read();
+    for (name, bytes) in g11::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
@@ -87,8 +134,127 @@ fn current_writer_reproduces_v1_0_bytes() {
 }
 
 #[test]
-fn unknown_major_version_is_refused_with_a_clear_error() {
+fn v1_1_golden_files_read_with_their_values() {
     let dir = bless_or_read();
+    let p = |n: String| dir.join(n);
+    let seg_path = p(golden::name("seg", g11::SEG_ID, "seg"));
+    let r = SegmentReader::open(&seg_path, OpenOptions::default()).unwrap();
+    assert_eq!(SegmentData::from_reader(&r).unwrap(), g11::segment());
+    assert_eq!(r.container().header().minor, 1);
+    let e = |list, first_row| ListEntry { list, first_row };
+    assert_eq!(r.list_index(), Some(&[e(1, 0), e(3, 2)][..]));
+    assert!(!r.vectors_compressed());
+    match r.vector_column() {
+        Some(VectorSlice::F16(v)) => {
+            assert_eq!(v.len(), 20);
+            assert_eq!(v[4].to_f32(), 47.0);
+            assert_eq!(
+                v.as_ptr() as usize % 64,
+                0,
+                "vectors are viewed in place, aligned"
+            );
+        }
+        other => panic!("expected an f16 column, got {other:?}"),
+    }
+    assert_eq!(
+        DeletionBitmap::open(&p(golden::name("del", g11::SEG_DEL_ID, "del"))).unwrap(),
+        g11::segment_deletions()
+    );
+    let log_path = p(golden::name("log", g11::LOG_ID, "log"));
+    let log = std::fs::read(&log_path).unwrap();
+    let c = append_log::read_log(&log, &log_path, Some(log.len() as u64)).unwrap();
+    assert_eq!(c.meta, g11::log_meta());
+    assert_eq!(c.batches, g11::log_batches());
+    assert_eq!(c.tail.bytes, 0);
+    let (m, l) = Manifest::open_with_log(&p("v00000000000000000001.manifest".into())).unwrap();
+    assert_eq!(m, g11::manifest());
+    assert_eq!(l, Some(g11::active_log()));
+}
+
+/// The 1.1 golden directory opened as an index: stored vectors, list ids and labels of every
+/// live row, sealed or logged, through the snapshot API; list ranges visit only their lists.
+fn check_golden_index(s: &Snapshot) {
+    assert_eq!(s.vector_spec(), Some(g11::SPEC));
+    let mut seen = Vec::new();
+    for b in s.blocks() {
+        assert_eq!(b.vector_dim, 4);
+        for i in 0..b.rows() {
+            if b.is_deleted(i) {
+                continue;
+            }
+            let id = b.ids[i];
+            assert_eq!(b.vector(i).unwrap(), g11::vector(id), "vector of id {id}");
+            seen.push((id, b.list(i), b.label(i)));
+        }
+        // Every block of the golden index is grouped by list.
+        let lists = b.lists.unwrap();
+        for &l in lists {
+            let want: Vec<usize> = (0..b.rows()).filter(|&i| lists[i] == l).collect();
+            let got: Vec<usize> = b.list_range(l).unwrap().collect();
+            assert_eq!(got, want, "rows of list {l}");
+        }
+        assert_eq!(b.list_range(99), Some(0..0));
+        let want: Vec<usize> = (0..b.rows())
+            .filter(|&i| matches!(lists[i], 1 | 4))
+            .collect();
+        let got: Vec<usize> = b.rows_in_lists(&[4, 1]).into_iter().flatten().collect();
+        assert_eq!(got, want);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, g11::live_rows());
+    assert_eq!(s.vector(53).unwrap().unwrap(), g11::vector(53));
+    assert_eq!(s.vector(41).unwrap(), None, "deleted");
+    let (b, i) = s.locate(45).unwrap().unwrap();
+    assert_eq!((b.list(i), b.label(i)), (Some(3), Some(3)));
+}
+
+#[test]
+fn the_v1_1_golden_directory_opens_as_an_index_and_survives_writes_and_compaction() {
+    let golden = bless_or_read();
+    let s = Snapshot::open(&golden).unwrap();
+    check_golden_index(&s);
+    // The writer path on a copy: add rows, seal, compact, reopen.
+    let tmp = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(&golden).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+        let p = tmp.path().join(e.file_name());
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perm.set_readonly(false);
+        std::fs::set_permissions(&p, perm).unwrap();
+    }
+    let cfg = Config {
+        seal_bytes: 1,
+        ..Config::default()
+    };
+    let idx = Index::open(tmp.path(), cfg.clone()).unwrap();
+    let v = ndarray::arr2(&[g11::vector(60)]);
+    let err = idx
+        .add_rows(&RowBatch::new(&[60, 0]).with_ids(&[60]).with_lists(&[1]))
+        .unwrap_err();
+    assert!(err.to_string().contains("vectors"), "{err}");
+    idx.add_rows(
+        &RowBatch::new(&[60, 0])
+            .with_ids(&[60])
+            .with_lists(&[1])
+            .with_vectors(v.view()),
+    )
+    .unwrap();
+    idx.commit().unwrap();
+    idx.compact(&CompactionPolicy::full()).unwrap();
+    drop(idx);
+    let s = Snapshot::open(tmp.path()).unwrap();
+    assert_eq!(s.segment_count(), 1);
+    assert_eq!(s.vector(60).unwrap().unwrap(), g11::vector(60));
+    let b = s.blocks().next().unwrap();
+    assert_eq!(b.list_range(1).map(|r| r.len()), Some(3), "ids 40, 47, 60");
+    assert_eq!(s.live_rows(), 8);
+}
+
+#[test]
+fn unknown_major_version_is_refused_with_a_clear_error() {
+    let dir = v1_0_dir();
     let path = dir.join(golden::name("model", golden::MODEL_ID, "model"));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[8] = 2; // major version 2

@@ -15,6 +15,7 @@ mod common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use codedb::format::FormatVersion;
 use codedb::format::container::{HEADER_LEN, SECTION_ENTRY_LEN, TRAILER_LEN};
 use codedb::format::{
     ClassTable, Codec, Container, ContainerWriter, DeletionBitmap, FileKind, FormatError, Header,
@@ -458,6 +459,9 @@ fn rewrite(
     out
 }
 
+/// A minor version newer than this build's.
+const NEWER_MINOR: (u16, u16) = (1, FormatVersion::MINOR + 1);
+
 #[test]
 fn rewriting_a_golden_file_unchanged_gives_identical_bytes() {
     // Guards the helper the version tests rely on: without extras it is the identity.
@@ -475,7 +479,7 @@ fn an_unknown_major_version_is_refused_as_unsupported() {
                 found, supported, ..
             }) => {
                 assert_eq!(found, (2, 0), "{}", g.name);
-                assert_eq!(supported, (1, 0), "{}", g.name);
+                assert_eq!(supported, (1, FormatVersion::MINOR), "{}", g.name);
             }
             other => panic!("{}: {other:?}", g.name),
         }
@@ -485,7 +489,7 @@ fn an_unknown_major_version_is_refused_as_unsupported() {
 #[test]
 fn a_newer_minor_with_an_unknown_required_section_is_refused_naming_it() {
     for g in goldens() {
-        let m = rewrite(&g, (1, 1), &[(200, true, b"from the future")], &[]);
+        let m = rewrite(&g, NEWER_MINOR, &[(200, true, b"from the future")], &[]);
         match read(g.kind, &m, &g.path) {
             Err(FormatError::UnknownRequiredSection { section, .. }) => {
                 assert_eq!(section, "section kind 200", "{}", g.name);
@@ -498,11 +502,20 @@ fn a_newer_minor_with_an_unknown_required_section_is_refused_naming_it() {
 #[test]
 fn a_newer_minor_with_an_unknown_optional_section_reads_as_before() {
     for g in goldens() {
-        let m = rewrite(&g, (1, 1), &[(201, false, b"optional extra data")], &[]);
+        let m = rewrite(
+            &g,
+            NEWER_MINOR,
+            &[(201, false, b"optional extra data")],
+            &[],
+        );
         let v = read(g.kind, &m, &g.path).unwrap_or_else(|e| panic!("{}: {e}", g.name));
         assert_eq!(v, g.value, "{}", g.name);
         let c = Container::from_slice(&m, &g.path, Some(g.kind)).unwrap();
-        assert!(c.is_newer_minor() && c.version() == (1, 1), "{}", g.name);
+        assert!(
+            c.is_newer_minor() && c.version() == NEWER_MINOR,
+            "{}",
+            g.name
+        );
     }
 }
 
@@ -511,7 +524,7 @@ fn a_longer_meta_section_is_read_from_a_newer_minor_only() {
     // A newer minor may append fields to `meta`; this build ignores them. In a file claiming
     // this build's own version they are trailing garbage.
     for g in goldens() {
-        let newer = rewrite(&g, (1, 1), &[], &[0; 8]);
+        let newer = rewrite(&g, NEWER_MINOR, &[], &[0; 8]);
         let v = read(g.kind, &newer, &g.path).unwrap_or_else(|e| panic!("{}: {e}", g.name));
         assert_eq!(v, g.value, "{}", g.name);
 

@@ -3,12 +3,13 @@
 //! `killed_writers_never_lose_acknowledged_commits`: a child process (this test binary,
 //! re-invoked on the ignored `crash_child` test) runs a seeded random workload — adds with
 //! automatic and explicit ids, upserts, deletes, class records, commits, compactions, garbage
-//! collections — against one index, and the parent SIGKILLs it at a random instant. Before each
+//! collections — against one index that stores f16 vectors, most batches with list ids, and
+//! the parent SIGKILLs it at a random instant. Before each
 //! commit the child appends the digest of the state that commit would publish to a side file
 //! (`try`), and after `commit()` returns, the digest again (`ack`). After every kill the parent
 //! reopens the index and requires: it opens; `verify` is clean; its rows and classes are exactly
-//! the last acknowledged state, or exactly the state of the commit in flight when the child
-//! died — never anything in between. The next child continues on the same index, so crashes
+//! the last acknowledged state (codes, labels, list ids and stored vectors), or exactly the
+//! state of the commit in flight when the child died — never anything in between. The next child continues on the same index, so crashes
 //! during recovery are exercised too (15% of the kills land right after the spawn). 240 kill points by default; `CODEDB_CRASH_ITERATIONS`
 //! sets the count (10 000 for the long run).
 //!
@@ -23,9 +24,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codedb::format::{LogBatch, Manifest};
+use codedb::format::{LogBatch, LogMeta, Manifest, VectorDType, VectorSpec};
 use codedb::storage::{
-    CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, verify::verify_path,
+    CompactionPolicy, Config, CreateOptions, Index, Retention, RowBatch, Snapshot, StorageError,
+    verify::verify_path,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -50,12 +52,15 @@ fn crash_config() -> Config {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct State {
     rows: RowMap,
+    /// List id and stored vector per live row.
+    extras: Extras,
     classes: BTreeMap<u32, (String, u64, Vec<u64>)>,
 }
 
 fn state_of(s: &Snapshot) -> State {
     State {
         rows: rows_of(s),
+        extras: extras_of(s),
         classes: s
             .classes()
             .map(|t| {
@@ -87,6 +92,14 @@ fn digest(s: &State) -> String {
         eat(code);
         eat(&label.map_or(u64::MAX, |l| l as u64).to_le_bytes());
     }
+    eat(b"extras");
+    for (id, (list, v)) in &s.extras {
+        eat(&id.to_le_bytes());
+        eat(&list.map_or(u64::MAX, |l| l as u64).to_le_bytes());
+        for x in v.iter().flatten() {
+            eat(&x.to_bits().to_le_bytes());
+        }
+    }
     eat(b"classes");
     for (id, (name, count, sum)) in &s.classes {
         eat(&id.to_le_bytes());
@@ -97,6 +110,63 @@ fn digest(s: &State) -> String {
         }
     }
     format!("{:016x}{:016x}-{}", h[0], h[1], s.rows.len())
+}
+
+const VDIM: usize = 2;
+
+/// The stored vector of `id` added at `generation` (exact in f16).
+fn stored_vector(id: u64, generation: u64) -> [f32; VDIM] {
+    [(id % 11) as f32, (generation % 7) as f32 * 0.25]
+}
+
+/// Adds rows with codes `c` (automatic ids) or upserts them (`ids`), with vectors and, when
+/// `lists`, list ids derived from `c`'s row number and `generation`; records them in `model`.
+#[allow(clippy::too_many_arguments)]
+fn add_rows(
+    idx: &Index,
+    model: &mut State,
+    c: &[u8],
+    ids: Option<&[u64]>,
+    labels: Option<&[u32]>,
+    generation: u64,
+    lists: bool,
+) -> Vec<u64> {
+    let n = c.len() / 8;
+    let list_ids: Vec<u32> = (0..n as u64)
+        .map(|k| ((k + generation) % 6) as u32)
+        .collect();
+    let flat: Vec<f32> = (0..n as u64)
+        .flat_map(|k| stored_vector(k, generation))
+        .collect();
+    let v = ndarray::Array2::from_shape_vec((n, VDIM), flat).unwrap();
+    let batch = RowBatch {
+        codes: c,
+        ids,
+        labels,
+        lists: lists.then_some(&list_ids[..]),
+        vectors: Some(v.view()),
+    };
+    let out = match ids {
+        Some(ids) => {
+            idx.upsert_rows(&batch).unwrap();
+            ids.to_vec()
+        }
+        None => idx.add_rows(&batch).unwrap(),
+    };
+    for (k, &id) in out.iter().enumerate() {
+        let label = labels.map(|l| l[k]);
+        model
+            .rows
+            .insert(id, (c[k * 8..(k + 1) * 8].to_vec(), label));
+        model.extras.insert(
+            id,
+            (
+                lists.then_some(list_ids[k]),
+                Some(stored_vector(k as u64, generation).to_vec()),
+            ),
+        );
+    }
+    out
 }
 
 /// The child: opens the index and runs the random workload until it is killed.
@@ -135,39 +205,39 @@ fn crash_child() {
                 .random_bool(0.5)
                 .then(|| (0..n).map(|_| rng.random_range(0..5)).collect());
             let c: Vec<u8> = (0..n).flat_map(|k| code(k as u64, seed ^ step)).collect();
-            let ids = idx.add_codes(&c, None, labels.as_deref()).unwrap();
-            for (k, id) in ids.into_iter().enumerate() {
-                let label = labels.as_ref().map(|l| l[k]);
-                model
-                    .rows
-                    .insert(id, (c[k * 8..(k + 1) * 8].to_vec(), label));
-            }
+            let lists = rng.random_bool(0.7);
+            add_rows(&idx, &mut model, &c, None, labels.as_deref(), step, lists);
         } else if roll < 36 {
             // A large batch: a SIGKILL can cut its write short (a torn record).
             let n = rng.random_range(2_000..12_000usize);
             let c: Vec<u8> = (0..n).flat_map(|k| code(k as u64, seed ^ step)).collect();
-            for (k, id) in idx
-                .add_codes(&c, None, None)
-                .unwrap()
-                .into_iter()
-                .enumerate()
-            {
-                model
-                    .rows
-                    .insert(id, (c[k * 8..(k + 1) * 8].to_vec(), None));
-            }
+            add_rows(&idx, &mut model, &c, None, None, step, true);
         } else if roll < 42 {
             let id = rng.random_range(1u64 << 40..(1u64 << 40) + 5000);
-            if let std::collections::btree_map::Entry::Vacant(e) = model.rows.entry(id) {
-                idx.add_codes(&code(id, step), Some(&[id]), Some(&[7]))
-                    .unwrap();
-                e.insert((code(id, step).to_vec(), Some(7)));
+            if !model.rows.contains_key(&id) {
+                add_rows(
+                    &idx,
+                    &mut model,
+                    &code(id, step),
+                    Some(&[id]),
+                    Some(&[7]),
+                    step,
+                    false,
+                );
             }
         } else if roll < 47 && !model.rows.is_empty() {
             let k = rng.random_range(0..model.rows.len());
             let id = *model.rows.keys().nth(k).unwrap();
-            idx.upsert_codes(&code(id, step + 1), &[id], None).unwrap();
-            model.rows.insert(id, (code(id, step + 1).to_vec(), None));
+            let lists = rng.random_bool(0.5);
+            add_rows(
+                &idx,
+                &mut model,
+                &code(id, step + 1),
+                Some(&[id]),
+                None,
+                step,
+                lists,
+            );
         } else if roll < 62 && !model.rows.is_empty() {
             let big = model.rows.len() > 20_000 || rng.random_bool(0.1);
             let n = if big {
@@ -185,6 +255,7 @@ fn crash_child() {
             idx.delete(&ids).unwrap();
             for id in ids {
                 model.rows.remove(&id);
+                model.extras.remove(&id);
             }
         } else if roll < 67 {
             let id = rng.random_range(0..12u32);
@@ -277,7 +348,10 @@ fn killed_writers_never_lose_acknowledged_commits() {
     let iterations = iterations();
     let dir = tempfile::tempdir().unwrap();
     let sides = tempfile::tempdir().unwrap();
-    drop(Index::create(dir.path(), &model(), crash_config()).unwrap());
+    let options = CreateOptions {
+        store_vectors: Some(VectorSpec::new(VectorDType::F16, VDIM as u32)),
+    };
+    drop(Index::create_with(dir.path(), &model(), &options, crash_config()).unwrap());
     let exe = std::env::current_exe().unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(0xC4A5_4000);
     let mut expected = digest(&State::default());
@@ -391,12 +465,20 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 }
 
 fn record(ids: &[u64]) -> Vec<u8> {
+    let m = model();
+    let meta = LogMeta {
+        code_kind: m.code_kind,
+        code_bytes: m.code_bytes,
+        code_bits: m.code_bits,
+        model_id: m.model_id,
+        vectors: None,
+    };
     LogBatch {
         ids: ids.to_vec(),
         codes: codes(ids, 5),
-        labels: None,
+        ..LogBatch::default()
     }
-    .encode(CODE_BYTES as u32, Path::new("test"))
+    .encode(&meta, Path::new("test"))
     .unwrap()
 }
 

@@ -4,7 +4,8 @@
 //! Every case must return an error to the caller (never swallow it, never panic), and the index
 //! must then open at the last acknowledged version, or — when the fault hit a commit after its
 //! manifest was renamed into place — at exactly the version that commit was publishing; `verify`
-//! must be clean and the index writable again.
+//! must be clean and the index writable again. The workload's index stores f32 vectors and
+//! most of its rows carry list ids: they are part of the state compared.
 
 mod storage_support;
 
@@ -14,20 +15,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use codedb::format::{VectorDType, VectorSpec};
 use codedb::storage::{
-    CompactionPolicy, Config, FileSystem, Index, Retention, Snapshot, StorageError,
+    CompactionPolicy, Config, CreateOptions, FileSystem, Index, Retention, RowBatch, Snapshot,
+    StorageError,
 };
 use storage_support::*;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 struct State {
     rows: RowMap,
+    extras: Extras,
     classes: BTreeMap<u32, (String, u64)>,
 }
 
 fn state_of(s: &Snapshot) -> State {
     State {
         rows: rows_of(s),
+        extras: extras_of(s),
         classes: s
             .classes()
             .map(|t| {
@@ -79,12 +84,41 @@ fn add(
     let codes: Vec<u8> = (0..probe.len())
         .flat_map(|k| code(probe[k] + k as u64, generation))
         .collect();
-    let got = idx.add_codes(&codes, ids, labels)?;
+    let n = probe.len();
+    let (vecs, lists) = extras_for(n, generation);
+    let got = idx.add_rows(&RowBatch {
+        codes: &codes,
+        ids,
+        labels,
+        // Batches of generation 1 carry no list ids (their sealed rows get "no list").
+        lists: (generation != 1).then_some(&lists[..]),
+        vectors: Some(vecs.view()),
+    })?;
     for (k, &id) in got.iter().enumerate() {
         let c = codes[k * CODE_BYTES..(k + 1) * CODE_BYTES].to_vec();
         t.attempt.rows.insert(id, (c, labels.map(|l| l[k])));
+        let v = vecs.row(k).to_vec();
+        t.attempt
+            .extras
+            .insert(id, ((generation != 1).then_some(lists[k]), Some(v)));
     }
     Ok(got)
+}
+
+const VDIM: usize = 2;
+
+fn vector_options() -> CreateOptions {
+    CreateOptions {
+        store_vectors: Some(VectorSpec::new(VectorDType::F32, VDIM as u32)),
+    }
+}
+
+/// Stored vectors and list ids of `n` rows of a generation.
+fn extras_for(n: usize, generation: u64) -> (ndarray::Array2<f32>, Vec<u32>) {
+    let v = ndarray::Array2::from_shape_fn((n, VDIM), |(r, c)| {
+        (r * VDIM + c) as f32 * 0.1 + generation as f32
+    });
+    (v, (0..n as u32).map(|r| r % 3).collect())
 }
 
 fn commit(idx: &Index, t: &mut Tracker) -> Result<(), StorageError> {
@@ -99,7 +133,7 @@ fn commit(idx: &Index, t: &mut Tracker) -> Result<(), StorageError> {
 /// bitmaps, class base and delta, sealing (twice), an upsert, reopening with a torn log tail,
 /// compaction (merge, fold, GC) and an explicit GC.
 fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std::error::Error>> {
-    let idx = Index::create(dir, &model(), cfg.clone())?;
+    let idx = Index::create_with(dir, &model(), &vector_options(), cfg.clone())?;
     t.created = true;
     add(&idx, t, None, 5, None, 0)?;
     commit(&idx, t)?;
@@ -107,6 +141,7 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
     add(&idx, t, Some(&[100, 101, 102]), 3, Some(&[1, 2, 3]), 0)?;
     idx.delete(&[2])?;
     t.attempt.rows.remove(&2);
+    t.attempt.extras.remove(&2);
     idx.add_class(&[
         class(1, "a", None, 1, 2, 0.5),
         class(2, "b", Some(1), 2, 2, 1.0),
@@ -119,12 +154,19 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
     commit(&idx, t)?;
 
     idx.delete(&[0, 101])?;
-    t.attempt.rows.remove(&0);
-    t.attempt.rows.remove(&101);
+    for id in [0, 101] {
+        t.attempt.rows.remove(&id);
+        t.attempt.extras.remove(&id);
+    }
     idx.add_class(&[class(2, "b", Some(1), 1, 2, 1.0)])?;
     t.attempt.classes.insert(2, ("b".into(), 3));
-    idx.upsert_codes(&code(3, 7), &[3], Some(&[9]))?;
+    let (v, _) = extras_for(1, 7);
+    idx.upsert_rows(&RowBatch {
+        vectors: Some(v.view()),
+        ..RowBatch::new(&code(3, 7)).with_ids(&[3]).with_labels(&[9])
+    })?;
     t.attempt.rows.insert(3, (code(3, 7).to_vec(), Some(9)));
+    t.attempt.extras.insert(3, (None, Some(v.row(0).to_vec())));
     commit(&idx, t)?;
 
     // Uncommitted rows, then a reopen that cuts them off the log.
@@ -146,6 +188,7 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
 
     idx.delete(&[100])?;
     t.attempt.rows.remove(&100);
+    t.attempt.extras.remove(&100);
     commit(&idx, t)?;
     idx.gc()?;
     Ok(())
@@ -205,7 +248,10 @@ fn every_failing_file_operation_is_reported_and_the_index_recovers() {
                             published_anyway += 1;
                         }
                         // Writable again.
-                        let id = idx.add_codes(&code(0, 99), None, None).unwrap()[0];
+                        let (v, _) = extras_for(1, 99);
+                        let id = idx
+                            .add_rows(&RowBatch::new(&code(0, 99)).with_vectors(v.view()))
+                            .unwrap()[0];
                         idx.commit().unwrap();
                         assert!(idx.snapshot().get(id).unwrap().is_some());
                         drop(idx);
@@ -214,9 +260,10 @@ fn every_failing_file_operation_is_reported_and_the_index_recovers() {
                     Err(StorageError::NotAnIndex { .. }) if !t.created => {
                         // The fault hit `create` before its first manifest: create again.
                         drop(
-                            Index::create(
+                            Index::create_with(
                                 dir.path(),
                                 &model(),
+                                &vector_options(),
                                 config(Arc::new(codedb::storage::StdFs)),
                             )
                             .unwrap(),

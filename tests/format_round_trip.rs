@@ -143,6 +143,10 @@ fn manifest_round_trips() {
             file: fref(5, "classes-a.cls"),
             delta: false,
         }],
+        vectors: Some(codedb::format::VectorSpec::new(
+            codedb::format::VectorDType::F32,
+            7,
+        )),
     };
     assert_eq!(
         Manifest::from_bytes(&m.to_bytes().unwrap(), Path::new("t")).unwrap(),
@@ -161,6 +165,7 @@ fn manifest_refuses_paths_outside_the_index() {
             model: fref(2, bad),
             segments: vec![],
             class_files: vec![],
+            vectors: None,
         };
         let err = m.to_bytes().unwrap_err();
         assert!(

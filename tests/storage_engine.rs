@@ -600,3 +600,93 @@ fn versions_and_inspect_report_the_active_log() {
         assert!(json.get(key).is_some(), "{key}");
     }
 }
+
+#[test]
+fn row_batches_are_checked_column_by_column_before_anything_is_written() {
+    use codedb::format::{VectorDType, VectorSpec};
+    use codedb::storage::{CreateOptions, RowBatch};
+    let dir = scratch_dir();
+    let options = CreateOptions {
+        store_vectors: Some(VectorSpec::new(VectorDType::F16, 2)),
+    };
+    let idx = Index::create_with(dir.path(), &model(), &options, Config::default()).unwrap();
+    assert_eq!(idx.vector_spec(), options.store_vectors);
+    let c = codes(&[1, 2], 0);
+    let good = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0]]);
+    let bad_shape = ndarray::arr2(&[[1.0f32, 2.0, 3.0], [3.0, 4.0, 5.0]]);
+    let nan = ndarray::arr2(&[[1.0f32, f32::NAN], [3.0, 4.0]]);
+    let too_big = ndarray::arr2(&[[1.0f32, 1.0e6], [3.0, 4.0]]);
+    let cases: Vec<(RowBatch, &str)> = vec![
+        (RowBatch::new(&c), "none given"),
+        (
+            RowBatch::new(&c).with_vectors(bad_shape.view()),
+            "shape 2x3, expected 2x2",
+        ),
+        (
+            RowBatch::new(&c).with_vectors(nan.view()),
+            "row 0 column 1 is NaN",
+        ),
+        (
+            RowBatch::new(&c).with_vectors(too_big.view()),
+            "overflows f16",
+        ),
+        (
+            RowBatch::new(&c).with_vectors(good.view()).with_lists(&[1]),
+            "1 lists for 2 codes",
+        ),
+        (
+            RowBatch::new(&c)
+                .with_vectors(good.view())
+                .with_lists(&[1, u32::MAX]),
+            "row 1: 4294967295 is reserved (it means \"no list\")",
+        ),
+        (
+            RowBatch::new(&c)
+                .with_vectors(good.view())
+                .with_ids(&[5, 5]),
+            "id 5 appears twice",
+        ),
+    ];
+    for (batch, want) in cases {
+        let e = idx.add_rows(&batch).unwrap_err().to_string();
+        assert!(e.contains(want), "expected {want:?} in {e}");
+    }
+    let e = idx
+        .upsert_rows(&RowBatch::new(&c).with_vectors(good.view()))
+        .unwrap_err();
+    assert!(e.to_string().contains("needs the ids"), "{e}");
+    assert!(!idx.has_uncommitted(), "a refused batch stages nothing");
+    let ids = idx
+        .add_rows(
+            &RowBatch::new(&c)
+                .with_vectors(good.view())
+                .with_lists(&[7, 3]),
+        )
+        .unwrap();
+    idx.commit().unwrap();
+    let s = idx.snapshot();
+    assert_eq!(s.vector(ids[1]).unwrap(), Some(vec![3.0, 4.0]));
+    let (b, i) = s.locate(ids[0]).unwrap().unwrap();
+    assert_eq!((b.list(i), b.vector(i)), (Some(7), Some(vec![1.0, 2.0])));
+    // The log batch is grouped by list: list 3 (the second row given) comes first.
+    assert_eq!(b.list_range(3), Some(0..1));
+    assert_eq!(b.list_range(7), Some(1..2));
+
+    // An index without stored vectors refuses them.
+    let dir2 = scratch_dir();
+    let plain = Index::create(dir2.path(), &model(), Config::default()).unwrap();
+    let e = plain
+        .add_rows(&RowBatch::new(&c).with_vectors(good.view()))
+        .unwrap_err();
+    assert!(e.to_string().contains("stores no vectors"), "{e}");
+    let e = Index::create_with(
+        scratch_dir().path(),
+        &model(),
+        &CreateOptions {
+            store_vectors: Some(VectorSpec::new(VectorDType::F32, 0)),
+        },
+        Config::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("store_vectors"), "{e}");
+}

@@ -3,12 +3,19 @@
 //! to a plain in-memory model. After every commit, reopen and compaction the index's live rows
 //! and classes — from the writer's snapshot and from a fresh read of the directory — equal the
 //! model's committed state, and every call succeeds or fails exactly as the model predicts.
+//! The same runs on an index that stores f16 vectors, with list ids on most rows: every live
+//! row's list id and stored vector must survive add, upsert, delete, seal, compaction (with the
+//! recorded merge order and with the recomputing fallback) and reopen exactly.
 
 mod storage_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, StorageError};
+use codedb::format::{VectorDType, VectorSpec};
+use codedb::storage::{
+    CompactionPolicy, Config, CreateOptions, Index, RowBatch, Snapshot, StorageError,
+};
+use ndarray::Array2;
 use proptest::prelude::*;
 use storage_support::*;
 
@@ -70,6 +77,8 @@ fn action() -> impl Strategy<Value = Action> {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct State {
     rows: RowMap,
+    /// List id and stored vector per live row (vector mode only).
+    extras: Extras,
     classes: BTreeMap<u32, (u64, f64)>,
     next_auto: u64,
 }
@@ -79,9 +88,12 @@ fn config() -> Config {
 }
 
 /// The index's committed state, from the writer's snapshot and from the directory.
-fn check(idx: &Index, dir: &std::path::Path, want: &State, when: &str) {
+fn check(idx: &Index, dir: &std::path::Path, want: &State, when: &str, vectors: bool) {
     for s in [idx.snapshot(), Snapshot::open(dir).unwrap()] {
         assert_eq!(rows_of(&s), want.rows, "rows after {when}");
+        if vectors {
+            assert_eq!(extras_of(&s), want.extras, "lists and vectors after {when}");
+        }
         let classes: BTreeMap<u32, (u64, f64)> = s
             .classes()
             .map(|t| {
@@ -112,9 +124,81 @@ fn pick(staged: &State, picks: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-fn run(actions: &[Action]) {
+const DIM: usize = 3;
+
+/// The stored vector of `id` at `generation` (exact in f16).
+fn vector(id: u64, generation: u64) -> Vec<f32> {
+    vec![
+        (id % 7) as f32 * 0.5,
+        (generation % 5) as f32,
+        -((id % 3) as f32),
+    ]
+}
+
+/// Vectors for `ids` (vector mode) as the batch's array.
+fn vectors(ids: &[u64], generation: u64) -> Array2<f32> {
+    let flat: Vec<f32> = ids.iter().flat_map(|&i| vector(i, generation)).collect();
+    Array2::from_shape_vec((ids.len(), DIM), flat).unwrap()
+}
+
+/// The list id vector-mode rows get (none for ids ≡ 0 mod 5, so segments mix "no list" rows).
+fn list_of(id: u64) -> Option<u32> {
+    (id % 5 != 0).then(|| (id % 4) as u32)
+}
+
+/// Adds (or upserts) rows with the vector-mode columns: every row a vector, list ids when
+/// `with_lists`. Returns the engine's result and the extras the model expects.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn add_extra(
+    idx: &Index,
+    codes: &[u8],
+    ids: Option<&[u64]>,
+    expect_ids: &[u64],
+    labels: Option<&[u32]>,
+    generation: u64,
+    with_lists: bool,
+    upsert: bool,
+) -> (
+    Result<Vec<u64>, StorageError>,
+    Vec<(u64, (Option<u32>, Option<Vec<f32>>))>,
+) {
+    // A batch has a lists column or not: in a listed batch, ids without a list of their own
+    // get list 9.
+    let lists: Vec<u32> = expect_ids
+        .iter()
+        .map(|&i| list_of(i).unwrap_or(9))
+        .collect();
+    let v = vectors(expect_ids, generation);
+    let batch = RowBatch {
+        codes,
+        ids,
+        labels,
+        lists: with_lists.then_some(&lists[..]),
+        vectors: Some(v.view()),
+    };
+    let r = if upsert {
+        idx.upsert_rows(&batch).map(|replaced| vec![replaced])
+    } else {
+        idx.add_rows(&batch)
+    };
+    let extras = expect_ids
+        .iter()
+        .zip(&lists)
+        .map(|(&i, &l)| (i, (with_lists.then_some(l), Some(vector(i, generation)))))
+        .collect();
+    (r, extras)
+}
+
+fn create(dir: &std::path::Path, vectors: bool) -> Index {
+    let options = CreateOptions {
+        store_vectors: vectors.then(|| VectorSpec::new(VectorDType::F16, DIM as u32)),
+    };
+    Index::create_with(dir, &model(), &options, config()).unwrap()
+}
+
+fn run(actions: &[Action], vectors: bool) {
     let dir = scratch_dir();
-    let mut idx = Index::create(dir.path(), &model(), config()).unwrap();
+    let mut idx = create(dir.path(), vectors);
     let mut committed = State::default();
     let mut staged = State::default();
     for (step, a) in actions.iter().enumerate() {
@@ -123,8 +207,23 @@ fn run(actions: &[Action]) {
             Action::AddAuto { n, labels } => {
                 let labels: Option<Vec<u32>> = labels.then(|| (0..*n as u32).collect());
                 let c: Vec<u8> = (0..*n).flat_map(|k| code(k as u64, step as u64)).collect();
-                let ids = idx.add_codes(&c, None, labels.as_deref()).unwrap();
                 let want: Vec<u64> = (staged.next_auto..staged.next_auto + *n as u64).collect();
+                let ids = if vectors {
+                    let (r, extras) = add_extra(
+                        &idx,
+                        &c,
+                        None,
+                        &want,
+                        labels.as_deref(),
+                        step as u64,
+                        n % 3 != 0,
+                        false,
+                    );
+                    staged.extras.extend(extras);
+                    r.unwrap()
+                } else {
+                    idx.add_codes(&c, None, labels.as_deref()).unwrap()
+                };
                 assert_eq!(ids, want, "{when}");
                 for (k, id) in ids.into_iter().enumerate() {
                     let l = labels.as_ref().map(|l| l[k]);
@@ -134,7 +233,11 @@ fn run(actions: &[Action]) {
             }
             Action::AddIds { ids } => {
                 let unique: BTreeSet<u64> = ids.iter().copied().collect();
-                let r = idx.add_codes(&codes(ids, 1), Some(ids), None);
+                let (r, extras) = if vectors {
+                    add_extra(&idx, &codes(ids, 1), Some(ids), ids, None, 1, true, false)
+                } else {
+                    (idx.add_codes(&codes(ids, 1), Some(ids), None), Vec::new())
+                };
                 if unique.len() != ids.len() {
                     assert!(
                         matches!(r, Err(StorageError::InvalidArgument { .. })),
@@ -150,6 +253,7 @@ fn run(actions: &[Action]) {
                     for &id in ids {
                         staged.rows.insert(id, (code(id, 1).to_vec(), None));
                     }
+                    staged.extras.extend(extras);
                     staged.next_auto = staged.next_auto.max(ids.iter().max().unwrap() + 1);
                 }
             }
@@ -166,12 +270,34 @@ fn run(actions: &[Action]) {
                 let ids = &ids;
                 let unique: BTreeSet<u64> = ids.iter().copied().collect();
                 let labels: Vec<u32> = ids.iter().map(|&i| (i % 3) as u32).collect();
-                let r = idx.upsert_codes(&codes(ids, *generation), ids, Some(&labels));
+                let c = codes(ids, *generation);
+                let (r, extras) = if vectors {
+                    let with_lists = generation % 2 == 0;
+                    let (r, e) = add_extra(
+                        &idx,
+                        &c,
+                        Some(ids),
+                        ids,
+                        Some(&labels),
+                        *generation,
+                        with_lists,
+                        true,
+                    );
+                    (r.map(|v| v.first().copied()), e)
+                } else {
+                    (
+                        idx.upsert_codes(&c, ids, Some(&labels)).map(Some),
+                        Vec::new(),
+                    )
+                };
                 if unique.len() != ids.len() {
                     assert!(r.is_err(), "{when}");
                 } else {
                     let replaced = ids.iter().filter(|i| staged.rows.contains_key(i)).count();
-                    assert_eq!(r.unwrap(), replaced as u64, "{when}");
+                    if let Some(n) = r.unwrap() {
+                        assert_eq!(n, replaced as u64, "{when}");
+                    }
+                    staged.extras.extend(extras);
                     for (k, &id) in ids.iter().enumerate() {
                         staged
                             .rows
@@ -202,6 +328,7 @@ fn run(actions: &[Action]) {
                     r.unwrap();
                     for id in ids {
                         staged.rows.remove(id);
+                        staged.extras.remove(id);
                     }
                 }
             }
@@ -219,17 +346,20 @@ fn run(actions: &[Action]) {
                 let v = idx.commit().unwrap();
                 assert_eq!(v, before + changed as u64, "{when}");
                 committed = staged.clone();
-                check(&idx, dir.path(), &committed, &when);
+                check(&idx, dir.path(), &committed, &when, vectors);
             }
             Action::Reopen => {
                 drop(idx);
                 idx = Index::open(dir.path(), config()).unwrap();
                 staged = committed.clone();
-                check(&idx, dir.path(), &committed, &when);
+                check(&idx, dir.path(), &committed, &when, vectors);
             }
             Action::Compact { full, buffer_rows } => {
                 let policy = CompactionPolicy {
                     buffer_rows: *buffer_rows,
+                    // Every third compaction has no room to record the merge order, so the
+                    // per-column recomputing path is checked against the same model.
+                    order_budget_bytes: if buffer_rows % 3 == 0 { 8 } else { 1 << 20 },
                     min_merge: 2,
                     tier_floor_bytes: 1 << 10,
                     full: *full,
@@ -237,7 +367,7 @@ fn run(actions: &[Action]) {
                 };
                 let r = idx.compact(&policy).unwrap();
                 assert!(r.gc_error.is_none());
-                check(&idx, dir.path(), &committed, &when);
+                check(&idx, dir.path(), &committed, &when, vectors);
                 if *full {
                     let s = idx.snapshot();
                     assert_eq!(
@@ -250,12 +380,12 @@ fn run(actions: &[Action]) {
             }
             Action::Gc => {
                 idx.gc().unwrap();
-                check(&idx, dir.path(), &committed, &when);
+                check(&idx, dir.path(), &committed, &when, vectors);
             }
         }
     }
     idx.commit().unwrap();
-    check(&idx, dir.path(), &staged, "the final commit");
+    check(&idx, dir.path(), &staged, "the final commit", vectors);
     drop(idx);
     assert_verifies(dir.path());
 }
@@ -268,9 +398,10 @@ proptest! {
 
     #[test]
     fn the_index_behaves_like_a_map_after_every_commit_reopen_and_compaction(
-        actions in prop::collection::vec(action(), 1..60)
+        actions in prop::collection::vec(action(), 1..60),
+        vectors in any::<bool>(),
     ) {
-        run(&actions);
+        run(&actions, vectors);
     }
 }
 
@@ -312,5 +443,6 @@ fn a_fixed_long_sequence_matches_the_model() {
             _ => Action::Gc,
         })
         .collect();
-    run(&actions);
+    run(&actions, false);
+    run(&actions, true);
 }

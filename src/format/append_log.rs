@@ -5,7 +5,8 @@
 //! +--------+-----------+----------------+----------------+---
 //! | header | log meta  | batch record 0 | batch record 1 | ...
 //! +--------+-----------+----------------+----------------+---
-//! record = 32-byte record header | ids u64×rows | codes | labels u32×rows (optional) | pad to 8
+//! record = 32-byte record header | ids u64×rows | codes | labels u32×rows (optional)
+//!          | lists u32×rows (optional) | vectors rows×dim f32/f16 (iff the log stores them) | pad to 8
 //! ```
 //!
 //! Rows added to an index are appended here as checksummed batch records; a commit fsyncs the
@@ -22,6 +23,8 @@ use super::container::{FileId, FileKind, FormatVersion, HEADER_LEN, Header};
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, to_usize};
 use super::model_file::CodeKind;
+use super::segment_meta::VectorDType;
+use super::segment_vectors::{VectorBuf, VectorSpec};
 
 /// Length of the log meta block that follows the header.
 pub const LOG_META_LEN: usize = 64;
@@ -33,11 +36,20 @@ pub const RECORD_HEADER_LEN: usize = 32;
 pub const RECORD_KIND_BATCH: u32 = 1;
 /// Batch flag: the payload holds a labels column.
 pub const BATCH_FLAG_LABELS: u32 = 1;
+/// Batch flag (format 1.1): the payload holds a list-id column.
+pub const BATCH_FLAG_LISTS: u32 = 2;
+/// Batch flag (format 1.1): the payload holds stored vectors; set exactly when the log meta
+/// declares them.
+pub const BATCH_FLAG_VECTORS: u32 = 4;
+const KNOWN_FLAGS: u32 = BATCH_FLAG_LABELS | BATCH_FLAG_LISTS | BATCH_FLAG_VECTORS;
 /// Most rows one record may hold: bounds what a reader allocates before the payload CRC is
 /// checked. Writers split larger batches.
 pub const MAX_BATCH_ROWS: u32 = 1 << 20;
 /// The label value meaning "this row has no label" (class ids never take it: FORMAT.md §5).
 pub const NO_LABEL: u32 = u32::MAX;
+/// The list id meaning "this row belongs to no list" (in segments that mix rows with and
+/// without list ids).
+pub const NO_LIST: u32 = u32::MAX;
 
 /// The fixed properties of every row in a log (the layout of the model that encoded them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,18 +58,23 @@ pub struct LogMeta {
     pub code_bytes: u32,
     pub code_bits: u32,
     pub model_id: FileId,
+    /// Stored vectors every record carries (format 1.1; `None` in 1.0 logs).
+    pub vectors: Option<VectorSpec>,
 }
 
 impl LogMeta {
-    /// `code_bytes u32 | code kind u8 | zero[3] | code_bits u32 | zero u32 | model id [16] |
-    /// zero[28] | CRC-32 of bytes 0..60`.
+    /// `code_bytes u32 | code kind u8 | vector dtype u8 | zero[2] | code_bits u32 | vector dim
+    /// u32 | model id [16] | zero[28] | CRC-32 of bytes 0..60`. Without vectors, the bytes are
+    /// exactly a 1.0 log meta.
     pub fn encode(&self) -> [u8; LOG_META_LEN] {
+        let (vdt, vdim) = self.vectors.map_or((0, 0), |v| (v.dtype as u8, v.dim));
         let mut w = LeWriter::new();
         w.u32(self.code_bytes)
             .u8(self.code_kind as u8)
-            .zeros(3)
+            .u8(vdt)
+            .zeros(2)
             .u32(self.code_bits)
-            .u32(0)
+            .u32(vdim)
             .bytes(&self.model_id.0)
             .zeros(28);
         let crc = crc32fast::hash(&w.buf);
@@ -73,9 +90,10 @@ impl LogMeta {
         let mut r = LeReader::new(block, path, "log meta");
         let code_bytes = r.u32()?;
         let kind = r.u8()?;
-        r.zeros(3, "reserved")?;
+        let vdt = r.u8()?;
+        r.zeros(2, "reserved")?;
         let code_bits = r.u32()?;
-        r.zeros(4, "reserved")?;
+        let vdim = r.u32()?;
         let model_id = FileId(r.array()?);
         r.zeros(28, "reserved")?;
         let crc = r.u32()?;
@@ -93,11 +111,23 @@ impl LogMeta {
                 code_kind.name()
             )));
         }
+        let vectors = match (vdt, vdim) {
+            (0, 0) => None,
+            (t, d) => {
+                let dtype = VectorDType::from_u8(t)
+                    .ok_or_else(|| r.corrupt(format!("unknown vector type {t}")))?;
+                if d == 0 {
+                    return Err(r.corrupt("stored vectors with dimension 0"));
+                }
+                Some(VectorSpec::new(dtype, d))
+            }
+        };
         Ok(LogMeta {
             code_kind,
             code_bytes,
             code_bits,
             model_id,
+            vectors,
         })
     }
 }
@@ -117,12 +147,16 @@ pub fn encode_prelude(file_id: FileId, meta: &LogMeta) -> Vec<u8> {
     out
 }
 
-/// One batch of rows: ids, codes (`code_bytes` per row, row-major), optional labels.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One batch of rows: ids, codes (`code_bytes` per row, row-major), optional labels and list
+/// ids, and the stored vectors when the log keeps them.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LogBatch {
     pub ids: Vec<u64>,
     pub codes: Vec<u8>,
     pub labels: Option<Vec<u32>>,
+    pub lists: Option<Vec<u32>>,
+    /// `rows × dim` values of the log meta's vector type.
+    pub vectors: Option<VectorBuf>,
 }
 
 impl LogBatch {
@@ -130,14 +164,19 @@ impl LogBatch {
         self.ids.len()
     }
 
-    /// Payload bytes of a record of `rows` rows (ids, codes, labels, padded to 8).
-    pub fn payload_len(rows: u64, code_bytes: u32, labels: bool) -> Option<u64> {
-        let width = 8u64 + code_bytes as u64 + if labels { 4 } else { 0 };
+    /// Payload bytes of a record of `rows` rows (ids, codes, labels, lists, vectors, padded
+    /// to 8) in a log with meta `meta`.
+    pub fn payload_len(rows: u64, meta: &LogMeta, labels: bool, lists: bool) -> Option<u64> {
+        let width = (8u64 + meta.code_bytes as u64)
+            .checked_add(if labels { 4 } else { 0 })?
+            .checked_add(if lists { 4 } else { 0 })?
+            .checked_add(meta.vectors.map_or(0, |v| v.row_bytes()))?;
         rows.checked_mul(width)?.checked_add(7).map(|x| x / 8 * 8)
     }
 
-    /// The whole record (header and payload) for this batch.
-    pub fn encode(&self, code_bytes: u32, path: &Path) -> Result<Vec<u8>> {
+    /// The whole record (header and payload) for this batch, in a log with meta `meta`.
+    pub fn encode(&self, meta: &LogMeta, path: &Path) -> Result<Vec<u8>> {
+        let code_bytes = meta.code_bytes;
         let rows = self.ids.len();
         let bad = |detail: String| FormatError::InvalidArgument {
             path: path.to_path_buf(),
@@ -160,24 +199,59 @@ impl LogBatch {
         {
             return Err(bad(format!("{} labels for {rows} rows", l.len())));
         }
+        if let Some(l) = &self.lists
+            && l.len() != rows
+        {
+            return Err(bad(format!("{} list ids for {rows} rows", l.len())));
+        }
+        match (&self.vectors, meta.vectors) {
+            (None, None) => {}
+            (Some(v), Some(spec)) => {
+                if v.dtype() != spec.dtype || v.len() as u64 != rows as u64 * spec.dim as u64 {
+                    return Err(bad(format!(
+                        "{} {} values are not {rows} vectors of {} {}",
+                        v.len(),
+                        v.dtype().name(),
+                        spec.dim,
+                        spec.dtype.name()
+                    )));
+                }
+                if !v.as_slice().all_finite() {
+                    return Err(bad("stored vectors must be finite".into()));
+                }
+            }
+            (Some(_), None) => return Err(bad("this log stores no vectors".into())),
+            (None, Some(_)) => return Err(bad("this log stores a vector per row".into())),
+        }
         let has_labels = self.labels.is_some();
-        let payload_len = LogBatch::payload_len(rows as u64, code_bytes, has_labels)
+        let has_lists = self.lists.is_some();
+        let payload_len = LogBatch::payload_len(rows as u64, meta, has_labels, has_lists)
             .ok_or_else(|| bad("record size overflows".into()))?;
         let mut payload = Vec::with_capacity(payload_len as usize);
         for id in &self.ids {
             payload.extend_from_slice(&id.to_le_bytes());
         }
         payload.extend_from_slice(&self.codes);
-        if let Some(l) = &self.labels {
+        for l in [&self.labels, &self.lists].into_iter().flatten() {
             for v in l {
                 payload.extend_from_slice(&v.to_le_bytes());
             }
         }
+        if let Some(v) = &self.vectors {
+            payload.extend_from_slice(v.as_slice().as_bytes());
+        }
         payload.resize(payload_len as usize, 0);
+        let flags = if has_labels { BATCH_FLAG_LABELS } else { 0 }
+            | if has_lists { BATCH_FLAG_LISTS } else { 0 }
+            | if self.vectors.is_some() {
+                BATCH_FLAG_VECTORS
+            } else {
+                0
+            };
         let mut h = LeWriter::new();
         h.u32(RECORD_KIND_BATCH)
             .u32(rows as u32)
-            .u32(if has_labels { BATCH_FLAG_LABELS } else { 0 })
+            .u32(flags)
             .u32(0)
             .u64(payload_len)
             .u32(crc32fast::hash(&payload));
@@ -205,7 +279,7 @@ pub struct LogTail {
 }
 
 /// A parsed log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogContents {
     pub file_id: FileId,
     pub meta: LogMeta,
@@ -227,9 +301,10 @@ struct RecordFault {
 fn parse_record(
     bytes: &[u8],
     pos: usize,
-    code_bytes: u32,
+    meta: &LogMeta,
     decode: bool,
 ) -> std::result::Result<(Option<LogBatch>, u64, usize), RecordFault> {
+    let code_bytes = meta.code_bytes;
     let fault = |truncated: bool, detail: String| RecordFault { truncated, detail };
     let rest = &bytes[pos..];
     if rest.len() < RECORD_HEADER_LEN {
@@ -258,8 +333,16 @@ fn parse_record(
     if kind != RECORD_KIND_BATCH {
         return Err(fault(false, format!("unknown record kind {kind}")));
     }
-    if zero != 0 || flags & !BATCH_FLAG_LABELS != 0 {
+    if zero != 0 || flags & !KNOWN_FLAGS != 0 {
         return Err(fault(false, "reserved record header bits are set".into()));
+    }
+    if (flags & BATCH_FLAG_VECTORS != 0) != meta.vectors.is_some() {
+        return Err(fault(
+            false,
+            "the vectors flag disagrees with the log meta (every record of a log that stores \
+             vectors carries them, no other record does)"
+                .into(),
+        ));
     }
     if rows == 0 || rows > MAX_BATCH_ROWS {
         return Err(fault(
@@ -268,7 +351,8 @@ fn parse_record(
         ));
     }
     let has_labels = flags & BATCH_FLAG_LABELS != 0;
-    let want = LogBatch::payload_len(rows as u64, code_bytes, has_labels);
+    let has_lists = flags & BATCH_FLAG_LISTS != 0;
+    let want = LogBatch::payload_len(rows as u64, meta, has_labels, has_lists);
     if want != Some(payload_len) {
         return Err(fault(
             false,
@@ -290,21 +374,31 @@ fn parse_record(
     let cb = code_bytes as usize;
     let codes_end = n * 8 + n * cb;
     let labels_end = codes_end + if has_labels { n * 4 } else { 0 };
-    if payload[labels_end..].iter().any(|&b| b != 0) {
+    let lists_end = labels_end + if has_lists { n * 4 } else { 0 };
+    let vectors_end = lists_end + meta.vectors.map_or(0, |v| n * v.row_bytes() as usize);
+    if payload[vectors_end..].iter().any(|&b| b != 0) {
         return Err(fault(false, "record padding is not zero".into()));
     }
+    let vectors = meta
+        .vectors
+        .map(|v| VectorBuf::from_le_bytes(v.dtype, &payload[lists_end..vectors_end]));
+    if vectors.as_ref().is_some_and(|v| !v.as_slice().all_finite()) {
+        return Err(fault(false, "stored vectors are not finite".into()));
+    }
+    let u32s = |b: &[u8]| -> Vec<u32> {
+        b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
     let batch = decode.then(|| LogBatch {
         ids: payload[..n * 8]
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .collect(),
         codes: payload[n * 8..codes_end].to_vec(),
-        labels: has_labels.then(|| {
-            payload[codes_end..labels_end]
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().unwrap_or([0; 4])))
-                .collect()
-        }),
+        labels: has_labels.then(|| u32s(&payload[codes_end..labels_end])),
+        lists: has_lists.then(|| u32s(&payload[labels_end..lists_end])),
+        vectors,
     });
     Ok((
         batch,
@@ -360,7 +454,7 @@ pub fn read_log(bytes: &[u8], path: &Path, committed: Option<u64>) -> Result<Log
     let mut rows = 0u64;
     let mut record = 0u64;
     while pos < limit {
-        match parse_record(&bytes[..limit], pos, meta.code_bytes, true) {
+        match parse_record(&bytes[..limit], pos, &meta, true) {
             Ok((batch, n, next)) => {
                 batches.extend(batch);
                 rows += n;
@@ -387,7 +481,7 @@ pub fn read_log(bytes: &[u8], path: &Path, committed: Option<u64>) -> Result<Log
         }
     }
     let end = pos as u64;
-    let tail = scan_tail(bytes, pos, meta.code_bytes);
+    let tail = scan_tail(bytes, pos, &meta);
     Ok(LogContents {
         file_id: header.file_id,
         meta,
@@ -399,13 +493,13 @@ pub fn read_log(bytes: &[u8], path: &Path, committed: Option<u64>) -> Result<Log
 }
 
 /// Summarises the bytes from `pos` to the end of the file.
-fn scan_tail(bytes: &[u8], mut pos: usize, code_bytes: u32) -> LogTail {
+fn scan_tail(bytes: &[u8], mut pos: usize, meta: &LogMeta) -> LogTail {
     let mut tail = LogTail {
         bytes: (bytes.len() - pos) as u64,
         ..LogTail::default()
     };
     while pos < bytes.len() {
-        match parse_record(bytes, pos, code_bytes, false) {
+        match parse_record(bytes, pos, meta, false) {
             Ok((_, n, next)) => {
                 tail.complete_batches += 1;
                 tail.complete_rows += n;
@@ -431,6 +525,7 @@ mod tests {
             code_bytes: 2,
             code_bits: 16,
             model_id: FileId::from_u128(7),
+            vectors: None,
         }
     }
 
@@ -438,7 +533,7 @@ mod tests {
         let mut bytes = encode_prelude(FileId::from_u128(9), &meta());
         let mut ends = Vec::new();
         for b in batches {
-            bytes.extend(b.encode(2, Path::new("t")).unwrap());
+            bytes.extend(b.encode(&meta(), Path::new("t")).unwrap());
             ends.push(bytes.len() as u64);
         }
         (bytes, ends)
@@ -449,6 +544,8 @@ mod tests {
             ids: ids.to_vec(),
             codes: ids.iter().flat_map(|&i| [i as u8, 0xa0]).collect(),
             labels: labels.then(|| ids.iter().map(|&i| i as u32 * 3).collect()),
+            lists: None,
+            vectors: None,
         }
     }
 
@@ -513,12 +610,68 @@ mod tests {
     #[test]
     fn encode_checks_shapes() {
         let p = Path::new("t");
-        assert!(LogBatch::default().encode(2, p).is_err());
+        let m = meta();
+        assert!(LogBatch::default().encode(&m, p).is_err());
         let mut b = batch(&[1, 2], true);
         b.codes.pop();
-        assert!(b.encode(2, p).is_err());
+        assert!(b.encode(&m, p).is_err());
         let mut b = batch(&[1, 2], true);
         b.labels = Some(vec![1]);
-        assert!(b.encode(2, p).is_err());
+        assert!(b.encode(&m, p).is_err());
+        let mut b = batch(&[1, 2], true);
+        b.lists = Some(vec![1]);
+        assert!(b.encode(&m, p).is_err());
+        // Vectors exactly when the meta declares them, of its type and dimension, finite.
+        let mut b = batch(&[1, 2], false);
+        b.vectors = Some(VectorBuf::from_f32(VectorDType::F32, [0.0; 4]));
+        assert!(b.encode(&m, p).is_err());
+        let vm = LogMeta {
+            vectors: Some(VectorSpec::new(VectorDType::F32, 2)),
+            ..m
+        };
+        assert!(b.encode(&vm, p).is_ok());
+        b.vectors = Some(VectorBuf::from_f32(VectorDType::F16, [0.0; 4]));
+        assert!(b.encode(&vm, p).is_err());
+        b.vectors = Some(VectorBuf::from_f32(VectorDType::F32, [0.0; 3]));
+        assert!(b.encode(&vm, p).is_err());
+        b.vectors = Some(VectorBuf::from_f32(
+            VectorDType::F32,
+            [0.0, 1.0, f32::INFINITY, 0.0],
+        ));
+        assert!(b.encode(&vm, p).is_err());
+        b.vectors = None;
+        assert!(b.encode(&vm, p).is_err());
+    }
+
+    #[test]
+    fn lists_and_vectors_round_trip_in_a_1_1_log() {
+        for dtype in [VectorDType::F32, VectorDType::F16] {
+            let m = LogMeta {
+                vectors: Some(VectorSpec::new(dtype, 3)),
+                ..meta()
+            };
+            let p = Path::new("t");
+            let mut bytes = encode_prelude(FileId::from_u128(9), &m);
+            assert_eq!(bytes[8..10], [1, 0]);
+            assert_eq!(bytes[10..12], [1, 0], "written as format 1.1");
+            let mut want = Vec::new();
+            for (k, ids) in [&[4u64, 5][..], &[6]].into_iter().enumerate() {
+                let mut b = batch(ids, k == 0);
+                b.lists = (k == 1).then(|| vec![7]);
+                b.vectors = Some(VectorBuf::from_f32(
+                    dtype,
+                    (0..ids.len() * 3).map(|x| x as f32 * 0.5 - 1.0),
+                ));
+                bytes.extend(b.encode(&m, p).unwrap());
+                want.push(b);
+            }
+            let c = read_log(&bytes, p, Some(bytes.len() as u64)).unwrap();
+            assert_eq!(c.meta, m);
+            assert_eq!(c.batches, want);
+            // A log meta claiming no vectors cannot read these records.
+            let mut plain = bytes.clone();
+            plain[64..128].copy_from_slice(&meta().encode());
+            assert!(read_log(&plain, p, Some(bytes.len() as u64)).is_err());
+        }
     }
 }

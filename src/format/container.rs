@@ -32,16 +32,22 @@ pub const SECTION_ALIGN: u64 = 64;
 pub enum FormatVersion {
     /// 1.0: the first version (segment, model, class table, deletion bitmap, manifest).
     V1_0,
+    /// 1.1: append-log records carry list ids and stored vectors (log meta declares the
+    /// vectors), manifests may name the index's stored-vector setting (section 68), segments
+    /// whose rows are grouped by list id carry a list index (section 7). Every 1.0 file is a
+    /// valid 1.1 file.
+    V1_1,
 }
 
 impl FormatVersion {
-    pub const CURRENT: FormatVersion = FormatVersion::V1_0;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_1;
     pub const MAJOR: u16 = 1;
-    pub const MINOR: u16 = 0;
+    pub const MINOR: u16 = 1;
 
     pub fn numbers(self) -> (u16, u16) {
         match self {
             FormatVersion::V1_0 => (1, 0),
+            FormatVersion::V1_1 => (1, 1),
         }
     }
 }

@@ -16,7 +16,11 @@ use super::container_reader::Container;
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, checked_mul};
-use super::section_kind::{MAN_ACTIVE_LOG, MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, META};
+use super::section_kind::{
+    MAN_ACTIVE_LOG, MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, MAN_VECTORS, META,
+};
+use super::segment_meta::VectorDType;
+use super::segment_vectors::VectorSpec;
 
 /// A file named by a manifest: its identity and its name inside the index directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +57,9 @@ pub struct Manifest {
     pub segments: Vec<SegmentEntry>,
     /// The base class table first (if any), then its deltas in order.
     pub class_files: Vec<ClassFileEntry>,
+    /// The vectors every row of the index stores beside its code (format 1.1, §7.3), fixed
+    /// when the index is created; `None`: the index stores none.
+    pub vectors: Option<VectorSpec>,
 }
 
 /// The active append log of a version (FORMAT.md §10.4): rows not yet sealed into a segment.
@@ -74,6 +81,7 @@ pub struct ActiveLogEntry {
 const SEGMENT_RECORD_LEN: u64 = 64;
 const CLASS_RECORD_LEN: u64 = 32;
 const ACTIVE_LOG_LEN: usize = 80;
+const VECTORS_LEN: usize = 16;
 
 /// Whether `name` is a plain file name inside the index directory (no separators, no `..`,
 /// no control characters): a manifest can never make codedb touch a file outside its index.
@@ -263,6 +271,12 @@ impl Manifest {
         if let Some(bytes) = &log_section {
             w.section(MAN_ACTIVE_LOG, true, bytes)?;
         }
+        if let Some(v) = self.vectors {
+            let mut b = LeWriter::new();
+            b.u8(v.dtype as u8).zeros(3).u32(v.dim).zeros(8);
+            debug_assert_eq!(b.buf.len(), VECTORS_LEN);
+            w.section(MAN_VECTORS, true, &b.buf)?;
+        }
         w.finish()
     }
 
@@ -402,6 +416,29 @@ impl Manifest {
                 delta: kind == 1,
             });
         }
+        let vectors = match c.find_one(MAN_VECTORS)? {
+            None => None,
+            Some(i) => {
+                let b = c.stored(i);
+                if b.len() != VECTORS_LEN {
+                    return Err(c.corrupt(
+                        "vectors",
+                        &format!("{} bytes, expected {VECTORS_LEN}", b.len()),
+                    ));
+                }
+                let mut vr = LeReader::new(b, path, "vectors");
+                let t = vr.u8()?;
+                vr.zeros(3, "reserved")?;
+                let dim = vr.u32()?;
+                vr.zeros(8, "reserved")?;
+                let dtype = VectorDType::from_u8(t)
+                    .ok_or_else(|| c.corrupt("vectors", &format!("unknown vector type {t}")))?;
+                if dim == 0 {
+                    return Err(c.corrupt("vectors", "dimension 0"));
+                }
+                Some(VectorSpec::new(dtype, dim))
+            }
+        };
         let active_log = match c.find_one(MAN_ACTIVE_LOG)? {
             None => None,
             Some(i) => {
@@ -453,6 +490,7 @@ impl Manifest {
             model,
             segments,
             class_files,
+            vectors,
         };
         m.validate(active_log.as_ref(), path, "manifest")?;
         Ok((m, active_log))
@@ -484,7 +522,28 @@ mod tests {
                 deletions: Some(fref(4, "del")),
             }],
             class_files: vec![],
+            vectors: None,
         }
+    }
+
+    #[test]
+    fn the_vectors_setting_round_trips_and_is_absent_without_one() {
+        let plain = manifest();
+        let with = Manifest {
+            vectors: Some(VectorSpec::new(VectorDType::F16, 12)),
+            ..manifest()
+        };
+        let b = with.to_bytes().unwrap();
+        assert_eq!(Manifest::from_bytes(&b, Path::new("m")).unwrap(), with);
+        let p = plain.to_bytes().unwrap();
+        assert!(
+            b.len() > p.len(),
+            "the section is written only with vectors"
+        );
+        assert_eq!(
+            Manifest::from_bytes(&p, Path::new("m")).unwrap().vectors,
+            None
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod section_kind;
 pub mod segment_data;
 pub mod segment_meta;
 pub mod segment_reader;
+pub mod segment_vectors;
 pub mod segment_writer;
 pub mod stage_kind;
 
@@ -38,5 +39,6 @@ pub use manifest::{ActiveLogEntry, ClassFileEntry, FileRef, Manifest, SegmentEnt
 pub use model_file::{CodeKind, DType, ModelFile, StageRecord, Tensor, TensorData};
 pub use segment_data::{SegmentData, StoredVectors};
 pub use segment_meta::{SegmentMeta, VectorDType};
-pub use segment_reader::{OpenOptions, SegmentReader, VectorsView};
+pub use segment_reader::{ListEntry, OpenOptions, SegmentReader, VectorsView};
+pub use segment_vectors::{VectorBuf, VectorSlice, VectorSpec};
 pub use segment_writer::{SegmentLayout, SegmentWriter};

@@ -14,6 +14,9 @@ pub const SEG_CODES: u32 = 3;
 pub const SEG_LABELS: u32 = 4;
 pub const SEG_LISTS: u32 = 5;
 pub const SEG_VECTORS: u32 = 6;
+/// Where each list's rows start, in a segment whose rows are grouped by list id (format 1.1,
+/// optional: a reader that does not know it reads the segment without the shortcut).
+pub const SEG_LIST_INDEX: u32 = 7;
 
 // model (§4)
 pub const MODEL_STAGE: u32 = 16;
@@ -35,6 +38,9 @@ pub const MAN_CLASS_FILES: u32 = 66;
 /// The active append log and its committed length (FORMAT.md §10.4); present only while the
 /// index has an active log, so manifests without one keep their 1.0 bytes.
 pub const MAN_ACTIVE_LOG: u32 = 67;
+/// The index's stored-vector setting (format 1.1, required): present only when the index
+/// stores vectors, so other manifests keep their 1.0 layout.
+pub const MAN_VECTORS: u32 = 68;
 
 /// The name of a section kind inside a file kind, or `None` when this build does not know it.
 pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
@@ -45,6 +51,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_LABELS) => "labels",
         (FileKind::Segment, SEG_LISTS) => "lists",
         (FileKind::Segment, SEG_VECTORS) => "vectors",
+        (FileKind::Segment, SEG_LIST_INDEX) => "list_index",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",
@@ -56,6 +63,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Manifest, MAN_SEGMENTS) => "segments",
         (FileKind::Manifest, MAN_CLASS_FILES) => "class_files",
         (FileKind::Manifest, MAN_ACTIVE_LOG) => "active_log",
+        (FileKind::Manifest, MAN_VECTORS) => "vectors",
         _ => return None,
     };
     Some(n)

@@ -8,7 +8,7 @@ use super::le::{LeReader, LeWriter};
 use super::model_file::CodeKind;
 
 /// Element type of stored re-ranking vectors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum VectorDType {
     F32 = 1,

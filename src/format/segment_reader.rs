@@ -7,13 +7,27 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use super::container::Codec;
 use super::container::FileKind;
 use super::container_reader::{ChecksumPolicy, Container};
 use super::error::{FormatError, Result};
 use super::file_bytes::LoadMode;
 use super::le::{checked_mul, to_usize};
-use super::section_kind::{META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LISTS, SEG_VECTORS};
+use super::section_kind::{
+    META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
+};
 use super::segment_meta::{SegmentMeta, VectorDType};
+use super::segment_vectors::VectorSlice;
+
+/// One entry of a segment's list index (FORMAT.md §3.3): the rows of list `list` start at
+/// `first_row` and run to the next entry's first row (or the end of the segment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListEntry {
+    pub list: u32,
+    pub first_row: u64,
+}
+
+const LIST_ENTRY_LEN: usize = 16;
 
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +66,8 @@ pub struct SegmentReader {
     labels: Option<usize>,
     lists: Option<usize>,
     vectors: Option<usize>,
+    /// The list index, when the rows are grouped by list id.
+    list_index: Option<Vec<ListEntry>>,
 }
 
 impl SegmentReader {
@@ -109,6 +125,16 @@ impl SegmentReader {
                 return Err(c.corrupt("vectors", "meta declares stored vectors, section missing"));
             }
         }
+        let list_index = match c.find_one(SEG_LIST_INDEX)? {
+            None => None,
+            Some(i) => {
+                if lists.is_none() {
+                    return Err(c.corrupt("list_index", "a list index without a lists column"));
+                }
+                c.verify_section(i)?;
+                Some(decode_list_index(&c, c.stored(i), rows)?)
+            }
+        };
         let r = SegmentReader {
             c,
             meta,
@@ -117,6 +143,7 @@ impl SegmentReader {
             labels,
             lists,
             vectors,
+            list_index,
         };
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
@@ -132,8 +159,64 @@ impl SegmentReader {
                 r.c.verify_section(i)?;
             }
             r.check_id_range()?;
+            r.check_list_index()?;
+            r.vectors()?;
         }
         Ok(r)
+    }
+
+    /// The lists column agrees with the list index (an O(rows) check; nothing to check without
+    /// an index).
+    pub fn check_list_index(&self) -> Result<()> {
+        let (Some(index), Some(lists)) = (&self.list_index, self.lists()) else {
+            return Ok(());
+        };
+        for (k, e) in index.iter().enumerate() {
+            let end = index
+                .get(k + 1)
+                .map_or(lists.len(), |n| n.first_row as usize);
+            let run = lists.get(e.first_row as usize..end).unwrap_or(&[]);
+            if let Some(p) = run.iter().position(|&l| l != e.list) {
+                return Err(self.c.corrupt(
+                    "list_index",
+                    &format!(
+                        "row {} has list {}, the index puts it in list {}",
+                        e.first_row as usize + p,
+                        run[p],
+                        e.list
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The list index: present when the rows are grouped by list id (each list's rows
+    /// contiguous, lists in increasing order), which segments written by format 1.1 always are
+    /// when their lists column allows it.
+    pub fn list_index(&self) -> Option<&[ListEntry]> {
+        self.list_index.as_deref()
+    }
+
+    /// The stored vectors as a zero-copy view of the mapping, when the column is stored
+    /// uncompressed (the engine always writes it so). `None` without vectors or when the
+    /// column is zstd-compressed (use [`SegmentReader::vectors`], which decodes it).
+    pub fn vector_column(&self) -> Option<VectorSlice<'_>> {
+        let (i, (t, _)) = (self.vectors?, self.meta.vectors?);
+        if self.c.entries()[i].codec != Codec::None {
+            return None;
+        }
+        let b = self.c.stored(i);
+        Some(match t {
+            VectorDType::F32 => VectorSlice::F32(bytemuck::try_cast_slice(b).ok()?),
+            VectorDType::F16 => VectorSlice::F16(bytemuck::try_cast_slice(b).ok()?),
+        })
+    }
+
+    /// Whether the stored vectors column is zstd-compressed.
+    pub fn vectors_compressed(&self) -> bool {
+        self.vectors
+            .is_some_and(|i| self.c.entries()[i].codec != Codec::None)
     }
 
     /// Every id lies in the range the metadata declares (an O(rows) check).
@@ -219,6 +302,42 @@ impl SegmentReader {
         }
         Ok(Some(view))
     }
+}
+
+/// Decodes and structurally checks a list index of a segment of `rows` rows: first rows start
+/// at 0 and strictly increase below `rows`, list ids strictly increase, reserved bytes are zero.
+fn decode_list_index(c: &Container, b: &[u8], rows: u64) -> Result<Vec<ListEntry>> {
+    if !b.len().is_multiple_of(LIST_ENTRY_LEN) {
+        return Err(c.corrupt(
+            "list_index",
+            &format!("{} bytes is not a whole number of 16-byte entries", b.len()),
+        ));
+    }
+    let mut out: Vec<ListEntry> = Vec::with_capacity(b.len() / LIST_ENTRY_LEN);
+    for (k, e) in b.chunks_exact(LIST_ENTRY_LEN).enumerate() {
+        let list = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let mut f = [0u8; 8];
+        f.copy_from_slice(&e[8..16]);
+        let first_row = u64::from_le_bytes(f);
+        if e[4..8] != [0; 4] {
+            return Err(c.corrupt("list_index", &format!("entry {k}: reserved bytes set")));
+        }
+        let ok = match out.last() {
+            None => first_row == 0,
+            Some(p) => list > p.list && first_row > p.first_row,
+        };
+        if !ok || first_row >= rows {
+            return Err(c.corrupt(
+                "list_index",
+                &format!("entry {k} (list {list}, first row {first_row}) is out of order"),
+            ));
+        }
+        out.push(ListEntry { list, first_row });
+    }
+    if rows > 0 && out.is_empty() {
+        return Err(c.corrupt("list_index", "no entry for a non-empty segment"));
+    }
+    Ok(out)
 }
 
 fn cast_cow<T: bytemuck::Pod>(b: Cow<'_, [u8]>) -> Cow<'_, [T]> {

@@ -12,8 +12,11 @@ use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::model_file::CodeKind;
-use super::section_kind::{META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LISTS, SEG_VECTORS};
+use super::section_kind::{
+    META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
+};
 use super::segment_meta::{SegmentMeta, VectorDType};
+use super::segment_vectors::{VectorSlice, VectorSpec};
 
 /// The fixed properties of a segment, given before any row is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +49,12 @@ pub struct SegmentWriter<W: Write> {
     min_id: u64,
     max_id: u64,
     vectors: Option<(VectorDType, u32)>,
+    /// The vectors column is open for [`SegmentWriter::vector_rows`].
+    vectors_streaming: bool,
+    /// Runs of the lists column so far: (list id, first row), while it is non-decreasing.
+    list_runs: Vec<(u32, u64)>,
+    /// The lists column has been non-decreasing so far (its rows are grouped by list).
+    lists_grouped: bool,
 }
 
 impl<W: Write> SegmentWriter<W> {
@@ -75,6 +84,9 @@ impl<W: Write> SegmentWriter<W> {
             min_id: u64::MAX,
             max_id: 0,
             vectors: None,
+            vectors_streaming: false,
+            list_runs: Vec::new(),
+            lists_grouped: true,
         })
     }
 
@@ -115,9 +127,25 @@ impl<W: Write> SegmentWriter<W> {
                         format!("has {} rows, the ids column has {rows}", self.count),
                     ));
                 }
-                self.w.end_section()
+                self.w.end_section()?;
+                if c == Column::Lists && self.lists_grouped {
+                    self.write_list_index()?;
+                }
+                Ok(())
             }
         }
+    }
+
+    /// The list index (FORMAT.md §3.3) of a lists column whose rows are grouped by list: one
+    /// 16-byte entry `list id u32 | zero u32 | first row u64` per distinct list, in order.
+    fn write_list_index(&mut self) -> Result<()> {
+        let mut buf = Vec::with_capacity(self.list_runs.len() * 16);
+        for &(list, first) in &self.list_runs {
+            buf.extend_from_slice(&list.to_le_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            buf.extend_from_slice(&first.to_le_bytes());
+        }
+        self.w.section(SEG_LIST_INDEX, false, &buf)
     }
 
     /// Appends row ids (the first column; it fixes the row count).
@@ -170,6 +198,19 @@ impl<W: Write> SegmentWriter<W> {
         if self.column != Column::Lists {
             self.require_codes("lists")?;
             self.switch(Column::Lists, SEG_LISTS, "lists")?;
+        }
+        if self.lists_grouped {
+            for (k, &l) in lists.iter().enumerate() {
+                match self.list_runs.last() {
+                    Some(&(last, _)) if l == last => {}
+                    Some(&(last, _)) if l < last => {
+                        self.lists_grouped = false;
+                        self.list_runs = Vec::new();
+                        break;
+                    }
+                    _ => self.list_runs.push((l, self.count + k as u64)),
+                }
+            }
         }
         self.count += lists.len() as u64;
         self.w.write(&u32s_le(lists))
@@ -232,6 +273,50 @@ impl<W: Write> SegmentWriter<W> {
         }
     }
 
+    /// Appends rows of stored vectors (`values.len()` a multiple of `spec.dim`, of type
+    /// `spec.dtype`, all finite), streaming the column uncompressed so that readers view it in
+    /// place. Every call of one segment passes the same `spec`.
+    pub fn vector_rows(&mut self, spec: VectorSpec, values: VectorSlice<'_>) -> Result<()> {
+        if !self.vectors_streaming {
+            self.require_codes("vectors")?;
+            if self.column >= Column::Vectors {
+                return Err(self.bad("vectors", "stored vectors were already written".into()));
+            }
+            if spec.dim == 0 {
+                return Err(self.bad("vectors", "dimension 0".into()));
+            }
+            self.close_column()?;
+            self.column = Column::Vectors;
+            self.count = 0;
+            self.vectors = Some(spec.pair());
+            self.vectors_streaming = true;
+            self.w.begin_section(SEG_VECTORS, true)?;
+        }
+        if self.vectors != Some(spec.pair()) || values.dtype() != spec.dtype {
+            return Err(self.bad(
+                "vectors",
+                format!(
+                    "{} values of dimension {} after rows of {:?}",
+                    values.dtype().name(),
+                    spec.dim,
+                    self.vectors
+                ),
+            ));
+        }
+        let dim = spec.dim as usize;
+        if !values.len().is_multiple_of(dim) {
+            return Err(self.bad(
+                "vectors",
+                format!("{} values are not rows of dimension {dim}", values.len()),
+            ));
+        }
+        if !values.all_finite() {
+            return Err(self.bad("vectors", "stored vectors must be finite".into()));
+        }
+        self.count += (values.len() / dim) as u64;
+        self.w.write(values.as_bytes())
+    }
+
     /// Writes the metadata, section table and trailer; returns the sink and the metadata.
     pub fn finish(mut self) -> Result<(W, SegmentMeta)> {
         if self.column < Column::Codes {
@@ -240,7 +325,7 @@ impl<W: Write> SegmentWriter<W> {
             }
             self.switch(Column::Codes, SEG_CODES, "codes")?;
         }
-        if self.column != Column::Vectors {
+        if self.column != Column::Vectors || self.vectors_streaming {
             self.close_column()?;
         }
         let rows = self.rows.unwrap_or(0);

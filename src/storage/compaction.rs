@@ -28,13 +28,15 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::format::{
-    ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest, append_log::NO_LABEL,
+    ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest, SegmentWriter, VectorBuf,
+    VectorSlice, VectorSpec,
+    append_log::{NO_LABEL, NO_LIST},
 };
 
 use super::config::CompactionPolicy;
 use super::error::{Result, StorageError};
 use super::gc::GcReport;
-use super::index::{Column, Index, Writer, now_ms};
+use super::index::{Column, Index, SegmentColumns, Writer, now_ms};
 use super::layout::data_file_name;
 use super::publish::{publish, sync_dir};
 use super::version::{SegmentSlot, VersionState};
@@ -81,17 +83,26 @@ struct Merged {
 }
 
 /// Chooses the groups of segments to merge (indices into `v.segments`).
+///
+/// Only segments with the same columns shape are merged together: with or without list ids,
+/// and with the same stored vectors (type and dimension, or none). Segments whose vectors are
+/// zstd-compressed (never written by the engine) are left alone: reading them needs the whole
+/// column decoded, which would break the merge's bounded memory.
 pub(crate) fn plan(v: &VersionState, policy: &CompactionPolicy) -> Vec<Vec<usize>> {
+    let mut classes: BTreeMap<(bool, u8, u32), Vec<usize>> = BTreeMap::new();
+    for (i, s) in v.segments.iter().enumerate() {
+        let r = s.seg.reader();
+        if r.vectors_compressed() {
+            continue;
+        }
+        let (t, d) = r.meta().vectors.map_or((0, 0), |(t, d)| (t as u8, d));
+        classes
+            .entry((r.lists().is_some(), t, d))
+            .or_default()
+            .push(i);
+    }
     let mut groups = Vec::new();
-    // Segments with stored vectors are left alone: their column is written in one piece, not
-    // streamed. Groups never mix segments with and without inverted-list ids.
-    for lists in [false, true] {
-        let cands: Vec<usize> = (0..v.segments.len())
-            .filter(|&i| {
-                let r = v.segments[i].seg.reader();
-                r.meta().vectors.is_none() && r.lists().is_some() == lists
-            })
-            .collect();
+    for cands in classes.into_values() {
         let deleted_frac = |i: usize| {
             let e = &v.segments[i].entry;
             if e.rows == 0 {
@@ -133,12 +144,15 @@ pub(crate) fn plan(v: &VersionState, policy: &CompactionPolicy) -> Vec<Vec<usize
     for g in &mut groups {
         g.sort_unstable();
     }
+    groups.sort_unstable();
     groups
 }
 
-/// One source of a merge: its id column and deletions.
+/// One source of a merge: its key columns and deletions.
 struct Source<'a> {
     ids: &'a [u64],
+    /// List ids, when the merge orders rows by (list, id).
+    lists: Option<&'a [u32]>,
     rows: u64,
     deletions: Option<&'a crate::format::DeletionBitmap>,
 }
@@ -148,36 +162,53 @@ impl Source<'_> {
     fn is_deleted(&self, row: u64) -> bool {
         self.deletions.is_some_and(|d| d.is_deleted(row))
     }
+
+    /// The merge key of row `r`: the id, or (list id, id) when merging by list.
+    #[inline(always)]
+    fn key(&self, r: usize) -> u128 {
+        let list = self.lists.map_or(0, |l| l[r]);
+        (list as u128) << 64 | self.ids[r] as u128
+    }
+
+    /// Skips deleted rows from `r`.
+    #[inline]
+    fn skip_deleted(&self, mut r: u64) -> u64 {
+        if let Some(d) = self.deletions {
+            while r < self.rows && d.is_deleted(r) {
+                r += 1;
+            }
+        }
+        r
+    }
+}
+
+/// Something that hands out the merged rows as runs of consecutive live rows of one source.
+trait RunSource {
+    /// Hands up to `n` rows to `sink(source, first row, rows)` in merged order; returns how
+    /// many (0 at the end).
+    fn next_chunk(&mut self, n: u64, sink: impl FnMut(usize, u64, u64)) -> u64;
 }
 
 /// Streams the live rows of several segments in merged order, as runs of consecutive rows of
 /// one source handed to a sink.
 ///
-/// With sorted sources it is a k-way merge that *gallops*: the source with the smallest head
-/// emits rows until its ids pass the smallest head of the others (read off the heap's two
+/// With sorted sources it is a k-way merge by key that *gallops*: the source with the smallest
+/// head emits rows until its keys pass the smallest head of the others (read off the heap's two
 /// children), then its new head is sifted down in place — one heap step per run, and per row
 /// only when the sources interleave row by row. Otherwise the sources are concatenated.
 struct MergeCursor<'a> {
     sources: Vec<Source<'a>>,
     next: Vec<u64>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    heap: BinaryHeap<Reverse<(u128, usize)>>,
     sorted: bool,
     concat_src: usize,
-    /// An id found live in two sources (damaged input): the merge still advances, and the
+    /// A key found live in two sources (damaged input): the merge still advances, and the
     /// caller refuses the result.
     duplicate: Option<u64>,
 }
 
 impl<'a> MergeCursor<'a> {
-    fn new(slots: &[&'a SegmentSlot], sorted: bool) -> Self {
-        let sources: Vec<Source<'a>> = slots
-            .iter()
-            .map(|s| Source {
-                ids: s.seg.reader().ids(),
-                rows: s.entry.rows,
-                deletions: s.deletions.as_deref(),
-            })
-            .collect();
+    fn new(sources: Vec<Source<'a>>, sorted: bool) -> Self {
         let mut m = MergeCursor {
             next: vec![0; sources.len()],
             sources,
@@ -188,51 +219,43 @@ impl<'a> MergeCursor<'a> {
         };
         if sorted {
             for s in 0..m.sources.len() {
-                m.skip_deleted(s);
-                if let Some(id) = m.head(s) {
-                    m.heap.push(Reverse((id, s)));
+                m.next[s] = m.sources[s].skip_deleted(0);
+                if let Some(k) = m.head(s) {
+                    m.heap.push(Reverse((k, s)));
                 }
             }
         }
         m
     }
 
-    fn skip_deleted(&mut self, s: usize) {
+    /// The key at source `s`'s cursor (a live row), if any.
+    fn head(&self, s: usize) -> Option<u128> {
         let src = &self.sources[s];
-        let mut r = self.next[s];
-        while r < src.rows && src.is_deleted(r) {
-            r += 1;
-        }
-        self.next[s] = r;
+        (self.next[s] < src.rows).then(|| src.key(self.next[s] as usize))
     }
 
-    /// The id at source `s`'s cursor (a live row), if any.
-    fn head(&self, s: usize) -> Option<u64> {
-        let src = &self.sources[s];
-        (self.next[s] < src.rows).then(|| src.ids[self.next[s] as usize])
-    }
-
-    /// Emits live rows of source `s` from its cursor while their ids are below `bound`, at
+    /// Emits live rows of source `s` from its cursor while their keys are below `bound`, at
     /// most `room` of them; returns how many.
     #[inline(always)]
     fn emit(
         &mut self,
         s: usize,
-        bound: Option<u64>,
+        bound: Option<u128>,
         room: u64,
         sink: &mut impl FnMut(usize, u64, u64),
     ) -> u64 {
         let src = &self.sources[s];
         let first = self.next[s];
-        if let (Some(b), Some(&id)) = (bound, src.ids.get(first as usize))
-            && id >= b
+        if let Some(b) = bound
+            && first < src.rows
+            && src.key(first as usize) >= b
         {
-            self.duplicate = Some(id);
+            self.duplicate = Some(src.ids[first as usize]);
         }
         let (mut start, mut r, mut emitted) = (first, first, 0);
         while r < src.rows
             && emitted + (r - start) < room
-            && (r == first || bound.is_none_or(|b| src.ids[r as usize] < b))
+            && (r == first || bound.is_none_or(|b| src.key(r as usize) < b))
         {
             if src.is_deleted(r) {
                 if r > start {
@@ -247,13 +270,12 @@ impl<'a> MergeCursor<'a> {
             sink(s, start, r - start);
             emitted += r - start;
         }
-        self.next[s] = r;
-        self.skip_deleted(s);
+        self.next[s] = src.skip_deleted(r);
         emitted
     }
+}
 
-    /// Hands up to `n` rows to `sink(source, first row, rows)` in merged order; returns how
-    /// many (0 at the end).
+impl RunSource for MergeCursor<'_> {
     fn next_chunk(&mut self, n: u64, mut sink: impl FnMut(usize, u64, u64)) -> u64 {
         let mut rows = 0;
         while rows < n {
@@ -271,7 +293,7 @@ impl<'a> MergeCursor<'a> {
                 let head = self.head(s);
                 if let Some(mut top) = self.heap.peek_mut() {
                     match head {
-                        Some(id) => *top = Reverse((id, s)),
+                        Some(k) => *top = Reverse((k, s)),
                         None => {
                             std::collections::binary_heap::PeekMut::pop(top);
                         }
@@ -282,12 +304,106 @@ impl<'a> MergeCursor<'a> {
                 if s >= self.sources.len() {
                     return rows;
                 }
-                self.skip_deleted(s);
+                self.next[s] = self.sources[s].skip_deleted(self.next[s]);
                 if self.head(s).is_none() {
                     self.concat_src += 1;
                     continue;
                 }
                 rows += self.emit(s, None, n - rows, &mut sink);
+            }
+        }
+        rows
+    }
+}
+
+/// A merged row order recorded once (by the first column's pass) and replayed for the other
+/// columns, so the k-way merge runs once per compaction instead of once per column.
+///
+/// Each run is one `u32`: source index in the top [`RUN_SRC_BITS`] bits, length below. Start
+/// rows are not stored: a run of source `s` starts at the first live row past the previous run
+/// of `s`, exactly as the cursor produced it (runs never contain deleted rows).
+#[derive(Default)]
+struct RecordedOrder {
+    runs: Vec<u32>,
+    /// Recording stopped: the order outgrew its budget (or has too many sources to encode).
+    overflow: bool,
+    limit: usize,
+}
+
+const RUN_SRC_BITS: u32 = 8;
+const RUN_LEN_MAX: u64 = (1 << (32 - RUN_SRC_BITS)) - 1;
+
+impl RecordedOrder {
+    fn new(sources: usize, budget_bytes: usize) -> RecordedOrder {
+        RecordedOrder {
+            runs: Vec::new(),
+            overflow: sources > 1 << RUN_SRC_BITS,
+            limit: budget_bytes / 4,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, s: usize, mut len: u64) {
+        if self.overflow {
+            return;
+        }
+        while len > 0 {
+            if self.runs.len() >= self.limit {
+                self.overflow = true;
+                self.runs = Vec::new();
+                return;
+            }
+            let l = len.min(RUN_LEN_MAX);
+            self.runs
+                .push(((s as u32) << (32 - RUN_SRC_BITS)) | l as u32);
+            len -= l;
+        }
+    }
+}
+
+/// Replays a [`RecordedOrder`].
+struct Replay<'a> {
+    sources: &'a [Source<'a>],
+    runs: &'a [u32],
+    pos: usize,
+    /// Rows of the current run already handed out.
+    done_in_run: u64,
+    next: Vec<u64>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(sources: &'a [Source<'a>], runs: &'a [u32]) -> Replay<'a> {
+        Replay {
+            next: sources.iter().map(|s| s.skip_deleted(0)).collect(),
+            sources,
+            runs,
+            pos: 0,
+            done_in_run: 0,
+        }
+    }
+}
+
+impl RunSource for Replay<'_> {
+    fn next_chunk(&mut self, n: u64, mut sink: impl FnMut(usize, u64, u64)) -> u64 {
+        let mut rows = 0;
+        while rows < n {
+            let Some(&run) = self.runs.get(self.pos) else {
+                return rows;
+            };
+            let s = (run >> (32 - RUN_SRC_BITS)) as usize;
+            let len = (run as u64) & RUN_LEN_MAX;
+            let take = (len - self.done_in_run).min(n - rows);
+            let start = self.next[s];
+            sink(s, start, take);
+            rows += take;
+            self.done_in_run += take;
+            let end = start + take;
+            if self.done_in_run == len {
+                self.pos += 1;
+                self.done_in_run = 0;
+                self.next[s] = self.sources[s].skip_deleted(end);
+            } else {
+                self.next[s] = end;
             }
         }
         rows
@@ -370,31 +486,45 @@ impl Index {
     }
 
     /// Phase 2 for one group: writes the merged segment (published but not yet referenced).
+    ///
+    /// The first column's pass (ids) runs the k-way merge and records the row order (within
+    /// `policy.order_budget_bytes`); every later column replays it, copying runs of rows
+    /// straight out of the mapped sources, `buffer_rows` at a time.
     fn merge_group(
         &self,
         base: &VersionState,
         group: Vec<usize>,
         policy: &CompactionPolicy,
     ) -> Result<Merged> {
-        let sources: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
+        let slots: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
+        let readers: Vec<_> = slots.iter().map(|s| s.seg.reader()).collect();
+        let has_lists = readers.iter().all(|r| r.lists().is_some());
         let mut sorted = true;
-        for s in &sources {
+        for s in &slots {
             s.seg.verify_columns()?;
-            sorted &= s.seg.is_sorted()?;
+            sorted &= if has_lists {
+                sorted_by_list_then_id(s.seg.reader())
+            } else {
+                s.seg.is_sorted()?
+            };
         }
-        let rows: u64 = sources.iter().map(|s| s.entry.rows).sum();
-        let live: u64 = sources.iter().map(|s| s.entry.rows - s.entry.deleted).sum();
-        let has_labels = sources.iter().any(|s| s.seg.reader().labels().is_some());
-        let has_lists = sources.iter().all(|s| s.seg.reader().lists().is_some());
+        let rows: u64 = slots.iter().map(|s| s.entry.rows).sum();
+        let live: u64 = slots.iter().map(|s| s.entry.rows - s.entry.deleted).sum();
+        let vectors = match readers.first().and_then(|r| r.meta().vectors) {
+            Some((t, d)) => Some(VectorSpec::new(t, d)),
+            None => None,
+        };
+        let cols = SegmentColumns {
+            labels: readers.iter().any(|r| r.labels().is_some()),
+            lists: has_lists,
+            vectors,
+        };
         let mut report = MergeReport {
-            sources: sources
-                .iter()
-                .map(|s| s.entry.segment.name.clone())
-                .collect(),
+            sources: slots.iter().map(|s| s.entry.segment.name.clone()).collect(),
             output: None,
             rows: live,
             dropped: rows - live,
-            bytes_in: sources.iter().map(|s| s.seg.file_len()).sum(),
+            bytes_in: slots.iter().map(|s| s.seg.file_len()).sum(),
             bytes_out: 0,
         };
         if live == 0 {
@@ -404,69 +534,69 @@ impl Index {
                 report,
             });
         }
-        let width = self.shared.model.code_bytes as usize;
-        let readers: Vec<_> = sources.iter().map(|s| s.seg.reader()).collect();
-        let n = policy.buffer_rows as u64;
-        let slot = self.write_segment(live, has_labels, has_lists, |col, out| {
-            let mut cursor = MergeCursor::new(&sources, sorted);
-            match col {
-                Column::Ids => {
-                    let mut buf: Vec<u64> = Vec::new();
-                    let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
-                    while {
-                        buf.clear();
-                        cursor.next_chunk(n, |s, a, len| {
-                            buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
-                        }) > 0
-                    } {
-                        out.ids(&buf)?;
-                    }
-                }
-                Column::Codes => {
-                    let mut buf: Vec<u8> = Vec::new();
-                    let cols: Vec<&[u8]> = readers.iter().map(|r| r.codes()).collect();
-                    while {
-                        buf.clear();
-                        cursor.next_chunk(n, |s, a, len| {
-                            let (a, b) = (a as usize * width, (a + len) as usize * width);
-                            buf.extend_from_slice(&cols[s][a..b])
-                        }) > 0
-                    } {
-                        out.codes(&buf)?;
-                    }
-                }
-                Column::Labels | Column::Lists => {
-                    let mut buf: Vec<u32> = Vec::new();
-                    let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
-                        (readers.iter().map(|r| r.labels()).collect(), NO_LABEL)
+        let vector_cols: Vec<Option<VectorSlice<'_>>> =
+            readers.iter().map(|r| r.vector_column()).collect();
+        if vectors.is_some()
+            && (vector_cols.iter().any(|v| v.is_none())
+                || readers
+                    .iter()
+                    .any(|r| r.meta().vectors != vectors.map(|v| v.pair())))
+        {
+            return Err(self.invalid_merge("sources with different or compressed stored vectors"));
+        }
+        let sources = || -> Vec<Source<'_>> {
+            slots
+                .iter()
+                .map(|s| Source {
+                    ids: s.seg.reader().ids(),
+                    lists: if has_lists {
+                        s.seg.reader().lists()
                     } else {
-                        (readers.iter().map(|r| r.lists()).collect(), 0)
-                    };
-                    while {
-                        buf.clear();
-                        cursor.next_chunk(n, |s, a, len| {
-                            let (a, b) = (a as usize, (a + len) as usize);
-                            match cols[s] {
-                                Some(l) => buf.extend_from_slice(&l[a..b]),
-                                None => buf.resize(buf.len() + (b - a), fill),
-                            }
-                        }) > 0
-                    } {
-                        if col == Column::Labels {
-                            out.labels(&buf)?;
-                        } else {
-                            out.lists(&buf)?;
-                        }
-                    }
+                        None
+                    },
+                    rows: s.entry.rows,
+                    deletions: s.deletions.as_deref(),
+                })
+                .collect()
+        };
+        let replay_sources = sources();
+        let mut order = RecordedOrder::new(slots.len(), policy.order_budget_bytes);
+        let n = policy.buffer_rows as u64;
+        let width = self.shared.model.code_bytes as usize;
+        let slot = self.write_segment(live, cols, |col, out| {
+            if col == Column::Ids {
+                let mut cursor = MergeCursor::new(sources(), sorted);
+                let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
+                let mut buf: Vec<u64> = Vec::with_capacity(n as usize);
+                while {
+                    buf.clear();
+                    cursor.next_chunk(n, |s, a, len| {
+                        order.record(s, len);
+                        buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
+                    }) > 0
+                } {
+                    out.ids(&buf)?;
                 }
+                if let Some(id) = cursor.duplicate {
+                    return Err(StorageError::Format(crate::format::FormatError::Corrupt {
+                        path: self.shared.dir.clone(),
+                        section: "ids".into(),
+                        detail: format!("id {id} is live in two of the segments being merged"),
+                    }));
+                }
+                return Ok(());
             }
-            match cursor.duplicate {
-                Some(id) => Err(StorageError::Format(crate::format::FormatError::Corrupt {
-                    path: self.shared.dir.clone(),
-                    section: "ids".into(),
-                    detail: format!("id {id} is live in two of the segments being merged"),
-                })),
-                None => Ok(()),
+            let copy = ColumnCopy {
+                readers: &readers,
+                vectors: &vector_cols,
+                spec: vectors,
+                width,
+                n,
+            };
+            if order.overflow {
+                copy.run(col, &mut MergeCursor::new(sources(), sorted), out)
+            } else {
+                copy.run(col, &mut Replay::new(&replay_sources, &order.runs), out)
             }
         })?;
         report.output = Some(slot.entry.segment.name.clone());
@@ -476,6 +606,14 @@ impl Index {
             slot: Some(slot),
             report,
         })
+    }
+
+    fn invalid_merge(&self, detail: &str) -> StorageError {
+        StorageError::invalid(
+            &self.shared.dir,
+            "compaction",
+            format!("internal: {detail}"),
+        )
     }
 
     /// Phase 3. Errors carry whether the new manifest may already be visible.
@@ -607,6 +745,7 @@ impl Index {
             model: cur.manifest.model.clone(),
             segments: segments.iter().map(|s| s.entry.clone()).collect(),
             class_files,
+            vectors: cur.manifest.vectors,
         };
         let log = cur.log.clone();
         publish(
@@ -638,5 +777,101 @@ impl Index {
             gc: None,
             gc_error: None,
         })
+    }
+}
+
+/// Whether a segment's rows are in strictly increasing (list id, id) order.
+fn sorted_by_list_then_id(r: &crate::format::SegmentReader) -> bool {
+    let (ids, Some(lists)) = (r.ids(), r.lists()) else {
+        return false;
+    };
+    (1..ids.len()).all(|i| (lists[i - 1], ids[i - 1]) < (lists[i], ids[i]))
+}
+
+/// Copies one non-id column of the merged segment, in the order a [`RunSource`] gives.
+struct ColumnCopy<'a, 'b> {
+    readers: &'b [&'a crate::format::SegmentReader],
+    vectors: &'b [Option<VectorSlice<'a>>],
+    spec: Option<VectorSpec>,
+    width: usize,
+    n: u64,
+}
+
+impl ColumnCopy<'_, '_> {
+    fn run(
+        &self,
+        col: Column,
+        rs: &mut impl RunSource,
+        out: &mut SegmentWriter<&mut std::io::BufWriter<super::fs::SeamWriter>>,
+    ) -> Result<()> {
+        let n = self.n;
+        match col {
+            Column::Ids => Ok(()),
+            Column::Codes => {
+                let w = self.width;
+                let cols: Vec<&[u8]> = self.readers.iter().map(|r| r.codes()).collect();
+                let mut buf: Vec<u8> = Vec::with_capacity(n as usize * w);
+                while {
+                    buf.clear();
+                    rs.next_chunk(n, |s, a, len| {
+                        let (a, b) = (a as usize * w, (a + len) as usize * w);
+                        buf.extend_from_slice(&cols[s][a..b])
+                    }) > 0
+                } {
+                    out.codes(&buf)?;
+                }
+                Ok(())
+            }
+            Column::Labels | Column::Lists => {
+                let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
+                    (self.readers.iter().map(|r| r.labels()).collect(), NO_LABEL)
+                } else {
+                    (self.readers.iter().map(|r| r.lists()).collect(), NO_LIST)
+                };
+                let mut buf: Vec<u32> = Vec::with_capacity(n as usize);
+                while {
+                    buf.clear();
+                    rs.next_chunk(n, |s, a, len| {
+                        let (a, b) = (a as usize, (a + len) as usize);
+                        match cols[s] {
+                            Some(l) => buf.extend_from_slice(&l[a..b]),
+                            None => buf.resize(buf.len() + (b - a), fill),
+                        }
+                    }) > 0
+                } {
+                    if col == Column::Labels {
+                        out.labels(&buf)?;
+                    } else {
+                        out.lists(&buf)?;
+                    }
+                }
+                Ok(())
+            }
+            Column::Vectors => {
+                let Some(spec) = self.spec else {
+                    return Ok(());
+                };
+                let dim = spec.dim as usize;
+                let mut buf = VectorBuf::empty(spec.dtype);
+                let mut ok = true;
+                while {
+                    buf.clear();
+                    rs.next_chunk(n, |s, a, len| {
+                        let (a, b) = (a as usize * dim, (a + len) as usize * dim);
+                        ok &= self.vectors[s].is_some_and(|v| buf.extend_from(v, a, b));
+                    }) > 0
+                } {
+                    if !ok {
+                        return Err(StorageError::Format(crate::format::FormatError::Corrupt {
+                            path: self.readers[0].path().to_path_buf(),
+                            section: "vectors".into(),
+                            detail: "stored vectors do not match the merge's layout".into(),
+                        }));
+                    }
+                    out.vector_rows(spec, buf.as_slice())?;
+                }
+                Ok(())
+            }
+        }
     }
 }

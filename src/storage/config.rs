@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::format::LoadMode;
+use crate::format::{LoadMode, VectorSpec};
 
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, StdFs};
@@ -113,6 +113,16 @@ impl Config {
     }
 }
 
+/// Settings fixed when an index is created ([`super::Index::create_with`]) and kept in every
+/// manifest (FORMAT.md §7.3): opening an index reads them back, they never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CreateOptions {
+    /// Store a vector beside every row's code (for re-ranking), of this type and dimension.
+    /// Every added row must then carry one ([`super::RowBatch::vectors`]); `None` (default):
+    /// no row may.
+    pub store_vectors: Option<VectorSpec>,
+}
+
 /// Which segments a compaction merges (size-tiered, FORMAT.md §11.4).
 ///
 /// Each mergeable segment is put in a size tier by its stored bytes: tier 0 below
@@ -133,6 +143,11 @@ pub struct CompactionPolicy {
     /// Rows per streaming buffer: the merge holds O(buffer_rows × row width + segments) bytes,
     /// whatever the size of the index.
     pub buffer_rows: usize,
+    /// Memory the merge may spend on its row order (4 bytes per run of consecutive rows of one
+    /// source; one run per row when ids interleave row by row). Within it, the order is
+    /// computed once and replayed for every column; past it, the merge recomputes the order
+    /// per column instead, so memory stays bounded whatever the index size. Default 64 MiB.
+    pub order_budget_bytes: usize,
     pub full: bool,
 }
 
@@ -146,6 +161,7 @@ impl Default for CompactionPolicy {
             max_deleted_fraction: 0.2,
             fold_classes: true,
             buffer_rows: 64 * 1024,
+            order_budget_bytes: 64 << 20,
             full: false,
         }
     }

@@ -24,13 +24,13 @@ use std::sync::{Arc, Weak};
 use parking_lot::{FairMutex, Mutex, RwLock};
 
 use crate::format::{
-    ActiveLogEntry, ClassFileEntry, ClassRecord, ClassTable, CodeKind, DeletionBitmap, FileId,
-    FileKind, FileRef, LogBatch, LogMeta, Manifest, ModelFile, SegmentEntry, SegmentLayout,
-    SegmentWriter,
-    append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS, NO_LABEL},
+    ActiveLogEntry, ClassFileEntry, ClassRecord, ClassTable, DeletionBitmap, FileId, FileKind,
+    FileRef, LogBatch, LogMeta, Manifest, ModelFile, SegmentEntry, SegmentLayout, SegmentWriter,
+    VectorBuf, VectorSpec,
+    append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS, NO_LABEL, NO_LIST},
 };
 
-use super::config::Config;
+use super::config::{Config, CreateOptions};
 use super::error::{Result, StorageError};
 use super::fs::WriteFile;
 use super::layout::{TMP_SUFFIX, data_file_name, list_manifests, manifest_file_name};
@@ -39,6 +39,7 @@ use super::log_rows::{LogBatchEntry, LogView, find_live};
 use super::open_segment::OpenSegment;
 use super::publish::{publish, sync_dir};
 use super::recovery::{LogTailReport, RecoveryReport};
+use super::row_batch::{RowBatch, check_batch};
 use super::snapshot::Snapshot;
 use super::version::{SegmentSlot, VersionState, choose_manifest, load_version};
 
@@ -54,6 +55,8 @@ pub(crate) struct Shared {
     pub dir: PathBuf,
     pub config: Config,
     pub model: Arc<ModelFile>,
+    /// The index's stored-vector setting (fixed at creation, FORMAT.md §7.3).
+    pub vectors: Option<VectorSpec>,
     /// The newest committed version: what [`Index::snapshot`] returns.
     pub current: RwLock<Arc<VersionState>>,
     /// Fair, so a compaction's publish step or a GC gets its turn between the writer's calls
@@ -196,9 +199,28 @@ const SEAL_CHUNK: usize = 64 * 1024;
 
 impl Index {
     /// Creates an index in `dir` (created if missing; it must not hold an index yet) with
-    /// `model` as its encoder, and commits version 1 (empty).
+    /// `model` as its encoder, and commits version 1 (empty). It stores no vectors.
     pub fn create(dir: &Path, model: &ModelFile, config: Config) -> Result<Index> {
+        Index::create_with(dir, model, &CreateOptions::default(), config)
+    }
+
+    /// [`Index::create`] with settings fixed for the life of the index (stored vectors).
+    pub fn create_with(
+        dir: &Path,
+        model: &ModelFile,
+        options: &CreateOptions,
+        config: Config,
+    ) -> Result<Index> {
         config.validate(dir)?;
+        if let Some(v) = options.store_vectors
+            && v.dim == 0
+        {
+            return Err(StorageError::invalid(
+                dir,
+                "store_vectors",
+                "dimension must be at least 1",
+            ));
+        }
         std::fs::create_dir_all(dir).map_err(StorageError::io(dir, "create directory"))?;
         let lock = DirLock::acquire(dir, config.lock_wait)?;
         if !list_manifests(dir)?.is_empty() {
@@ -231,6 +253,7 @@ impl Index {
             },
             segments: Vec::new(),
             class_files: Vec::new(),
+            vectors: options.store_vectors,
         };
         publish(fs, dir, &manifest_file_name(1), |out, path| {
             manifest.write_to(out, path)?;
@@ -359,6 +382,7 @@ impl Index {
         recovery: RecoveryReport,
     ) -> Index {
         let model = state.model.clone();
+        let vectors = state.manifest.vectors;
         let next_auto_id = state.manifest.next_auto_id;
         let state = Arc::new(state);
         Index {
@@ -366,6 +390,7 @@ impl Index {
                 dir: dir.to_path_buf(),
                 config,
                 model,
+                vectors,
                 current: RwLock::new(state.clone()),
                 versions: Mutex::new(vec![Arc::downgrade(&state)]),
                 writer: FairMutex::new(Writer {
@@ -396,6 +421,11 @@ impl Index {
         &self.shared.model
     }
 
+    /// The vectors every row stores (fixed at creation), if any.
+    pub fn vector_spec(&self) -> Option<VectorSpec> {
+        self.shared.vectors
+    }
+
     /// What opening the index found and repaired.
     pub fn recovery(&self) -> &RecoveryReport {
         &self.shared.recovery
@@ -420,90 +450,8 @@ impl Index {
         StorageError::invalid(&self.shared.dir, argument, detail)
     }
 
-    /// Checks a code buffer against the model's layout; returns the row count.
-    fn check_codes(&self, codes: &[u8]) -> Result<usize> {
-        let m = &self.shared.model;
-        let width = m.code_bytes as usize;
-        if codes.is_empty() {
-            return Err(self.invalid("codes", "no rows given"));
-        }
-        if !codes.len().is_multiple_of(width) {
-            return Err(self.invalid(
-                "codes",
-                format!(
-                    "{} bytes is not a whole number of {width}-byte codes",
-                    codes.len()
-                ),
-            ));
-        }
-        let rows = codes.len() / width;
-        let bad_row = match m.code_kind {
-            CodeKind::Binary | CodeKind::Pq4 if !m.code_bits.is_multiple_of(8) => {
-                // Bits past code_bits in the last byte must be zero, or a Hamming scan over whole
-                // bytes would count them.
-                let mask = !((1u8 << (m.code_bits % 8)) - 1);
-                codes
-                    .chunks_exact(width)
-                    .position(|c| c[width - 1] & mask != 0)
-                    .map(|r| (r, "has bits set past the code's bit count"))
-            }
-            CodeKind::Float32 => codes
-                .chunks_exact(width)
-                .position(|c| {
-                    c.chunks_exact(4)
-                        .any(|x| !f32::from_le_bytes([x[0], x[1], x[2], x[3]]).is_finite())
-                })
-                .map(|r| (r, "holds NaN or Inf")),
-            CodeKind::Float16 => codes
-                .chunks_exact(width)
-                .position(|c| {
-                    c.chunks_exact(2)
-                        .any(|x| !half::f16::from_le_bytes([x[0], x[1]]).is_finite())
-                })
-                .map(|r| (r, "holds NaN or Inf")),
-            _ => None,
-        };
-        if let Some((r, what)) = bad_row {
-            return Err(self.invalid("codes", format!("code of row {r} {what}")));
-        }
-        Ok(rows)
-    }
-
-    fn check_labels(&self, labels: Option<&[u32]>, rows: usize) -> Result<()> {
-        if let Some(l) = labels {
-            if l.len() != rows {
-                return Err(self.invalid("labels", format!("{} labels for {rows} codes", l.len())));
-            }
-            if let Some(r) = l.iter().position(|&x| x == NO_LABEL) {
-                return Err(self.invalid(
-                    "labels",
-                    format!("row {r}: label {NO_LABEL} is reserved (it means \"no label\")"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_ids(&self, ids: &[u64], rows: usize) -> Result<()> {
-        if ids.len() != rows {
-            return Err(self.invalid("ids", format!("{} ids for {rows} codes", ids.len())));
-        }
-        if let Some(r) = ids.iter().position(|&x| x == u64::MAX) {
-            return Err(self.invalid("ids", format!("row {r}: id {} is reserved", u64::MAX)));
-        }
-        let mut seen = HashSet::with_capacity(ids.len());
-        if let Some(&dup) = ids.iter().find(|&&x| !seen.insert(x)) {
-            return Err(self.invalid("ids", format!("id {dup} appears twice")));
-        }
-        Ok(())
-    }
-
     /// Adds rows of already-encoded codes (`code_bytes` per row, row-major), with optional
-    /// user ids and class labels. Without ids, ids are assigned in increasing order from the
-    /// manifest's `next_auto_id` (which always stays above every id ever stored, so an
-    /// assigned id never collides with a user id). A given id that is already live is
-    /// [`StorageError::DuplicateId`] and nothing is added (use [`Index::upsert_codes`] to
-    /// replace rows). Returns the rows' ids. The rows become visible at the next commit.
+    /// user ids and class labels: [`Index::add_rows`] without list ids or vectors.
     pub fn add_codes(
         &self,
         codes: &[u8],
@@ -524,11 +472,41 @@ impl Index {
         labels: Option<&[u32]>,
         classes: &[ClassRecord],
     ) -> Result<Vec<u64>> {
-        let rows = self.check_codes(codes)?;
-        self.check_labels(labels, rows)?;
-        if let Some(ids) = ids {
-            self.check_ids(ids, rows)?;
-        }
+        self.add_rows_with_classes(
+            &RowBatch {
+                ids,
+                labels,
+                ..RowBatch::new(codes)
+            },
+            classes,
+        )
+    }
+
+    /// Adds rows (codes and their optional columns, see [`RowBatch`]). Without ids, ids are
+    /// assigned in increasing order from the manifest's `next_auto_id` (which always stays
+    /// above every id ever stored, so an assigned id never collides with a user id). A given
+    /// id that is already live is [`StorageError::DuplicateId`] and nothing is added (use
+    /// [`Index::upsert_rows`] to replace rows). Every column is checked (shapes, reserved
+    /// values, finite vectors of the index's dimension) before anything is written. Returns
+    /// the rows' ids, in the batch's order. The rows become visible at the next commit.
+    pub fn add_rows(&self, batch: &RowBatch<'_>) -> Result<Vec<u64>> {
+        self.add_rows_with_classes(batch, &[])
+    }
+
+    /// [`Index::add_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]).
+    pub fn add_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
+        let checked = check_batch(
+            &self.shared.dir,
+            &self.shared.model,
+            self.shared.vectors,
+            batch,
+        )?;
+        let rows = checked.rows;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
         let staged_classes = if classes.is_empty() {
@@ -536,7 +514,7 @@ impl Index {
         } else {
             Some(self.stage_classes(&w, classes)?)
         };
-        let ids = match ids {
+        let ids = match batch.ids {
             Some(ids) => {
                 for &id in ids {
                     if w.find(id)?.is_some() {
@@ -557,7 +535,7 @@ impl Index {
                 (first..end).collect()
             }
         };
-        self.append_locked(&mut w, &ids, codes, labels)?;
+        self.append_locked(&mut w, &ids, batch, checked.vectors.as_ref())?;
         if let Some(t) = staged_classes {
             w.pending.classes = Some(t);
         }
@@ -567,9 +545,26 @@ impl Index {
     /// Adds rows with the given ids, replacing the live row of each id that has one (the old
     /// row is deleted in the same commit). Returns how many rows were replaced.
     pub fn upsert_codes(&self, codes: &[u8], ids: &[u64], labels: Option<&[u32]>) -> Result<u64> {
-        let rows = self.check_codes(codes)?;
-        self.check_labels(labels, rows)?;
-        self.check_ids(ids, rows)?;
+        self.upsert_rows(&RowBatch {
+            ids: Some(ids),
+            labels,
+            ..RowBatch::new(codes)
+        })
+    }
+
+    /// [`Index::add_rows`] that replaces the live row of each given id instead of refusing it
+    /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
+    /// rows were replaced.
+    pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
+        let Some(ids) = batch.ids else {
+            return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
+        };
+        let checked = check_batch(
+            &self.shared.dir,
+            &self.shared.model,
+            self.shared.vectors,
+            batch,
+        )?;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
         let mut found = Vec::new();
@@ -591,7 +586,7 @@ impl Index {
             }
         }
         w.pending.changed |= !found.is_empty();
-        self.append_locked(&mut w, ids, codes, labels)?;
+        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
         Ok(found.len() as u64)
     }
 
@@ -735,10 +730,10 @@ impl Index {
         &self,
         w: &mut Writer,
         ids: &[u64],
-        codes: &[u8],
-        labels: Option<&[u32]>,
+        batch: &RowBatch<'_>,
+        vectors: Option<&VectorBuf>,
     ) -> Result<()> {
-        let r = self.append_inner(w, ids, codes, labels);
+        let r = self.append_inner(w, ids, batch, vectors);
         if let Err(e) = &r {
             w.poison(e);
         }
@@ -749,8 +744,8 @@ impl Index {
         &self,
         w: &mut Writer,
         ids: &[u64],
-        codes: &[u8],
-        labels: Option<&[u32]>,
+        batch: &RowBatch<'_>,
+        vectors: Option<&VectorBuf>,
     ) -> Result<()> {
         let dir = &self.shared.dir;
         let fs = &*self.shared.config.fs;
@@ -764,6 +759,7 @@ impl Index {
                 code_bytes: model.code_bytes,
                 code_bits: model.code_bits,
                 model_id: model.model_id,
+                vectors: self.shared.vectors,
             };
             // The prelude is published like any file (temporary name, fsync, rename), so a
             // log under its final name always starts with a valid header and meta.
@@ -801,16 +797,39 @@ impl Index {
             return Ok(());
         };
         let width = model.code_bytes as usize;
+        let dim = self.shared.vectors.map_or(0, |v| v.dim as usize);
         let chunk = MAX_BATCH_ROWS as usize;
         for (k, id_chunk) in ids.chunks(chunk).enumerate() {
             let start = k * chunk;
             let end = start + id_chunk.len();
-            let batch = LogBatch {
-                ids: id_chunk.to_vec(),
-                codes: codes[start * width..end * width].to_vec(),
-                labels: labels.map(|l| l[start..end].to_vec()),
+            // Rows with list ids are stored grouped by list, then by id (FORMAT.md §10.2), so
+            // every block of rows a scan sees, logged or sealed, has contiguous lists.
+            let order: Vec<usize> = match batch.lists {
+                Some(l) => {
+                    let mut o: Vec<usize> = (start..end).collect();
+                    o.sort_unstable_by_key(|&r| (l[r], ids[r]));
+                    o
+                }
+                None => (start..end).collect(),
             };
-            let record = batch.encode(model.code_bytes, &log.path)?;
+            let mut codes = Vec::with_capacity(order.len() * width);
+            for &r in &order {
+                codes.extend_from_slice(&batch.codes[r * width..(r + 1) * width]);
+            }
+            let vecs = vectors.map(|v| {
+                let mut out = VectorBuf::empty(v.dtype());
+                out_extend_rows(&mut out, v, &order, dim);
+                out
+            });
+            let record_batch = LogBatch {
+                ids: order.iter().map(|&r| ids[r]).collect(),
+                codes,
+                labels: batch.labels.map(|l| order.iter().map(|&r| l[r]).collect()),
+                lists: batch.lists.map(|l| order.iter().map(|&r| l[r]).collect()),
+                vectors: vecs,
+            };
+            let batch = record_batch;
+            let record = batch.encode(&log.meta, &log.path)?;
             log.handle
                 .write_all(&record)
                 .map_err(StorageError::io(&log.path, "write"))?;
@@ -994,6 +1013,7 @@ impl Index {
             model: old.manifest.model.clone(),
             segments: slots.iter().map(|s| s.entry.clone()).collect(),
             class_files,
+            vectors: old.manifest.vectors,
         };
         self.publish_manifest(&manifest, log_view.as_ref().map(|l| &l.entry))?;
 
@@ -1088,13 +1108,20 @@ impl Index {
         Ok((bm, FileRef { id, name }))
     }
 
-    /// Writes the log's live rows, sorted by id, as a new segment (`None` if none is live).
+    /// Writes the log's live rows as a new segment (`None` if none is live): sorted by id, or
+    /// by (list id, id) when any row has a list id (rows without one get [`NO_LIST`], last).
     fn seal(&self, log: &LogWriter) -> Result<Option<SegmentSlot>> {
-        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(log.rows as usize);
+        let has_lists = log.batches.iter().any(|b| b.batch.lists.is_some());
+        let mut order: Vec<(u32, u64, u32, u32)> = Vec::with_capacity(log.rows as usize);
         for (bi, b) in log.batches.iter().enumerate() {
             for (r, &id) in b.batch.ids.iter().enumerate() {
                 if !log.is_deleted(b.first_row + r as u64) {
-                    order.push((id, bi as u32, r as u32));
+                    let list = match &b.batch.lists {
+                        Some(l) => l[r],
+                        None if has_lists => NO_LIST,
+                        None => 0,
+                    };
+                    order.push((list, id, bi as u32, r as u32));
                 }
             }
         }
@@ -1102,16 +1129,21 @@ impl Index {
             return Ok(None);
         }
         order.sort_unstable();
-        let has_labels = log.batches.iter().any(|b| b.batch.labels.is_some());
-        let slot = self.write_segment(order.len() as u64, has_labels, false, |col, out| {
+        let cols = SegmentColumns {
+            labels: log.batches.iter().any(|b| b.batch.labels.is_some()),
+            lists: has_lists,
+            vectors: self.shared.vectors,
+        };
+        let batch = |b: u32| &log.batches[b as usize].batch;
+        let slot = self.write_segment(order.len() as u64, cols, |col, out| {
             for chunk in order.chunks(SEAL_CHUNK) {
                 match col {
-                    Column::Ids => out.ids(&chunk.iter().map(|c| c.0).collect::<Vec<_>>())?,
+                    Column::Ids => out.ids(&chunk.iter().map(|c| c.1).collect::<Vec<_>>())?,
                     Column::Codes => {
                         let mut buf = Vec::new();
                         let w = log.meta.code_bytes as usize;
-                        for &(_, b, r) in chunk {
-                            let codes = &log.batches[b as usize].batch.codes;
+                        for &(_, _, b, r) in chunk {
+                            let codes = &batch(b).codes;
                             buf.extend_from_slice(&codes[r as usize * w..(r as usize + 1) * w]);
                         }
                         out.codes(&buf)?
@@ -1119,16 +1151,32 @@ impl Index {
                     Column::Labels => out.labels(
                         &chunk
                             .iter()
-                            .map(|&(_, b, r)| {
-                                log.batches[b as usize]
-                                    .batch
-                                    .labels
-                                    .as_ref()
-                                    .map_or(NO_LABEL, |l| l[r as usize])
+                            .map(|&(_, _, b, r)| {
+                                batch(b).labels.as_ref().map_or(NO_LABEL, |l| l[r as usize])
                             })
                             .collect::<Vec<_>>(),
                     )?,
-                    Column::Lists => {}
+                    Column::Lists => out.lists(&chunk.iter().map(|c| c.0).collect::<Vec<_>>())?,
+                    Column::Vectors => {
+                        let Some(spec) = cols.vectors else {
+                            continue;
+                        };
+                        let dim = spec.dim as usize;
+                        let mut buf = VectorBuf::empty(spec.dtype);
+                        for &(_, _, b, r) in chunk {
+                            let r = r as usize;
+                            let ok = batch(b).vectors.as_ref().is_some_and(|v| {
+                                buf.extend_from(v.as_slice(), r * dim, (r + 1) * dim)
+                            });
+                            if !ok {
+                                return Err(self.invalid(
+                                    "vectors",
+                                    format!("internal: log row {r} of batch {b} has no vector"),
+                                ));
+                            }
+                        }
+                        out.vector_rows(spec, buf.as_slice())?
+                    }
                 }
             }
             Ok(())
@@ -1141,8 +1189,7 @@ impl Index {
     pub(crate) fn write_segment(
         &self,
         rows: u64,
-        has_labels: bool,
-        has_lists: bool,
+        cols: SegmentColumns,
         mut fill: impl FnMut(
             Column,
             &mut SegmentWriter<&mut std::io::BufWriter<super::fs::SeamWriter>>,
@@ -1162,18 +1209,24 @@ impl Index {
             let mut sw = SegmentWriter::new(out, id, layout, path)?;
             fill(Column::Ids, &mut sw)?;
             fill(Column::Codes, &mut sw)?;
-            if has_labels {
+            if cols.labels {
                 fill(Column::Labels, &mut sw)?;
             }
-            if has_lists {
+            if cols.lists {
                 fill(Column::Lists, &mut sw)?;
+            }
+            if cols.vectors.is_some() {
+                fill(Column::Vectors, &mut sw)?;
             }
             Ok(sw.finish()?.1)
         })?;
-        if meta.rows != rows {
+        if meta.rows != rows || meta.vectors != cols.vectors.map(|v| v.pair()) {
             return Err(self.invalid(
                 "segment",
-                format!("internal: wrote {} rows, expected {rows}", meta.rows),
+                format!(
+                    "internal: wrote {} rows with vectors {:?}, expected {rows} with {:?}",
+                    meta.rows, meta.vectors, cols.vectors
+                ),
             ));
         }
         let seg = OpenSegment::open(&dir.join(&name), &self.shared.config.read)?;
@@ -1190,6 +1243,23 @@ impl Index {
     }
 }
 
+/// Which optional columns a new segment has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegmentColumns {
+    pub labels: bool,
+    pub lists: bool,
+    pub vectors: Option<VectorSpec>,
+}
+
+/// Appends rows `order` (of `dim` values each) of `src` to `out` (same dtype).
+fn out_extend_rows(out: &mut VectorBuf, src: &VectorBuf, order: &[usize], dim: usize) {
+    let s = src.as_slice();
+    for &r in order {
+        let ok = out.extend_from(s, r * dim, (r + 1) * dim);
+        debug_assert!(ok, "vector rows were checked against the batch");
+    }
+}
+
 /// A segment column, in the order they are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Column {
@@ -1197,6 +1267,7 @@ pub(crate) enum Column {
     Codes,
     Labels,
     Lists,
+    Vectors,
 }
 
 /// The row numbers whose bit is set.

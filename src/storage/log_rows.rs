@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::format::{ActiveLogEntry, DeletionBitmap, LogBatch, LogMeta};
+use crate::format::{ActiveLogEntry, DeletionBitmap, ListEntry, LogBatch, LogMeta};
 
 /// One batch of the active log and where its rows sit in the log.
 #[derive(Debug)]
@@ -16,6 +16,9 @@ pub(crate) struct LogBatchEntry {
     /// `None` when ids increase strictly (auto-assigned ids always do); otherwise the rows of
     /// the batch in increasing id order.
     order: Option<Vec<u32>>,
+    /// Where each list's rows start, when the batch has list ids grouped by list (the writer
+    /// always groups them; a log from elsewhere may not).
+    pub list_index: Option<Vec<ListEntry>>,
 }
 
 impl LogBatchEntry {
@@ -30,12 +33,27 @@ impl LogBatchEntry {
             o.sort_unstable_by_key(|&r| ids[r as usize]);
             Some(o)
         };
+        let list_index = batch.lists.as_ref().and_then(|l| {
+            let mut index: Vec<ListEntry> = Vec::new();
+            for (r, &list) in l.iter().enumerate() {
+                match index.last() {
+                    Some(e) if e.list == list => {}
+                    Some(e) if e.list > list => return None,
+                    _ => index.push(ListEntry {
+                        list,
+                        first_row: r as u64,
+                    }),
+                }
+            }
+            Some(index)
+        });
         LogBatchEntry {
             batch,
             first_row,
             min_id,
             max_id,
             order,
+            list_index,
         }
     }
 
@@ -91,12 +109,12 @@ impl LogView {
         find_live(&self.batches, id, |r| self.is_deleted(r))
     }
 
-    /// The batch holding log row `row` and the row's index inside it.
-    pub(crate) fn locate(&self, row: u64) -> Option<(&LogBatchEntry, usize)> {
+    /// The position in `batches` of the batch holding log row `row`.
+    pub(crate) fn batch_of(&self, row: u64) -> Option<usize> {
         let k = self
             .batches
             .partition_point(|b| b.first_row + b.rows() <= row);
         let b = self.batches.get(k)?;
-        (row >= b.first_row).then(|| (&**b, (row - b.first_row) as usize))
+        (row >= b.first_row).then_some(k)
     }
 }

@@ -1,17 +1,18 @@
 //! An opened, immutable segment shared by every version that lists it, with the lazily built
 //! id lookup the writer needs for duplicate checks, deletes and upserts.
 //!
-//! Segments the engine writes (sealed logs, compaction output) store their rows sorted by id,
-//! so a lookup is a binary search straight in the mapped id column and costs no memory. A
-//! segment written by another tool may be unsorted; its lookup uses a row permutation built
-//! once (8 bytes per row).
+//! Segments the engine writes without list ids store their rows sorted by id, so a lookup is a
+//! binary search straight in the mapped id column and costs no memory. Segments grouped by list
+//! id (sorted by list, then id) and segments written by other tools use a row permutation
+//! built on the first lookup (4 bytes per row below 2^32 rows, else 8).
 
 use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::format::{
-    ChecksumPolicy, Container, FileKind, FormatError, SegmentReader, section_kind,
+    ChecksumPolicy, Container, FileKind, FormatError, SegmentReader, VectorBuf, VectorSlice,
+    section_kind,
 };
 
 use super::config::ReadOptions;
@@ -23,6 +24,8 @@ pub(crate) enum IdOrder {
     Sorted,
     /// Row numbers in increasing id order.
     Permuted(Vec<u64>),
+    /// The same, for segments of fewer than 2^32 rows.
+    Permuted32(Vec<u32>),
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +41,8 @@ pub struct OpenSegment {
     file_len: u64,
     columns_verified: AtomicBool,
     ids: OnceLock<Result<IdOrder, IdFault>>,
+    /// A zstd-compressed vectors column, decoded on first use.
+    decoded_vectors: OnceLock<Option<VectorBuf>>,
 }
 
 impl OpenSegment {
@@ -57,6 +62,7 @@ impl OpenSegment {
             file_len,
             columns_verified: AtomicBool::new(policy == ChecksumPolicy::All),
             ids: OnceLock::new(),
+            decoded_vectors: OnceLock::new(),
         })
     }
 
@@ -83,6 +89,8 @@ impl OpenSegment {
             c.verify_section(i)?;
         }
         self.reader.check_id_range()?;
+        self.reader.check_list_index()?;
+        self.reader.vectors()?;
         self.columns_verified.store(true, Ordering::Release);
         Ok(())
     }
@@ -131,18 +139,51 @@ impl OpenSegment {
         if ids.windows(2).all(|w| w[0] < w[1]) {
             return Ok(IdOrder::Sorted);
         }
+        let dup = |a: u64, b: u64| IdFault {
+            checksum: false,
+            detail: format!("rows {a} and {b} share id {}", ids[a as usize]),
+        };
+        if let Ok(n) = u32::try_from(ids.len()) {
+            let mut perm: Vec<u32> = (0..n).collect();
+            perm.sort_unstable_by_key(|&r| ids[r as usize]);
+            if let Some(w) = perm
+                .windows(2)
+                .find(|w| ids[w[0] as usize] == ids[w[1] as usize])
+            {
+                return Err(dup(w[0] as u64, w[1] as u64));
+            }
+            return Ok(IdOrder::Permuted32(perm));
+        }
         let mut perm: Vec<u64> = (0..ids.len() as u64).collect();
         perm.sort_unstable_by_key(|&r| ids[r as usize]);
         if let Some(w) = perm
             .windows(2)
             .find(|w| ids[w[0] as usize] == ids[w[1] as usize])
         {
-            return Err(IdFault {
-                checksum: false,
-                detail: format!("rows {} and {} share id {}", w[0], w[1], ids[w[0] as usize]),
-            });
+            return Err(dup(w[0], w[1]));
         }
         Ok(IdOrder::Permuted(perm))
+    }
+
+    /// The stored vectors: a view of the mapping, or (for a zstd-compressed column, which
+    /// the engine never writes) the column decoded once and kept. `None` without vectors or
+    /// when a compressed column fails to decode (`verify` reports it).
+    pub fn vectors(&self) -> Option<VectorSlice<'_>> {
+        if let Some(v) = self.reader.vector_column() {
+            return Some(v);
+        }
+        self.decoded_vectors
+            .get_or_init(|| {
+                let v = self.reader.vectors().ok()??;
+                let dtype = self.reader.meta().vectors?.0;
+                Some(match v {
+                    crate::format::VectorsView::F32(x) => VectorBuf::F32(x.into_owned()),
+                    crate::format::VectorsView::F16(x) => VectorBuf::F16(x.into_owned()),
+                })
+                .filter(|b| b.dtype() == dtype)
+            })
+            .as_ref()
+            .map(|b| b.as_slice())
     }
 
     /// Whether the rows are stored in strictly increasing id order.
@@ -163,6 +204,10 @@ impl OpenSegment {
                 .binary_search_by_key(&id, |&r| ids[r as usize])
                 .ok()
                 .map(|k| perm[k]),
+            IdOrder::Permuted32(perm) => perm
+                .binary_search_by_key(&id, |&r| ids[r as usize])
+                .ok()
+                .map(|k| perm[k] as u64),
         })
     }
 }

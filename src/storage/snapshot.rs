@@ -7,12 +7,14 @@
 //! another process ([`Snapshot::open`]) reads the newest manifest and opens all its files at
 //! once; from then on it needs nothing from the directory (mappings outlive unlinking).
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::format::{
-    ActiveLogEntry, ClassTable, DeletionBitmap, Manifest, ModelFile, SegmentReader,
-    append_log::NO_LABEL,
+    ActiveLogEntry, ClassTable, DeletionBitmap, ListEntry, Manifest, ModelFile, SegmentReader,
+    VectorSlice, VectorSpec,
+    append_log::{NO_LABEL, NO_LIST},
 };
 
 use super::config::ReadOptions;
@@ -27,6 +29,8 @@ pub struct Row<'a> {
     pub code: &'a [u8],
     /// The row's class label (`None` when it was added without one).
     pub label: Option<u32>,
+    /// The row's inverted-list id (`None` when it was added without one).
+    pub list: Option<u32>,
 }
 
 /// A contiguous run of rows: a sealed segment, or one batch of the active log. Scans work
@@ -38,8 +42,13 @@ pub struct Block<'a> {
     pub codes: &'a [u8],
     /// Labels ([`NO_LABEL`] = none), when the block stores them.
     pub labels: Option<&'a [u32]>,
-    /// Inverted-list ids, when the block stores them.
+    /// Inverted-list ids ([`NO_LIST`] = none), when the block stores them.
     pub lists: Option<&'a [u32]>,
+    /// Stored vectors (`vector_dim` values per row), when the block stores them.
+    pub vectors: Option<VectorSlice<'a>>,
+    pub vector_dim: usize,
+    /// Where each list's rows start, when the rows are grouped by list.
+    list_index: Option<&'a [ListEntry]>,
     code_bytes: usize,
     deletions: Option<&'a DeletionBitmap>,
     /// Row number of the block's first row in the deletion bitmap.
@@ -90,11 +99,90 @@ impl<'a> Block<'a> {
         Row {
             id: self.ids[i],
             code: self.code(i).unwrap_or(&[]),
-            label: self
-                .labels
-                .and_then(|l| l.get(i).copied())
-                .filter(|&l| l != NO_LABEL),
+            label: self.label(i),
+            list: self.list(i),
         }
+    }
+
+    /// The class label of row `i` (`None`: no label, or no such row).
+    pub fn label(&self, i: usize) -> Option<u32> {
+        self.labels
+            .and_then(|l| l.get(i).copied())
+            .filter(|&l| l != NO_LABEL)
+    }
+
+    /// The inverted-list id of row `i` (`None`: no list, or no such row).
+    pub fn list(&self, i: usize) -> Option<u32> {
+        self.lists
+            .and_then(|l| l.get(i).copied())
+            .filter(|&l| l != NO_LIST)
+    }
+
+    /// The stored vector of row `i`, widened to f32 (f16 storage decodes exactly); `None`
+    /// when the block stores no vectors or there is no such row.
+    pub fn vector(&self, i: usize) -> Option<Vec<f32>> {
+        let mut out = vec![0f32; self.vector_dim];
+        self.vector_into(i, &mut out).then_some(out)
+    }
+
+    /// [`Block::vector`] into a caller's buffer of `vector_dim` values (no allocation per
+    /// row, for re-ranking loops); false when there is no vector to copy.
+    pub fn vector_into(&self, i: usize, out: &mut [f32]) -> bool {
+        self.vectors
+            .is_some_and(|v| v.row_into(i, self.vector_dim, out))
+    }
+
+    /// The list index: `(list id, first row)` per list in increasing list order, each list's
+    /// rows running to the next entry's first row. Present when the rows are grouped by list
+    /// (always for blocks the engine wrote with list ids); `None` otherwise.
+    pub fn list_index(&self) -> Option<&'a [ListEntry]> {
+        self.list_index
+    }
+
+    /// The rows of list `list` (an empty range when the block has none of them), when the
+    /// block is grouped by list; `None` when it is not (or has no list ids): use
+    /// [`Block::rows_in_lists`], which works for every block.
+    pub fn list_range(&self, list: u32) -> Option<Range<usize>> {
+        let index = self.list_index?;
+        let k = index.partition_point(|e| e.list < list);
+        match index.get(k) {
+            Some(e) if e.list == list => {
+                let end = index
+                    .get(k + 1)
+                    .map_or(self.rows(), |n| n.first_row as usize);
+                Some(e.first_row as usize..end)
+            }
+            _ => Some(0..0),
+        }
+    }
+
+    /// The rows whose list id is one of `lists`, as ascending disjoint ranges: one lookup per
+    /// list in a grouped block, a scan of the list column otherwise. Rows without a list id
+    /// belong to no list. Deleted rows are included (test [`Block::is_deleted`]).
+    pub fn rows_in_lists(&self, lists: &[u32]) -> Vec<Range<usize>> {
+        let Some(col) = self.lists else {
+            return Vec::new();
+        };
+        let mut wanted: Vec<u32> = lists.iter().copied().filter(|&l| l != NO_LIST).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        if self.list_index.is_some() {
+            return wanted
+                .iter()
+                .filter_map(|&l| self.list_range(l))
+                .filter(|r| !r.is_empty())
+                .collect();
+        }
+        let mut out: Vec<Range<usize>> = Vec::new();
+        for (i, l) in col.iter().enumerate() {
+            if wanted.binary_search(l).is_ok() {
+                match out.last_mut() {
+                    Some(r) if r.end == i => r.end = i + 1,
+                    _ => out.push(i..i + 1),
+                }
+            }
+        }
+        out
     }
 
     /// The live rows of the block.
@@ -182,6 +270,11 @@ impl Snapshot {
         self.v.model.code_bytes as usize
     }
 
+    /// The vectors every row of the index stores (fixed at creation), if any.
+    pub fn vector_spec(&self) -> Option<VectorSpec> {
+        self.v.manifest.vectors
+    }
+
     pub fn live_rows(&self) -> u64 {
         self.v.live_rows()
     }
@@ -209,33 +302,50 @@ impl Snapshot {
     /// Every block of rows: the sealed segments in manifest order, then the active log's
     /// committed batches.
     pub fn blocks(&self) -> impl Iterator<Item = Block<'_>> + '_ {
-        let code_bytes = self.code_bytes();
-        let segs = self.v.segments.iter().map(move |s| {
-            let r = s.seg.reader();
-            Block {
-                ids: r.ids(),
-                codes: r.codes(),
-                labels: r.labels(),
-                lists: r.lists(),
-                code_bytes,
-                deletions: s.deletions.as_deref(),
-                row_offset: 0,
-                segment: Some(r),
-            }
-        });
-        let log = self.v.log.iter().flat_map(move |l| {
-            l.batches.iter().map(move |b| Block {
-                ids: &b.batch.ids,
-                codes: &b.batch.codes,
-                labels: b.batch.labels.as_deref(),
-                lists: None,
-                code_bytes,
-                deletions: l.deletions.as_deref(),
-                row_offset: b.first_row,
-                segment: None,
-            })
-        });
+        let segs = self.v.segments.iter().map(move |s| self.segment_block(s));
+        let log = self
+            .v
+            .log
+            .iter()
+            .flat_map(move |l| l.batches.iter().map(move |b| self.log_block(l, b)));
         segs.chain(log)
+    }
+
+    fn segment_block<'a>(&'a self, s: &'a super::version::SegmentSlot) -> Block<'a> {
+        let r = s.seg.reader();
+        Block {
+            ids: r.ids(),
+            codes: r.codes(),
+            labels: r.labels(),
+            lists: r.lists(),
+            vectors: s.seg.vectors(),
+            vector_dim: r.meta().vectors.map_or(0, |v| v.1 as usize),
+            list_index: r.list_index(),
+            code_bytes: self.code_bytes(),
+            deletions: s.deletions.as_deref(),
+            row_offset: 0,
+            segment: Some(r),
+        }
+    }
+
+    fn log_block<'a>(
+        &'a self,
+        l: &'a super::log_rows::LogView,
+        b: &'a super::log_rows::LogBatchEntry,
+    ) -> Block<'a> {
+        Block {
+            ids: &b.batch.ids,
+            codes: &b.batch.codes,
+            labels: b.batch.labels.as_deref(),
+            lists: b.batch.lists.as_deref(),
+            vectors: b.batch.vectors.as_ref().map(|v| v.as_slice()),
+            vector_dim: l.meta.vectors.map_or(0, |v| v.dim as usize),
+            list_index: b.list_index.as_deref(),
+            code_bytes: self.code_bytes(),
+            deletions: l.deletions.as_deref(),
+            row_offset: b.first_row,
+            segment: None,
+        }
     }
 
     /// Every live row (segments in manifest order, then the log in insertion order).
@@ -250,34 +360,28 @@ impl Snapshot {
     /// The live row with `id`, if any. May fail when a segment's id column does not match its
     /// checksum (checked on the first lookup in a segment opened without column checks).
     pub fn get(&self, id: u64) -> Result<Option<Row<'_>>> {
-        let code_bytes = self.code_bytes();
+        Ok(self.locate(id)?.map(|(b, i)| b.row(i)))
+    }
+
+    /// The block holding the live row `id` and the row's index in it (for its stored vector,
+    /// list id, label, … through the [`Block`] accessors).
+    pub fn locate(&self, id: u64) -> Result<Option<(Block<'_>, usize)>> {
         Ok(match self.v.find(id)? {
             None => None,
             Some(Loc::Segment { slot, row }) => {
-                let r = self.v.segments[slot].seg.reader();
-                let i = row as usize;
-                Some(Row {
-                    id,
-                    code: r.code(i).unwrap_or(&[]),
-                    label: r
-                        .labels()
-                        .and_then(|l| l.get(i).copied())
-                        .filter(|&l| l != NO_LABEL),
-                })
+                Some((self.segment_block(&self.v.segments[slot]), row as usize))
             }
             Some(Loc::Log { row }) => self.v.log.as_ref().and_then(|l| {
-                let (b, i) = l.locate(row)?;
-                Some(Row {
-                    id,
-                    code: b.batch.codes.get(i * code_bytes..(i + 1) * code_bytes)?,
-                    label: b
-                        .batch
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(i).copied())
-                        .filter(|&l| l != NO_LABEL),
-                })
+                let k = l.batch_of(row)?;
+                let b = &l.batches[k];
+                Some((self.log_block(l, b), (row - b.first_row) as usize))
             }),
         })
+    }
+
+    /// The stored vector of the live row `id`, widened to f32 (`None`: no such live row, or the
+    /// index stores no vectors).
+    pub fn vector(&self, id: u64) -> Result<Option<Vec<f32>>> {
+        Ok(self.locate(id)?.and_then(|(b, i)| b.vector(i)))
     }
 }

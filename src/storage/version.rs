@@ -218,6 +218,23 @@ pub(crate) fn load_version(
                 "encoded with another model or code layout than the index's".into(),
             ));
         }
+        // An index that stores vectors has them in every segment, of its type and dimension.
+        // (An index without the setting may still list segments that carry vectors, e.g.
+        // written by another tool: they are readable, and compaction keeps them apart.)
+        if let Some(v) = manifest.vectors
+            && m.vectors != Some(v.pair())
+        {
+            return Err(mismatch(
+                &path,
+                "meta.vectors",
+                format!(
+                    "stored vectors {:?}, the index stores {}-D {}",
+                    m.vectors,
+                    v.dim,
+                    v.dtype.name()
+                ),
+            ));
+        }
         let deletions = match &entry.deletions {
             None => None,
             Some(d) => Some(Arc::new(open_bitmap(
@@ -246,6 +263,7 @@ pub(crate) fn load_version(
                 code_bytes: model.code_bytes,
                 code_bits: model.code_bits,
                 model_id: model.model_id,
+                vectors: manifest.vectors,
             };
             if contents.file_id != entry.log.id {
                 return Err(mismatch(
@@ -258,7 +276,8 @@ pub(crate) fn load_version(
                 return Err(mismatch(
                     &path,
                     "log meta",
-                    "written for another model or code layout than the index's".into(),
+                    "written for another model, code layout or stored-vector setting than the index's"
+                        .into(),
                 ));
             }
             if contents.rows != entry.rows {

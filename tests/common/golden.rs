@@ -219,6 +219,7 @@ pub fn manifest() -> Manifest {
                 delta: true,
             },
         ],
+        vectors: None,
     }
 }
 

@@ -1,2 +1,3 @@
 #![allow(dead_code)]
 pub mod golden;
+pub mod golden_v1_1;

@@ -69,6 +69,44 @@ pub fn rows_of(s: &Snapshot) -> RowMap {
     out
 }
 
+/// List id and stored vector of a live row.
+pub type Extras = BTreeMap<u64, (Option<u32>, Option<Vec<f32>>)>;
+
+/// The list id and stored vector of every live row, read through the block accessors. Checks
+/// on the way that every block with list ids is grouped by list (the engine writes them so)
+/// and that `list_range` and `rows_in_lists` agree with the list column.
+pub fn extras_of(s: &Snapshot) -> Extras {
+    let mut out = Extras::new();
+    for b in s.blocks() {
+        if let Some(lists) = b.lists {
+            assert!(
+                b.list_index().is_some(),
+                "a block with list ids is not grouped by list in version {}",
+                s.version()
+            );
+            let mut distinct: Vec<u32> = lists.to_vec();
+            distinct.dedup();
+            for &l in &distinct {
+                let want: Vec<usize> = (0..b.rows()).filter(|&i| lists[i] == l).collect();
+                let got: Vec<usize> = b.list_range(l).unwrap().collect();
+                assert_eq!(got, want, "rows of list {l}");
+                let scan: Vec<usize> = b.rows_in_lists(&[l]).into_iter().flatten().collect();
+                if l == u32::MAX {
+                    assert!(scan.is_empty(), "rows without a list id belong to no list");
+                } else {
+                    assert_eq!(scan, want);
+                }
+            }
+        }
+        for i in 0..b.rows() {
+            if !b.is_deleted(i) {
+                out.insert(b.ids[i], (b.list(i), b.vector(i)));
+            }
+        }
+    }
+    out
+}
+
 /// A config with a small seal threshold and no time-based retention, so tests exercise sealing
 /// and GC quickly.
 pub fn small_config(seal_bytes: u64) -> Config {
