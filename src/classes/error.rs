@@ -19,6 +19,13 @@ pub enum ClassError {
     #[error("{argument}: unknown class {class}")]
     UnknownClass { argument: String, class: String },
 
+    /// A row label that is not a class of the index's class table.
+    #[error(
+        "labels: row {row} has label {label}, which is not a class of the index (add the class \
+         first: codedb add-class DIR --id {label} --name NAME --data IMAGES.npy)"
+    )]
+    UnknownLabel { row: usize, label: u32 },
+
     /// A new class would reuse a name the table already has.
     #[error("class name {name:?} is already taken (class id {id})")]
     DuplicateName { name: String, id: u32 },

@@ -1,6 +1,12 @@
 //! Labelled adds: rows of known classes go into the index and their descriptors into the
 //! class sums in the same commit, so NCM class means (Mensink et al., TPAMI 2013, eq. 2) stay
 //! current at O(D) per image — no pass over the data, no retraining.
+//!
+//! [`Index::add_descriptors`] is the one path from raw descriptors to rows: it encodes them,
+//! keeps their vectors when the index stores vectors, files them under inverted lists
+//! ([`ListAssignment`]) and, when they carry labels and the index has a class table, adds them
+//! to their classes' counts and sums. [`class_records_from_labels`] turns a labelled data set
+//! into a class table (what `codedb build --labels` creates).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,23 +15,97 @@ use ndarray::ArrayView2;
 use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
 use crate::model::Model;
-use crate::storage::Index;
+use crate::storage::{Index, RowBatch};
 
 use super::class_ref::{ClassLookup, ClassRef};
 use super::error::{ClassError, Result};
+use super::list_assign::ListAssignment;
+
+/// What [`Index::add_descriptors`] adds besides the descriptors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AddOptions<'a> {
+    /// One user id per row (default: assigned by the index).
+    pub ids: Option<&'a [u64]>,
+    /// One class label (class id) per row. When the index has a class table every label must
+    /// be one of its classes, and the rows' descriptors are added to their classes' counts and
+    /// sums; without a class table the labels are stored on the rows only.
+    pub labels: Option<&'a [u32]>,
+    /// How to give the rows inverted-list ids (`None`: no list ids).
+    pub lists: Option<ListAssignment>,
+}
+
+/// Per-class count and f64 sum of the rows of `x` with `labels` (one per row), in class-id
+/// order; a class's name is `name(id)`, its parent none. NaN/Inf in `x` is an error naming the
+/// row and column.
+pub(crate) fn sum_by_label(
+    x: ArrayView2<f32>,
+    labels: &[u32],
+    name: &dyn Fn(u32) -> (String, Option<u32>),
+) -> Result<Vec<ClassRecord>> {
+    let d = x.ncols();
+    let mut acc: BTreeMap<u32, (u64, Vec<f64>)> = BTreeMap::new();
+    for (i, (row, &id)) in x.rows().into_iter().zip(labels).enumerate() {
+        let (count, sum) = acc.entry(id).or_insert_with(|| (0, vec![0f64; d]));
+        *count += 1;
+        for (j, (s, v)) in sum.iter_mut().zip(row.iter()).enumerate() {
+            if !v.is_finite() {
+                return Err(ClassError::NonFinite {
+                    argument: "data".into(),
+                    row: i,
+                    col: j,
+                    value: *v as f64,
+                });
+            }
+            *s += *v as f64;
+        }
+    }
+    Ok(acc
+        .into_iter()
+        .map(|(id, (count, sum))| {
+            let (name, parent) = name(id);
+            ClassRecord {
+                id,
+                name,
+                parent,
+                count,
+                sum,
+                centroids: Vec::new(),
+            }
+        })
+        .collect())
+}
+
+/// The class table a labelled data set defines: one class per distinct label, class id = the
+/// label, name = the label in decimal, no parent, count and f64 sum of its rows. Labels must
+/// not be `u32::MAX` (reserved for "no label").
+pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<Vec<ClassRecord>> {
+    if labels.len() != x.nrows() {
+        return Err(ClassError::invalid(
+            "labels",
+            format!("{} labels for {} rows", labels.len(), x.nrows()),
+        ));
+    }
+    if let Some(r) = labels.iter().position(|&l| l == NO_LABEL) {
+        return Err(ClassError::invalid(
+            "labels",
+            format!("row {r}: {NO_LABEL} is reserved (it means \"no label\")"),
+        ));
+    }
+    sum_by_label(x, labels, &|id| (id.to_string(), None))
+}
 
 impl Index {
-    /// Encodes the rows of `x` with `model` (the index's model), adds them with their class
-    /// labels (`labels[i]` names row i's class, by id or name; the class must exist) and
-    /// stages, per class, a delta of count and f64 sum, so the class table and the rows change
-    /// together at the next commit. Returns the rows' ids. Everything is checked first; on
-    /// error nothing is staged.
-    pub fn add_labelled(
+    /// Encodes the rows of `x` with `model` (the index's model) and adds them, with their
+    /// stored vectors when the index keeps vectors, their list ids per `opts.lists`, and — for
+    /// labelled rows of an index with a class table — a count/sum delta per class, so rows,
+    /// lists and class means change together at the next commit. Everything is checked first
+    /// (an unknown label is [`ClassError::UnknownLabel`]); on error nothing is staged. Returns
+    /// the rows' ids.
+    pub fn add_descriptors(
         &self,
         model: &Model,
         x: ArrayView2<f32>,
-        labels: &[ClassRef],
-        ids: Option<&[u64]>,
+        opts: &AddOptions<'_>,
     ) -> Result<Vec<u64>> {
         if model.id() != self.model().model_id {
             return Err(ClassError::ModelMismatch {
@@ -37,12 +117,6 @@ impl Index {
         if n == 0 {
             return Err(ClassError::invalid("data", "no rows"));
         }
-        if labels.len() != n {
-            return Err(ClassError::invalid(
-                "labels",
-                format!("{} labels for {n} rows", labels.len()),
-            ));
-        }
         if d != model.input_dim() {
             return Err(ClassError::Dimension {
                 argument: "data".into(),
@@ -50,54 +124,91 @@ impl Index {
                 got: d,
             });
         }
+        if let Some(l) = opts.labels
+            && l.len() != n
+        {
+            return Err(ClassError::invalid(
+                "labels",
+                format!("{} labels for {n} rows", l.len()),
+            ));
+        }
+        let table = self.staged_classes()?;
+        let deltas = match (opts.labels, &table) {
+            (Some(labels), Some(t)) => {
+                let lookup = ClassLookup::new(Some(t));
+                if let Some((row, &label)) = labels
+                    .iter()
+                    .enumerate()
+                    .find(|(_, l)| lookup.by_id(**l).is_none())
+                {
+                    return Err(ClassError::UnknownLabel { row, label });
+                }
+                sum_by_label(x, labels, &|id| {
+                    lookup
+                        .by_id(id)
+                        .map_or((String::new(), None), |c| (c.name.clone(), c.parent))
+                })?
+            }
+            _ => Vec::new(),
+        };
+        let lists = match opts.lists {
+            None => None,
+            Some(how) => Some(self.assign_lists(how, model, x, opts.labels)?),
+        };
+        let codes = model.encode(x)?;
+        let batch = RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: lists.as_deref(),
+            vectors: self.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&codes)
+        };
+        Ok(self.add_rows_with_classes(&batch, &deltas)?)
+    }
+
+    /// Encodes the rows of `x` with `model` (the index's model), adds them with their class
+    /// labels (`labels[i]` names row i's class, by id or name; the class must exist) and
+    /// stages, per class, a delta of count and f64 sum, so the class table and the rows change
+    /// together at the next commit ([`Index::add_descriptors`] with the labels resolved to
+    /// class ids). Returns the rows' ids. Everything is checked first; on error nothing is
+    /// staged.
+    pub fn add_labelled(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        labels: &[ClassRef],
+        ids: Option<&[u64]>,
+    ) -> Result<Vec<u64>> {
+        if labels.len() != x.nrows() {
+            return Err(ClassError::invalid(
+                "labels",
+                format!("{} labels for {} rows", labels.len(), x.nrows()),
+            ));
+        }
         let table = self.staged_classes()?;
         let lookup = ClassLookup::new(table.as_ref());
-        let mut resolved: HashMap<&ClassRef, &ClassRecord> = HashMap::new();
-        let mut label_ids = Vec::with_capacity(n);
+        let mut resolved: HashMap<&ClassRef, u32> = HashMap::new();
+        let mut label_ids = Vec::with_capacity(labels.len());
         for (i, r) in labels.iter().enumerate() {
-            let c = match resolved.get(r) {
-                Some(c) => *c,
+            let id = match resolved.get(r) {
+                Some(id) => *id,
                 None => {
                     let c = lookup.resolve(r, &format!("labels[{i}]"))?;
-                    resolved.insert(r, c);
-                    c
+                    resolved.insert(r, c.id);
+                    c.id
                 }
             };
-            debug_assert_ne!(c.id, NO_LABEL);
-            label_ids.push(c.id);
+            debug_assert_ne!(id, NO_LABEL);
+            label_ids.push(id);
         }
-        // Per-class count and sum, in class-id order (deterministic delta files).
-        let mut acc: BTreeMap<u32, (u64, Vec<f64>)> = BTreeMap::new();
-        for (i, (row, &id)) in x.rows().into_iter().zip(&label_ids).enumerate() {
-            let (count, sum) = acc.entry(id).or_insert_with(|| (0, vec![0f64; d]));
-            *count += 1;
-            for (j, (s, v)) in sum.iter_mut().zip(row.iter()).enumerate() {
-                if !v.is_finite() {
-                    return Err(ClassError::NonFinite {
-                        argument: "data".into(),
-                        row: i,
-                        col: j,
-                        value: *v as f64,
-                    });
-                }
-                *s += *v as f64;
-            }
-        }
-        let deltas: Vec<ClassRecord> = acc
-            .into_iter()
-            .filter_map(|(id, (count, sum))| {
-                let c = lookup.by_id(id)?;
-                Some(ClassRecord {
-                    id,
-                    name: c.name.clone(),
-                    parent: c.parent,
-                    count,
-                    sum,
-                    centroids: Vec::new(),
-                })
-            })
-            .collect();
-        let codes = model.encode(x)?;
-        Ok(self.add_codes_with_classes(&codes, ids, Some(&label_ids), &deltas)?)
+        self.add_descriptors(
+            model,
+            x,
+            &AddOptions {
+                ids,
+                labels: Some(&label_ids),
+                lists: None,
+            },
+        )
     }
 }

@@ -12,8 +12,10 @@
 //! - [`add_class`]: new classes from images, a given mean, or zero-shot from the hierarchy;
 //! - [`zero_shot`]: the zero-shot prior (eq. 29) and the MAP mean (eq. 30);
 //! - [`prior_weight`]: choosing eq. 30's m on held-out data;
-//! - [`labelled_add`]: [`Index::add_labelled`](crate::storage::Index::add_labelled), rows and
-//!   class sums in one commit.
+//! - [`labelled_add`]: [`Index::add_labelled`](crate::storage::Index::add_labelled) and
+//!   [`Index::add_descriptors`](crate::storage::Index::add_descriptors), rows, list ids and
+//!   class sums in one commit; the class table of a labelled data set;
+//! - [`list_assign`]: inverted-list ids at insert (the row's label, or its nearest class mean).
 
 pub mod add_class;
 pub mod class_cache;
@@ -21,6 +23,7 @@ pub mod class_means;
 pub mod class_ref;
 pub mod error;
 pub mod labelled_add;
+pub mod list_assign;
 pub mod ncm_classify;
 pub mod prior_weight;
 pub mod zero_shot;
@@ -32,6 +35,8 @@ pub use add_class::{
 pub use class_means::ClassMeans;
 pub use class_ref::ClassRef;
 pub use error::ClassError;
+pub use labelled_add::{AddOptions, class_records_from_labels};
+pub use list_assign::{ListAssignment, assign_lists};
 pub use ncm_classify::ClassScore;
 pub use prior_weight::{DEFAULT_PRIOR_CANDIDATES, PriorWeightChoice, choose_prior_weight};
 pub use zero_shot::{PriorScope, map_mean, map_record, zero_shot_prior};

@@ -13,24 +13,35 @@
 //! them against stored vectors (see [`rerank`]); radius lookups of short binary codes use a
 //! hash table ([`HammingTable`]). Deleted rows never appear. With `k` larger than the number
 //! of live rows, every live row is returned.
+//!
+//! **Inverted class lists.** [`SearchParams::lists`] restricts every mode (re-ranking and exact
+//! included) to the rows of the given lists — contiguous runs of each block, found through its
+//! list index ([`list_scope`]) — and [`SearchParams::nprobe`] picks, per query, the lists of
+//! the nearest class means (IVF with the class means as coarse quantiser, [`probe`]). Rows
+//! without a list id are scanned by every list-restricted search (see [`list_scope`]).
 
 pub mod api;
 pub mod asym;
 mod error;
 mod float_codes;
+pub(crate) mod list_scope;
 pub mod mode;
+pub mod probe;
 pub mod radius;
 pub mod rerank;
 pub mod vectors;
 
-use ndarray::ArrayView2;
+use std::ops::Range;
+
+use ndarray::{Array2, ArrayView2, Axis};
 use serde::Serialize;
 
 use crate::format::CodeKind;
+use crate::format::append_log::NO_LIST;
 use crate::model::{AdcMetric, Model};
 use crate::scan::{
-    CodeRows, DenseRows, Direction, ScanOptions, dense_topk, hamming_topk_batch, lut4_topk_batch,
-    lut8_topk_batch,
+    CodeRows, DenseRows, DenseValues, Direction, ScanOptions, dense_topk, hamming_topk_batch,
+    lut4_topk_batch, lut8_topk_batch,
 };
 use crate::storage::{Block, Snapshot};
 
@@ -42,6 +53,8 @@ pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 
 use error::invalid;
 use float_codes::FloatColumn;
+use list_scope::{block_ranges, range_deleted};
+pub use probe::probe_lists;
 use rerank::{Candidate, exact_search};
 
 /// One result row.
@@ -54,7 +67,7 @@ pub struct Hit {
 }
 
 /// What a search does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchParams {
     /// Results per query (≥ 1; more than the live rows returns them all).
     pub k: usize,
@@ -64,6 +77,12 @@ pub struct SearchParams {
     pub rerank: Option<usize>,
     /// Scan threads (see [`ScanOptions::threads`]; the results do not depend on it).
     pub threads: usize,
+    /// Scan only the rows of these inverted lists (class ids; rows with no list are always
+    /// scanned, see [`list_scope`]); `None`: every row. Not with `nprobe`.
+    pub lists: Option<Vec<u32>>,
+    /// IVF: per query, scan only the lists of the `n` class means nearest the query (NCM in the
+    /// model's projected space, see [`probe`]); needs a class table. `None`: every row.
+    pub nprobe: Option<usize>,
 }
 
 impl SearchParams {
@@ -74,6 +93,24 @@ impl SearchParams {
             mode,
             rerank: None,
             threads: 1,
+            lists: None,
+            nprobe: None,
+        }
+    }
+
+    /// Restricts the search to the rows of `lists` (and rows with no list).
+    pub fn lists(self, lists: Vec<u32>) -> SearchParams {
+        SearchParams {
+            lists: Some(lists),
+            ..self
+        }
+    }
+
+    /// Scans, per query, the lists of the `n` nearest class means.
+    pub fn nprobe(self, n: usize) -> SearchParams {
+        SearchParams {
+            nprobe: Some(n),
+            ..self
         }
     }
 
@@ -134,11 +171,59 @@ pub fn search_with_source(
     source: Option<&dyn VectorSource>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     check(snapshot, model, queries, params)?;
+    let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    let groups: probe::ProbeGroups = match (&params.lists, params.nprobe) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "nprobe",
+                "give lists or nprobe, not both (nprobe chooses the lists per query)",
+            ));
+        }
+        (None, None) => vec![(None, (0..queries.nrows()).collect())],
+        (Some(l), None) => {
+            let mut l = l.clone();
+            l.sort_unstable();
+            l.dedup();
+            vec![(Some(l), (0..queries.nrows()).collect())]
+        }
+        (None, Some(n)) => probe::probe_groups(snapshot, model, queries, n)?,
+    };
+    if let [(lists, _)] = groups.as_slice() {
+        let scopes = scopes(&blocks, lists.as_deref());
+        return search_scoped(&blocks, &scopes, model, queries, params, source);
+    }
+    let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
+    for (lists, rows) in &groups {
+        let q: Array2<f32> = queries.select(Axis(0), rows);
+        let scopes = scopes(&blocks, lists.as_deref());
+        let hits = search_scoped(&blocks, &scopes, model, q.view(), params, source)?;
+        for (&r, h) in rows.iter().zip(hits) {
+            if let Some(slot) = out.get_mut(r) {
+                *slot = h;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The row ranges each block contributes to a scan restricted to `lists`.
+fn scopes(blocks: &[Block<'_>], lists: Option<&[u32]>) -> Vec<Vec<Range<usize>>> {
+    blocks.iter().map(|b| block_ranges(b, lists)).collect()
+}
+
+/// One search over the rows `scopes` names in each block.
+fn search_scoped(
+    blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
     let opts = ScanOptions {
         threads: params.threads.max(1),
         ..ScanOptions::default()
     };
-    let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
     let need_source = || {
         source.ok_or_else(|| SearchError::NoVectors {
             detail: format!(
@@ -153,10 +238,18 @@ pub fn search_with_source(
     };
     let metric = params.mode.rerank_metric();
     if params.mode.is_exact() {
-        return exact_search(&blocks, queries, metric, params.k, need_source()?, opts);
+        return exact_search(
+            blocks,
+            scopes,
+            queries,
+            metric,
+            params.k,
+            need_source()?,
+            opts,
+        );
     }
     let kc = params.rerank.unwrap_or(params.k);
-    let candidates = scan_codes(&blocks, model, queries, params.mode, kc, opts)?;
+    let candidates = scan_codes(blocks, scopes, model, queries, params.mode, kc, opts)?;
     match params.rerank {
         None => Ok(candidates
             .into_iter()
@@ -170,7 +263,7 @@ pub fn search_with_source(
             })
             .collect()),
         Some(_) => rerank::rerank(
-            &blocks,
+            blocks,
             &candidates,
             queries,
             metric,
@@ -229,6 +322,20 @@ fn check(
             ),
         ));
     }
+    if let Some(l) = &params.lists {
+        if l.is_empty() {
+            return Err(invalid("lists", "no list ids given"));
+        }
+        if l.contains(&NO_LIST) {
+            return Err(invalid(
+                "lists",
+                format!("{NO_LIST} is reserved (it means \"no list\")"),
+            ));
+        }
+    }
+    if params.nprobe == Some(0) {
+        return Err(invalid("nprobe", "must be at least 1"));
+    }
     params.mode.check_applies(model.code_kind())
 }
 
@@ -244,6 +351,7 @@ enum Prepared {
 /// over blocks, best first, ties by smaller id.
 fn scan_codes(
     blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
     model: &Model,
     queries: ArrayView2<f32>,
     mode: SearchMode,
@@ -284,32 +392,51 @@ fn scan_codes(
     };
     let metric = mode.rerank_metric();
     let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); nq];
-    for (b, block) in blocks.iter().enumerate() {
-        if block.rows() == 0 {
+    for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
+        if ranges.is_empty() {
             continue;
         }
         let deleted = block.deleted_words();
-        let rows = CodeRows::new(block.codes, cb, block.ids, deleted.as_deref())?;
-        let part: Vec<Vec<(f32, u64)>> = match &prepared {
-            Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
-                .into_iter()
-                .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
-                .collect(),
-            Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
-            Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
-            Prepared::Floats(q) => {
-                let col = FloatColumn::new(block.codes, kind)?;
-                let dim = model.project_dim();
-                let dense = DenseRows::new(col.values(), dim, block.ids, deleted.as_deref())?;
-                dense_topk(&dense, q, metric, k, opts)?
-            }
+        let floats = match &prepared {
+            Prepared::Floats(_) => Some(FloatColumn::new(block.codes, kind)?),
+            _ => None,
         };
-        for (acc, p) in lists.iter_mut().zip(part) {
-            acc.extend(p.into_iter().map(|(score, id)| Candidate {
-                score,
-                id,
-                block: b,
-            }));
+        for r in ranges {
+            let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
+            let (Some(ids), Some(codes)) = (
+                block.ids.get(r.clone()),
+                block.codes.get(r.start * cb..r.end * cb),
+            ) else {
+                return Err(invalid(
+                    "index",
+                    format!("rows {r:?} lie outside a block of {} rows", block.rows()),
+                ));
+            };
+            let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
+            let part: Vec<Vec<(f32, u64)>> = match &prepared {
+                Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
+                    .into_iter()
+                    .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
+                    .collect(),
+                Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
+                Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
+                Prepared::Floats(q) => {
+                    let dim = model.project_dim();
+                    let values = floats
+                        .as_ref()
+                        .and_then(|c| slice_rows(c.values(), dim, r.clone()))
+                        .ok_or_else(|| invalid("codes", "float codes shorter than the block"))?;
+                    let dense = DenseRows::new(values, dim, ids, del.as_deref())?;
+                    dense_topk(&dense, q, metric, k, opts)?
+                }
+            };
+            for (acc, p) in lists.iter_mut().zip(part) {
+                acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                    score,
+                    id,
+                    block: b,
+                }));
+            }
         }
     }
     for l in &mut lists {
@@ -323,6 +450,19 @@ fn scan_codes(
         l.truncate(k);
     }
     Ok(lists)
+}
+
+/// Rows `r` of a column of `dim` values per row.
+pub(crate) fn slice_rows(
+    values: DenseValues<'_>,
+    dim: usize,
+    r: Range<usize>,
+) -> Option<DenseValues<'_>> {
+    let (a, b) = (r.start.checked_mul(dim)?, r.end.checked_mul(dim)?);
+    Some(match values {
+        DenseValues::F32(v) => DenseValues::F32(v.get(a..b)?),
+        DenseValues::F16(v) => DenseValues::F16(v.get(a..b)?),
+    })
 }
 
 /// Every live row within Hamming distance `radius` (≤ 2) of each query's code, sorted by

@@ -11,6 +11,7 @@
 //! whose ids are not sorted, by one pass over the id column for all candidates of the block.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
 use ndarray::ArrayView2;
 
@@ -20,8 +21,9 @@ use crate::scan::{
 };
 use crate::storage::Block;
 
-use super::Hit;
 use super::error::{SearchError, invalid};
+use super::list_scope::range_deleted;
+use super::{Hit, slice_rows};
 use super::vectors::{RowRef, VectorSource};
 
 /// A candidate from the code scan: its code score, id and block.
@@ -147,9 +149,11 @@ pub(crate) fn rerank(
     Ok(out)
 }
 
-/// Exact search over the stored vectors of every block: the `k` best live rows per query.
+/// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
+/// best live rows per query.
 pub(crate) fn exact_search(
     blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
     queries: ArrayView2<f32>,
     metric: Metric,
     k: usize,
@@ -163,56 +167,63 @@ pub(crate) fn exact_search(
     let direction = metric.direction();
     let mut lists: Vec<Vec<Hit>> = vec![Vec::new(); nq];
     let mut buf = vec![0.0f32; dim];
-    for (b, block) in blocks.iter().enumerate() {
-        if block.rows() == 0 {
+    for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
+        if ranges.is_empty() {
             continue;
         }
         let deleted = block.deleted_words();
-        let part: Vec<Vec<(f32, u64)>> = match source.column(b) {
-            Some(values) => {
-                let rows = DenseRows::new(values, dim, block.ids, deleted.as_deref())?;
-                dense_topk(&rows, &flat, metric, k, opts)?
-            }
-            None => {
-                let mut tops: Vec<TopK> =
-                    (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
-                for (r, &id) in block.ids.iter().enumerate() {
-                    if block.is_deleted(r) {
-                        continue;
-                    }
-                    if !source.vector(
-                        RowRef {
-                            block: b,
-                            row: r,
-                            id,
-                        },
-                        &mut buf,
-                    )? {
-                        return Err(SearchError::NoVectors {
-                            detail: format!("row id {id} (block {b}) has no stored vector"),
-                        });
-                    }
-                    for (t, q) in tops.iter_mut().zip(flat.chunks_exact(dim)) {
-                        let s = dense_f32(metric, q, &buf, Dispatch::Auto)?;
-                        let key = match direction {
-                            Direction::SmallerIsBetter => f32_to_key(s),
-                            Direction::LargerIsBetter => f32_to_key(-s),
-                        };
-                        t.push(key, id);
-                    }
+        let column = source.column(b);
+        for r in ranges {
+            let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
+            let ids = block.ids.get(r.clone()).ok_or_else(|| {
+                invalid(
+                    "index",
+                    format!("rows {r:?} lie outside a block of {} rows", block.rows()),
+                )
+            })?;
+            let part: Vec<Vec<(f32, u64)>> = match column {
+                Some(values) => {
+                    let values = slice_rows(values, dim, r.clone()).ok_or_else(|| {
+                        invalid("vectors", format!("block {b} stores fewer vectors than rows"))
+                    })?;
+                    let rows = DenseRows::new(values, dim, ids, del.as_deref())?;
+                    dense_topk(&rows, &flat, metric, k, opts)?
                 }
-                tops.into_iter()
-                    .map(|t| {
-                        t.into_sorted_vec()
-                            .into_iter()
-                            .map(|(key, id)| (key_to_score(key, direction), id))
-                            .collect()
-                    })
-                    .collect()
+                None => {
+                    let mut tops: Vec<TopK> =
+                        (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
+                    for (j, &id) in ids.iter().enumerate() {
+                        let row = r.start + j;
+                        if block.is_deleted(row) {
+                            continue;
+                        }
+                        if !source.vector(RowRef { block: b, row, id }, &mut buf)? {
+                            return Err(SearchError::NoVectors {
+                                detail: format!("row id {id} (block {b}) has no stored vector"),
+                            });
+                        }
+                        for (t, q) in tops.iter_mut().zip(flat.chunks_exact(dim)) {
+                            let s = dense_f32(metric, q, &buf, Dispatch::Auto)?;
+                            let key = match direction {
+                                Direction::SmallerIsBetter => f32_to_key(s),
+                                Direction::LargerIsBetter => f32_to_key(-s),
+                            };
+                            t.push(key, id);
+                        }
+                    }
+                    tops.into_iter()
+                        .map(|t| {
+                            t.into_sorted_vec()
+                                .into_iter()
+                                .map(|(key, id)| (key_to_score(key, direction), id))
+                                .collect()
+                        })
+                        .collect()
+                }
+            };
+            for (acc, p) in lists.iter_mut().zip(part) {
+                acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
             }
-        };
-        for (acc, p) in lists.iter_mut().zip(part) {
-            acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
         }
     }
     for l in &mut lists {

@@ -2,13 +2,13 @@
 //!
 //! [`VectorSource`] is the seam: the search asks for the vector of one row (identified by its
 //! block in [`Snapshot::blocks`] order, its row in the block, and its id) or for a block's
-//! whole column. [`SnapshotVectors`] serves the vectors a snapshot's segments store (the
-//! `vectors` section, f32 or f16, FORMAT.md §3); [`MemoryVectors`] serves vectors held in memory
+//! whole column. [`SnapshotVectors`] serves the vectors a snapshot stores (segments' `vectors`
+//! sections and active-log batches, f32 or f16, FORMAT.md §3 and §10); [`MemoryVectors`] serves vectors held in memory
 //! by id (tests, or an application that keeps its descriptors elsewhere).
 
 use std::collections::HashMap;
 
-use crate::format::VectorsView;
+use crate::format::VectorSlice;
 use crate::scan::DenseValues;
 use crate::storage::Snapshot;
 
@@ -37,77 +37,60 @@ pub trait VectorSource: Sync {
     }
 }
 
-/// The vectors a snapshot's segments store, decoded once (zstd sections are decompressed when
-/// this is built; plain sections are borrowed from the mapping).
+/// The vectors a snapshot stores: the `vectors` section of each segment (zero-copy from the
+/// mapping; a zstd-compressed column, which the engine never writes, decoded once by the
+/// segment) and the vectors column of each batch of the active log (in memory), through
+/// [`crate::storage::Block::vectors`].
 pub struct SnapshotVectors<'a> {
     dim: usize,
-    columns: Vec<Option<VectorsView<'a>>>,
+    columns: Vec<Option<VectorSlice<'a>>>,
 }
 
 impl<'a> SnapshotVectors<'a> {
     /// Every block of `snapshot` that holds rows must store vectors, all of one dimension;
     /// otherwise [`SearchError::NoVectors`] names the first block without them.
     pub fn new(snapshot: &'a Snapshot) -> Result<SnapshotVectors<'a>, SearchError> {
-        let any = snapshot
-            .blocks()
-            .any(|b| b.segment().is_some_and(|s| s.meta().vectors.is_some()));
-        if !any {
+        let Some(spec) = snapshot.vector_spec() else {
             return Err(SearchError::NoVectors {
                 detail: format!(
-                    "the index in {} stores no vectors; re-ranking and the exact modes need \
-                     vectors stored when rows are added",
+                    "the index in {} stores no vectors; re-ranking and the exact modes need an \
+                     index created with stored vectors (codedb build --store-vectors f16|f32)",
                     snapshot.dir().display()
                 ),
             });
-        }
-        let mut dim = None;
+        };
+        let dim = spec.dim as usize;
         let mut columns = Vec::new();
         for block in snapshot.blocks() {
-            let seg = block.segment();
-            let meta = seg.and_then(|s| s.meta().vectors);
-            let view = match (seg, meta) {
-                (Some(s), Some((_, d))) => {
-                    let d = d as usize;
-                    match dim {
-                        None => dim = Some(d),
-                        Some(prev) if prev != d => {
-                            return Err(invalid(
-                                "index",
-                                format!(
-                                    "{} stores {d}-D vectors, an earlier segment {prev}-D",
-                                    s.path().display()
-                                ),
-                            ));
-                        }
-                        Some(_) => {}
-                    }
-                    s.vectors()?
-                }
-                _ => None,
+            let where_ = || match block.segment() {
+                Some(s) => format!("segment {}", s.path().display()),
+                None => format!("a batch of the active log of {}", snapshot.dir().display()),
             };
-            if view.is_none() && block.rows() > 0 {
-                return Err(SearchError::NoVectors {
-                    detail: match seg {
-                        Some(s) => format!(
-                            "segment {} of the index in {} stores none (rows added without \
-                             vectors)",
-                            s.path().display(),
-                            snapshot.dir().display()
+            let col = match block.vectors {
+                Some(v) if block.vector_dim == dim && v.len() == block.rows() * dim => Some(v),
+                Some(v) => {
+                    return Err(invalid(
+                        "index",
+                        format!(
+                            "{} stores {} values of {}-D vectors for {} rows; the index \
+                             declares {dim}-D",
+                            where_(),
+                            v.len(),
+                            block.vector_dim,
+                            block.rows()
                         ),
-                        None => format!(
-                            "{} rows in the active log of the index in {} have none",
-                            block.rows(),
-                            snapshot.dir().display()
-                        ),
-                    },
-                });
-            }
-            columns.push(view);
+                    ));
+                }
+                None if block.rows() == 0 => None,
+                None => {
+                    return Err(SearchError::NoVectors {
+                        detail: format!("{} ({} rows) stores none", where_(), block.rows()),
+                    });
+                }
+            };
+            columns.push(col);
         }
-        Ok(SnapshotVectors {
-            dim: dim.unwrap_or(0),
-            columns,
-        })
+        Ok(SnapshotVectors { dim, columns })
     }
 }
 
@@ -117,24 +100,16 @@ impl VectorSource for SnapshotVectors<'_> {
     }
 
     fn vector(&self, at: RowRef, out: &mut [f32]) -> Result<bool, SearchError> {
-        let d = self.dim;
-        let range = at.row * d..(at.row + 1) * d;
-        let ok = match self.columns.get(at.block) {
-            Some(Some(VectorsView::F32(v))) => v.get(range).map(|s| out.copy_from_slice(s)),
-            Some(Some(VectorsView::F16(v))) => v.get(range).map(|s| {
-                for (o, x) in out.iter_mut().zip(s) {
-                    *o = x.to_f32();
-                }
-            }),
-            _ => None,
-        };
-        Ok(ok.is_some())
+        Ok(match self.columns.get(at.block) {
+            Some(Some(v)) => v.row_into(at.row, self.dim, out),
+            _ => false,
+        })
     }
 
     fn column(&self, block: usize) -> Option<DenseValues<'_>> {
         match self.columns.get(block)? {
-            Some(VectorsView::F32(v)) => Some(DenseValues::F32(v)),
-            Some(VectorsView::F16(v)) => Some(DenseValues::F16(v)),
+            Some(VectorSlice::F32(v)) => Some(DenseValues::F32(v)),
+            Some(VectorSlice::F16(v)) => Some(DenseValues::F16(v)),
             None => None,
         }
     }

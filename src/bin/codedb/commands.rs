@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use codedb::classes::{AddOptions, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
 use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
@@ -182,14 +183,32 @@ pub fn train(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn add(dir: &Path, data: &Path, labels: Option<&Path>, ids: Option<&Path>) -> Result<ExitCode> {
+pub fn add(
+    dir: &Path,
+    data: &Path,
+    labels: Option<&Path>,
+    ids: Option<&Path>,
+    lists: Option<&str>,
+) -> Result<ExitCode> {
+    let lists = lists
+        .map(|l| ListAssignment::parse(l).with_context(|| format!("--lists {l}: expected label or nearest")))
+        .transpose()?;
     let index = Index::open(dir, Config::default())?;
     let model = Model::from_model_file(index.model())?;
     let x = codedb::io::load_vectors(data)?;
     let labels = load_labels(labels)?;
     let ids = load_ids(ids)?;
-    let codes = model.encode(x.view())?;
-    let added = index.add_codes(&codes, ids.as_deref(), labels.as_deref())?;
+    let added = index
+        .add_descriptors(
+            &model,
+            x.view(),
+            &AddOptions {
+                ids: ids.as_deref(),
+                labels: labels.as_deref(),
+                lists,
+            },
+        )
+        .with_context(|| format!("adding {} to {}", data.display(), dir.display()))?;
     let v = index.commit()?;
     println!("added {} rows, version {v}", added.len());
     Ok(ExitCode::SUCCESS)

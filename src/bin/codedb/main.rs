@@ -101,22 +101,33 @@ float16.")]
         json: bool,
     },
     /// Create an index from a model file and descriptors (encoded and committed as version 2).
-    #[command(after_help = "Example:
-  codedb build my-index --model itq64.model --data X.npy --labels labels.npy")]
+    #[command(after_help = search_cmd::BUILD_HELP)]
     Build {
         dir: PathBuf,
         #[arg(long)]
         model: PathBuf,
         #[arg(long)]
         data: PathBuf,
+        /// Class labels (.npy int32/int64), one per row; also creates the class table.
         #[arg(long)]
         labels: Option<PathBuf>,
         #[arg(long)]
         ids: Option<PathBuf>,
+        /// Keep every row's input vector (f16 or f32) for --rerank and the exact modes.
+        #[arg(long, value_parser = ["f16", "f32"])]
+        store_vectors: Option<String>,
+        /// Inverted-list id of each row: its label, or its nearest class mean.
+        #[arg(long, value_parser = ["label", "nearest"])]
+        lists: Option<String>,
     },
     /// Append descriptors to an index (encoded with its model) and commit.
-    #[command(after_help = "Example:
-  codedb add my-index --data new.npy --ids new_ids.npy")]
+    #[command(after_help = "Examples:
+  codedb add my-index --data new.npy --ids new_ids.npy
+  codedb add my-index --data new.npy --labels new_labels.npy --lists label
+
+With --labels on an index with a class table, every label must be a class (add new ones with
+codedb add-class first) and the rows' descriptors are added to their classes' means in the same
+commit. An index that stores vectors keeps the new rows' vectors too.")]
     Add {
         dir: PathBuf,
         #[arg(long)]
@@ -125,6 +136,9 @@ float16.")]
         labels: Option<PathBuf>,
         #[arg(long)]
         ids: Option<PathBuf>,
+        /// Inverted-list id of each row: its label, or its nearest class mean.
+        #[arg(long, value_parser = ["label", "nearest"])]
+        lists: Option<String>,
     },
     /// Delete rows by id and commit.
     #[command(after_help = "Examples:
@@ -178,6 +192,12 @@ float16.")]
         /// Hash lookup: every row within this Hamming radius (0-2; codes of at most 32 bits).
         #[arg(long, value_name = "r")]
         radius: Option<u32>,
+        /// Scan only the inverted lists of these classes (comma-separated names or ids).
+        #[arg(long, value_delimiter = ',', conflicts_with = "nprobe")]
+        classes: Vec<String>,
+        /// IVF: per query, scan the lists of the n nearest class means.
+        #[arg(long, value_name = "n")]
+        nprobe: Option<usize>,
         /// Threads (0 = all cores).
         #[arg(long, default_value_t = 1)]
         threads: usize,
@@ -375,13 +395,30 @@ fn main() -> ExitCode {
             data,
             labels,
             ids,
-        } => search_cmd::build(&dir, &model, &data, labels.as_deref(), ids.as_deref()),
+            store_vectors,
+            lists,
+        } => search_cmd::build(&search_cmd::BuildArgs {
+            dir: &dir,
+            model: &model,
+            data: &data,
+            labels: labels.as_deref(),
+            ids: ids.as_deref(),
+            store_vectors: store_vectors.as_deref(),
+            lists: lists.as_deref(),
+        }),
         Command::Add {
             dir,
             data,
             labels,
             ids,
-        } => commands::add(&dir, &data, labels.as_deref(), ids.as_deref()),
+            lists,
+        } => commands::add(
+            &dir,
+            &data,
+            labels.as_deref(),
+            ids.as_deref(),
+            lists.as_deref(),
+        ),
         Command::Delete { dir, ids, ids_file } => commands::delete(&dir, ids, ids_file.as_deref()),
         Command::Compact { dir, json } => commands::compact(&dir, json),
         Command::Gc { dir, json } => commands::gc(&dir, json),
@@ -393,6 +430,8 @@ fn main() -> ExitCode {
             mode,
             rerank,
             radius,
+            classes,
+            nprobe,
             threads,
             format,
         } => search_cmd::search(&search_cmd::SearchArgs {
@@ -402,6 +441,8 @@ fn main() -> ExitCode {
             mode: mode.as_deref(),
             rerank,
             radius,
+            classes: &classes,
+            nprobe,
             threads,
             format: &format,
         }),

@@ -1,4 +1,4 @@
-//! `codedb build` and `codedb search`: argument plumbing over `codedb::build_index` and
+//! `codedb build` and `codedb search`: argument plumbing over `codedb::build::build_index_opts` and
 //! `codedb::search`.
 
 use std::io::Write;
@@ -6,11 +6,13 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use codedb::format::ModelFile;
+use codedb::build::build_index_opts;
+use codedb::classes::ListAssignment;
+use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
 use codedb::search::{Hit, SearchMode, SearchParams, search_radius, search_with};
-use codedb::storage::{Config, Snapshot};
-use codedb::{build_index, demo::labels_u32};
+use codedb::storage::Snapshot;
+use codedb::{BuildOptions, demo::labels_u32};
 
 /// `search --help` text after the options.
 pub const SEARCH_HELP: &str = "\
@@ -19,6 +21,8 @@ Examples:
   codedb search my-index --queries q.npy -k 5 --mode asym --format json
   codedb search my-index --queries q.npy -k 10 --mode adc --rerank 100
   codedb search my-index --queries q.npy --radius 2          # codes of at most 32 bits
+  codedb search my-index --queries q.npy -k 10 --classes sneaker,sandal
+  codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF over the class means
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
@@ -38,6 +42,12 @@ the query's code, by hash lookup (binary codes of at most 32 bits); -k then caps
 query (default: no cap). Without --radius, k larger than the number of live rows returns every
 live row.
 
+--classes a,b scans only the inverted lists of those classes (names, or ids); --nprobe n scans,
+per query, the lists of the n class means nearest the query (NCM in the model's projected
+space), and equals the full search when n is at least the number of classes. Rows added without
+a list id are scanned by every list-restricted search. Build with --lists to file rows under
+lists.
+
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score`
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
 
@@ -53,41 +63,115 @@ fn load_model(path: &Path) -> Result<Model> {
     Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
 }
 
-pub fn build(
-    dir: &Path,
-    model: &Path,
-    data: &Path,
-    labels: Option<&Path>,
-    ids: Option<&Path>,
-) -> Result<ExitCode> {
-    let model = load_model(model)?;
-    let x = codedb::io::load_vectors(data)?;
-    let labels = labels
+/// `build --help` text after the options.
+pub const BUILD_HELP: &str = "\
+Examples:
+  codedb build my-index --model itq64.model --data X.npy --labels labels.npy
+  codedb build my-index --model pq.model --data X.npy --store-vectors f16    # for --rerank
+  codedb build my-index --model itq64.model --data X.npy --labels L.npy --lists label
+
+--labels stores each row's class label and creates the class table from them in the same commit
+(class id = the label, name = the label in decimal, with the count and sum of its rows), so
+codedb classify and search --nprobe work right away. --lists label files each row under its
+label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels
+here, since the class table comes from them). Rows grouped by list let search --classes and
+--nprobe scan only some lists.";
+
+/// Arguments of `codedb build`.
+pub struct BuildArgs<'a> {
+    pub dir: &'a Path,
+    pub model: &'a Path,
+    pub data: &'a Path,
+    pub labels: Option<&'a Path>,
+    pub ids: Option<&'a Path>,
+    pub store_vectors: Option<&'a str>,
+    pub lists: Option<&'a str>,
+}
+
+pub fn build(a: &BuildArgs<'_>) -> Result<ExitCode> {
+    let store_vectors = match a.store_vectors {
+        None => None,
+        Some("f32") => Some(VectorDType::F32),
+        Some("f16") => Some(VectorDType::F16),
+        Some(other) => bail!("--store-vectors {other}: expected f16 or f32"),
+    };
+    let lists = a
+        .lists
+        .map(|l| {
+            ListAssignment::parse(l)
+                .with_context(|| format!("--lists {l}: expected label or nearest"))
+        })
+        .transpose()?;
+    let model = load_model(a.model)?;
+    let x = codedb::io::load_vectors(a.data)?;
+    let labels = a
+        .labels
         .map(|p| -> Result<Vec<u32>> {
             let l = codedb::io::load_labels(p)?;
             labels_u32(&l).with_context(|| format!("{}", p.display()))
         })
         .transpose()?;
-    let ids = ids.map(codedb::io::read_ids).transpose()?;
+    let ids = a.ids.map(codedb::io::read_ids).transpose()?;
     let bar = crate::progress_bar(x.nrows() as u64, "encoding");
-    let index = build_index(
-        dir,
+    let index = build_index_opts(
+        a.dir,
         &model,
         x.view(),
-        ids.as_deref(),
-        labels.as_deref(),
-        Config::default(),
+        &BuildOptions {
+            ids: ids.as_deref(),
+            labels: labels.as_deref(),
+            store_vectors,
+            lists,
+            ..BuildOptions::default()
+        },
         &mut |n| bar.set_position(n as u64),
     )
-    .with_context(|| format!("building {}", dir.display()))?;
+    .with_context(|| format!("building {}", a.dir.display()))?;
     bar.finish_and_clear();
+    let snap = index.snapshot();
     println!(
-        "built {}: version {}, {} rows",
-        dir.display(),
+        "built {}: version {}, {} rows{}",
+        a.dir.display(),
         index.version(),
-        index.snapshot().live_rows()
+        snap.live_rows(),
+        match snap.classes() {
+            Some(t) => format!(", {} classes", t.classes.len()),
+            None => String::new(),
+        }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
+/// table, an id must be a class of it; without one, only ids are accepted.
+fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
+    let table = snap.classes();
+    items
+        .iter()
+        .map(|item| {
+            let item = item.trim();
+            if let Some(c) = table.and_then(|t| t.classes.iter().find(|c| c.name == item)) {
+                return Ok(c.id);
+            }
+            let id: u32 = match item.parse() {
+                Ok(id) if id != u32::MAX => id,
+                _ => bail!(
+                    "--classes {item}: {}",
+                    if table.is_some() {
+                        "no class has this name (and it is not a class id)"
+                    } else {
+                        "the index has no class table, so classes are given by id"
+                    }
+                ),
+            };
+            if let Some(t) = table
+                && !t.classes.iter().any(|c| c.id == id)
+            {
+                bail!("--classes {item}: no class has this name or id");
+            }
+            Ok(id)
+        })
+        .collect()
 }
 
 /// Arguments of `codedb search`.
@@ -98,6 +182,8 @@ pub struct SearchArgs<'a> {
     pub mode: Option<&'a str>,
     pub rerank: Option<usize>,
     pub radius: Option<u32>,
+    pub classes: &'a [String],
+    pub nprobe: Option<usize>,
     pub threads: usize,
     pub format: &'a str,
 }
@@ -122,6 +208,9 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             if a.rerank.is_some() {
                 bail!("--radius returns every row within the radius; it does not take --rerank");
             }
+            if !a.classes.is_empty() || a.nprobe.is_some() {
+                bail!("--radius looks up every list; it does not take --classes or --nprobe");
+            }
             if mode != SearchMode::Hamming {
                 bail!(
                     "--radius is a Hamming hash lookup; it does not take --mode {}",
@@ -142,11 +231,18 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             h
         }
         None => {
+            let lists = if a.classes.is_empty() {
+                None
+            } else {
+                Some(resolve_classes(&snap, a.classes)?)
+            };
             let params = SearchParams {
                 k: a.k.unwrap_or(10),
                 mode,
                 rerank: a.rerank,
                 threads: a.threads,
+                lists,
+                nprobe: a.nprobe,
             };
             pool.install(|| search_with(&snap, &model, q.view(), &params))
                 .with_context(|| format!("searching {}", a.dir.display()))?

@@ -1,0 +1,85 @@
+//! IVF with class means as the coarse quantiser (`--nprobe n`).
+//!
+//! An inverted-file index (Jégou et al., TPAMI 2011, §III-A) scans, per query, only the lists
+//! of the `n` coarse centroids nearest the query. codedb's lists are classes, so its coarse
+//! centroids are the projected class means Wμ_c of the class table, and "nearest" is the NCM
+//! rule of Mensink et al. (TPAMI 2013, eq. 1, scored as the bias form of eq. 9-11 by
+//! [`ClassMeans::classify_projected`]): the query is projected with the index's model and the
+//! `n` classes with the best scores are probed, ties by smaller class id.
+//!
+//! Queries with the same probe set are scanned together (one batched kernel call per block and
+//! list); the result of each query is exactly the exhaustive search restricted to its probed
+//! lists (plus the rows with no list, see [`super::list_scope`]). With `n` at least the number
+//! of classes with a mean, nothing is restricted and the result is the full search (rows whose
+//! list id is not a class with a mean are then reached too).
+
+use std::collections::BTreeMap;
+
+use ndarray::ArrayView2;
+
+use crate::classes::{ClassMeans, class_cache};
+use crate::model::Model;
+use crate::storage::Snapshot;
+
+use super::error::{SearchError, invalid};
+
+/// Which queries scan which lists: `(lists, query rows)`, `lists = None` meaning every row.
+pub(crate) type ProbeGroups = Vec<(Option<Vec<u32>>, Vec<usize>)>;
+
+/// The probe groups of `queries` for `nprobe` lists each, from the class means of `snapshot`'s
+/// class table.
+pub(crate) fn probe_groups(
+    snapshot: &Snapshot,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    nprobe: usize,
+) -> Result<ProbeGroups, SearchError> {
+    if nprobe == 0 {
+        return Err(invalid("nprobe", "must be at least 1"));
+    }
+    let cached = class_cache::for_snapshot(snapshot).map_err(|e| {
+        invalid(
+            "nprobe",
+            format!("the class means are the coarse quantiser: {e}"),
+        )
+    })?;
+    let means = &cached.means;
+    let all: Vec<usize> = (0..queries.nrows()).collect();
+    if nprobe >= means.len() {
+        return Ok(vec![(None, all)]);
+    }
+    let probes = probe_lists(means, model, queries, nprobe)?;
+    let mut groups: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
+    for (q, lists) in probes.into_iter().enumerate() {
+        groups.entry(lists).or_default().push(q);
+    }
+    Ok(groups.into_iter().map(|(l, q)| (Some(l), q)).collect())
+}
+
+/// The ids of the `nprobe` classes nearest each query (NCM in the model's projected space),
+/// sorted ascending per query.
+pub fn probe_lists(
+    means: &ClassMeans,
+    model: &Model,
+    queries: ArrayView2<f32>,
+    nprobe: usize,
+) -> Result<Vec<Vec<u32>>, SearchError> {
+    if means.model_id() != model.id() {
+        return Err(SearchError::WrongModel {
+            index_model: means.model_id().to_hex(),
+            given: model.id().to_hex(),
+        });
+    }
+    let z = model.project(queries)?;
+    let ranked = means
+        .classify_projected(z.view(), nprobe)
+        .map_err(|e| invalid("nprobe", e.to_string()))?;
+    Ok(ranked
+        .into_iter()
+        .map(|l| {
+            let mut ids: Vec<u32> = l.into_iter().map(|c| c.id).collect();
+            ids.sort_unstable();
+            ids
+        })
+        .collect())
+}
