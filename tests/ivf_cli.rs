@@ -106,7 +106,8 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
         .filter(|(i, r)| r["classes"][0]["name"] == y[i * 10].to_string())
         .count();
     assert!(right > 15, "{right}/20");
-    let q = s(&file("q.npy"));
+    let q_path = file("q.npy");
+    let q = s(&q_path);
     let search = |extra: &[&str]| -> serde_json::Value {
         let mut a = vec!["search", s(&dir), "--queries", q, "-k", "10", "--format", "json"];
         a.extend_from_slice(extra);

@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn range_deleted_realigns_any_start() {
         // 300 rows, a pseudo-random deletion pattern.
-        let rows = 300;
+        let rows: usize = 300;
         let mut words = vec![0u64; rows.div_ceil(64)];
         for i in (0..rows).filter(|i| (i * 37 + 11) % 7 < 2) {
             words[i / 64] |= 1 << (i % 64);
