@@ -93,9 +93,13 @@ fn run(ds: &DataSet, spec: &str) {
         sample: Some(20_000),
         ..TrainOptions::default()
     };
-    let m = train(&PipelineSpec::parse(spec).expect("spec"), ds.db.view(), &opts)
-        .expect("train")
-        .0;
+    let m = train(
+        &PipelineSpec::parse(spec).expect("spec"),
+        ds.db.view(),
+        &opts,
+    )
+    .expect("train")
+    .0;
     let mode = SearchMode::default_for(m.code_kind()).expect("mode");
     for how in [ListAssignment::Label, ListAssignment::Nearest] {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -125,7 +129,12 @@ fn run(ds: &DataSet, spec: &str) {
             let probes = probe_lists(means, &m, q, nprobe).expect("probes");
             let scanned: f64 = probes
                 .iter()
-                .map(|p| p.iter().map(|l| list_rows.get(l).copied().unwrap_or(0)).sum::<usize>() as f64 / n)
+                .map(|p| {
+                    p.iter()
+                        .map(|l| list_rows.get(l).copied().unwrap_or(0))
+                        .sum::<usize>() as f64
+                        / n
+                })
                 .sum::<f64>()
                 / probes.len() as f64;
             println!(
@@ -151,7 +160,9 @@ fn run(ds: &DataSet, spec: &str) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is accepted.
-    println!("| data | codes | lists | nprobe | recall@{K} vs exhaustive | rows scanned | ms/query |");
+    println!(
+        "| data | codes | lists | nprobe | recall@{K} vs exhaustive | rows scanned | ms/query |"
+    );
     println!("|---|---|---|---:|---:|---:|---:|");
     let mut sets = vec![digits()];
     sets.extend(fashion());

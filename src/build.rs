@@ -113,13 +113,7 @@ pub fn build_index_opts(
                 delta_of: None,
                 classes: classes.clone(),
             });
-            Some(assign_lists(
-                how,
-                model,
-                data,
-                opts.labels,
-                table.as_ref(),
-            )?)
+            Some(assign_lists(how, model, data, opts.labels, table.as_ref())?)
         }
     };
     // Encode everything first: a bad row (NaN, …) fails before the index exists.

@@ -89,27 +89,63 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     bad[3] = 42;
     labels("bad_labels.npy", &bad);
     let model = file("m.model");
-    ok(&["train", "--data", s(&file("db.npy")), "--pipeline", "pca-itq:32", "--out", s(&model)]);
+    ok(&[
+        "train",
+        "--data",
+        s(&file("db.npy")),
+        "--pipeline",
+        "pca-itq:32",
+        "--out",
+        s(&model),
+    ]);
     let dir = file("idx");
     let out = ok(&[
-        "build", s(&dir), "--model", s(&model), "--data", s(&file("db.npy")),
-        "--labels", s(&file("db_labels.npy")), "--lists", "label", "--store-vectors", "f16",
+        "build",
+        s(&dir),
+        "--model",
+        s(&model),
+        "--data",
+        s(&file("db.npy")),
+        "--labels",
+        s(&file("db_labels.npy")),
+        "--lists",
+        "label",
+        "--store-vectors",
+        "f16",
     ]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("10 classes"));
     // classify works right after build (the class table came from the labels).
-    let c = json(&ok(&["classify", s(&dir), "--data", s(&file("q.npy")), "--top", "1", "--format", "json"]));
+    let c = json(&ok(&[
+        "classify",
+        s(&dir),
+        "--data",
+        s(&file("q.npy")),
+        "--top",
+        "1",
+        "--format",
+        "json",
+    ]));
     let right = c
         .as_array()
         .unwrap()
         .iter()
         .enumerate()
-        .filter(|(i, r)| r["classes"][0]["name"] == y[i * 10].to_string())
+        .filter(|(i, r)| r["classes"][0]["id"].as_i64() == Some(y[i * 10]))
         .count();
     assert!(right > 15, "{right}/20");
     let q_path = file("q.npy");
     let q = s(&q_path);
     let search = |extra: &[&str]| -> serde_json::Value {
-        let mut a = vec!["search", s(&dir), "--queries", q, "-k", "10", "--format", "json"];
+        let mut a = vec![
+            "search",
+            s(&dir),
+            "--queries",
+            q,
+            "-k",
+            "10",
+            "--format",
+            "json",
+        ];
         a.extend_from_slice(extra);
         json(&ok(&a))
     };
@@ -143,13 +179,32 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     assert_eq!(before["rows"], 1500);
     let snap_before = dir_bytes(&dir);
     fails(
-        &["add", s(&dir), "--data", s(&file("more.npy")), "--labels", s(&file("bad_labels.npy")), "--lists", "label"],
+        &[
+            "add",
+            s(&dir),
+            "--data",
+            s(&file("more.npy")),
+            "--labels",
+            s(&file("bad_labels.npy")),
+            "--lists",
+            "label",
+        ],
         "add-class",
     );
-    assert_eq!(dir_bytes(&dir), snap_before, "a failed add changed the index");
+    assert_eq!(
+        dir_bytes(&dir),
+        snap_before,
+        "a failed add changed the index"
+    );
     ok(&[
-        "add", s(&dir), "--data", s(&file("more.npy")), "--labels", s(&file("more_labels.npy")),
-        "--lists", "label",
+        "add",
+        s(&dir),
+        "--data",
+        s(&file("more.npy")),
+        "--labels",
+        s(&file("more_labels.npy")),
+        "--lists",
+        "label",
     ]);
     let snap = codedb::storage::Snapshot::open(&dir).unwrap();
     let t = snap.classes().unwrap();
@@ -165,21 +220,56 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
         assert!(y[*id as usize] <= 1);
     }
     // Bad arguments.
-    fails(&["search", s(&dir), "--queries", q, "--classes", "sneaker"], "--classes sneaker");
-    fails(&["search", s(&dir), "--queries", q, "--nprobe", "0"], "nprobe");
+    fails(
+        &["search", s(&dir), "--queries", q, "--classes", "sneaker"],
+        "--classes sneaker",
+    );
+    fails(
+        &["search", s(&dir), "--queries", q, "--nprobe", "0"],
+        "nprobe",
+    );
     // A model whose index has no class table: --nprobe and --lists nearest explain why.
     let plain = file("plain");
-    ok(&["build", s(&plain), "--model", s(&model), "--data", s(&file("db.npy"))]);
-    fails(&["search", s(&plain), "--queries", q, "--nprobe", "2"], "class");
-    fails(&["search", s(&plain), "--queries", q, "--rerank", "20"], "--store-vectors");
+    ok(&[
+        "build",
+        s(&plain),
+        "--model",
+        s(&model),
+        "--data",
+        s(&file("db.npy")),
+    ]);
     fails(
-        &["add", s(&plain), "--data", s(&file("more.npy")), "--lists", "nearest"],
+        &["search", s(&plain), "--queries", q, "--nprobe", "2"],
+        "class",
+    );
+    fails(
+        &["search", s(&plain), "--queries", q, "--rerank", "20"],
+        "--store-vectors",
+    );
+    fails(
+        &[
+            "add",
+            s(&plain),
+            "--data",
+            s(&file("more.npy")),
+            "--lists",
+            "nearest",
+        ],
         "nearest",
     );
     let x2 = x.select(Axis(0), &[0, 1]);
     codedb::io::write_npy_f32(file("two.npy"), x2.view()).unwrap();
     fails(
-        &["build", s(&file("nolab")), "--model", s(&model), "--data", s(&file("two.npy")), "--lists", "label"],
+        &[
+            "build",
+            s(&file("nolab")),
+            "--model",
+            s(&model),
+            "--data",
+            s(&file("two.npy")),
+            "--lists",
+            "label",
+        ],
         "labels",
     );
 }

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use codedb::BuildOptions;
 use codedb::build::build_index_opts;
 use codedb::classes::{AddOptions, ClassError, ListAssignment, class_cache};
 use codedb::format::VectorDType;
@@ -13,7 +14,6 @@ use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::l2sq_f32;
 use codedb::search::{Hit, SearchMode, SearchParams, probe_lists};
 use codedb::storage::{Config, Index, Snapshot};
-use codedb::BuildOptions;
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
@@ -95,7 +95,12 @@ fn lists_by_id(snap: &Snapshot) -> std::collections::HashMap<u64, Option<u32>> {
 
 /// The oracle of a restricted search: the full search of every live row, kept to the rows
 /// whose list is allowed (or who have none), first k.
-fn filtered(full: &[Vec<Hit>], lists: &std::collections::HashMap<u64, Option<u32>>, allowed: &[u32], k: usize) -> Vec<Vec<Hit>> {
+fn filtered(
+    full: &[Vec<Hit>],
+    lists: &std::collections::HashMap<u64, Option<u32>>,
+    allowed: &[u32],
+    k: usize,
+) -> Vec<Vec<Hit>> {
     full.iter()
         .map(|l| {
             l.iter()
@@ -160,10 +165,18 @@ fn lists_restrict_every_mode_with_deletions_and_unlisted_rows() {
         let code_mode = SearchMode::default_for(m.code_kind()).unwrap();
         let allowed = vec![1u32, 7];
         let exact = snap
-            .search(&m, q, &SearchParams::new(k, SearchMode::ExactL2).lists(allowed.clone()))
+            .search(
+                &m,
+                q,
+                &SearchParams::new(k, SearchMode::ExactL2).lists(allowed.clone()),
+            )
             .unwrap();
         let rr = snap
-            .search(&m, q, &SearchParams::new(k, code_mode).rerank(all).lists(allowed))
+            .search(
+                &m,
+                q,
+                &SearchParams::new(k, code_mode).rerank(all).lists(allowed),
+            )
             .unwrap();
         assert_eq!(rr, exact, "{spec}");
     }
@@ -186,13 +199,19 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     let mut recall_prev = 0usize;
     for nprobe in [1usize, 2, 3, 5] {
         let got = snap
-            .search(&m, q, &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe))
+            .search(
+                &m,
+                q,
+                &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe),
+            )
             .unwrap();
         let probes = probe_lists(means, &m, q, nprobe).unwrap();
         for (i, (g, p)) in got.iter().zip(&probes).enumerate() {
             assert_eq!(p.len(), nprobe);
             // The NCM top classes of the query are the probed lists.
-            let top = means.classify(&m, q.slice(s![i..i + 1, ..]), nprobe).unwrap();
+            let top = means
+                .classify(&m, q.slice(s![i..i + 1, ..]), nprobe)
+                .unwrap();
             let mut ids: Vec<u32> = top[0].iter().map(|c| c.id).collect();
             ids.sort_unstable();
             assert_eq!(&ids, p);
@@ -204,7 +223,10 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
                 )
                 .unwrap();
             assert_eq!(g, &one[0], "nprobe {nprobe} query {i}");
-            assert!(g.iter().all(|h| by_id[&h.id].is_none_or(|c| p.contains(&c))));
+            assert!(
+                g.iter()
+                    .all(|h| by_id[&h.id].is_none_or(|c| p.contains(&c)))
+            );
         }
         let recall: usize = got
             .iter()
@@ -236,7 +258,9 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     let e = |p: SearchParams| snap.search(&m, q, &p).unwrap_err().to_string();
     assert!(e(SearchParams::new(k, SearchMode::Hamming).nprobe(0)).contains("nprobe"));
     assert!(e(SearchParams::new(k, SearchMode::Hamming).lists(vec![])).contains("lists"));
-    assert!(e(SearchParams::new(k, SearchMode::Hamming).lists(vec![u32::MAX])).contains("reserved"));
+    assert!(
+        e(SearchParams::new(k, SearchMode::Hamming).lists(vec![u32::MAX])).contains("reserved")
+    );
     assert!(
         e(SearchParams::new(k, SearchMode::Hamming)
             .lists(vec![1])
@@ -302,7 +326,10 @@ fn nearest_lists_are_the_ncm_classes_of_the_rows() {
     // Nearest without classes, label without labels: clear errors, nothing built.
     let t2 = tempfile::tempdir().unwrap();
     let d = t2.path().join("i");
-    for (how, word) in [(ListAssignment::Nearest, "class"), (ListAssignment::Label, "labels")] {
+    for (how, word) in [
+        (ListAssignment::Nearest, "class"),
+        (ListAssignment::Label, "labels"),
+    ] {
         let e = build_index_opts(
             &d,
             &m,
@@ -352,7 +379,10 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
     };
     check_table(&index, 1500);
     // classify works right after the build: most training rows get their own class.
-    let top = index.snapshot().classify(x.slice(s![0..300, ..]), 1).unwrap();
+    let top = index
+        .snapshot()
+        .classify(x.slice(s![0..300, ..]), 1)
+        .unwrap();
     let right = top.iter().zip(&y).filter(|(t, l)| t[0].id == **l).count();
     assert!(right > 200, "{right}/300");
     // A labelled add updates the sums in the same commit.
@@ -400,7 +430,14 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
     )
     .unwrap();
     assert!(plain.snapshot().classes().is_none());
-    assert_eq!(plain.snapshot().rows().filter(|r| r.label.is_some()).count(), 100);
+    assert_eq!(
+        plain
+            .snapshot()
+            .rows()
+            .filter(|r| r.label.is_some())
+            .count(),
+        100
+    );
 }
 
 #[test]
@@ -432,7 +469,10 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
                 l
             })
             .collect();
-        assert!(want.iter().flatten().any(|h| h.id >= 13000), "no log row found");
+        assert!(
+            want.iter().flatten().any(|h| h.id >= 13000),
+            "no log row found"
+        );
         let exact = snap
             .search(&m, q, &SearchParams::new(k, SearchMode::ExactL2))
             .unwrap();

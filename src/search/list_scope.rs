@@ -30,7 +30,7 @@ pub(crate) fn block_ranges(block: &Block<'_>, lists: Option<&[u32]>) -> Vec<Rang
     }
     let (Some(wanted), Some(col)) = (lists, block.lists) else {
         // No restriction, or a block whose rows have no list ids at all.
-        return vec![0..rows];
+        return std::iter::once(0..rows).collect();
     };
     let mut out: Vec<Range<usize>> = Vec::new();
     let mut push = |r: Range<usize>| {
@@ -113,7 +113,11 @@ mod tests {
                 let sub = range_deleted(&words, start..end);
                 assert_eq!(sub.len(), (end - start).div_ceil(64), "{start}..{end}");
                 for j in 0..end - start {
-                    assert_eq!(bit(&sub, j), bit(&words, start + j), "{start}..{end} row {j}");
+                    assert_eq!(
+                        bit(&sub, j),
+                        bit(&words, start + j),
+                        "{start}..{end} row {j}"
+                    );
                 }
             }
         }

@@ -23,8 +23,8 @@ use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
-use super::{Hit, slice_rows};
 use super::vectors::{RowRef, VectorSource};
+use super::{Hit, slice_rows};
 
 /// A candidate from the code scan: its code score, id and block.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -184,7 +184,10 @@ pub(crate) fn exact_search(
             let part: Vec<Vec<(f32, u64)>> = match column {
                 Some(values) => {
                     let values = slice_rows(values, dim, r.clone()).ok_or_else(|| {
-                        invalid("vectors", format!("block {b} stores fewer vectors than rows"))
+                        invalid(
+                            "vectors",
+                            format!("block {b} stores fewer vectors than rows"),
+                        )
                     })?;
                     let rows = DenseRows::new(values, dim, ids, del.as_deref())?;
                     dense_topk(&rows, &flat, metric, k, opts)?

@@ -191,7 +191,10 @@ pub fn add(
     lists: Option<&str>,
 ) -> Result<ExitCode> {
     let lists = lists
-        .map(|l| ListAssignment::parse(l).with_context(|| format!("--lists {l}: expected label or nearest")))
+        .map(|l| {
+            ListAssignment::parse(l)
+                .with_context(|| format!("--lists {l}: expected label or nearest"))
+        })
         .transpose()?;
     let index = Index::open(dir, Config::default())?;
     let model = Model::from_model_file(index.model())?;
