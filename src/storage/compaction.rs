@@ -315,6 +315,25 @@ impl RunSource for MergeCursor<'_> {
                 if bs == usize::MAX {
                     return rows;
                 }
+                // Sources interleaving row by row: the chosen row is the only one below the
+                // bound, so emit it without the run loop.
+                let src = &self.sources[bs];
+                let r = self.next[bs];
+                if second != EXHAUSTED
+                    && best < second
+                    && (r + 1 >= src.rows || src.key(r as usize + 1) >= second)
+                {
+                    sink(bs, r, 1);
+                    rows += 1;
+                    let nr = src.skip_deleted(r + 1);
+                    self.next[bs] = nr;
+                    self.heads[bs] = if nr < src.rows {
+                        src.key(nr as usize)
+                    } else {
+                        EXHAUSTED
+                    };
+                    continue;
+                }
                 let bound = (second != EXHAUSTED).then_some(second);
                 rows += self.emit(bs, bound, n - rows, &mut sink);
                 self.heads[bs] = self.head(bs).unwrap_or(EXHAUSTED);
