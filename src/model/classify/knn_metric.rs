@@ -383,7 +383,7 @@ pub fn train_knn_metric(
         let sc = scan(&q, d, &db, &norms, &train_ids, c, kmax);
         choose_k(&sc, &train_ids, &truth, &opts.k_grid)
     };
-    let mut stop = EarlyStopping::new(w.clone(), vec![opts.k_grid[0] as f64], s.patience);
+    let mut stop = EarlyStopping::new(w.clone(), vec![opts.k_grid[0] as f64], s, c);
     if !prep.val.is_empty() {
         let (k, t1, t5) = validate(&w);
         stop.offer(0, t1, t5, &w, &[k as f64]);

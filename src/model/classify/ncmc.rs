@@ -277,7 +277,7 @@ pub fn train_ncmc(
     let kc = c * k;
     let mut cent = class_centroids(&prep, k, opts.kmeans_iterations, s.seed)?;
     let mut w = prep.init_w(method, s)?;
-    let mut stop = EarlyStopping::new(w.clone(), Vec::new(), s.patience);
+    let mut stop = EarlyStopping::new(w.clone(), Vec::new(), s, c);
     let mut best_cent = cent.clone();
     let mut report = SgdReport {
         scale: prep.scale,

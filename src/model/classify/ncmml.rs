@@ -135,7 +135,7 @@ pub fn train_ncmml(
             _ => None,
         }
     };
-    let mut stop = EarlyStopping::new(w.clone(), bias.clone(), s.patience);
+    let mut stop = EarlyStopping::new(w.clone(), bias.clone(), s, c);
     let mut report = SgdReport {
         scale: prep.scale,
         ..SgdReport::default()

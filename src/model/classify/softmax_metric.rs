@@ -180,7 +180,7 @@ mod tests {
     }
 
     /// Mean log-likelihood by direct evaluation of eq. 5-6 (or 16-17), f64.
-    fn loglik(w: &[f32], d: usize, dd: usize, x: &[f32], protos: &[f32], group: usize, y: &[u32]) -> f64 {
+    fn loglik(w: &[f32], _d: usize, dd: usize, x: &[f32], protos: &[f32], group: usize, y: &[u32]) -> f64 {
         let k = protos.len() / dd;
         let mut total = 0.0;
         for (xi, &yi) in x.chunks_exact(dd).zip(y) {
