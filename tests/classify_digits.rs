@@ -51,19 +51,33 @@ fn top1_error(pred: &[Vec<i64>], truth: &[i64]) -> f64 {
 #[test]
 fn sklearn_nearest_centroid_predictions_are_identical() {
     let d = digits();
-    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/digits/sklearn_nearest_centroid.npy");
+    let golden = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/digits/sklearn_nearest_centroid.npy"
+    );
     let want = load_labels(golden).unwrap();
     let ncm = Ncm::fit(d.xtr.view(), &d.ytr, Vec::new()).unwrap();
-    let got: Vec<i64> = ncm.top_k(d.xte.view(), 1).unwrap().into_iter().map(|p| p[0]).collect();
+    let got: Vec<i64> = ncm
+        .top_k(d.xte.view(), 1)
+        .unwrap()
+        .into_iter()
+        .map(|p| p[0])
+        .collect();
     assert_eq!(got.len(), want.len());
     let diff = got.iter().zip(&want).filter(|(a, b)| a != b).count();
-    assert_eq!(diff, 0, "{diff} predictions differ from scikit-learn NearestCentroid");
+    assert_eq!(
+        diff, 0,
+        "{diff} predictions differ from scikit-learn NearestCentroid"
+    );
 }
 
 #[test]
 fn sklearn_lda_projection_matches_fda_up_to_sign_and_scale() {
     let d = digits();
-    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/digits/sklearn_lda_transform.npy");
+    let golden = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/digits/sklearn_lda_transform.npy"
+    );
     let want = load_vectors(golden).unwrap();
     let fda = fit_fda(d.xtr.view(), &d.ytr, 9).unwrap();
     let got = fda.projection.apply(d.xte.view()).unwrap();
@@ -78,8 +92,17 @@ fn sklearn_lda_projection_matches_fda_up_to_sign_and_scale() {
         assert!(corr.abs() > 0.9999, "direction {j}: |correlation| {corr}");
     }
     // Fisher ratios decrease.
-    assert!(fda.ratios.windows(2).all(|w| w[0] >= w[1]), "{:?}", fda.ratios);
-    assert!(fit_fda(d.xtr.view(), &d.ytr, 10).unwrap_err().to_string().contains("C − 1 = 9"));
+    assert!(
+        fda.ratios.windows(2).all(|w| w[0] >= w[1]),
+        "{:?}",
+        fda.ratios
+    );
+    assert!(
+        fit_fda(d.xtr.view(), &d.ytr, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("C − 1 = 9")
+    );
 }
 
 #[test]
@@ -96,8 +119,15 @@ fn ncm_scores_rank_like_l2_distances_and_new_classes_cost_a_mean() {
         let q = y.row(i);
         let half_q: f64 = 0.5 * q.iter().map(|v| (*v as f64).powi(2)).sum::<f64>();
         for c in 0..10 {
-            let dist: f64 = q.iter().zip(pm.row(c)).map(|(a, b)| (*a as f64 - b).powi(2)).sum();
-            assert!((-0.5 * dist - (s[(i, c)] - half_q)).abs() < 1e-3 * (1.0 + dist), "row {i} class {c}");
+            let dist: f64 = q
+                .iter()
+                .zip(pm.row(c))
+                .map(|(a, b)| (*a as f64 - b).powi(2))
+                .sum();
+            assert!(
+                (-0.5 * dist - (s[(i, c)] - half_q)).abs() < 1e-3 * (1.0 + dist),
+                "row {i} class {c}"
+            );
         }
     }
     // Add class 9 from its rows to a classifier fitted without it: same scores as fitted.
@@ -105,18 +135,34 @@ fn ncm_scores_rank_like_l2_distances_and_new_classes_cost_a_mean() {
     let nine: Vec<usize> = (0..d.ytr.len()).filter(|&i| d.ytr[i] == 9).collect();
     let y9: Vec<i64> = keep.iter().map(|&i| d.ytr[i]).collect();
     let mut part = Ncm::fit(d.xtr.select(Axis(0), &keep).view(), &y9, chain.clone()).unwrap();
-    part.add_class_from_rows(9, d.xtr.select(Axis(0), &nine).view()).unwrap();
+    part.add_class_from_rows(9, d.xtr.select(Axis(0), &nine).view())
+        .unwrap();
     let s2 = part.scores(d.xte.view()).unwrap();
     for (a, b) in s.iter().zip(s2.iter()) {
         assert!((a - b).abs() < 1e-6 * (1.0 + a.abs()), "{a} vs {b}");
     }
     // Duplicate and malformed classes are refused, leaving the classifier unchanged.
     let mean = vec![0f32; 64];
-    assert!(part.add_class(9, &mean).unwrap_err().to_string().contains("class 9 already exists"));
-    assert!(part.add_class(11, &mean[..10]).unwrap_err().to_string().contains("10 entries"));
+    assert!(
+        part.add_class(9, &mean)
+            .unwrap_err()
+            .to_string()
+            .contains("class 9 already exists")
+    );
+    assert!(
+        part.add_class(11, &mean[..10])
+            .unwrap_err()
+            .to_string()
+            .contains("10 entries")
+    );
     let mut nan = mean.clone();
     nan[3] = f32::NAN;
-    assert!(part.add_class(11, &nan).unwrap_err().to_string().contains("column 3"));
+    assert!(
+        part.add_class(11, &nan)
+            .unwrap_err()
+            .to_string()
+            .contains("column 3")
+    );
     assert_eq!(part.classes().len(), 10);
 }
 
@@ -192,15 +238,25 @@ fn classify_eval_runs_every_method_and_names_bad_input() {
     assert_eq!(rows.len(), 8);
     let l2 = rows[0].top1_error;
     for r in &rows {
-        println!("{:<14} top-1 {:.4} top-5 {:.4} {}", r.pipeline, r.top1_error, r.top5_error, r.detail);
+        println!(
+            "{:<14} top-1 {:.4} top-5 {:.4} {}",
+            r.pipeline, r.top1_error, r.top5_error, r.detail
+        );
         assert!(r.top5_error <= r.top1_error && r.top1_error < 0.5, "{r:?}");
         assert_eq!((r.classes, r.test_rows), (10, d.yte.len()));
     }
     for r in &rows[2..] {
-        assert!(r.top1_error < l2, "{} {} vs ℓ2 NCM {l2}", r.pipeline, r.top1_error);
+        assert!(
+            r.top1_error < l2,
+            "{} {} vs ℓ2 NCM {l2}",
+            r.pipeline,
+            r.top1_error
+        );
     }
     let err = |list: &str, labels: &[i64], split: &[i32]| {
-        classify_eval(x.view(), labels, split, list, &opts).unwrap_err().to_string()
+        classify_eval(x.view(), labels, split, list, &opts)
+            .unwrap_err()
+            .to_string()
     };
     assert!(err("ncm; ncmml:16,fda:3", &labels, &split).contains("bad token \"fda:3\""));
     assert!(err("ncm; knn-all", &labels, &split).contains("bad token \"knn-all\""));
@@ -212,12 +268,19 @@ fn classify_eval_runs_every_method_and_names_bad_input() {
     assert!(err("ncmml:100", &labels, &split).contains("d must be <= 64"));
     let mut bad = x.clone();
     bad[(3, 7)] = f32::NAN;
-    let e = classify_eval(bad.view(), &labels, &split, "ncm", &opts).unwrap_err().to_string();
-    assert!(e.contains("non-finite") && e.contains("row 3") && e.contains("column 7"), "{e}");
+    let e = classify_eval(bad.view(), &labels, &split, "ncm", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("non-finite") && e.contains("row 3") && e.contains("column 7"),
+        "{e}"
+    );
     // A single class cannot train a metric.
     let one = vec![1i64; d.ytr.len()];
     let spec = ClassifierSpec::parse("ncmml:4").unwrap();
-    let e = fit_classifier(&spec, d.xtr.view(), &one, &opts).unwrap_err().to_string();
+    let e = fit_classifier(&spec, d.xtr.view(), &one, &opts)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("at least 2 classes"), "{e}");
 }
 
@@ -225,7 +288,9 @@ fn classify_eval_runs_every_method_and_names_bad_input() {
 fn ncmml_projection_precedes_itq_in_a_model() {
     let d = digits();
     let spec = PipelineSpec::parse("ncmml:16,itq,bits").unwrap();
-    let e = train(&spec, d.xtr.view(), &TrainOptions::default()).unwrap_err().to_string();
+    let e = train(&spec, d.xtr.view(), &TrainOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("labels"), "{e}");
     let opts = TrainOptions {
         labels: Some(Arc::from(d.ytr.clone())),
@@ -237,12 +302,20 @@ fn ncmml_projection_precedes_itq_in_a_model() {
     assert_eq!(model.code_bits(), 16);
     let file = model.to_model_file();
     let back = Model::from_model_file(&file).unwrap();
-    assert_eq!(back.encode(d.xte.view()).unwrap(), model.encode(d.xte.view()).unwrap());
+    assert_eq!(
+        back.encode(d.xte.view()).unwrap(),
+        model.encode(d.xte.view()).unwrap()
+    );
     let wrong = TrainOptions {
         labels: Some(Arc::from(vec![0i64; 3])),
         ..TrainOptions::default()
     };
-    assert!(train(&spec, d.xtr.view(), &wrong).unwrap_err().to_string().contains("3 labels"));
+    assert!(
+        train(&spec, d.xtr.view(), &wrong)
+            .unwrap_err()
+            .to_string()
+            .contains("3 labels")
+    );
 }
 
 /// Run by tools/compare_classifiers.py --fashion with `CODEDB_SKLEARN_FASHION_NC` set.
@@ -250,12 +323,18 @@ fn ncmml_projection_precedes_itq_in_a_model() {
 #[ignore]
 fn fashion_ncm_matches_sklearn() {
     let Ok(path) = std::env::var("CODEDB_SKLEARN_FASHION_NC") else {
-        println!("skipped: CODEDB_SKLEARN_FASHION_NC not set (run tools/compare_classifiers.py --fashion)");
+        println!(
+            "skipped: CODEDB_SKLEARN_FASHION_NC not set (run tools/compare_classifiers.py --fashion)"
+        );
         return;
     };
     let data = codedb::io::load_fashion_mnist(codedb::io::FASHION_MNIST_DEBIAN_DIR).unwrap();
-    let tr: Vec<usize> = (0..data.split.len()).filter(|&i| data.split[i] == 0).collect();
-    let te: Vec<usize> = (0..data.split.len()).filter(|&i| data.split[i] == 1).collect();
+    let tr: Vec<usize> = (0..data.split.len())
+        .filter(|&i| data.split[i] == 0)
+        .collect();
+    let te: Vec<usize> = (0..data.split.len())
+        .filter(|&i| data.split[i] == 1)
+        .collect();
     let ytr: Vec<i64> = tr.iter().map(|&i| data.labels[i]).collect();
     let ncm = Ncm::fit(data.vectors.select(Axis(0), &tr).view(), &ytr, Vec::new()).unwrap();
     let got: Vec<i64> = ncm
@@ -266,6 +345,9 @@ fn fashion_ncm_matches_sklearn() {
         .collect();
     let want = load_labels(path).unwrap();
     let diff = got.iter().zip(&want).filter(|(a, b)| a != b).count();
-    println!("Fashion-MNIST: {} test predictions, {diff} differ from scikit-learn", got.len());
+    println!(
+        "Fashion-MNIST: {} test predictions, {diff} differ from scikit-learn",
+        got.len()
+    );
     assert_eq!(diff, 0);
 }

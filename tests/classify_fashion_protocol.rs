@@ -17,16 +17,18 @@ fn opts() -> ClassifyOptions {
     ClassifyOptions {
         learning_rate: env("CLASSIFY_LR").and_then(|v| v.parse().ok()),
         max_epochs: env("CLASSIFY_EPOCHS").and_then(|v| v.parse().ok()),
-        progress: Some(Arc::new(|p: &str, e: &codedb::model::classify::EpochReport| {
-            eprintln!(
-                "  {p} epoch {:>2}: loss {:.4} val top1 {:.4} top5 {:.4}{}",
-                e.epoch,
-                e.train_loss,
-                e.val_top1,
-                e.val_top5,
-                if e.best { " *" } else { "" }
-            )
-        })),
+        progress: Some(Arc::new(
+            |p: &str, e: &codedb::model::classify::EpochReport| {
+                eprintln!(
+                    "  {p} epoch {:>2}: loss {:.4} val top1 {:.4} top5 {:.4}{}",
+                    e.epoch,
+                    e.train_loss,
+                    e.val_top1,
+                    e.val_top5,
+                    if e.best { " *" } else { "" }
+                )
+            },
+        )),
         ..ClassifyOptions::default()
     }
 }
@@ -45,7 +47,14 @@ fn protocol1_flat_errors() {
          ncmc:128x5; pca:128,knn; knn:32"
             .to_string()
     });
-    let rows = classify_eval(data.vectors.view(), &data.labels, &data.split, &pipelines, &opts()).unwrap();
+    let rows = classify_eval(
+        data.vectors.view(),
+        &data.labels,
+        &data.split,
+        &pipelines,
+        &opts(),
+    )
+    .unwrap();
     println!("| pipeline | d | top-1 error | top-5 error | train s | test s | detail |");
     println!("|---|---|---|---|---|---|---|");
     for r in rows {
@@ -65,9 +74,14 @@ fn protocol2_new_classes() {
         return;
     }
     let data = load_fashion_mnist(FASHION_MNIST_DEBIAN_DIR).unwrap();
-    let dim: usize = std::env::var("DIM").ok().and_then(|v| v.parse().ok()).unwrap_or(128);
+    let dim: usize = std::env::var("DIM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
     let idx = |s: i32, f: &dyn Fn(i64) -> bool| -> Vec<usize> {
-        (0..data.labels.len()).filter(|&i| data.split[i] == s && f(data.labels[i])).collect()
+        (0..data.labels.len())
+            .filter(|&i| data.split[i] == s && f(data.labels[i]))
+            .collect()
     };
     let tr_all = idx(0, &|_| true);
     let tr_old = idx(0, &|l| l < 5);
@@ -90,10 +104,16 @@ fn protocol2_new_classes() {
     println!("d = {dim}");
     println!(
         "W on all 10 classes: top-1 error all {:.4}, classes 5-9 {:.4}, classes 0-4 {:.4}; ℓ2 NCM: all {:.4}, classes 5-9 {:.4}",
-        err(&full.ncm, &all_te), err(&full.ncm, &new_te), err(&full.ncm, &old_te), err(&l2, &all_te), err(&l2, &new_te)
+        err(&full.ncm, &all_te),
+        err(&full.ncm, &new_te),
+        err(&full.ncm, &old_te),
+        err(&l2, &all_te),
+        err(&l2, &new_te)
     );
     let half = train_ncmml(x.select(Axis(0), &tr_old).view(), &lab(&tr_old), &o, None).unwrap();
-    println!("| images per new class | top-1 all 10 (W on 5) | top-1 classes 5-9 (W on 5) | top-1 all 10 (W on 10, same means) | top-1 all 10 (ℓ2) |");
+    println!(
+        "| images per new class | top-1 all 10 (W on 5) | top-1 classes 5-9 (W on 5) | top-1 all 10 (W on 10, same means) | top-1 all 10 (ℓ2) |"
+    );
     println!("|---|---|---|---|---|");
     for n in [1usize, 5, 10, 100, usize::MAX] {
         let reps = if n <= 10 { 10 } else { 1 };
@@ -137,7 +157,11 @@ fn protocol2_new_classes() {
             acc[2] += err(&b, &all_te);
             acc[3] += err(&c, &all_te);
         }
-        let label = if n == usize::MAX { "all (6000)".to_string() } else { n.to_string() };
+        let label = if n == usize::MAX {
+            "all (6000)".to_string()
+        } else {
+            n.to_string()
+        };
         println!(
             "| {label} | {:.4} | {:.4} | {:.4} | {:.4} |",
             acc[0] / reps as f64,

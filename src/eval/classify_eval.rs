@@ -77,7 +77,11 @@ pub fn classify_eval(
     if train.is_empty() || test.is_empty() {
         return Err(ClassifyError::invalid(
             "split",
-            format!("{} training and {} test rows: both must be non-empty", train.len(), test.len()),
+            format!(
+                "{} training and {} test rows: both must be non-empty",
+                train.len(),
+                test.len()
+            ),
         ));
     }
     let xtr = gather(data, &train);
@@ -92,8 +96,10 @@ pub fn classify_eval(
         let t = Instant::now();
         let pred = clf.top_k(xte.view(), k5)?;
         let test_s = t.elapsed().as_secs_f64();
-        let e1 = top_k_error(&pred, &yte, 1).map_err(|e| ClassifyError::invalid("evaluation", e.to_string()))?;
-        let e5 = top_k_error(&pred, &yte, k5).map_err(|e| ClassifyError::invalid("evaluation", e.to_string()))?;
+        let e1 = top_k_error(&pred, &yte, 1)
+            .map_err(|e| ClassifyError::invalid("evaluation", e.to_string()))?;
+        let e5 = top_k_error(&pred, &yte, k5)
+            .map_err(|e| ClassifyError::invalid("evaluation", e.to_string()))?;
         rows.push(ClassifyRow {
             pipeline: spec.text.clone(),
             top1_error: e1,

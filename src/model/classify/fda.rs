@@ -44,7 +44,10 @@ pub fn fit_fda(x: ArrayView2<f32>, labels: &[i64], dim: usize) -> Result<Fda> {
     if dim == 0 || dim > c - 1 {
         return Err(ClassifyError::invalid(
             "fda: dim",
-            format!("FDA has at most C − 1 = {} directions for {c} classes, asked for {dim}", c - 1),
+            format!(
+                "FDA has at most C − 1 = {} directions for {c} classes, asked for {dim}",
+                c - 1
+            ),
         ));
     }
     let xs = rows.as_slice();
@@ -62,7 +65,13 @@ pub fn fit_fda(x: ArrayView2<f32>, labels: &[i64], dim: usize) -> Result<Fda> {
                 *o = v as f64 - m;
             }
         }
-        super::super::linalg::add_gram_lower_f64(&mut sw, &buf[..chunk.len() * dd], chunk.len(), dd, super::super::linalg::par());
+        super::super::linalg::add_gram_lower_f64(
+            &mut sw,
+            &buf[..chunk.len() * dd],
+            chunk.len(),
+            dd,
+            super::super::linalg::par(),
+        );
     }
     super::super::linalg::symmetrize_from_lower(&mut sw, dd);
     for v in &mut sw {
@@ -71,7 +80,11 @@ pub fn fit_fda(x: ArrayView2<f32>, labels: &[i64], dim: usize) -> Result<Fda> {
     let mut sb = vec![0f64; dd * dd];
     for ci in 0..c {
         let wgt = counts[ci] as f64 / n as f64;
-        let diff: Vec<f64> = means[ci * dd..(ci + 1) * dd].iter().zip(&mu).map(|(a, b)| a - b).collect();
+        let diff: Vec<f64> = means[ci * dd..(ci + 1) * dd]
+            .iter()
+            .zip(&mu)
+            .map(|(a, b)| a - b)
+            .collect();
         for i in 0..dd {
             for j in 0..dd {
                 sb[i * dd + j] += wgt * diff[i] * diff[j];
@@ -80,9 +93,15 @@ pub fn fit_fda(x: ArrayView2<f32>, labels: &[i64], dim: usize) -> Result<Fda> {
     }
     let (ew, uw) = sym_eig_desc(&sw, dd)?;
     let top = ew.first().copied().unwrap_or(0.0);
-    let r = ew.iter().take_while(|&&v| v > RANK_TOL * top && v > 0.0).count();
+    let r = ew
+        .iter()
+        .take_while(|&&v| v > RANK_TOL * top && v > 0.0)
+        .count();
     if r == 0 {
-        return Err(ClassifyError::invalid("fda: training data", "no within-class variance"));
+        return Err(ClassifyError::invalid(
+            "fda: training data",
+            "no within-class variance",
+        ));
     }
     // T = U_r Λ_r^{-1/2}  (D × r)
     let mut t = vec![0f64; dd * r];

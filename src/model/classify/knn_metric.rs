@@ -84,11 +84,19 @@ struct Scan {
     class_min: Vec<Vec<f32>>,
 }
 
-fn scan(q: &[f32], d: usize, db: &[f32], norms: &[f32], ids: &[u32], c: usize, kmax: usize) -> Scan {
+fn scan(
+    q: &[f32],
+    d: usize,
+    db: &[f32],
+    norms: &[f32],
+    ids: &[u32],
+    c: usize,
+    kmax: usize,
+) -> Scan {
     const QB: usize = 32;
     let n = norms.len();
     let kmax = kmax.min(n);
-    let parts: Vec<(Vec<Vec<u32>>, Vec<Vec<f32>>)> = q
+    let parts: Vec<Scan> = q
         .par_chunks(QB * d)
         .map(|blk| {
             let nb = blk.len() / d;
@@ -116,16 +124,19 @@ fn scan(q: &[f32], d: usize, db: &[f32], norms: &[f32], ids: &[u32], c: usize, k
                 nn.push(cand.iter().map(|v| v.1).collect());
                 mins.push(cm);
             }
-            (nn, mins)
+            Scan {
+                neighbours: nn,
+                class_min: mins,
+            }
         })
         .collect();
     let mut out = Scan {
         neighbours: Vec::new(),
         class_min: Vec::new(),
     };
-    for (a, b) in parts {
-        out.neighbours.extend(a);
-        out.class_min.extend(b);
+    for p in parts {
+        out.neighbours.extend(p.neighbours);
+        out.class_min.extend(p.class_min);
     }
     out
 }
@@ -168,14 +179,22 @@ fn choose_k(sc: &Scan, ids: &[u32], truth: &[u32], grid: &[usize]) -> (usize, f6
 
 fn check_grid(grid: &[usize]) -> Result<()> {
     if grid.is_empty() || grid.contains(&0) {
-        return Err(ClassifyError::invalid("knn: k_grid", "needs at least one k, all >= 1"));
+        return Err(ClassifyError::invalid(
+            "knn: k_grid",
+            "needs at least one k, all >= 1",
+        ));
     }
     Ok(())
 }
 
 impl Knn {
     /// Stores the rows of `x` (through `chain`) with their labels; `k` neighbours vote.
-    pub fn new(chain: Vec<Projection>, x: ArrayView2<f32>, labels: &[i64], k: usize) -> Result<Knn> {
+    pub fn new(
+        chain: Vec<Projection>,
+        x: ArrayView2<f32>,
+        labels: &[i64],
+        k: usize,
+    ) -> Result<Knn> {
         check_chain(&chain)?;
         if k == 0 {
             return Err(ClassifyError::invalid("knn: k", "must be at least 1"));
@@ -184,7 +203,10 @@ impl Knn {
         let (idx, ids) = ClassIndex::from_labels("knn: labels", labels, rows.n())?;
         let db = project_chain(&chain, rows.as_slice());
         let dim = db.len() / rows.n();
-        let norms = db.chunks_exact(dim).map(|r| r.iter().map(|v| v * v).sum()).collect();
+        let norms = db
+            .chunks_exact(dim)
+            .map(|r| r.iter().map(|v| v * v).sum())
+            .collect();
         Ok(Knn {
             chain,
             in_dim: rows.dim(),
@@ -249,7 +271,15 @@ impl Knn {
         }
         let rows = checked_rows("knn: input", x, Some(self.in_dim))?;
         let q = project_chain(&self.chain, rows.as_slice());
-        let sc = scan(&q, self.dim, &self.db, &self.norms, &self.ids, self.labels.len(), self.k);
+        let sc = scan(
+            &q,
+            self.dim,
+            &self.db,
+            &self.norms,
+            &self.ids,
+            self.labels.len(),
+            self.k,
+        );
         Ok(sc
             .neighbours
             .iter()
@@ -277,12 +307,24 @@ pub(crate) fn fit_knn_l2(
     check_grid(grid)?;
     let full = Knn::new(chain, x, labels, grid[0])?;
     let (idx, ids) = ClassIndex::from_labels("knn: labels", labels, x.nrows())?;
-    let (train, val) = stratified_split("knn", &ids, &idx, validation_fraction, max_validation_rows, 1, seed)?;
+    let (train, val) = stratified_split(
+        "knn",
+        &ids,
+        &idx,
+        validation_fraction,
+        max_validation_rows,
+        1,
+        seed,
+    )?;
     if val.is_empty() {
         return Ok(full);
     }
     let d = full.dim;
-    let g = |v: &[usize], src: &[f32]| -> Vec<f32> { v.iter().flat_map(|&i| src[i * d..(i + 1) * d].iter().copied()).collect() };
+    let g = |v: &[usize], src: &[f32]| -> Vec<f32> {
+        v.iter()
+            .flat_map(|&i| src[i * d..(i + 1) * d].iter().copied())
+            .collect()
+    };
     let db = g(&train, &full.db);
     let norms: Vec<f32> = train.iter().map(|&i| full.norms[i]).collect();
     let tids: Vec<u32> = train.iter().map(|&i| ids[i]).collect();
@@ -355,11 +397,17 @@ pub fn train_knn_metric(
     let method = "knn";
     check_grid(&opts.k_grid)?;
     if let Targets::Dynamic(0) = opts.targets {
-        return Err(ClassifyError::invalid("knn: targets", "dynamic targets need k >= 1"));
+        return Err(ClassifyError::invalid(
+            "knn: targets",
+            "dynamic targets need k >= 1",
+        ));
     }
     let s = &opts.sgd;
     if s.batch_size < 3 {
-        return Err(ClassifyError::invalid("knn: batch_size", "needs at least 3 images (⅔ positives, ⅓ negatives)"));
+        return Err(ClassifyError::invalid(
+            "knn: batch_size",
+            "needs at least 3 images (⅔ positives, ⅓ negatives)",
+        ));
     }
     let prep = Prepared::new(method, x, labels, s, 2)?;
     let (d, dd, c) = (s.dim, prep.dim, prep.classes.len());
@@ -378,7 +426,10 @@ pub fn train_knn_metric(
             return (opts.k_grid[0], f64::NAN, f64::NAN);
         }
         let db = a_bt_f32(&xt, w, prep.train.len(), dd, d, par());
-        let norms: Vec<f32> = db.chunks_exact(d).map(|r| r.iter().map(|v| v * v).sum()).collect();
+        let norms: Vec<f32> = db
+            .chunks_exact(d)
+            .map(|r| r.iter().map(|v| v * v).sum())
+            .collect();
         let q = a_bt_f32(&xv, w, prep.val.len(), dd, d, par());
         let sc = scan(&q, d, &db, &norms, &train_ids, c, kmax);
         choose_k(&sc, &train_ids, &truth, &opts.k_grid)
@@ -422,7 +473,10 @@ pub fn train_knn_metric(
             let m = batch.len();
             let xb = prep.gather(&batch);
             let q = a_bt_f32(&xb, &w, m, dd, d, par());
-            let norms: Vec<f32> = q.chunks_exact(d).map(|v| v.iter().map(|a| a * a).sum()).collect();
+            let norms: Vec<f32> = q
+                .chunks_exact(d)
+                .map(|v| v.iter().map(|a| a * a).sum())
+                .collect();
             let dots = a_bt_f32(&q, &q, m, d, m, par());
             let mut dist = vec![0f32; m * m];
             for a in 0..m {
@@ -498,7 +552,10 @@ pub fn train_knn_metric(
     }
     report.best_epoch = stop.best_epoch;
     let projection = prep.to_projection(&stop.best_w, d)?;
-    let k = stop.best_extra.first().map_or(opts.k_grid[0], |&v| v as usize);
+    let k = stop
+        .best_extra
+        .first()
+        .map_or(opts.k_grid[0], |&v| v as usize);
     let knn = Knn::new(vec![projection.clone()], x, labels, k)?;
     Ok(KnnMetricTraining {
         projection,

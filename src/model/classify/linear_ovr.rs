@@ -66,7 +66,13 @@ impl Solver {
                     buf.push(*v as f64 - m);
                 }
             }
-            super::super::linalg::add_gram_lower_f64(&mut g, &buf, chunk.len(), d, super::super::linalg::par());
+            super::super::linalg::add_gram_lower_f64(
+                &mut g,
+                &buf,
+                chunk.len(),
+                d,
+                super::super::linalg::par(),
+            );
             for (r, &i) in buf.chunks_exact(d).zip(chunk) {
                 let cc = ids[i] as usize;
                 for (j, v) in r.iter().enumerate() {
@@ -86,8 +92,19 @@ impl Solver {
             }
         }
         let sub: Vec<u32> = rows.iter().map(|&i| ids[i]).collect();
-        let prior = class_counts(&sub, c).into_iter().map(|v| v as f64 / n as f64).collect();
-        Ok(Solver { d, c, mean, evals, evecs, vtzy, prior })
+        let prior = class_counts(&sub, c)
+            .into_iter()
+            .map(|v| v as f64 / n as f64)
+            .collect();
+        Ok(Solver {
+            d,
+            c,
+            mean,
+            evals,
+            evecs,
+            vtzy,
+            prior,
+        })
     }
 
     /// W (C × d) for λ.
@@ -110,12 +127,14 @@ impl Solver {
 fn score_rows(z: &[f32], d: usize, w: &[f64], bias: &[f64], mean: &[f64]) -> Vec<f64> {
     let c = bias.len();
     let mut out = vec![0f64; (z.len() / d) * c];
-    out.par_chunks_mut(c).zip(z.par_chunks(d)).for_each(|(o, zr)| {
-        let zc: Vec<f64> = zr.iter().zip(mean).map(|(a, m)| *a as f64 - m).collect();
-        for ((s, wr), b) in o.iter_mut().zip(w.chunks_exact(d)).zip(bias) {
-            *s = wr.iter().zip(&zc).map(|(a, b)| a * b).sum::<f64>() + b;
-        }
-    });
+    out.par_chunks_mut(c)
+        .zip(z.par_chunks(d))
+        .for_each(|(o, zr)| {
+            let zc: Vec<f64> = zr.iter().zip(mean).map(|(a, m)| *a as f64 - m).collect();
+            for ((s, wr), b) in o.iter_mut().zip(w.chunks_exact(d)).zip(bias) {
+                *s = wr.iter().zip(&zc).map(|(a, b)| a * b).sum::<f64>() + b;
+            }
+        });
     out
 }
 
@@ -139,7 +158,10 @@ pub fn fit_ridge_ovr(
     let lam = match lambda {
         Some(l) if l.is_finite() && l >= 0.0 => l,
         Some(l) => {
-            return Err(ClassifyError::invalid("ridge: lambda", format!("must be finite and >= 0, got {l}")));
+            return Err(ClassifyError::invalid(
+                "ridge: lambda",
+                format!("must be finite and >= 0, got {l}"),
+            ));
         }
         None => {
             if !(validation_fraction > 0.0 && validation_fraction < 1.0) {
@@ -148,10 +170,21 @@ pub fn fit_ridge_ovr(
                     format!("must be in (0, 1) to choose λ, got {validation_fraction}"),
                 ));
             }
-            let (train, val) = stratified_split("ridge", &ids, &idx, validation_fraction, usize::MAX, 1, seed)?;
+            let (train, val) = stratified_split(
+                "ridge",
+                &ids,
+                &idx,
+                validation_fraction,
+                usize::MAX,
+                1,
+                seed,
+            )?;
             let s = Solver::new(&z, d, &ids, &train, c)?;
             let mean_eig = s.evals.iter().map(|v| v.max(0.0)).sum::<f64>() / d as f64;
-            let zv: Vec<f32> = val.iter().flat_map(|&i| z[i * d..(i + 1) * d].iter().copied()).collect();
+            let zv: Vec<f32> = val
+                .iter()
+                .flat_map(|&i| z[i * d..(i + 1) * d].iter().copied())
+                .collect();
             let truth: Vec<u32> = val.iter().map(|&i| ids[i]).collect();
             let mut best: Option<((f64, f64), f64)> = None;
             for g in RIDGE_LAMBDA_GRID {
@@ -207,7 +240,13 @@ impl RidgeOvr {
     pub fn scores(&self, x: ArrayView2<f32>) -> Result<Vec<f64>> {
         let rows = checked_rows("ridge: input", x, Some(self.in_dim))?;
         let z = project_chain(&self.chain, rows.as_slice());
-        Ok(score_rows(&z, self.dim, &self.weight, &self.bias, &self.feature_mean))
+        Ok(score_rows(
+            &z,
+            self.dim,
+            &self.weight,
+            &self.bias,
+            &self.feature_mean,
+        ))
     }
 
     pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
@@ -217,7 +256,12 @@ impl RidgeOvr {
         let c = self.labels.len();
         let s = self.scores(x)?;
         Ok(s.par_chunks(c)
-            .map(|r| top_k_ids(r, k).into_iter().map(|i| self.labels[i]).collect())
+            .map(|r| {
+                top_k_ids(r, k)
+                    .into_iter()
+                    .map(|i| self.labels[i])
+                    .collect()
+            })
             .collect())
     }
 }

@@ -53,7 +53,10 @@ pub fn fit_inverse_covariance(
     };
     if let Some(l) = lambda {
         if !(l.is_finite() && l >= 0.0) {
-            return Err(ClassifyError::invalid("mahal: lambda", format!("must be finite and >= 0, got {l}")));
+            return Err(ClassifyError::invalid(
+                "mahal: lambda",
+                format!("must be finite and >= 0, got {l}"),
+            ));
         }
         return Ok(InverseCovariance {
             projection: build(l)?,
@@ -66,13 +69,27 @@ pub fn fit_inverse_covariance(
             format!("must be in (0, 1) to choose λ, got {validation_fraction}"),
         ));
     }
-    let (train, val) = stratified_split("mahal", &ids, &idx, validation_fraction, usize::MAX, 1, seed)?;
+    let (train, val) = stratified_split(
+        "mahal",
+        &ids,
+        &idx,
+        validation_fraction,
+        usize::MAX,
+        1,
+        seed,
+    )?;
     if val.is_empty() {
-        return Err(ClassifyError::invalid("mahal: validation split", "no held-out rows"));
+        return Err(ClassifyError::invalid(
+            "mahal: validation split",
+            "no held-out rows",
+        ));
     }
     let xs = rows.as_slice();
     let (means, _) = class_means_f64(xs, dd, &ids, &train, idx.len());
-    let xv: Vec<f32> = val.iter().flat_map(|&i| xs[i * dd..(i + 1) * dd].iter().copied()).collect();
+    let xv: Vec<f32> = val
+        .iter()
+        .flat_map(|&i| xs[i * dd..(i + 1) * dd].iter().copied())
+        .collect();
     let truth: Vec<u32> = val.iter().map(|&i| ids[i]).collect();
     let mut best: Option<((f64, f64), f64)> = None;
     for g in INVCOV_LAMBDA_GRID {

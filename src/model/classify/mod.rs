@@ -44,5 +44,7 @@ pub use ncm::Ncm;
 pub use ncmc::{Ncmc, NcmcOptions, NcmcTraining, train_ncmc};
 pub use ncmml::{NcmmlObjective, NcmmlOptions, NcmmlTraining, TestBias, train_ncmml};
 pub use projection::Projection;
-pub use sgd::{AUTO_TOP5_CLASSES, EpochCallback, EpochReport, SgdOptions, SgdReport, StopOn, WInit};
+pub use sgd::{
+    AUTO_TOP5_CLASSES, EpochCallback, EpochReport, SgdOptions, SgdReport, StopOn, WInit,
+};
 pub use spec::{ClassifierSpec, Method};

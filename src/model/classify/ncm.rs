@@ -211,7 +211,10 @@ impl Ncm {
         out.par_chunks_mut(c)
             .zip(y.par_chunks(d))
             .for_each(|(o, q)| {
-                for ((s, m), b) in o.iter_mut().zip(self.proj_means.chunks_exact(d)).zip(&self.bias)
+                for ((s, m), b) in o
+                    .iter_mut()
+                    .zip(self.proj_means.chunks_exact(d))
+                    .zip(&self.bias)
                 {
                     let dot: f64 = q.iter().zip(m).map(|(a, b)| *a as f64 * b).sum();
                     *s = dot + b;
@@ -235,7 +238,12 @@ impl Ncm {
             return Err(ClassifyError::invalid("k", "must be at least 1"));
         }
         let s = self.scores(x)?;
-        Ok(rank_score_rows(s.as_slice().unwrap_or(&[]), self.labels.len(), k, &self.labels))
+        Ok(rank_score_rows(
+            s.as_slice().unwrap_or(&[]),
+            self.labels.len(),
+            k,
+            &self.labels,
+        ))
     }
 }
 

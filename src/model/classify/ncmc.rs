@@ -103,7 +103,12 @@ impl Ncmc {
 
     /// Adds a class from its rows: k-means with k centroids (fewer when the class has fewer
     /// rows), no retraining of W.
-    pub fn add_class_from_rows(&mut self, label: i64, k: usize, rows: ArrayView2<f32>) -> Result<()> {
+    pub fn add_class_from_rows(
+        &mut self,
+        label: i64,
+        k: usize,
+        rows: ArrayView2<f32>,
+    ) -> Result<()> {
         if self.labels.contains(&label) {
             return Err(ClassifyError::DuplicateClass { label });
         }
@@ -150,19 +155,21 @@ impl Ncmc {
         let d = self.dim;
         let c = self.labels.len();
         let mut out = vec![0f64; rows.n() * c];
-        out.par_chunks_mut(c).zip(y.par_chunks(d)).for_each(|(o, q)| {
-            for (s, &(start, count)) in o.iter_mut().zip(&self.groups) {
-                let logits: Vec<f64> = (start..start + count)
-                    .map(|j| {
-                        let p = &self.proj[j * d..(j + 1) * d];
-                        q.iter().zip(p).map(|(a, b)| *a as f64 * b).sum::<f64>() + self.bias[j]
-                    })
-                    .collect();
-                let mx = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                *s = mx + logits.iter().map(|v| (v - mx).exp()).sum::<f64>().ln()
-                    - (count as f64).ln();
-            }
-        });
+        out.par_chunks_mut(c)
+            .zip(y.par_chunks(d))
+            .for_each(|(o, q)| {
+                for (s, &(start, count)) in o.iter_mut().zip(&self.groups) {
+                    let logits: Vec<f64> = (start..start + count)
+                        .map(|j| {
+                            let p = &self.proj[j * d..(j + 1) * d];
+                            q.iter().zip(p).map(|(a, b)| *a as f64 * b).sum::<f64>() + self.bias[j]
+                        })
+                        .collect();
+                    let mx = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    *s = mx + logits.iter().map(|v| (v - mx).exp()).sum::<f64>().ln()
+                        - (count as f64).ln();
+                }
+            });
         Ok(out)
     }
 
@@ -174,7 +181,12 @@ impl Ncmc {
         let c = self.labels.len();
         let s = self.scores(x)?;
         Ok(s.par_chunks(c)
-            .map(|r| top_k_ids(r, k).into_iter().map(|i| self.labels[i]).collect())
+            .map(|r| {
+                top_k_ids(r, k)
+                    .into_iter()
+                    .map(|i| self.labels[i])
+                    .collect()
+            })
             .collect())
     }
 }
@@ -220,7 +232,15 @@ fn class_centroids(prep: &Prepared, k: usize, iters: usize, seed: u64) -> Result
 }
 
 /// Re-estimates the centroids in the projected space (module doc).
-fn recluster(prep: &Prepared, w: &[f32], d: usize, cent: &mut [f32], k: usize, iters: usize, seed: u64) -> Result<()> {
+fn recluster(
+    prep: &Prepared,
+    w: &[f32],
+    d: usize,
+    cent: &mut [f32],
+    k: usize,
+    iters: usize,
+    seed: u64,
+) -> Result<()> {
     let dd = prep.dim;
     let c = prep.classes.len();
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); c];
@@ -245,13 +265,19 @@ fn recluster(prep: &Prepared, w: &[f32], d: usize, cent: &mut [f32], k: usize, i
         let mut counts = vec![0usize; k];
         for (xr, &a) in xs.chunks_exact(dd).zip(&assign) {
             counts[a as usize] += 1;
-            for (s, v) in sums[a as usize * dd..(a as usize + 1) * dd].iter_mut().zip(xr) {
+            for (s, v) in sums[a as usize * dd..(a as usize + 1) * dd]
+                .iter_mut()
+                .zip(xr)
+            {
                 *s += *v as f64;
             }
         }
         for j in 0..k {
             if counts[j] > 0 {
-                for (o, s) in block[j * dd..(j + 1) * dd].iter_mut().zip(&sums[j * dd..(j + 1) * dd]) {
+                for (o, s) in block[j * dd..(j + 1) * dd]
+                    .iter_mut()
+                    .zip(&sums[j * dd..(j + 1) * dd])
+                {
                     *o = (s / counts[j] as f64) as f32;
                 }
             }
@@ -311,7 +337,15 @@ pub fn train_ncmc(
             });
         }
         if opts.recluster_every > 0 && epoch % opts.recluster_every == 0 {
-            recluster(&prep, &w, d, &mut cent, k, opts.kmeans_iterations, derive_seed(s.seed, epoch as u64))?;
+            recluster(
+                &prep,
+                &w,
+                d,
+                &mut cent,
+                k,
+                opts.kmeans_iterations,
+                derive_seed(s.seed, epoch as u64),
+            )?;
         }
         let (t1, t5) = validate(&prep, &w, d, &cent, k, None);
         let best = if prep.val.is_empty() {

@@ -11,13 +11,15 @@
 
 use ndarray::ArrayView2;
 
+use super::super::linalg::{a_bt_f32, par};
 use super::error::{ClassifyError, Result};
 use super::labels::top_k_ids;
 use super::ncm::Ncm;
 use super::projection::Projection;
-use super::sgd::{EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, top1_top5};
+use super::sgd::{
+    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, top1_top5,
+};
 use super::softmax_metric::{class_scores, distance_step, dot_step, prototype_logits};
-use super::super::linalg::{a_bt_f32, par};
 
 /// Which bias the dot-product variant uses at test time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

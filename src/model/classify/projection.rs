@@ -42,7 +42,10 @@ impl Projection {
         if mean.len() != dd {
             return Err(ClassifyError::invalid(
                 "projection mean",
-                format!("length {} does not match the {dd} input columns", mean.len()),
+                format!(
+                    "length {} does not match the {dd} input columns",
+                    mean.len()
+                ),
             ));
         }
         if weight.iter().chain(&mean).any(|v| !v.is_finite()) {
@@ -59,7 +62,10 @@ impl Projection {
 
     /// The PCA projection (centre + top directions) of a fitted [`super::super::Pca`].
     pub fn from_pca(pca: &super::super::Pca) -> Result<Projection> {
-        Projection::new(pca.center().mean().to_vec(), pca.linear().weight().to_owned())
+        Projection::new(
+            pca.center().mean().to_vec(),
+            pca.linear().weight().to_owned(),
+        )
     }
 
     pub fn in_dim(&self) -> usize {
@@ -110,7 +116,11 @@ impl Projection {
 
     /// Projects one vector in f64 (class means: exact sums, no f32 rounding of the input).
     pub(crate) fn apply_f64(&self, v: &[f64]) -> Vec<f64> {
-        let centred: Vec<f64> = v.iter().zip(&self.mean).map(|(a, m)| a - *m as f64).collect();
+        let centred: Vec<f64> = v
+            .iter()
+            .zip(&self.mean)
+            .map(|(a, m)| a - *m as f64)
+            .collect();
         self.weight
             .rows()
             .into_iter()

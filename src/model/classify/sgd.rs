@@ -96,7 +96,7 @@ impl SgdOptions {
     pub fn knn(dim: usize) -> SgdOptions {
         SgdOptions {
             batch_size: 300,
-            learning_rate: 0.01,
+            learning_rate: 1.0,
             max_epochs: 10,
             max_validation_rows: 2000,
             ..SgdOptions::ncm(dim)
@@ -261,7 +261,13 @@ impl Prepared {
 
     /// Class means of the training split (standardised space), C × D, f32.
     pub(crate) fn train_means(&self) -> Vec<f32> {
-        let (m, _) = class_means_f64(&self.x, self.dim, &self.ids, &self.train, self.classes.len());
+        let (m, _) = class_means_f64(
+            &self.x,
+            self.dim,
+            &self.ids,
+            &self.train,
+            self.classes.len(),
+        );
         m.into_iter().map(|v| v as f32).collect()
     }
 
@@ -341,7 +347,12 @@ pub(crate) struct EarlyStopping {
 }
 
 impl EarlyStopping {
-    pub(crate) fn new(w0: Vec<f32>, extra: Vec<f64>, opts: &SgdOptions, classes: usize) -> EarlyStopping {
+    pub(crate) fn new(
+        w0: Vec<f32>,
+        extra: Vec<f64>,
+        opts: &SgdOptions,
+        classes: usize,
+    ) -> EarlyStopping {
         let top5_first = match opts.stop_on {
             StopOn::Top5 => true,
             StopOn::Top1 => false,
@@ -367,7 +378,11 @@ impl EarlyStopping {
         w: &[f32],
         extra: &[f64],
     ) -> bool {
-        let key = if self.top5_first { (top5, top1) } else { (top1, top5) };
+        let key = if self.top5_first {
+            (top5, top1)
+        } else {
+            (top1, top5)
+        };
         let better = match self.best {
             None => true,
             Some((a, b)) => key.0 < a || (key.0 == a && key.1 < b),

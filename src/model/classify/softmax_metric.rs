@@ -180,7 +180,15 @@ mod tests {
     }
 
     /// Mean log-likelihood by direct evaluation of eq. 5-6 (or 16-17), f64.
-    fn loglik(w: &[f32], _d: usize, dd: usize, x: &[f32], protos: &[f32], group: usize, y: &[u32]) -> f64 {
+    fn loglik(
+        w: &[f32],
+        _d: usize,
+        dd: usize,
+        x: &[f32],
+        protos: &[f32],
+        group: usize,
+        y: &[u32],
+    ) -> f64 {
         let k = protos.len() / dd;
         let mut total = 0.0;
         for (xi, &yi) in x.chunks_exact(dd).zip(y) {
@@ -220,7 +228,12 @@ mod tests {
             let y: Vec<u32> = (0..nb as u32).map(|i| i % c as u32).collect();
             let step = distance_step(&w, d, dd, &x, &protos, k, group, &y);
             let l0 = loglik(&w, d, dd, &x, &protos, group, &y);
-            assert!((step.loss / nb as f64 + l0).abs() < 1e-4, "loss {} vs {}", step.loss, l0);
+            assert!(
+                (step.loss / nb as f64 + l0).abs() < 1e-4,
+                "loss {} vs {}",
+                step.loss,
+                l0
+            );
             let h = 1e-3f32;
             for idx in 0..d * dd {
                 let mut wp = w.clone();
@@ -271,7 +284,11 @@ mod tests {
             let mut bm = bias.clone();
             bm[j] -= 1e-4;
             let num = (ll(&w, &bp) - ll(&w, &bm)) / 2e-4;
-            assert!((num - step.grad_bias[j]).abs() < 1e-3, "bias {j}: {num} vs {}", step.grad_bias[j]);
+            assert!(
+                (num - step.grad_bias[j]).abs() < 1e-3,
+                "bias {j}: {num} vs {}",
+                step.grad_bias[j]
+            );
         }
     }
 }

@@ -29,11 +29,20 @@ const MAX_ARG: usize = 1 << 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     Ncm,
-    Ncmml { dim: usize, objective: NcmmlObjective },
-    Ncmc { dim: usize, k: usize },
+    Ncmml {
+        dim: usize,
+        objective: NcmmlObjective,
+    },
+    Ncmc {
+        dim: usize,
+        k: usize,
+    },
     Fda(usize),
     Mahalanobis(usize),
-    Knn { dim: Option<usize>, targets: Targets },
+    Knn {
+        dim: Option<usize>,
+        targets: Targets,
+    },
     Ridge,
 }
 
@@ -56,11 +65,19 @@ fn bad(spec: &str, token: &str, detail: impl Into<String>) -> ClassifyError {
 }
 
 fn number(spec: &str, token: &str, s: &str, what: &str) -> Result<usize> {
-    let v: usize = s
-        .parse()
-        .map_err(|_| bad(spec, token, format!("{what} {s:?} is not a positive integer")))?;
+    let v: usize = s.parse().map_err(|_| {
+        bad(
+            spec,
+            token,
+            format!("{what} {s:?} is not a positive integer"),
+        )
+    })?;
     if v == 0 || v > MAX_ARG {
-        return Err(bad(spec, token, format!("{what} must be between 1 and {MAX_ARG}, got {v}")));
+        return Err(bad(
+            spec,
+            token,
+            format!("{what} must be between 1 and {MAX_ARG}, got {v}"),
+        ));
     }
     Ok(v)
 }
@@ -80,10 +97,18 @@ impl ClassifierSpec {
         let mut method = None;
         for (i, &tok) in tokens.iter().enumerate() {
             if tok.is_empty() {
-                return Err(bad(text, tok, "empty token (two commas in a row, or a trailing comma?)"));
+                return Err(bad(
+                    text,
+                    tok,
+                    "empty token (two commas in a row, or a trailing comma?)",
+                ));
             }
             if method.is_some() {
-                return Err(bad(text, tok, "comes after the classifier, which must be last"));
+                return Err(bad(
+                    text,
+                    tok,
+                    "comes after the classifier, which must be last",
+                ));
             }
             let lower = tok.to_ascii_lowercase();
             let (name, arg) = match lower.split_once(':') {
@@ -91,7 +116,13 @@ impl ClassifierSpec {
                 None => (lower.as_str(), None),
             };
             let need = |what: &str| -> Result<&str> {
-                arg.ok_or_else(|| bad(text, tok, format!("{name} needs an argument: {name}:{what}")))
+                arg.ok_or_else(|| {
+                    bad(
+                        text,
+                        tok,
+                        format!("{name} needs an argument: {name}:{what}"),
+                    )
+                })
             };
             let none = || -> Result<()> {
                 match arg {
@@ -131,7 +162,12 @@ impl ClassifierSpec {
                 }
                 "fda" => method = Some(Method::Fda(number(text, tok, need("d")?, "dimension")?)),
                 "mahal" => {
-                    method = Some(Method::Mahalanobis(number(text, tok, need("d")?, "dimension")?))
+                    method = Some(Method::Mahalanobis(number(
+                        text,
+                        tok,
+                        need("d")?,
+                        "dimension",
+                    )?))
                 }
                 "knn" | "knn-all" => {
                     let dim = match arg {
@@ -141,7 +177,11 @@ impl ClassifierSpec {
                         }
                         None => None,
                     };
-                    let targets = if name == "knn" { Targets::Dynamic(10) } else { Targets::All };
+                    let targets = if name == "knn" {
+                        Targets::Dynamic(10)
+                    } else {
+                        Targets::All
+                    };
                     method = Some(Method::Knn { dim, targets });
                 }
                 "ridge" => {
@@ -152,7 +192,11 @@ impl ClassifierSpec {
             }
         }
         let Some(method) = method else {
-            return Err(bad(text, tokens.last().copied().unwrap_or(""), format!("no classifier; {EXPECTED}")));
+            return Err(bad(
+                text,
+                tokens.last().copied().unwrap_or(""),
+                format!("no classifier; {EXPECTED}"),
+            ));
         };
         Ok(ClassifierSpec {
             text: text.to_string(),
@@ -163,7 +207,11 @@ impl ClassifierSpec {
 
     /// Parses a `;`-separated list of SPECs.
     pub fn parse_list(s: &str) -> Result<Vec<ClassifierSpec>> {
-        let items: Vec<&str> = s.split(';').map(str::trim).filter(|i| !i.is_empty()).collect();
+        let items: Vec<&str> = s
+            .split(';')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+            .collect();
         if items.is_empty() {
             return Err(bad(s, "", "empty classifier list"));
         }
@@ -177,13 +225,21 @@ mod tests {
 
     #[test]
     fn parses_the_issue_examples() {
-        let l = ClassifierSpec::parse_list("ncm; pca:128,ncm; ncmml:128; ncmc:128x10; fda:9; knn:128").unwrap();
+        let l =
+            ClassifierSpec::parse_list("ncm; pca:128,ncm; ncmml:128; ncmc:128x10; fda:9; knn:128")
+                .unwrap();
         assert_eq!(l.len(), 6);
         assert_eq!(l[1].pca, Some(128));
         assert_eq!(l[1].method, Method::Ncm);
         assert_eq!(l[3].method, Method::Ncmc { dim: 128, k: 10 });
         assert_eq!(l[4].method, Method::Fda(9));
-        assert_eq!(l[5].method, Method::Knn { dim: Some(128), targets: Targets::Dynamic(10) });
+        assert_eq!(
+            l[5].method,
+            Method::Knn {
+                dim: Some(128),
+                targets: Targets::Dynamic(10)
+            }
+        );
     }
 
     #[test]
