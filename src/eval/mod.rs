@@ -6,11 +6,13 @@
 //!   precision@k and hash-lookup scores; [`mean_average_precision`],
 //!   [`mean_precision_at_k`], [`class_label_map`], [`class_label_precision_at_k`].
 //! - [`recall_at_r`] (PQ/FAISS protocol), [`top_k_error`] (NCM protocol).
+//! - [`classify_eval`]: fit classifier SPECs on a split and report top-1 / top-5 error.
 //! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
 //!
 //! All functions are pure; inputs of the wrong shape give an [`EvalError`].
 
 pub mod classification;
+pub mod classify_eval;
 pub mod error;
 pub mod euclidean_truth;
 pub mod ground_truth;
@@ -20,6 +22,7 @@ pub mod ranked_metrics;
 pub mod ranking;
 
 pub use classification::top_k_error;
+pub use classify_eval::{ClassifyRow, classify_eval};
 pub use error::EvalError;
 pub use euclidean_truth::{
     EuclideanTruth, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, mean_neighbour_distance,
