@@ -7,10 +7,13 @@
 //!   [`mean_precision_at_k`], [`class_label_map`], [`class_label_precision_at_k`].
 //! - [`recall_at_r`] (PQ/FAISS protocol), [`top_k_error`] (NCM protocol).
 //! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
+//! - [`EncodedDatabase`]: a database encoded by a model, ranked with the scan kernels.
+//! - [`retrieval_eval`]: the whole ITQ §4.2 protocol for several pipelines (`codedb eval`).
 //!
 //! All functions are pure; inputs of the wrong shape give an [`EvalError`].
 
 pub mod classification;
+pub mod code_ranking;
 pub mod error;
 pub mod euclidean_truth;
 pub mod ground_truth;
@@ -18,8 +21,10 @@ pub mod hash_lookup;
 pub mod knn;
 pub mod ranked_metrics;
 pub mod ranking;
+pub mod retrieval_eval;
 
 pub use classification::top_k_error;
+pub use code_ranking::{CodeScan, EncodedDatabase};
 pub use error::EvalError;
 pub use euclidean_truth::{
     EuclideanTruth, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, mean_neighbour_distance,
@@ -32,3 +37,7 @@ pub use ranked_metrics::{
     mean_precision_at_k, recall_at_r,
 };
 pub use ranking::{Order, rank_by_score, top_k_by_score};
+pub use retrieval_eval::{
+    EvalProgress, LookupResult, PipelineScores, RetrievalData, RetrievalOptions, RetrievalReport,
+    rank_with_model, retrieval_eval,
+};
