@@ -259,10 +259,7 @@ fn check_inputs(
             if opts.queries >= n {
                 return Err(invalid(
                     "queries",
-                    format!(
-                        "{} queries leave no database out of {n} rows",
-                        opts.queries
-                    ),
+                    format!("{} queries leave no database out of {n} rows", opts.queries),
                 ));
             }
             (opts.queries, n - opts.queries)

@@ -246,6 +246,8 @@ fn print_table(rows: &[PipelineScores], opts: &RetrievalOptions) {
          top R; r{r}-P/R: Hamming-ball radius {r} precision/recall, Euclidean truth; ms/query: \
          encode + top-{k} scan)",
         r = opts.lookup_radius,
-        k = opts.precision_k.max(opts.recall_r.iter().copied().max().unwrap_or(1))
+        k = opts
+            .precision_k
+            .max(opts.recall_r.iter().copied().max().unwrap_or(1))
     );
 }
