@@ -13,9 +13,10 @@ data.npy / split.npy / db.npy into --out and both sides read those files.
 Checks (PASS/FAIL against the tolerances of the issue; numbers are printed either way):
 - PCA vs sklearn.decomposition.PCA (full SVD): explained-variance ratios equal to 1e-4 relative,
   largest principal angle between the two subspaces ~ 0;
-- PCA-ITQ vs faiss.ITQTransform (+ sign bits): Euclidean-neighbour mAP (ITQ §4.2, threshold =
-  mean 50th-NN distance over *all* database rows, so both sides use the same ground truth)
-  within 0.01;
+- PCA-ITQ vs FAISS's PCAMatrix + ITQMatrix (+ sign bits): Euclidean-neighbour mAP (ITQ §4.2,
+  threshold = mean 50th-NN distance over *all* database rows, so both sides use the same ground
+  truth, checked) within 0.01; faiss.ITQTransform, which also L2-normalises its input and the
+  PCA output, is reported for information;
 - PQ vs faiss.ProductQuantizer: reconstruction MSE of the database within 3 %;
 - PQ ADC recall@R vs faiss.IndexPQ: within 0.01 for R = 1, 10, 100;
 - training times as ratios codedb / peer (same machine, same data, FAISS with its default
@@ -145,6 +146,8 @@ def main():
     ap.add_argument("--codedb", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "codedb"))
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--pq-seeds", type=int, default=3,
+                    help="seeds of the PQ recall comparison (codebooks vary with the seed)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -195,7 +198,13 @@ def main():
 
     # --- ground truth shared by the ITQ and PQ comparisons -----------------------------------
     t = time.perf_counter()
-    radius, relevant, nearest = euclid_truth(db, q)
+    cache = os.path.join(args.out, f"truth-{len(db)}-{len(q)}.npz")
+    if os.path.exists(cache) and os.path.getmtime(cache) > os.path.getmtime(files["data.npy"]) - 60:
+        z = np.load(cache)
+        radius, relevant, nearest = float(z["radius"]), z["relevant"], z["nearest"]
+    else:
+        radius, relevant, nearest = euclid_truth(db, q)
+        np.savez(cache, radius=radius, relevant=relevant, nearest=nearest)
     print(f"ground truth: radius {radius:.4f}, {relevant.sum(1).mean():.1f} neighbours/query "
           f"({time.perf_counter() - t:.1f} s)", file=sys.stderr)
     results["euclid_radius"] = radius
@@ -206,21 +215,39 @@ def main():
                 "--seed", str(args.seed), "--pipelines", f"pca-itq:{c}; pq:{m}x{nbits}",
                 "--json")
     itq_ours, pq_ours = ev
+    r = rel_diff(itq_ours["euclid_radius"], radius)
+    check("same Euclidean ground truth", r <= 1e-6,
+          f"threshold codedb {itq_ours['euclid_radius']:.6f}, numpy {radius:.6f}")
 
     # --- ITQ -------------------------------------------------------------------------------
+    # The paper's method with FAISS's pieces: PCAMatrix (centre + top directions), then
+    # ITQMatrix (50 iterations of eq. 2-3) on the projection, sign bits.
     t = time.perf_counter()
-    itq = faiss.ITQTransform(db.shape[1], c, True)
-    itq.max_train_per_dim = len(db)  # train on every row, as codedb does
-    itq.train(db)
+    pca_f = faiss.PCAMatrix(db.shape[1], c)
+    pca_f.train(db)
+    v = pca_f.apply(db)
+    itqm = faiss.ITQMatrix(c)
+    itqm.max_iter = 50
+    itqm.train(v)
     itq_s = time.perf_counter() - t
-    db_bits = itq.apply(db) > 0
-    q_bits = itq.apply(q) > 0
+    db_bits = itqm.apply(v) > 0
+    q_bits = itqm.apply(pca_f.apply(q)) > 0
     map_faiss = mean_ap(hamming_rankings(db_bits, q_bits), relevant)
     d = abs(itq_ours["map_euclid"] - map_faiss)
-    check(f"PCA-ITQ {c} bits mAP vs faiss.ITQTransform", d <= 0.01,
+    check(f"PCA-ITQ {c} bits mAP vs faiss PCAMatrix + ITQMatrix", d <= 0.01,
           f"codedb {itq_ours['map_euclid']:.4f}, faiss {map_faiss:.4f} (|diff| {d:.4f})",
           codedb=itq_ours["map_euclid"], faiss=map_faiss)
     results["itq_train_s"] = {"codedb": itq_ours["train_s"], "faiss": itq_s}
+    # faiss.ITQTransform as shipped also L2-normalises the centred input and the PCA output
+    # before ITQ (and samples 10 x d training rows unless told otherwise): a different method,
+    # reported for information only.
+    itq = faiss.ITQTransform(db.shape[1], c, True)
+    itq.max_train_per_dim = len(db)
+    itq.train(db)
+    map_t = mean_ap(hamming_rankings(itq.apply(db) > 0, itq.apply(q) > 0), relevant)
+    results["faiss_itq_transform_map"] = map_t
+    print(f"info  faiss.ITQTransform (with its L2 normalisations) mAP {map_t:.4f}",
+          file=sys.stderr)
 
     # --- PQ reconstruction -----------------------------------------------------------------
     pq_model = os.path.join(args.out, f"pq{m}x{nbits}.model")
@@ -242,15 +269,33 @@ def main():
     results["pq_train_s"] = {"codedb": ours_pq["train_s"], "faiss": pq_s}
 
     # --- PQ ADC recall@R -------------------------------------------------------------------
-    index = faiss.IndexPQ(db.shape[1], m, nbits)
-    index.train(db)
-    index.add(db)
-    _, lists = index.search(q, 100)
+    # k-means codebooks differ run to run (seeded init), and recall@1 over 1,000 queries has a
+    # binomial standard error of ~0.015, so both sides run over the same list of seeds and the
+    # means are compared; every seed's numbers are printed.
+    seeds = [args.seed + i for i in range(args.pq_seeds)]
+    ours_r = {rr: [] for rr in (1, 10, 100)}
+    faiss_r = {rr: [] for rr in (1, 10, 100)}
+    for i, seed in enumerate(seeds):
+        if i == 0:
+            row = pq_ours
+        else:
+            row = codedb(args, "eval", "--data", files["data.npy"], "--split", files["split.npy"],
+                         "--queries", str(len(q)), "--truth-sample", str(len(db)),
+                         "--seed", str(seed), "--pipelines", f"pq:{m}x{nbits}", "--json")[0]
+        index = faiss.IndexPQ(db.shape[1], m, nbits)
+        index.pq.cp.seed = seed
+        index.train(db)
+        index.add(db)
+        _, lists = index.search(q, 100)
+        for rr in (1, 10, 100):
+            ours_r[rr].append(row["recall_at_r"][str(rr)])
+            faiss_r[rr].append(recall_at(lists, nearest, rr))
     for rr in (1, 10, 100):
-        rf = recall_at(lists, nearest, rr)
-        ro = pq_ours["recall_at_r"][str(rr)]
-        check(f"PQ {m}x{nbits} ADC recall@{rr} vs faiss.IndexPQ", abs(ro - rf) <= 0.01,
-              f"codedb {ro:.4f}, faiss {rf:.4f}", codedb=ro, faiss=rf)
+        mo, mf = float(np.mean(ours_r[rr])), float(np.mean(faiss_r[rr]))
+        check(f"PQ {m}x{nbits} ADC recall@{rr} vs faiss.IndexPQ (mean of {len(seeds)} seeds)",
+              abs(mo - mf) <= 0.01,
+              f"codedb {mo:.4f} {[round(x, 3) for x in ours_r[rr]]}, faiss {mf:.4f} "
+              f"{[round(x, 3) for x in faiss_r[rr]]}", codedb=mo, faiss=mf)
 
     # --- training-time ratios --------------------------------------------------------------
     for name, key, peer in (("PCA", "pca_train_s", "sklearn"), ("ITQ", "itq_train_s", "faiss"),

@@ -137,6 +137,8 @@ pub struct PipelineScores {
     pub database_rows: usize,
     pub queries: usize,
     pub runs: usize,
+    /// The Euclidean threshold (mean 50th-NN distance), averaged over runs.
+    pub euclid_radius: f64,
 }
 
 /// Everything [`retrieval_eval`] measured.
@@ -457,6 +459,7 @@ fn aggregate(
     opts: &RetrievalOptions,
     ndb: usize,
     nq: usize,
+    euclid_radius: f64,
 ) -> PipelineScores {
     let first = &runs[0];
     let recall_at_r = opts
@@ -498,6 +501,7 @@ fn aggregate(
         database_rows: ndb,
         queries: nq,
         runs: runs.len(),
+        euclid_radius,
     }
 }
 
@@ -583,11 +587,12 @@ pub fn retrieval_eval(
         total,
         step: "done".into(),
     });
+    let mean_radius = mean(radii.iter().copied());
     Ok(RetrievalReport {
         pipelines: pipelines
             .iter()
             .zip(&per_pipeline)
-            .map(|(s, r)| aggregate(s, r, opts, ndb, nq))
+            .map(|(s, r)| aggregate(s, r, opts, ndb, nq, mean_radius))
             .collect(),
         euclid_radius: radii,
         mean_euclid_neighbours: mean(neighbours.into_iter()),
