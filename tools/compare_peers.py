@@ -24,6 +24,7 @@ Checks (PASS/FAIL against the tolerances of the issue; numbers are printed eithe
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -198,8 +199,9 @@ def main():
 
     # --- ground truth shared by the ITQ and PQ comparisons -----------------------------------
     t = time.perf_counter()
-    cache = os.path.join(args.out, f"truth-{len(db)}-{len(q)}.npz")
-    if os.path.exists(cache) and os.path.getmtime(cache) > os.path.getmtime(files["data.npy"]) - 60:
+    digest = hashlib.sha1(db.tobytes() + q.tobytes()).hexdigest()[:16]
+    cache = os.path.join(args.out, f"truth-{digest}.npz")
+    if os.path.exists(cache):
         z = np.load(cache)
         radius, relevant, nearest = float(z["radius"]), z["relevant"], z["nearest"]
     else:
