@@ -343,3 +343,69 @@ fn cli_usage_errors_exit_2_and_name_the_problem() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--labels"));
 }
+
+#[test]
+fn cli_eval_task_classify_reports_errors_per_classifier() {
+    let bin = env!("CARGO_BIN_EXE_codedb");
+    let out = std::process::Command::new(bin)
+        .args([
+            "eval",
+            "--task",
+            "classify",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipelines",
+            "ncm; fda:9",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (r, name) in rows.iter().zip(["ncm", "fda:9"]) {
+        assert_eq!(r["pipeline"], name);
+        let top1 = r["top1_error"].as_f64().unwrap();
+        let top5 = r["top5_error"].as_f64().unwrap();
+        // Digits are easy for NCM (about 10 % top-1 error); top-5 can only be lower.
+        assert!(top1 < 0.2 && top5 <= top1, "{r}");
+        assert!(r["train_s"].as_f64().unwrap() >= 0.0);
+    }
+    // Bad classifier token: usage error (exit 2) naming the token; no labels: exit 2.
+    let bad = std::process::Command::new(bin)
+        .args([
+            "eval",
+            "--task",
+            "classify",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipelines",
+            "ncm; bogus:3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bogus:3"));
+    let nolabels = std::process::Command::new(bin)
+        .args([
+            "eval",
+            "--task",
+            "classify",
+            "--data",
+            PIXELS,
+            "--pipelines",
+            "ncm",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(nolabels.status.code(), Some(2));
+}

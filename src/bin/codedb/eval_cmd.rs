@@ -11,8 +11,9 @@ use codedb::model::PipelineSpec;
 /// The arguments of `codedb eval`.
 #[derive(clap::Args)]
 pub struct EvalArgs {
-    /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols). `classify` is not built
-    /// into this command yet.
+    /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols; pipelines are model SPECs)
+    /// or `classify` (Mensink et al. §5.1 flat top-1/top-5 error; pipelines are classifier
+    /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge).
     #[arg(long, default_value = "retrieve")]
     pub task: String,
     /// Descriptors (.npy, .fvecs, .bvecs, IDX, or a Fashion-MNIST directory, which brings its
@@ -86,13 +87,7 @@ fn progress_bar() -> indicatif::ProgressBar {
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     match a.task.as_str() {
         "retrieve" => {}
-        "classify" => {
-            eprintln!(
-                "codedb: usage error: --task classify is not built into `codedb eval` yet; use \
-                 --task retrieve"
-            );
-            return Ok(ExitCode::from(2));
-        }
+        "classify" => return eval_classify(&a),
         other => {
             eprintln!("codedb: usage error: --task {other}: expected retrieve or classify");
             return Ok(ExitCode::from(2));
@@ -250,4 +245,79 @@ fn print_table(rows: &[PipelineScores], opts: &RetrievalOptions) {
             .precision_k
             .max(opts.recall_r.iter().copied().max().unwrap_or(1))
     );
+}
+
+/// `--task classify`: labels are required; the split is the data set's own (Fashion-MNIST),
+/// `--split` (0 = train, non-zero = test), or else a seeded random fifth of the rows as test.
+fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
+    use codedb::eval::classify_eval;
+    use codedb::model::classify::{ClassifierSpec, ClassifyOptions};
+    if let Err(e) = ClassifierSpec::parse_list(&a.pipelines) {
+        eprintln!("codedb: usage error: --pipelines: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let (x, mut labels, mut split) = if codedb::io::is_fashion_mnist_dir(&a.data) {
+        let lv = codedb::io::load_fashion_mnist(&a.data)?;
+        (lv.vectors, Some(lv.labels), Some(lv.split))
+    } else {
+        let x = codedb::io::load_vectors(&a.data)
+            .with_context(|| format!("--data {}", a.data.display()))?;
+        (x, None, None)
+    };
+    if let Some(p) = &a.labels {
+        labels =
+            Some(codedb::io::load_labels(p).with_context(|| format!("--labels {}", p.display()))?);
+    }
+    let Some(labels) = labels else {
+        eprintln!(
+            "codedb: usage error: --task classify needs --labels (or a Fashion-MNIST directory)"
+        );
+        return Ok(ExitCode::from(2));
+    };
+    if let Some(p) = &a.split {
+        split = Some(
+            load_split(p, x.nrows())?
+                .into_iter()
+                .map(i32::from)
+                .collect(),
+        );
+    }
+    let split = split.unwrap_or_else(|| random_split(x.nrows(), a.seed));
+    let opts = ClassifyOptions {
+        seed: a.seed,
+        ..ClassifyOptions::default()
+    };
+    let bar = progress_bar();
+    bar.set_message(format!("classifiers: {}", a.pipelines));
+    let rows = classify_eval(x.view(), &labels, &split, &a.pipelines, &opts);
+    bar.finish_and_clear();
+    let rows = rows.context("eval --task classify")?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!(
+            "{:<24} {:>5} {:>9} {:>9} {:>9} {:>9}",
+            "pipeline", "dim", "top1 err", "top5 err", "train s", "test s"
+        );
+        for r in &rows {
+            println!(
+                "{:<24} {:>5} {:>9.4} {:>9.4} {:>9.2} {:>9.3}",
+                r.pipeline, r.dim, r.top1_error, r.top5_error, r.train_s, r.test_s
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A seeded split with a fifth of the rows (at least one) as test rows (1), the rest train (0).
+fn random_split(n: usize, seed: u64) -> Vec<i32> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    let mut split = vec![0i32; n];
+    for &i in order.iter().take((n / 5).max(1)) {
+        split[i] = 1;
+    }
+    split
 }

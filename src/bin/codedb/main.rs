@@ -14,8 +14,8 @@ use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 
 mod class_cmd;
 mod commands;
-mod search_cmd;
 mod eval_cmd;
+mod search_cmd;
 
 const EXIT_CODES: &str = "\
 Exit codes:
