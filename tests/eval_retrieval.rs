@@ -329,8 +329,9 @@ fn cli_usage_errors_exit_2_and_name_the_problem() {
         "--pipelines",
         "lsh:16",
     ]);
+    // `lsh:16` is a model SPEC, not a classifier SPEC: a usage error naming it.
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not built into"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lsh:16"));
     let out = codedb(&[
         "eval",
         "--data",
