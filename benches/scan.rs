@@ -61,6 +61,7 @@ fn opts(mode: &str) -> ScanOptions {
             dispatch: match codedb::scan::best_available() {
                 codedb::scan::Isa::Avx512 => Dispatch::Avx512,
                 codedb::scan::Isa::Avx2 => Dispatch::Avx2,
+                codedb::scan::Isa::Neon => Dispatch::Neon,
                 codedb::scan::Isa::Scalar => Dispatch::Scalar,
             },
             threads: 1,

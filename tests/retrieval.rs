@@ -291,7 +291,7 @@ fn demo_runs_on_the_built_in_digits() {
             .as_f64()
             .unwrap()
     };
-    assert!(p("pca-itq:32") > p("lsh:32"));
+    assert!(p("pca-itq:64") > p("lsh:64"));
     assert_eq!(
         codedb(&["verify", v["index_dir"].as_str().unwrap()])
             .status

@@ -447,7 +447,7 @@ fn unavailable_dispatch_is_an_error_not_a_fallback() {
     let codes = [0u8; 8];
     let ids = [1u64];
     let rows = CodeRows::new(&codes, 8, &ids, None).unwrap();
-    for d in [Dispatch::Avx2, Dispatch::Avx512] {
+    for d in [Dispatch::Avx2, Dispatch::Avx512, Dispatch::Neon] {
         let r = hamming_topk_batch(
             &rows,
             &[0u8; 8],

@@ -143,7 +143,7 @@ fn vectors(ids: &[u64], generation: u64) -> Array2<f32> {
 
 /// The list id vector-mode rows get (none for ids ≡ 0 mod 5, so segments mix "no list" rows).
 fn list_of(id: u64) -> Option<u32> {
-    (id % 5 != 0).then(|| (id % 4) as u32)
+    (!id.is_multiple_of(5)).then_some((id % 4) as u32)
 }
 
 /// Adds (or upserts) rows with the vector-mode columns: every row a vector, list ids when

@@ -6,11 +6,16 @@
 //!   precision@k and hash-lookup scores; [`mean_average_precision`],
 //!   [`mean_precision_at_k`], [`class_label_map`], [`class_label_precision_at_k`].
 //! - [`recall_at_r`] (PQ/FAISS protocol), [`top_k_error`] (NCM protocol).
+//! - [`classify_eval`]: fit classifier SPECs on a split and report top-1 / top-5 error.
 //! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
+//! - [`EncodedDatabase`]: a database encoded by a model, ranked with the scan kernels.
+//! - [`retrieval_eval`]: the whole ITQ §4.2 protocol for several pipelines (`codedb eval`).
 //!
 //! All functions are pure; inputs of the wrong shape give an [`EvalError`].
 
 pub mod classification;
+pub mod classify_eval;
+pub mod code_ranking;
 pub mod error;
 pub mod euclidean_truth;
 pub mod ground_truth;
@@ -18,8 +23,11 @@ pub mod hash_lookup;
 pub mod knn;
 pub mod ranked_metrics;
 pub mod ranking;
+pub mod retrieval_eval;
 
 pub use classification::top_k_error;
+pub use classify_eval::{ClassifyRow, classify_eval};
+pub use code_ranking::{CodeScan, EncodedDatabase};
 pub use error::EvalError;
 pub use euclidean_truth::{
     EuclideanTruth, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, mean_neighbour_distance,
@@ -32,3 +40,7 @@ pub use ranked_metrics::{
     mean_precision_at_k, recall_at_r,
 };
 pub use ranking::{Order, rank_by_score, top_k_by_score};
+pub use retrieval_eval::{
+    EvalProgress, LookupResult, PipelineScores, RetrievalData, RetrievalOptions, RetrievalReport,
+    rank_with_model, retrieval_eval,
+};

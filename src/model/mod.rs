@@ -33,6 +33,7 @@
 
 mod binarize;
 mod center;
+pub mod classify;
 mod error;
 mod float;
 mod input;

@@ -12,6 +12,7 @@
 //! | `rff` / `rff:D` | D random Fourier features (default 3,000), σ = mean 50-NN distance |
 //! | `rr` | random orthogonal rotation |
 //! | `itq` | ITQ rotation, eq. 2-3 (must come right before `bits`) |
+//! | `ncmml:C` | NCMML metric W (C × D) learned from labels (Mensink et al. TPAMI 2013, eq. 3-7), as center + linear; needs `TrainOptions::labels` |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
@@ -48,6 +49,8 @@ pub enum StepSpec {
     Rff(usize),
     RandomRotation,
     Itq,
+    /// Supervised: an NCMML projection (needs labels at training time).
+    Ncmml(usize),
 }
 
 /// The final, code-producing stage.
@@ -169,6 +172,11 @@ impl Parser<'_> {
                 Some(a) => self.number(token, a, "feature count")?,
                 None => DEFAULT_RFF_FEATURES,
             })),
+            "ncmml" => Token::Step(StepSpec::Ncmml(self.number(
+                token,
+                need("C")?,
+                "dimension",
+            )?)),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -224,7 +232,7 @@ impl Parser<'_> {
             _ => {
                 return Err(self.err(
                     token,
-                    "unknown stage; expected one of center, pca:C, proj:C, rff[:D], rr, itq, \
+                    "unknown stage; expected one of center, pca:C, ncmml:C, proj:C, rff[:D], rr, itq, \
                      bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
@@ -284,13 +292,17 @@ impl PipelineSpec {
                         }
                     }
                     match s {
-                        StepSpec::Pca(c) | StepSpec::Projection(c) | StepSpec::Rff(c) => {
+                        StepSpec::Pca(c)
+                        | StepSpec::Ncmml(c)
+                        | StepSpec::Projection(c)
+                        | StepSpec::Rff(c) => {
                             dim_token = Some((tok, c));
                         }
                         _ => {}
                     }
                     match s {
-                        StepSpec::Center | StepSpec::Pca(_) => centred = true,
+                        // NCMML is stored as center + linear: zero-mean output.
+                        StepSpec::Center | StepSpec::Pca(_) | StepSpec::Ncmml(_) => centred = true,
                         StepSpec::Rff(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
@@ -357,6 +369,7 @@ impl StepSpec {
             StepSpec::Rff(d) => format!("rff:{d}"),
             StepSpec::RandomRotation => "rr".to_string(),
             StepSpec::Itq => "itq".to_string(),
+            StepSpec::Ncmml(c) => format!("ncmml:{c}"),
         }
     }
 }

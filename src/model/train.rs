@@ -79,6 +79,9 @@ pub struct TrainOptions {
     pub progress: Option<ProgressFn>,
     /// Send [`TrainEvent::Message`] details.
     pub verbose: bool,
+    /// One class label per input row: needed by supervised steps (`ncmml:C`), ignored
+    /// otherwise. Rows sampled for training keep their labels.
+    pub labels: Option<Arc<[i64]>>,
 }
 
 impl Default for TrainOptions {
@@ -92,6 +95,7 @@ impl Default for TrainOptions {
             opq_iterations: OpqOptions::default().iterations,
             progress: None,
             verbose: false,
+            labels: None,
         }
     }
 }
@@ -107,6 +111,7 @@ impl fmt::Debug for TrainOptions {
             .field("opq_iterations", &self.opq_iterations)
             .field("progress", &self.progress.as_ref().map(|_| "<callback>"))
             .field("verbose", &self.verbose)
+            .field("labels", &self.labels.as_ref().map(|l| l.len()))
             .finish()
     }
 }
@@ -168,6 +173,8 @@ pub struct TrainReport {
 /// applied to `data`.
 struct State<'a> {
     data: Cow<'a, [f32]>,
+    /// Labels of the sampled rows (supervised steps).
+    labels: Option<Vec<i64>>,
     dim: usize,
     stages: Vec<Stage>,
     applied: usize,
@@ -305,6 +312,42 @@ fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// NCMML (Mensink et al. TPAMI 2013, eq. 3-7) on the materialised sample with its labels;
+/// the learned `W (x − m)` becomes CENTER + LINEAR stages.
+fn fit_ncmml(state: &mut State, c: usize, seed: u64, ctx: &mut Ctx) -> Result<()> {
+    use super::classify::{ClassifyError, NcmmlOptions, train_ncmml};
+    let name = format!("ncmml:{c}");
+    let Some(labels) = state.labels.clone() else {
+        return Err(ModelError::invalid(
+            "labels",
+            format!("{name} learns from class labels: pass TrainOptions::labels (--labels)"),
+        ));
+    };
+    let dim = state.out_dim();
+    let x = state.materialize();
+    let v = view(x, dim)?;
+    let mut opts = NcmmlOptions::new(c);
+    opts.sgd.seed = seed;
+    let max = opts.sgd.max_epochs as u64;
+    let mut cb = |e: &super::classify::EpochReport| {
+        ctx.progress(&name, e.epoch as u64, max);
+        ctx.message(format!(
+            "{name} epoch {:>3}: loss {:.6}, validation top-1 {:.4} top-5 {:.4}",
+            e.epoch, e.train_loss, e.val_top1, e.val_top5
+        ));
+    };
+    let tr = train_ncmml(v, &labels, &opts, Some(&mut cb)).map_err(|e| match e {
+        ClassifyError::Model(m) => m,
+        other => ModelError::unsupported(&name, other.to_string()),
+    })?;
+    let stages = tr
+        .projection
+        .to_stages()
+        .map_err(|e| ModelError::unsupported(&name, e.to_string()))?;
+    state.stages.extend(stages);
+    Ok(())
+}
+
 fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let dim = state.out_dim();
     match step {
@@ -332,6 +375,7 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
                 .stages
                 .push(Stage::Rotation(Rotation::random(dim, seed)?));
         }
+        StepSpec::Ncmml(c) => fit_ncmml(state, c, seed, ctx)?,
         StepSpec::Itq => {
             let iters = ctx.opts.itq_iterations;
             let x = state.materialize();
@@ -450,11 +494,26 @@ pub fn train(
         return Err(ModelError::invalid("sample", "must be >= 1 row"));
     }
     let rows = checked_rows("train: data", data, None)?;
-    let sample: Cow<[f32]> = if cap < n {
+    if let Some(l) = &opts.labels
+        && l.len() != n
+    {
+        return Err(ModelError::invalid(
+            "labels",
+            format!("{} labels for {n} training rows", l.len()),
+        ));
+    }
+    let (sample, labels): (Cow<[f32]>, Option<Vec<i64>>) = if cap < n {
         let idx = sample_indices(&mut rng(derive_seed(opts.seed, 0)), n, cap);
-        Cow::Owned(gather_rows(rows.as_slice(), d, &idx))
+        let labels = opts
+            .labels
+            .as_ref()
+            .map(|l| idx.iter().map(|&i| l[i]).collect());
+        (Cow::Owned(gather_rows(rows.as_slice(), d, &idx)), labels)
     } else {
-        Cow::Borrowed(rows.as_slice())
+        (
+            Cow::Borrowed(rows.as_slice()),
+            opts.labels.as_ref().map(|l| l.to_vec()),
+        )
     };
     let mut ctx = Ctx {
         opts,
@@ -469,6 +528,7 @@ pub fn train(
     };
     let mut state = State {
         data: sample,
+        labels,
         dim: d,
         stages: Vec::new(),
         applied: 0,

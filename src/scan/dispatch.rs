@@ -24,12 +24,18 @@ pub enum Dispatch {
     /// AVX-512 (F, BW, VPOPCNTDQ) kernels where they exist, AVX2 ones elsewhere; an error if the
     /// CPU lacks them.
     Avx512,
+    /// AArch64 NEON kernels where they exist (Hamming: `cnt`), scalar elsewhere; an error on
+    /// other CPUs.
+    Neon,
 }
 
-/// A resolved instruction-set level. Each level implies the ones below it.
+/// A resolved instruction-set level. Each x86 level implies the ones below it; `Neon` (AArch64)
+/// sits between `Scalar` and the x86 levels in the order only so that an x86 request on an
+/// AArch64 CPU compares as unavailable — a `Neon` request is resolved explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Isa {
     Scalar,
+    Neon,
     Avx2,
     Avx512,
 }
@@ -39,6 +45,7 @@ impl Isa {
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
+            Isa::Neon => "neon",
             Isa::Avx2 => "avx2+fma",
             Isa::Avx512 => "avx512-vpopcntdq",
         }
@@ -78,7 +85,16 @@ fn best_isa() -> Isa {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+fn best_isa() -> Isa {
+    if std::arch::is_aarch64_feature_detected!("neon") {
+        Isa::Neon
+    } else {
+        Isa::Scalar
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn best_isa() -> Isa {
     Isa::Scalar
 }
@@ -107,6 +123,9 @@ pub fn available_dispatches() -> Vec<Dispatch> {
     if best >= Isa::Avx512 {
         out.push(Dispatch::Avx512);
     }
+    if best == Isa::Neon {
+        out.push(Dispatch::Neon);
+    }
     out
 }
 
@@ -121,6 +140,16 @@ impl Dispatch {
             Dispatch::Scalar => Isa::Scalar,
             Dispatch::Avx2 => Isa::Avx2,
             Dispatch::Avx512 => Isa::Avx512,
+            Dispatch::Neon => {
+                return if p.best == Isa::Neon {
+                    Ok(Isa::Neon)
+                } else {
+                    Err(ScanError::IsaUnavailable {
+                        requested: Isa::Neon.name(),
+                        detected: p.best.name(),
+                    })
+                };
+            }
         };
         if want <= p.best {
             Ok(want)

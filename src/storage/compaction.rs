@@ -193,13 +193,19 @@ trait RunSource {
 /// one source handed to a sink.
 ///
 /// With sorted sources it is a k-way merge by key that *gallops*: the source with the smallest
-/// head emits rows until its keys pass the smallest head of the others (read off the heap's two
-/// children), then its new head is sifted down in place — one heap step per run, and per row
-/// only when the sources interleave row by row. Otherwise the sources are concatenated.
+/// head emits rows until its keys pass the smallest head of the others, then the next source
+/// is chosen — one selection step per run, and per row only when the sources interleave row by
+/// row. Up to [`LINEAR_MERGE_MAX`] sources the selection is a scan of their heads for the
+/// smallest two (branch-predictable, no heap bookkeeping: the common compaction group); more
+/// sources use a binary heap (the bound is read off its root's two children, the new head
+/// sifted down in place). Otherwise the sources are concatenated.
 struct MergeCursor<'a> {
     sources: Vec<Source<'a>>,
     next: Vec<u64>,
     heap: BinaryHeap<Reverse<(u128, usize)>>,
+    /// Heads for the linear selection ([`EXHAUSTED`] when a source is done); empty when the
+    /// heap is used.
+    heads: Vec<u128>,
     sorted: bool,
     concat_src: usize,
     /// A key found live in two sources (damaged input): the merge still advances, and the
@@ -207,12 +213,25 @@ struct MergeCursor<'a> {
     duplicate: Option<u64>,
 }
 
+/// Largest group merged by scanning heads rather than through a heap.
+const LINEAR_MERGE_MAX: usize = 16;
+/// The head of an exhausted source in the linear selection. No row has this key: ids are at
+/// most 2^64 − 2 (FORMAT.md §11.6).
+const EXHAUSTED: u128 = u128::MAX;
+
 impl<'a> MergeCursor<'a> {
     fn new(sources: Vec<Source<'a>>, sorted: bool) -> Self {
+        Self::with_selection(sources, sorted, LINEAR_MERGE_MAX)
+    }
+
+    /// `linear_max`: the most sources merged by the linear selection (tests force either way).
+    fn with_selection(sources: Vec<Source<'a>>, sorted: bool, linear_max: usize) -> Self {
+        let linear = sources.len() <= linear_max;
         let mut m = MergeCursor {
             next: vec![0; sources.len()],
             sources,
             heap: BinaryHeap::new(),
+            heads: Vec::new(),
             sorted,
             concat_src: 0,
             duplicate: None,
@@ -220,7 +239,10 @@ impl<'a> MergeCursor<'a> {
         if sorted {
             for s in 0..m.sources.len() {
                 m.next[s] = m.sources[s].skip_deleted(0);
-                if let Some(k) = m.head(s) {
+                let h = m.head(s);
+                if linear {
+                    m.heads.push(h.unwrap_or(EXHAUSTED));
+                } else if let Some(k) = h {
                     m.heap.push(Reverse((k, s)));
                 }
             }
@@ -278,6 +300,46 @@ impl<'a> MergeCursor<'a> {
 impl RunSource for MergeCursor<'_> {
     fn next_chunk(&mut self, n: u64, mut sink: impl FnMut(usize, u64, u64)) -> u64 {
         let mut rows = 0;
+        if self.sorted && !self.heads.is_empty() {
+            while rows < n {
+                let (mut best, mut bs, mut second) = (EXHAUSTED, usize::MAX, EXHAUSTED);
+                for (s, &h) in self.heads.iter().enumerate() {
+                    if h < best {
+                        second = best;
+                        best = h;
+                        bs = s;
+                    } else if h < second {
+                        second = h;
+                    }
+                }
+                if bs == usize::MAX {
+                    return rows;
+                }
+                // Sources interleaving row by row: the chosen row is the only one below the
+                // bound, so emit it without the run loop.
+                let src = &self.sources[bs];
+                let r = self.next[bs];
+                if second != EXHAUSTED
+                    && best < second
+                    && (r + 1 >= src.rows || src.key(r as usize + 1) >= second)
+                {
+                    sink(bs, r, 1);
+                    rows += 1;
+                    let nr = src.skip_deleted(r + 1);
+                    self.next[bs] = nr;
+                    self.heads[bs] = if nr < src.rows {
+                        src.key(nr as usize)
+                    } else {
+                        EXHAUSTED
+                    };
+                    continue;
+                }
+                let bound = (second != EXHAUSTED).then_some(second);
+                rows += self.emit(bs, bound, n - rows, &mut sink);
+                self.heads[bs] = self.head(bs).unwrap_or(EXHAUSTED);
+            }
+            return rows;
+        }
         while rows < n {
             if self.sorted {
                 let Some(&Reverse((_, s))) = self.heap.peek() else {
@@ -510,10 +572,10 @@ impl Index {
         }
         let rows: u64 = slots.iter().map(|s| s.entry.rows).sum();
         let live: u64 = slots.iter().map(|s| s.entry.rows - s.entry.deleted).sum();
-        let vectors = match readers.first().and_then(|r| r.meta().vectors) {
-            Some((t, d)) => Some(VectorSpec::new(t, d)),
-            None => None,
-        };
+        let vectors = readers
+            .first()
+            .and_then(|r| r.meta().vectors)
+            .map(|(t, d)| VectorSpec::new(t, d));
         let cols = SegmentColumns {
             labels: readers.iter().any(|r| r.labels().is_some()),
             lists: has_lists,
@@ -873,5 +935,132 @@ impl ColumnCopy<'_, '_> {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::DeletionBitmap;
+    use rand::{Rng, SeedableRng};
+
+    /// Drains a run source into (source, row) pairs, in chunks of `n`.
+    fn drain(rs: &mut impl RunSource, n: u64) -> Vec<(usize, u64)> {
+        let mut out = Vec::new();
+        while rs.next_chunk(n, |s, a, len| out.extend((a..a + len).map(|r| (s, r)))) > 0 {}
+        out
+    }
+
+    #[test]
+    fn heap_and_linear_selection_and_replay_give_the_sorted_live_rows() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for case in 0..200 {
+            let k = rng.random_range(1..7usize);
+            let with_lists = rng.random_bool(0.5);
+            let interleave = rng.random_bool(0.5);
+            let mut ids: Vec<Vec<u64>> = Vec::new();
+            let mut lists: Vec<Vec<u32>> = Vec::new();
+            let mut dels: Vec<DeletionBitmap> = Vec::new();
+            let mut next_id = 0u64;
+            for s in 0..k {
+                let rows = rng.random_range(0..40usize);
+                let mut keyed: Vec<(u32, u64)> = (0..rows)
+                    .map(|r| {
+                        let id = if interleave {
+                            (r * k + s) as u64
+                        } else {
+                            next_id += 1;
+                            next_id
+                        };
+                        (
+                            if with_lists {
+                                rng.random_range(0..4)
+                            } else {
+                                0
+                            },
+                            id,
+                        )
+                    })
+                    .collect();
+                keyed.sort_unstable();
+                let mut d = DeletionBitmap::new(FileId::ZERO, FileId::ZERO, rows as u64);
+                for r in 0..rows {
+                    if rng.random_bool(0.2) {
+                        d.delete(r as u64);
+                    }
+                }
+                lists.push(keyed.iter().map(|x| x.0).collect());
+                ids.push(keyed.iter().map(|x| x.1).collect());
+                dels.push(d);
+            }
+            let sources = || -> Vec<Source<'_>> {
+                (0..k)
+                    .map(|s| Source {
+                        ids: &ids[s],
+                        lists: with_lists.then_some(&lists[s][..]),
+                        rows: ids[s].len() as u64,
+                        deletions: Some(&dels[s]),
+                    })
+                    .collect()
+            };
+            let mut want: Vec<(u32, u64, usize, u64)> = Vec::new();
+            for s in 0..k {
+                for r in 0..ids[s].len() {
+                    if !dels[s].is_deleted(r as u64) {
+                        let l = if with_lists { lists[s][r] } else { 0 };
+                        want.push((l, ids[s][r], s, r as u64));
+                    }
+                }
+            }
+            want.sort_unstable();
+            let want: Vec<(usize, u64)> = want.iter().map(|w| (w.2, w.3)).collect();
+            let n = rng.random_range(1..10u64);
+            let linear = drain(&mut MergeCursor::with_selection(sources(), true, 16), n);
+            let heap = drain(&mut MergeCursor::with_selection(sources(), true, 0), n);
+            assert_eq!(linear, want, "case {case}: linear selection");
+            assert_eq!(heap, want, "case {case}: heap selection");
+            // Record the order with one chunk size, replay it with another.
+            let mut order = RecordedOrder::new(k, 1 << 20);
+            let mut c = MergeCursor::new(sources(), true);
+            while c.next_chunk(n, |s, _, len| order.record(s, len)) > 0 {}
+            assert!(!order.overflow);
+            let srcs = sources();
+            let replayed = drain(&mut Replay::new(&srcs, &order.runs), n + 3);
+            assert_eq!(replayed, want, "case {case}: replay");
+            assert!(c.duplicate.is_none());
+        }
+    }
+
+    #[test]
+    fn a_key_live_in_two_sources_is_reported() {
+        fn src(ids: &[u64]) -> Source<'_> {
+            Source {
+                ids,
+                lists: None,
+                rows: ids.len() as u64,
+                deletions: None,
+            }
+        }
+        let (a, b) = (vec![1u64, 5, 9], vec![2u64, 5]);
+        for linear_max in [0, 16] {
+            let mut c = MergeCursor::with_selection(vec![src(&a), src(&b)], true, linear_max);
+            drain(&mut c, 4);
+            assert_eq!(c.duplicate, Some(5));
+        }
+    }
+
+    #[test]
+    fn the_recorded_order_stops_at_its_budget() {
+        let mut o = RecordedOrder::new(2, 12);
+        for _ in 0..3 {
+            o.record(1, 2);
+        }
+        assert!(!o.overflow);
+        o.record(0, 1);
+        assert!(o.overflow && o.runs.is_empty());
+        assert!(
+            RecordedOrder::new(300, 1 << 20).overflow,
+            "too many sources to encode"
+        );
     }
 }

@@ -84,14 +84,15 @@ pub fn demo(
         codedb::demo::DEMO_K
     );
     println!(
-        "{:<18} {:>6} {:>10} {:>10} {:>9} {:>9} {:>10}",
-        "pipeline", "bytes", "recall@10", "class P@10", "train s", "build s", "ms/query"
+        "{:<18} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10}",
+        "pipeline", "bytes", "mAP", "recall@10", "class P@10", "train s", "build s", "ms/query"
     );
     for r in &report.rows {
         println!(
-            "{:<18} {:>6} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>10.4}",
+            "{:<18} {:>6} {:>10.3} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>10.4}",
             r.pipeline,
             r.bytes_per_code,
+            r.map_vs_exact,
             r.recall_at_10,
             r.class_precision_at_10,
             r.train_s,
@@ -99,7 +100,11 @@ pub fn demo(
             r.query_ms
         );
     }
-    println!("(recall@10: share of the exact float 10 nearest neighbours found in the top 10)\n");
+    println!(
+        "(mAP: ITQ's Euclidean protocol against exact float search, neighbours within the mean \
+         50th-neighbour distance; recall@10: share of the exact float 10 nearest neighbours \
+         found in the top 10)\n"
+    );
     println!("inspect {}:", report.index_dir.display());
     let r = codedb::storage::inspect::inspect_dir(&report.index_dir)?;
     println!(
@@ -166,7 +171,15 @@ pub fn train(
                 "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
                 "code_kind": model.code_kind().name(), "code_bytes": model.code_bytes(),
                 "code_bits": model.code_bits(), "training_rows": report.training_rows,
-                "itq_loss": report.itq_loss,
+                "itq_loss": report.itq_loss, "train_s": report.total_seconds,
+                "pca": report.pca.as_ref().map(|p| serde_json::json!({
+                    "eigenvalues": p.eigenvalues, "total_variance": p.total_variance,
+                    "explained_variance_ratio": p.explained_variance_ratio,
+                    "components": pca_components(&model),
+                })),
+                "pq": report.pq.as_ref().map(|q| serde_json::json!({
+                    "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
+                })),
             })
         );
     } else {
@@ -181,6 +194,17 @@ pub fn train(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of the last PCA projection (a linear stage that carries eigenvalues), for peer
+/// comparisons (`tools/compare_peers.py`).
+fn pca_components(model: &Model) -> Option<Vec<Vec<f32>>> {
+    model.stages().iter().rev().find_map(|s| match s {
+        codedb::model::Stage::Linear(l) if l.eigenvalues().is_some() => {
+            Some(l.weight().rows().into_iter().map(|r| r.to_vec()).collect())
+        }
+        _ => None,
+    })
 }
 
 pub fn add(

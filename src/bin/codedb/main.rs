@@ -14,6 +14,7 @@ use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 
 mod class_cmd;
 mod commands;
+mod eval_cmd;
 mod search_cmd;
 
 const EXIT_CODES: &str = "\
@@ -267,6 +268,17 @@ best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, cent
         #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
         format: String,
     },
+    /// Measure retrieval quality of several pipelines on one data set (ITQ §4.2 protocols):
+    /// Euclidean-neighbour mAP, class mAP and precision@k, recall@R, Hamming-ball lookup,
+    /// train/encode/query times, averaged over random partitions.
+    #[command(after_help = "Examples:
+  codedb eval --data /usr/share/datasets/fashion-mnist --pipelines 'lsh:64; pca-itq:64; pq:8x8'
+  codedb eval --data X.npy --labels L.npy --split split.npy --pipelines 'pca-rr:32; pca-itq:32' --runs 5 --json
+
+--json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid,
+map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...).
+Exit codes: 0 success, 1 failure, 2 usage error (bad pipeline token, unknown --task).")]
+    Eval(eval_cmd::EvalArgs),
     /// Benchmarks (numbers, not pass/fail).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -349,6 +361,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { path, json } => inspect(&path, json),
+        Command::Eval(args) => eval_cmd::eval(args),
         Command::Verify { path, json } => verify(&path, json),
         Command::Bench(BenchCommand::Scan {
             codes,

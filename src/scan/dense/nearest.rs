@@ -40,6 +40,7 @@ fn nearest_with(isa: Isa, x: &[f32], ct: &[f32], k: usize) -> usize {
 }
 
 /// Largest K the SIMD kernel handles (its distance buffer); 8-bit PQ has 256.
+#[cfg(target_arch = "x86_64")]
 const MAX_K: usize = 256;
 
 /// The scalar twin.

@@ -2,10 +2,12 @@
 //!
 //! Symmetric binary search (ITQ, Gong et al. TPAMI 2013, §3: codes compared by Hamming
 //! distance; LSH, PCA-RR …). Kernels: scalar `count_ones`, AVX2 nibble-table popcount,
-//! AVX-512 VPOPCNTDQ; 8/16/32/64-byte codes (64/128/256/512 bits) have dedicated layouts.
+//! AVX-512 VPOPCNTDQ, AArch64 NEON `cnt`; 8/16/32/64-byte codes (64/128/256/512 bits) have dedicated layouts.
 //! Every path yields the same integers, and the collector's total order makes the top-k lists
 //! identical.
 
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -42,6 +44,11 @@ fn scan_with<S: Sink>(isa: Isa, codes: &[u8], base: usize, query: &[u8], sink: &
         Isa::Avx2 => {
             // SAFETY: `Isa::Avx2` is only produced after the probe found avx2 and popcnt.
             unsafe { x86::scan_avx2(codes, base, query, sink) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => {
+            // SAFETY: `Isa::Neon` is only produced after the runtime probe found neon.
+            unsafe { neon::scan_neon(codes, base, query, sink) }
         }
         _ => scalar::scan(codes, base, query, sink),
     }

@@ -1,0 +1,50 @@
+//! Distance-based classifiers and metric learning (Mensink, Verbeek, Perronnin, Csurka,
+//! *Distance-based image classification: generalizing to new classes at near-zero cost*,
+//! TPAMI 2013), with the baselines of its §5.
+//!
+//! | file | method |
+//! |---|---|
+//! | `ncm.rs` | NCM, eq. 1-2, scored in the linear form of eq. 9-11 on any projection |
+//! | `ncmml.rs` | NCMML metric learning, eq. 3-7, and the dot-product + bias variant, eq. 21 |
+//! | `ncmc.rs` | NCMC, k centroids per class, eq. 16-20 |
+//! | `softmax_metric.rs` | the batch gradient of eq. 7 / eq. 19-20 / eq. 21 |
+//! | `sgd.rs` | standardisation, PCA initialisation, held-out split, early stopping (§5.1) |
+//! | `fda.rs` | Fisher discriminant analysis, eq. 8 |
+//! | `mahalanobis.rs` | PCA + inverse (regularised) covariance metric (§3.2, Table 4) |
+//! | `knn_metric.rs` | k-NN with an LMNN-style metric, eq. 25-28 |
+//! | `linear_ovr.rs` | one-vs-rest ridge regression, eq. 13-14 |
+//! | `spec.rs`, `classifier.rs` | the classifier SPEC grammar and fitting a SPEC |
+//!
+//! Every learned metric is a [`Projection`] `W (x − m)`, convertible to the model stages
+//! CENTER + LINEAR so it can precede ITQ / PQ (the `ncmml:d` step of a pipeline SPEC).
+
+mod classifier;
+mod error;
+mod fda;
+mod knn_metric;
+mod labels;
+mod linear_ovr;
+mod mahalanobis;
+mod ncm;
+mod ncmc;
+mod ncmml;
+mod projection;
+mod sgd;
+mod softmax_metric;
+mod spec;
+
+pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
+pub use error::{ClassifyError, Result};
+pub use fda::{Fda, fit_fda};
+pub use knn_metric::{Knn, KnnMetricOptions, KnnMetricTraining, Targets, train_knn_metric};
+pub use labels::ClassIndex;
+pub use linear_ovr::{RidgeOvr, fit_ridge_ovr};
+pub use mahalanobis::{InverseCovariance, fit_inverse_covariance};
+pub use ncm::Ncm;
+pub use ncmc::{Ncmc, NcmcOptions, NcmcTraining, train_ncmc};
+pub use ncmml::{NcmmlObjective, NcmmlOptions, NcmmlTraining, TestBias, train_ncmml};
+pub use projection::Projection;
+pub use sgd::{
+    AUTO_TOP5_CLASSES, EpochCallback, EpochReport, SgdOptions, SgdReport, StopOn, WInit,
+};
+pub use spec::{ClassifierSpec, Method};

@@ -1,0 +1,257 @@
+//! The nearest class mean classifier (Mensink et al. TPAMI 2013, eq. 1-2) on any chain of
+//! projections (none = ℓ2 on the raw features; PCA; FDA; a learned NCMML W).
+//!
+//! Scores use the linear form of eq. 9-11: `f(c, x) = w_cᵀ x + b_c` with, in the projected
+//! space, `f(c, x) = (W x)ᵀ (W μ_c) − ½ ‖W μ_c‖²`. Since
+//! `−½ ‖W x − W μ_c‖² = f(c, x) − ½ ‖W x‖²` and the last term does not depend on c, the
+//! ranking of classes is exactly the ranking by ℓ2 distance in the projected space (eq. 1);
+//! a centre `m` in the projection shifts x and every μ_c alike and changes nothing either.
+//! Projected means `W μ_c` and biases `b_c` are computed once (f64, from f64 means), so adding
+//! a class costs one mean and one d-vector: the "near-zero cost" of the paper's title.
+
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+
+use super::super::input::checked_rows;
+use super::error::{ClassifyError, Result};
+use super::labels::{ClassIndex, class_means_f64, top_k_ids};
+use super::projection::Projection;
+
+/// Applies a chain of projections to validated rows (identity when empty).
+pub(crate) fn project_chain(chain: &[Projection], x: &[f32]) -> Vec<f32> {
+    let mut cur = x.to_vec();
+    for p in chain {
+        cur = p.apply_rows(&cur);
+    }
+    cur
+}
+
+/// Input width of a chain (`None` when empty).
+pub(crate) fn chain_in_dim(chain: &[Projection]) -> Option<usize> {
+    chain.first().map(Projection::in_dim)
+}
+
+pub(crate) fn check_chain(chain: &[Projection]) -> Result<()> {
+    for (i, w) in chain.windows(2).enumerate() {
+        if w[0].out_dim() != w[1].in_dim() {
+            return Err(ClassifyError::invalid(
+                "projections",
+                format!(
+                    "projection {i} outputs {} dimensions but projection {} takes {}",
+                    w[0].out_dim(),
+                    i + 1,
+                    w[1].in_dim()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A nearest class mean classifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ncm {
+    chain: Vec<Projection>,
+    in_dim: usize,
+    labels: Vec<i64>,
+    /// C × d, row-major: `W μ_c`.
+    proj_means: Vec<f64>,
+    /// `b_c = −½ ‖W μ_c‖²` (eq. 10), or learned biases (eq. 21).
+    bias: Vec<f64>,
+    dim: usize,
+}
+
+impl Ncm {
+    /// Class means (eq. 2) of the rows of `x` by `labels`, through `chain`.
+    pub fn fit(x: ArrayView2<f32>, labels: &[i64], chain: Vec<Projection>) -> Result<Ncm> {
+        check_chain(&chain)?;
+        let rows = checked_rows("ncm: training data", x, chain_in_dim(&chain))?;
+        let (idx, ids) = ClassIndex::from_labels("ncm: labels", labels, rows.n())?;
+        let d = rows.dim();
+        let all: Vec<usize> = (0..rows.n()).collect();
+        let (means, _) = class_means_f64(rows.as_slice(), d, &ids, &all, idx.len());
+        Ncm::from_means_f64(chain, idx.labels().to_vec(), &means, d)
+    }
+
+    /// A classifier from given class means (`labels.len()` × D, in the input space).
+    pub fn from_means(
+        chain: Vec<Projection>,
+        labels: Vec<i64>,
+        means: ArrayView2<f32>,
+    ) -> Result<Ncm> {
+        check_chain(&chain)?;
+        let rows = checked_rows("ncm: class means", means, chain_in_dim(&chain))?;
+        let m: Vec<f64> = rows.as_slice().iter().map(|&v| v as f64).collect();
+        Ncm::from_means_f64(chain, labels, &m, rows.dim())
+    }
+
+    pub(crate) fn from_means_f64(
+        chain: Vec<Projection>,
+        labels: Vec<i64>,
+        means: &[f64],
+        in_dim: usize,
+    ) -> Result<Ncm> {
+        if labels.is_empty() || means.len() != labels.len() * in_dim {
+            return Err(ClassifyError::LengthMismatch {
+                what: "ncm: class labels".into(),
+                expected: means.len() / in_dim.max(1),
+                got: labels.len(),
+            });
+        }
+        let mut sorted = labels.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ClassifyError::DuplicateClass { label: w[0] });
+        }
+        let dim = chain.last().map_or(in_dim, Projection::out_dim);
+        let mut ncm = Ncm {
+            chain,
+            in_dim,
+            labels: Vec::with_capacity(labels.len()),
+            proj_means: Vec::with_capacity(labels.len() * dim),
+            bias: Vec::with_capacity(labels.len()),
+            dim,
+        };
+        for (l, m) in labels.iter().zip(means.chunks_exact(in_dim)) {
+            ncm.push_class(*l, m.to_vec());
+        }
+        Ok(ncm)
+    }
+
+    fn push_class(&mut self, label: i64, mean: Vec<f64>) {
+        let mut p = mean;
+        for proj in &self.chain {
+            p = proj.apply_f64(&p);
+        }
+        let b = -0.5 * p.iter().map(|v| v * v).sum::<f64>();
+        self.labels.push(label);
+        self.proj_means.extend(p);
+        self.bias.push(b);
+    }
+
+    /// Adds a class from its mean in the input space (no retraining: §5.4 of the paper).
+    pub fn add_class(&mut self, label: i64, mean: &[f32]) -> Result<()> {
+        if mean.len() != self.in_dim {
+            return Err(ClassifyError::LengthMismatch {
+                what: format!("ncm: mean of class {label}"),
+                expected: self.in_dim,
+                got: mean.len(),
+            });
+        }
+        if let Some(i) = mean.iter().position(|v| !v.is_finite()) {
+            return Err(ClassifyError::invalid(
+                "ncm: class mean",
+                format!("class {label}: non-finite value at column {i}"),
+            ));
+        }
+        if self.labels.contains(&label) {
+            return Err(ClassifyError::DuplicateClass { label });
+        }
+        self.push_class(label, mean.iter().map(|&v| v as f64).collect());
+        Ok(())
+    }
+
+    /// Adds a class as the mean of its rows (eq. 2).
+    pub fn add_class_from_rows(&mut self, label: i64, rows: ArrayView2<f32>) -> Result<()> {
+        let r = checked_rows("ncm: rows of the new class", rows, Some(self.in_dim))?;
+        let all: Vec<usize> = (0..r.n()).collect();
+        let ids = vec![0u32; r.n()];
+        let (mean, _) = class_means_f64(r.as_slice(), self.in_dim, &ids, &all, 1);
+        if self.labels.contains(&label) {
+            return Err(ClassifyError::DuplicateClass { label });
+        }
+        self.push_class(label, mean);
+        Ok(())
+    }
+
+    /// Replaces the biases `b_c` (eq. 21's learned `s_c`), one per class.
+    pub(crate) fn set_biases(&mut self, bias: Vec<f64>) {
+        debug_assert_eq!(bias.len(), self.labels.len());
+        self.bias = bias;
+    }
+
+    /// Puts `p` in front of the projection chain (a `pca:C` prefix fitted separately): the
+    /// stored projected means / centroids / rows are unchanged.
+    pub(crate) fn prepend(&mut self, p: Projection) {
+        self.in_dim = p.in_dim();
+        self.chain.insert(0, p);
+    }
+
+    /// Class labels, in score-column order.
+    pub fn classes(&self) -> &[i64] {
+        &self.labels
+    }
+
+    pub fn input_dim(&self) -> usize {
+        self.in_dim
+    }
+
+    /// Dimension of the space the means live in (d).
+    pub fn projected_dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn projections(&self) -> &[Projection] {
+        &self.chain
+    }
+
+    /// Projected class means `W μ_c` (C × d) and biases `b_c`: the `w_c, b_c` of eq. 9-11 in
+    /// the projected space.
+    pub fn linear_form(&self) -> (Array2<f64>, &[f64]) {
+        let m = Array2::from_shape_vec((self.labels.len(), self.dim), self.proj_means.clone())
+            .unwrap_or_else(|_| Array2::zeros((0, self.dim)));
+        (m, &self.bias)
+    }
+
+    /// Scores of eq. 9 for already projected rows.
+    pub(crate) fn scores_projected(&self, y: &[f32]) -> Vec<f64> {
+        let c = self.labels.len();
+        let d = self.dim;
+        let mut out = vec![0f64; (y.len() / d) * c];
+        out.par_chunks_mut(c)
+            .zip(y.par_chunks(d))
+            .for_each(|(o, q)| {
+                for ((s, m), b) in o
+                    .iter_mut()
+                    .zip(self.proj_means.chunks_exact(d))
+                    .zip(&self.bias)
+                {
+                    let dot: f64 = q.iter().zip(m).map(|(a, b)| *a as f64 * b).sum();
+                    *s = dot + b;
+                }
+            });
+        out
+    }
+
+    /// Scores `f(c, x)` (eq. 9-11), one column per class of [`Ncm::classes`]; larger is nearer.
+    pub fn scores(&self, x: ArrayView2<f32>) -> Result<Array2<f64>> {
+        let rows = checked_rows("ncm: input", x, Some(self.in_dim))?;
+        let y = project_chain(&self.chain, rows.as_slice());
+        let s = self.scores_projected(&y);
+        Array2::from_shape_vec((rows.n(), self.labels.len()), s)
+            .map_err(|e| ClassifyError::invalid("ncm", e.to_string()))
+    }
+
+    /// The `k` best class labels of each row, best first (ties: smaller label).
+    pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
+        if k == 0 {
+            return Err(ClassifyError::invalid("k", "must be at least 1"));
+        }
+        let s = self.scores(x)?;
+        Ok(rank_score_rows(
+            s.as_slice().unwrap_or(&[]),
+            self.labels.len(),
+            k,
+            &self.labels,
+        ))
+    }
+}
+
+/// Ranks each row of a row-major score matrix (`c` columns) and maps ids to labels. Ties go
+/// to the smaller id; callers keep ids in increasing label order so that means smaller label.
+pub(crate) fn rank_score_rows(scores: &[f64], c: usize, k: usize, labels: &[i64]) -> Vec<Vec<i64>> {
+    scores
+        .par_chunks(c)
+        .map(|row| top_k_ids(row, k).into_iter().map(|i| labels[i]).collect())
+        .collect()
+}
