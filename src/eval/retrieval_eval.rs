@@ -18,10 +18,15 @@
 //! - **train_s**, **encode_s** (database), **query_ms** (per query: encode it, then the top-k
 //!   scan that precision@k and recall@R use, queries batched as a search would).
 //!
+//! Supervised pipelines (`ncmml:d,itq,bits`: the NCM metric as the projection stage, Mensink
+//! et al. TPAMI 2013 §6 / Table 8) are trained with the labels of the database rows, so their
+//! class-level mAP can be set against `pca-itq:d` at the same dimension.
+//!
 //! Every random choice derives from `seed`: run r uses `derive_seed(seed, r + 1)` for its
 //! partition, and sub-streams of it for the ground-truth sample and training.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::{ArrayView2, Axis};
@@ -226,6 +231,17 @@ fn check_inputs(
         }
         .into());
     }
+    if data.labels.is_none()
+        && let Some(p) = pipelines.iter().find(|p| p.is_supervised())
+    {
+        return Err(invalid(
+            "labels",
+            format!(
+                "pipeline {:?} learns from class labels (ncmml): pass --labels",
+                p.text
+            ),
+        ));
+    }
     if opts.queries == 0 {
         return Err(invalid("queries", "at least one query is needed".into()));
     }
@@ -332,6 +348,7 @@ fn mean_defined(values: &[Option<f64>], what: &'static str) -> Result<f64, Error
 fn evaluate_pipeline(
     spec: &PipelineSpec,
     db: ArrayView2<f32>,
+    db_labels: Option<&[i64]>,
     qs: ArrayView2<f32>,
     truths: &Truths,
     opts: &RetrievalOptions,
@@ -344,6 +361,9 @@ fn evaluate_pipeline(
         &TrainOptions {
             seed,
             sample: opts.train_sample,
+            // Supervised steps (`ncmml:d`, Mensink et al. Table 8) learn from the database
+            // rows' labels; unsupervised ones ignore them.
+            labels: db_labels.map(Arc::from),
             ..TrainOptions::default()
         },
     )?;
@@ -510,7 +530,8 @@ fn aggregate(
 ///
 /// Errors (before any work): empty data or pipeline list, NaN/Inf in the data (naming row and
 /// column), labels or split of the wrong length, a split without test rows, a database too
-/// small for the 50th-NN threshold, k or an R larger than the database; then any training
+/// small for the 50th-NN threshold, k or an R larger than the database, a supervised pipeline
+/// (`ncmml:d`) without labels; then any training
 /// error of a pipeline (e.g. more bits than the data allows).
 pub fn retrieval_eval(
     data: RetrievalData,
@@ -558,6 +579,9 @@ pub fn retrieval_eval(
             )?),
             None => None,
         };
+        let db_labels: Option<Vec<i64>> = data
+            .labels
+            .map(|l| part.database.iter().map(|&i| l[i]).collect());
         let truths = Truths {
             euclid: et.truth,
             class,
@@ -573,6 +597,7 @@ pub fn retrieval_eval(
             let scores = evaluate_pipeline(
                 spec,
                 db.view(),
+                db_labels.as_deref(),
                 qs.view(),
                 &truths,
                 opts,

@@ -351,6 +351,12 @@ impl PipelineSpec {
             .collect()
     }
 
+    /// Whether a step learns from class labels (`ncmml:C`), so training needs
+    /// `TrainOptions::labels`.
+    pub fn is_supervised(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, StepSpec::Ncmml(_)))
+    }
+
     /// The explicit stage list, e.g. `pca:64,itq,bits` for `pca-itq:64`.
     pub fn canonical(&self) -> String {
         let mut parts: Vec<String> = self.steps.iter().map(StepSpec::token).collect();

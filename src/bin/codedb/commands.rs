@@ -119,8 +119,19 @@ pub fn demo(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `codedb train` learns from.
+pub enum TrainSource {
+    /// Vectors (and optional labels) from files.
+    Data {
+        data: PathBuf,
+        labels: Option<PathBuf>,
+    },
+    /// The decoded PQ codes and labels of an index.
+    Index(PathBuf),
+}
+
 pub fn train(
-    data: &Path,
+    source: &TrainSource,
     pipeline: &str,
     out: &Path,
     seed: u64,
@@ -135,7 +146,6 @@ pub fn train(
             out.display()
         );
     }
-    let x = codedb::io::load_vectors(data)?;
     let bar = crate::progress_bar(0, "training");
     let b2 = bar.clone();
     let progress: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
@@ -153,7 +163,29 @@ pub fn train(
         progress: Some(progress),
         ..TrainOptions::default()
     };
-    let (model, report) = train_model(&spec, x.view(), &opts)?;
+    let (model, report) = match source {
+        TrainSource::Data { data, labels } => {
+            let x = codedb::io::load_vectors(data)?;
+            let labels = labels
+                .as_deref()
+                .map(|p| -> Result<Arc<[i64]>> {
+                    let l = codedb::io::load_labels(p)?;
+                    if l.len() != x.nrows() {
+                        bail!("{}: {} labels for {} rows", p.display(), l.len(), x.nrows());
+                    }
+                    Ok(l.into())
+                })
+                .transpose()?;
+            if spec.is_supervised() && labels.is_none() {
+                bail!("--pipeline {pipeline}: learns from class labels: pass --labels");
+            }
+            train_model(&spec, x.view(), &TrainOptions { labels, ..opts })?
+        }
+        TrainSource::Index(dir) => {
+            let snap = codedb::storage::Snapshot::open(dir)?;
+            codedb::model::classify::train_from_index(&snap, &spec, &opts)?
+        }
+    };
     bar.finish_and_clear();
     if verbose && !json {
         for (i, l) in report.itq_loss.iter().enumerate() {

@@ -84,8 +84,19 @@ Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets ls
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float,
 float16.")]
     Train {
+        #[arg(
+            long,
+            required_unless_present = "from_index",
+            conflicts_with = "from_index"
+        )]
+        data: Option<PathBuf>,
+        /// Class labels of --data (.npy), for supervised steps (`ncmml:C`).
+        #[arg(long, conflicts_with = "from_index")]
+        labels: Option<PathBuf>,
+        /// Train on the decoded PQ codes (and labels) of this index instead of --data
+        /// (Mensink et al. §5.1); the model keeps the index's transforms in front.
         #[arg(long)]
-        data: PathBuf,
+        from_index: Option<PathBuf>,
         #[arg(long)]
         pipeline: String,
         #[arg(long)]
@@ -395,13 +406,35 @@ fn main() -> ExitCode {
         } => commands::demo(dir, data, labels, seed, json),
         Command::Train {
             data,
+            labels,
+            from_index,
             pipeline,
             out,
             seed,
             sample,
             verbose,
             json,
-        } => commands::train(&data, &pipeline, &out, seed, sample, verbose, json),
+        } => match (from_index, data) {
+            (Some(dir), _) => commands::train(
+                &commands::TrainSource::Index(dir),
+                &pipeline,
+                &out,
+                seed,
+                sample,
+                verbose,
+                json,
+            ),
+            (None, Some(data)) => commands::train(
+                &commands::TrainSource::Data { data, labels },
+                &pipeline,
+                &out,
+                seed,
+                sample,
+                verbose,
+                json,
+            ),
+            (None, None) => Err(anyhow::anyhow!("train: pass --data or --from-index")),
+        },
         Command::Build {
             dir,
             model,
