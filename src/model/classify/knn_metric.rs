@@ -29,8 +29,8 @@ use super::labels::ClassIndex;
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;
 use super::sgd::{
-    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, stratified_split,
-    top1_top5,
+    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
+    stratified_split, top1_top5,
 };
 
 /// Default grid of neighbour counts validated.
@@ -541,12 +541,7 @@ pub fn train_knn_metric(
             val_top5: t5,
             best,
         };
-        if let Some(cb) = callback.as_mut() {
-            cb(&e);
-        }
-        report.epochs.push(e);
-        if stop.should_stop() {
-            report.stopped_early = epoch < s.max_epochs;
+        if finish_epoch(&mut report, &mut callback, &stop, e, s.max_epochs) {
             break;
         }
     }

@@ -26,7 +26,9 @@ use super::labels::top_k_ids;
 use super::ncm::{check_chain, project_chain};
 use super::ncmml::validate;
 use super::projection::Projection;
-use super::sgd::{EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport};
+use super::sgd::{
+    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
+};
 use super::softmax_metric::distance_step;
 
 /// NCMC settings.
@@ -367,12 +369,7 @@ pub fn train_ncmc(
             val_top5: t5,
             best,
         };
-        if let Some(cb) = callback.as_mut() {
-            cb(&e);
-        }
-        report.epochs.push(e);
-        if stop.should_stop() {
-            report.stopped_early = epoch < s.max_epochs;
+        if finish_epoch(&mut report, &mut callback, &stop, e, s.max_epochs) {
             break;
         }
     }

@@ -17,7 +17,8 @@ use super::labels::top_k_ids;
 use super::ncm::Ncm;
 use super::projection::Projection;
 use super::sgd::{
-    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, top1_top5,
+    EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
+    top1_top5,
 };
 use super::softmax_metric::{class_scores, distance_step, dot_step, prototype_logits};
 
@@ -187,12 +188,7 @@ pub fn train_ncmml(
             val_top5: t5,
             best,
         };
-        if let Some(cb) = callback.as_mut() {
-            cb(&e);
-        }
-        report.epochs.push(e);
-        if stop.should_stop() {
-            report.stopped_early = epoch < s.max_epochs;
+        if finish_epoch(&mut report, &mut callback, &stop, e, s.max_epochs) {
             break;
         }
     }

@@ -404,6 +404,27 @@ impl EarlyStopping {
     }
 }
 
+/// Ends an epoch: passes its report to the callback, keeps it, and returns whether training
+/// stops here (patience exhausted), noting in `report` when that is before `max_epochs`.
+pub(crate) fn finish_epoch(
+    report: &mut SgdReport,
+    callback: &mut Option<EpochCallback>,
+    stop: &EarlyStopping,
+    e: EpochReport,
+    max_epochs: usize,
+) -> bool {
+    if let Some(cb) = callback.as_mut() {
+        cb(&e);
+    }
+    let epoch = e.epoch;
+    report.epochs.push(e);
+    let halt = stop.should_stop();
+    if halt {
+        report.stopped_early = epoch < max_epochs;
+    }
+    halt
+}
+
 /// Top-1 and top-5 error of ranked dense ids against the truth.
 pub(crate) fn top1_top5(ranked: &[Vec<usize>], truth: &[u32]) -> (f64, f64) {
     let n = ranked.len().max(1) as f64;
