@@ -18,7 +18,8 @@
 //! (or `$CODEDB_OPENCLIPART` naming the folder). Run:
 //! `cargo test --release --test classify_openclipart_zero_shot -- --ignored --nocapture`
 //! Environment: `FEATURES` (default `hogcolor`), `DIM` (64), `SEEDS` (5), `CLASSIFY_LR`,
-//! `CLASSIFY_BATCH`, `CLASSIFY_EPOCHS` (NCMML SGD settings; default those of `ncmml:C`).
+//! `CLASSIFY_EPOCHS` (NCMML SGD settings; default those of `ncmml:C`), `CLASSIFY_BATCH`
+//! (default [`BATCH`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,10 @@ const FOLDER_ID: u32 = 1000;
 /// Fraction of each seen class's training images held out to choose m (never used for W).
 const VALIDATION_FRACTION: f64 = 0.3;
 const SHOTS: [usize; 3] = [1, 5, 10];
+/// NCMML images per SGD step. `ncmml:C`'s 1,000 makes 3-4 steps per epoch on these ~4,000
+/// rows and ends at its 30-epoch cap still improving (validation top-1 of W on all
+/// sub-folders 0.455 against 0.405 with 250, which stops early after 23 epochs; seed 0).
+const BATCH: usize = 250;
 
 struct Data {
     x: Array2<f32>,
@@ -117,9 +122,7 @@ fn ncmml_model(x: ArrayView2<f32>, labels: &[i64], dim: usize, seed: u64) -> Mod
     if let Some(v) = env("CLASSIFY_LR") {
         o.sgd.learning_rate = v;
     }
-    if let Some(v) = env("CLASSIFY_BATCH") {
-        o.sgd.batch_size = v;
-    }
+    o.sgd.batch_size = env("CLASSIFY_BATCH").unwrap_or(BATCH);
     if let Some(v) = env("CLASSIFY_EPOCHS") {
         o.sgd.max_epochs = v;
     }
@@ -574,11 +577,19 @@ fn openclipart_zero_shot_from_folders() {
             sum[ci][2][4] / s
         );
     }
-    // The claim the table reports on, asserted loosely: a zero-shot mean carries information
-    // (far better than chance on the unseen classes under the learned metric).
-    let zs_unseen_top5 = sum[0][0][1] / s;
+    // The claims of §5.5 the table reports on, asserted loosely under W on seen: the zero-shot
+    // mean carries information (top-5 well under chance on the unseen classes), and with one
+    // image the MAP mean beats the plain one.
+    let chance_top5 = 1.0 - 5.0 / d.subs.len() as f64;
+    let zs_top5 = sum[0][0][1] / s;
     assert!(
-        zs_unseen_top5 < 0.9,
-        "zero-shot top-5 error on unseen classes {zs_unseen_top5:.3}"
+        zs_top5 < chance_top5 - 0.05,
+        "zero-shot top-5 error on unseen classes {zs_top5:.3}, chance {chance_top5:.3}"
+    );
+    let (map1, plain1) = (sum[1][0][0] / s, sum[2][0][0] / s);
+    assert_eq!(conditions[1..3], [Means::Map(1), Means::Plain(1)]);
+    assert!(
+        map1 < plain1,
+        "1 image: MAP top-1 error {map1:.3}, plain mean {plain1:.3}"
     );
 }
