@@ -310,7 +310,8 @@ pub fn plan_new_classes(
         });
     }
     // Means: classes that need no prior first, then the others parents-first, each seeing
-    // the classes planned before it (so a zero-shot class can sit under a new class).
+    // the classes planned before it (so a zero-shot class can sit under a new class); the
+    // priors average only classes whose means come from data (see the push below).
     let mut work = table.cloned().unwrap_or_else(|| ClassTable {
         file_id: crate::format::FileId::ZERO,
         dim: dim as u32,
@@ -409,7 +410,19 @@ pub fn plan_new_classes(
             sum,
             centroids: Vec::new(),
         };
-        work.classes.push(record.clone());
+        // Eq. 29 averages the means of *training* classes. A class of this call whose mean
+        // is made from the prior (zero-shot or MAP) is not one: it joins the working table as
+        // a hierarchy node only (count 0, so no mean), or the prior of a later sibling would
+        // include it — and depend on the order of the call and the siblings' few images.
+        let node = match source {
+            MeanSource::ZeroShot { .. } | MeanSource::Map { .. } => ClassRecord {
+                count: 0,
+                sum: vec![0f64; dim],
+                ..record.clone()
+            },
+            _ => record.clone(),
+        };
+        work.classes.push(node);
         planned[i] = Some(PlannedClass { record, source });
     }
     planned
@@ -449,5 +462,99 @@ impl Index {
         let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
         self.add_class(&records)?;
         Ok(planned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::FileId;
+    use ndarray::Array2;
+
+    /// Parent "p" (no mean) over "a" with mean (1, 0) and "b" with mean (0, 4).
+    fn table() -> ClassTable {
+        let rec = |id, name: &str, parent, count, sum: Vec<f64>| ClassRecord {
+            id,
+            name: name.into(),
+            parent,
+            count,
+            sum,
+            centroids: Vec::new(),
+        };
+        ClassTable {
+            file_id: FileId::ZERO,
+            dim: 2,
+            delta_of: None,
+            classes: vec![
+                rec(0, "p", None, 0, vec![0.0, 0.0]),
+                rec(1, "a", Some(0), 2, vec![2.0, 0.0]),
+                rec(2, "b", Some(0), 1, vec![0.0, 4.0]),
+            ],
+        }
+    }
+
+    fn mean(p: &PlannedClass) -> Vec<f64> {
+        p.record
+            .sum
+            .iter()
+            .map(|s| s / p.record.count as f64)
+            .collect()
+    }
+
+    /// Eq. 29 over training classes only: a MAP sibling planned earlier in the same call must
+    /// not enter the zero-shot prior, and the call's order must not matter.
+    #[test]
+    fn priors_of_one_call_average_training_classes_only_in_any_order() {
+        let t = table();
+        let few = Array2::from_shape_vec((1, 2), vec![8.0f32, 8.0]).unwrap();
+        let map = || {
+            NewClass::new("c", ClassSource::Images(few.view()))
+                .with_parent("p")
+                .with_prior_weight(2)
+        };
+        let zs = || {
+            NewClass::new("z", ClassSource::None)
+                .with_parent("p")
+                .with_prior_weight(1)
+        };
+        let prior = [0.5, 2.0]; // ((1, 0) + (0, 4)) / 2
+        let forward = plan_new_classes(Some(&t), 2, &[map(), zs()], None).unwrap();
+        let backward = plan_new_classes(Some(&t), 2, &[zs(), map()], None).unwrap();
+        assert_eq!(forward[1].source, MeanSource::ZeroShot { m: 1 });
+        assert_eq!(mean(&forward[1]), prior.to_vec());
+        // MAP (eq. 30): (1·(8, 8) + 2·(0.5, 2)) / 3.
+        assert_eq!(forward[0].source, MeanSource::Map { n: 1, m: 2 });
+        assert_eq!(mean(&forward[0]), vec![3.0, 4.0]);
+        assert_eq!(forward[0].record.sum, backward[1].record.sum);
+        assert_eq!(forward[1].record.sum, backward[0].record.sum);
+    }
+
+    /// A prior-made class still serves as a hierarchy node: a zero-shot class under a
+    /// zero-shot class reaches the grandparent with the ancestors scope.
+    #[test]
+    fn a_prior_made_class_of_the_call_still_links_the_hierarchy() {
+        let t = table();
+        let mut child = NewClass::new("z2", ClassSource::None)
+            .with_parent("z1")
+            .with_prior_weight(1);
+        child.prior_scope = PriorScope::Ancestors;
+        let z1 = NewClass::new("z1", ClassSource::None)
+            .with_parent("p")
+            .with_prior_weight(3);
+        let planned = plan_new_classes(Some(&t), 2, &[child, z1], None).unwrap();
+        assert_eq!(planned[1].record.count, 3);
+        assert_eq!(mean(&planned[0]), vec![0.5, 2.0]);
+        assert_eq!(planned[0].record.parent, Some(planned[1].record.id));
+        // With the parent scope there is no class with a mean under "z1": an error.
+        let lone = NewClass::new("z2", ClassSource::None)
+            .with_parent("z1")
+            .with_prior_weight(1);
+        let z1 = NewClass::new("z1", ClassSource::None)
+            .with_parent("p")
+            .with_prior_weight(3);
+        assert!(matches!(
+            plan_new_classes(Some(&t), 2, &[lone, z1], None),
+            Err(ClassError::EmptyPrior { .. })
+        ));
     }
 }

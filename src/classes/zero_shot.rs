@@ -9,6 +9,13 @@
 //! hierarchy, the mean of the siblings' means. [`PriorScope::Ancestors`] takes every ancestor,
 //! as in the paper's ImageNet experiment.
 //!
+//! The paper's μ_a averages the *training* classes under a (its 800 classes, never the held-out
+//! ones). Here that is every class of the table with a mean (count > 0), unweighted by count —
+//! the parent's own mean, if it has one, is not among them. New classes of one
+//! [`plan_new_classes`](super::plan_new_classes) call whose means come from the prior do not
+//! feed each other's priors (so a call's result does not depend on its order); a class
+//! committed earlier counts whatever made its mean, since the table does not record it.
+//!
 //! Eq. 30: with n images of sample mean μ_s, the MAP mean is μ_p = (n μ_s + m μ_z)/(n + m).
 //! codedb stores it in the class table's own terms — count n + m and sum n μ_s + m μ_z — i.e.
 //! the prior counts as m pseudo-images. Because of that, images added to the class later (a
