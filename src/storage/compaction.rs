@@ -697,20 +697,21 @@ impl Index {
             if col == Column::Ids {
                 let mut cursor = Cursor::new(sources(), sorted);
                 let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
-                let mut buf: Vec<u64> = Vec::with_capacity(n as usize);
-                while {
-                    buf.clear();
-                    cursor.next_chunk(n, |s, a, len| {
+                let order = &mut order;
+                stream_column(
+                    &mut cursor,
+                    n,
+                    n as usize,
+                    |buf: &mut Vec<u64>, s, a, len| {
                         order.record(s, len);
                         if len == 1 {
                             buf.push(cols[s][a as usize]);
                         } else {
                             buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
                         }
-                    }) > 0
-                } {
-                    out.ids(&buf)?;
-                }
+                    },
+                    |buf| Ok(out.ids(buf)?),
+                )?;
                 if let Some(id) = cursor.duplicate() {
                     return Err(StorageError::Format(crate::format::FormatError::Corrupt {
                         path: self.shared.dir.clone(),
@@ -935,7 +936,7 @@ impl ColumnCopy<'_, '_> {
     fn run(
         &self,
         col: Column,
-        rs: &mut impl RunSource,
+        rs: &mut (impl RunSource + Send),
         out: &mut SegmentWriter<&mut std::io::BufWriter<super::fs::SeamWriter>>,
     ) -> Result<()> {
         let n = self.n;
@@ -944,17 +945,16 @@ impl ColumnCopy<'_, '_> {
             Column::Codes => {
                 let w = self.width;
                 let cols: Vec<&[u8]> = self.readers.iter().map(|r| r.codes()).collect();
-                let mut buf: Vec<u8> = Vec::with_capacity(n as usize * w);
-                while {
-                    buf.clear();
-                    rs.next_chunk(n, |s, a, len| {
+                stream_column(
+                    rs,
+                    n,
+                    n as usize * w,
+                    |buf: &mut Vec<u8>, s, a, len| {
                         let (a, b) = (a as usize * w, (a + len) as usize * w);
-                        copy_code_rows(&mut buf, &cols[s][a..b], w)
-                    }) > 0
-                } {
-                    out.codes(&buf)?;
-                }
-                Ok(())
+                        copy_code_rows(buf, &cols[s][a..b], w)
+                    },
+                    |buf| Ok(out.codes(buf)?),
+                )
             }
             Column::Labels | Column::Lists => {
                 let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
@@ -962,24 +962,26 @@ impl ColumnCopy<'_, '_> {
                 } else {
                     (self.readers.iter().map(|r| r.lists()).collect(), NO_LIST)
                 };
-                let mut buf: Vec<u32> = Vec::with_capacity(n as usize);
-                while {
-                    buf.clear();
-                    rs.next_chunk(n, |s, a, len| {
+                stream_column(
+                    rs,
+                    n,
+                    n as usize,
+                    |buf: &mut Vec<u32>, s, a, len| {
                         let (a, b) = (a as usize, (a + len) as usize);
                         match cols[s] {
                             Some(l) => buf.extend_from_slice(&l[a..b]),
                             None => buf.resize(buf.len() + (b - a), fill),
                         }
-                    }) > 0
-                } {
-                    if col == Column::Labels {
-                        out.labels(&buf)?;
-                    } else {
-                        out.lists(&buf)?;
-                    }
-                }
-                Ok(())
+                    },
+                    |buf| {
+                        if col == Column::Labels {
+                            out.labels(buf)?
+                        } else {
+                            out.lists(buf)?
+                        }
+                        Ok(())
+                    },
+                )
             }
             Column::Vectors => {
                 let Some(spec) = self.spec else {
@@ -1008,6 +1010,49 @@ impl ColumnCopy<'_, '_> {
             }
         }
     }
+}
+
+/// Streams one column of a merge: a scoped helper thread walks the run source and fills
+/// chunk buffers of up to `n` rows with `fill`, while this thread hands each full chunk to
+/// `write` — so the merge's CPU work overlaps the write (the kernel's copy into the page cache)
+/// instead of adding to it. Two buffers circulate, so memory stays O(`buffer_rows` × width).
+/// An error from `write` drops this side's channel ends, which stops the helper, and is
+/// returned.
+fn stream_column<T: Send, R: RunSource + Send>(
+    rs: &mut R,
+    n: u64,
+    capacity: usize,
+    mut fill: impl FnMut(&mut Vec<T>, usize, u64, u64) + Send,
+    mut write: impl FnMut(&[T]) -> Result<()>,
+) -> Result<()> {
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
+    let (free_tx, free_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(2);
+    for _ in 0..2 {
+        // Cannot fail: the receiver is alive and the channel has room for both.
+        let _ = free_tx.send(Vec::with_capacity(capacity));
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            while let Ok(mut buf) = free_rx.recv() {
+                buf.clear();
+                if rs.next_chunk(n, |s, a, len| fill(&mut buf, s, a, len)) == 0
+                    || full_tx.send(buf).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        // Owns the consumer's channel ends; they drop (releasing the helper) when this
+        // closure returns, before the scope joins the helper.
+        let mut consume = move || -> Result<()> {
+            for buf in full_rx.iter() {
+                write(&buf)?;
+                let _ = free_tx.send(buf);
+            }
+            Ok(())
+        };
+        consume()
+    })
 }
 
 /// Appends whole codes to `buf`. A single 8- or 16-byte code (64/128-bit codes, PQ 8×8 and
