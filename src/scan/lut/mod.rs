@@ -33,7 +33,7 @@ use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};
 use super::hamming::merge_parts;
 use super::rows::{CodeRows, Sink, TopKSink};
-use super::schedule::{ScanOptions, block_rows, run};
+use super::schedule::{ScanOptions, block_rows, group_block_rows, run, run_blocks};
 use super::topk::{Direction, TopK, f32_to_key, key_to_score};
 
 /// Validated tables, negated for larger-is-better so every kernel ranks smaller-is-better.
@@ -97,15 +97,58 @@ impl<const E: usize> Tables<E> {
     }
 }
 
-/// The LUT-8 kernel a request runs: explicit `Avx2` / `Avx512` run the gather kernels;
-/// `Auto` runs the scalar kernel on every CPU, because f32 gathers lost to it by 3-5× where
-/// measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`); re-measure on other
-/// CPUs with the same bench before changing this.
-fn lut8_isa(dispatch: Dispatch) -> Result<Isa> {
-    match dispatch {
-        Dispatch::Auto => dispatch.resolve().map(|_| Isa::Scalar),
-        explicit => explicit.resolve(),
-    }
+/// Which LUT-8 kernel a scan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lut8Kernel {
+    /// The portable kernel ([`scalar::scan8`]), one query at a time.
+    Scalar,
+    /// The f32 gather kernels of this ISA, one query at a time.
+    Gather(Isa),
+    /// Groups of 8 queries, one per lane, tables interleaved (`x86::scan8_lanes_avx2`).
+    QueryLanes,
+}
+
+/// Fewest queries for which the query-lane kernel runs: below it most lanes would idle.
+const QUERY_LANES_MIN_NQ: usize = 2;
+
+/// The LUT-8 kernel for `nq` queries under `dispatch`.
+///
+/// - `Scalar` → the scalar kernel.
+/// - `Auto`, one query → the scalar kernel on every CPU: f32 gathers lost to it by 3-5× where
+///   measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`), and the eight-row
+///   scalar loop measured 1.5× the four-row one.
+/// - `Avx2` / `Avx512`, one query → the gather kernels (explicit requests only, kept to
+///   re-measure them on other CPUs).
+/// - `Auto` / `Avx2` / `Avx512` with at least [`QUERY_LANES_MIN_NQ`] queries on a CPU with AVX2
+///   → the query-lane kernel, no gathers: one 32-byte load and one add per code byte for 8
+///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3). On
+///   AVX-512 CPUs it runs the same AVX2 code (a 16-lane version is not written: no AVX-512
+///   machine to measure it on).
+fn lut8_kernel(dispatch: Dispatch, nq: usize) -> Result<Lut8Kernel> {
+    let isa = dispatch.resolve()?;
+    let lanes_ok = nq >= QUERY_LANES_MIN_NQ && cfg!(target_arch = "x86_64") && isa >= Isa::Avx2;
+    Ok(match dispatch {
+        Dispatch::Scalar => Lut8Kernel::Scalar,
+        _ if lanes_ok => Lut8Kernel::QueryLanes,
+        Dispatch::Auto => Lut8Kernel::Scalar,
+        _ => Lut8Kernel::Gather(isa),
+    })
+}
+
+/// The tables of up to 8 queries interleaved for the query-lane kernel: entry `j * 256 + v`
+/// holds, in lane `l`, query `q0 + l`'s table-`j` entry for byte value `v` (`0.0` in lanes past
+/// the last query). 8 KiB per code byte.
+fn interleave8(tables: &Tables<256>, q0: usize) -> Vec<[f32; 8]> {
+    let m = tables.m;
+    let qs: Vec<&[[f32; 256]]> = (q0..(q0 + 8).min(tables.nq()))
+        .map(|q| tables.query(q))
+        .collect();
+    (0..m * 256)
+        .map(|e| {
+            let (j, v) = (e / 256, e % 256);
+            core::array::from_fn(|l| qs.get(l).and_then(|t| t.get(j)).map_or(0.0, |t| t[v]))
+        })
+        .collect()
 }
 
 fn scan8_with<S: Sink>(isa: Isa, codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
@@ -187,24 +230,70 @@ pub fn lut8_topk_batch(
 ) -> Result<Vec<Vec<(f32, u64)>>> {
     let m = rows.code_bytes();
     let tables = Tables::<256>::new(luts, m, direction)?;
-    let isa = lut8_isa(opts.dispatch)?;
     TopK::new(k)?;
     let nq = tables.nq();
+    let kernel = lut8_kernel(opts.dispatch, nq)?;
     let rows = *rows;
-    let parts = run(
-        rows.len(),
-        nq,
-        opts.threads,
-        block_rows(m, nq),
-        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
-        |range, q, sink: &mut Result<TopKSink<'_>>| {
-            if let Ok(sink) = sink {
-                let codes = rows.codes_of(range.start, range.end);
-                scan8_with(isa, codes, range.start, tables.query(q), sink);
-            }
-        },
-    );
+    let make = |_| TopKSink::new(k, rows.ids(), rows.deleted());
+    let parts = match kernel {
+        Lut8Kernel::QueryLanes => {
+            let groups: Vec<Vec<[f32; 8]>> = (0..nq)
+                .step_by(8)
+                .map(|q0| interleave8(&tables, q0))
+                .collect();
+            run_blocks(
+                rows.len(),
+                nq,
+                opts.threads,
+                group_block_rows(m),
+                make,
+                |range, sinks: &mut [Result<TopKSink<'_>>]| {
+                    let codes = rows.codes_of(range.start, range.end);
+                    for (t, group) in groups.iter().zip(sinks.chunks_mut(8)) {
+                        let mut lanes: Vec<&mut TopKSink<'_>> =
+                            group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                        scan8_lanes(codes, range.start, m, t, &mut lanes);
+                    }
+                },
+            )
+        }
+        Lut8Kernel::Scalar | Lut8Kernel::Gather(_) => {
+            let isa = match kernel {
+                Lut8Kernel::Gather(isa) => isa,
+                _ => Isa::Scalar,
+            };
+            run(
+                rows.len(),
+                nq,
+                opts.threads,
+                block_rows(m, nq),
+                make,
+                |range, q, sink: &mut Result<TopKSink<'_>>| {
+                    if let Ok(sink) = sink {
+                        let codes = rows.codes_of(range.start, range.end);
+                        scan8_with(isa, codes, range.start, tables.query(q), sink);
+                    }
+                },
+            )
+        }
+    };
     Ok(to_scores(merge_parts(parts, nq, k)?, direction))
+}
+
+/// Runs the query-lane kernel (only chosen on x86-64 CPUs with AVX2, see [`lut8_kernel`]).
+fn scan8_lanes<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[[f32; 8]], sinks: &mut [&mut S]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `Lut8Kernel::QueryLanes` is only chosen after `Dispatch::resolve` returned
+        // an ISA of at least `Isa::Avx2`, i.e. the runtime probe found avx2 and fma.
+        unsafe { x86::scan8_lanes_avx2(codes, base, m, t, sinks) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // Never chosen off x86-64 (see `lut8_kernel`).
+        let _ = (codes, base, m, t, sinks);
+        debug_assert!(false, "query-lane kernel requested off x86-64");
+    }
 }
 
 /// The `k` best live rows for one LUT-4 query: `m` sub-quantisers, `code_bytes = m.div_ceil(2)`,
