@@ -354,14 +354,15 @@ fn lut8_all_paths_match_reference() {
 }
 
 /// Several queries per pass (on AVX2 CPUs the query-lane kernel, 8 queries per group, with a
-/// partial last group): each query's list equals the reference of that query alone, bit for
+/// partial last group in the lanes (11 = 8 + 3) or run per query (9, 17 = 8k + 1); nq = 2 runs
+/// per query): each query's list equals the reference of that query alone, bit for
 /// bit, for group sizes around 8, the widths with a dedicated word loop and odd ones, ties and
 /// deletions.
 #[test]
 fn lut8_query_groups_match_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x1a4e);
     for &m in &[1usize, 3, 8, 13, 16, 24, 32] {
-        for &nq in &[2usize, 7, 8, 9, 17] {
+        for &nq in &[2usize, 3, 7, 8, 9, 11, 17] {
             for &n in &[0usize, 1, 15, 1000, 4099] {
                 for (data, del_kind) in [
                     (Data::Random, Deleted::None),

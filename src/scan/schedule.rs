@@ -169,6 +169,33 @@ mod tests {
     }
 
     #[test]
+    fn run_blocks_hands_every_sink_each_block_once() {
+        let n = 100_003;
+        for threads in [1, 2, 3] {
+            let out = run_blocks(
+                n,
+                5,
+                threads,
+                group_block_rows(8),
+                |q| (q, 0usize),
+                |r, sinks: &mut [(usize, usize)]| {
+                    assert_eq!(sinks.len(), 5);
+                    for (q, s) in sinks.iter().enumerate() {
+                        assert_eq!(s.0, q);
+                    }
+                    for s in sinks.iter_mut() {
+                        s.1 += r.len();
+                    }
+                },
+            );
+            for q in 0..5 {
+                let rows: usize = out.iter().map(|t| t[q].1).sum();
+                assert_eq!(rows, n, "threads={threads} q={q}");
+            }
+        }
+    }
+
+    #[test]
     fn run_visits_each_row_once_per_query() {
         let n = 100_003;
         for threads in [1, 2, 3] {

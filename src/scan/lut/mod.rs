@@ -108,8 +108,11 @@ enum Lut8Kernel {
     QueryLanes,
 }
 
-/// Fewest queries for which the query-lane kernel runs: below it most lanes would idle.
-const QUERY_LANES_MIN_NQ: usize = 2;
+/// Fewest queries for which the query-lane kernel runs (and fewest in a group of 8 it runs
+/// for; a smaller last group runs the scalar kernel per query). A group costs about as much
+/// per row as 2 (M = 8) to 2.5 (M = 16) single-query scalar passes on AMD Zen 3 (its tables,
+/// 8 KiB per code byte, are read from L2), so it pays from 3 queries on.
+const QUERY_LANES_MIN_NQ: usize = 3;
 
 /// The LUT-8 kernel for `nq` queries under `dispatch`.
 ///
@@ -120,7 +123,7 @@ const QUERY_LANES_MIN_NQ: usize = 2;
 /// - `Avx2` / `Avx512`, one query → the gather kernels (explicit requests only, kept to
 ///   re-measure them on other CPUs).
 /// - `Auto` / `Avx2` / `Avx512` with at least [`QUERY_LANES_MIN_NQ`] queries on a CPU with AVX2
-///   → the query-lane kernel, no gathers: one 32-byte load and one add per code byte for 8
+///   → the query-lane kernel (a last group of fewer queries runs the scalar kernel), no gathers: one 32-byte load and one add per code byte for 8
 ///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3). On
 ///   AVX-512 CPUs it runs the same AVX2 code (a 16-lane version is not written: no AVX-512
 ///   machine to measure it on).
@@ -237,9 +240,11 @@ pub fn lut8_topk_batch(
     let make = |_| TopKSink::new(k, rows.ids(), rows.deleted());
     let parts = match kernel {
         Lut8Kernel::QueryLanes => {
-            let groups: Vec<Vec<[f32; 8]>> = (0..nq)
+            // Groups of 8 queries; a last group too small to fill the lanes runs the scalar
+            // kernel per query instead (no interleaved tables built for it).
+            let groups: Vec<Option<Vec<[f32; 8]>>> = (0..nq)
                 .step_by(8)
-                .map(|q0| interleave8(&tables, q0))
+                .map(|q0| (nq - q0 >= QUERY_LANES_MIN_NQ).then(|| interleave8(&tables, q0)))
                 .collect();
             run_blocks(
                 rows.len(),
@@ -249,10 +254,19 @@ pub fn lut8_topk_batch(
                 make,
                 |range, sinks: &mut [Result<TopKSink<'_>>]| {
                     let codes = rows.codes_of(range.start, range.end);
-                    for (t, group) in groups.iter().zip(sinks.chunks_mut(8)) {
-                        let mut lanes: Vec<&mut TopKSink<'_>> =
-                            group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
-                        scan8_lanes(codes, range.start, m, t, &mut lanes);
+                    for (gi, (t, group)) in groups.iter().zip(sinks.chunks_mut(8)).enumerate() {
+                        if let Some(t) = t {
+                            let mut lanes: Vec<&mut TopKSink<'_>> =
+                                group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                            scan8_lanes(codes, range.start, m, t, &mut lanes);
+                        } else {
+                            for (l, sink) in group.iter_mut().enumerate() {
+                                if let Ok(sink) = sink {
+                                    let lut = tables.query(gi * 8 + l);
+                                    scalar::scan8(codes, range.start, lut, sink);
+                                }
+                            }
+                        }
                     }
                 },
             )
@@ -482,6 +496,48 @@ mod tests {
             assert_eq!(large, vec![vec![(80.0, 0), (77.0, 1)]], "{d:?}");
         }
         assert_eq!(lut8_score(&codes[..4], &lut).unwrap(), 80.0);
+    }
+
+    #[test]
+    fn kernel_choice() {
+        assert_eq!(
+            lut8_kernel(Dispatch::Scalar, 16).unwrap(),
+            Lut8Kernel::Scalar
+        );
+        assert_eq!(lut8_kernel(Dispatch::Auto, 1).unwrap(), Lut8Kernel::Scalar);
+        let have = available_dispatches();
+        if have.contains(&Dispatch::Avx2) {
+            assert_eq!(
+                lut8_kernel(Dispatch::Auto, 2).unwrap(),
+                Lut8Kernel::QueryLanes
+            );
+            assert_eq!(
+                lut8_kernel(Dispatch::Avx2, 256).unwrap(),
+                Lut8Kernel::QueryLanes
+            );
+            assert_eq!(
+                lut8_kernel(Dispatch::Avx2, 1).unwrap(),
+                Lut8Kernel::Gather(Isa::Avx2)
+            );
+        } else {
+            assert_eq!(lut8_kernel(Dispatch::Auto, 16).unwrap(), Lut8Kernel::Scalar);
+            assert!(lut8_kernel(Dispatch::Avx2, 16).is_err());
+        }
+    }
+
+    #[test]
+    fn interleave8_lanes_and_padding() {
+        // 3 queries, m = 2: query q, table j, entry v = 1000 q + 256 j + v (exact in f32).
+        let m = 2;
+        let luts: Vec<f32> = (0..3)
+            .flat_map(|q| (0..m * 256).map(move |e| (1000 * q + e) as f32))
+            .collect();
+        let tables = Tables::<256>::new(&luts, m, Direction::SmallerIsBetter).unwrap();
+        let t = interleave8(&tables, 0);
+        assert_eq!(t.len(), m * 256);
+        assert_eq!(t[256 + 7], [263.0, 1263.0, 2263.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let t1 = interleave8(&tables, 2);
+        assert_eq!(t1[5], [2005.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     }
 
     #[test]
