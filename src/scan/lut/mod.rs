@@ -16,8 +16,11 @@
 //! scores the tables are negated (exact) and the kernels rank smaller-is-better; reported scores
 //! are negated back, equal to summing the original tables.
 //!
-//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte) and
-//! AVX2 / AVX-512 gather kernels; `Dispatch::Auto` picks the scalar one (see [`lut8_isa`]).
+//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte, eight
+//! rows at a time for M = 8 and 16), AVX2 / AVX-512 gather kernels, and for several queries an
+//! AVX2 query-lane kernel (8 queries' tables interleaved, one query per lane, no gathers);
+//! `Dispatch::Auto` runs the scalar kernel for one or two queries and the query-lane kernel
+//! from three (see [`lut8_kernel`]).
 //! LUT-4 keeps each 16-entry table in registers (`vpermps`) on AVX2 / AVX-512.
 //!
 //! LUT-4 codes hold two sub-quantiser indices per byte, **low nibble first** (sub-quantiser
@@ -117,14 +120,15 @@ const QUERY_LANES_MIN_NQ: usize = 3;
 /// The LUT-8 kernel for `nq` queries under `dispatch`.
 ///
 /// - `Scalar` → the scalar kernel.
-/// - `Auto`, one query → the scalar kernel on every CPU: f32 gathers lost to it by 3-5× where
-///   measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`), and the eight-row
-///   scalar loop measured 1.5× the four-row one.
-/// - `Avx2` / `Avx512`, one query → the gather kernels (explicit requests only, kept to
-///   re-measure them on other CPUs).
+/// - `Auto`, fewer than [`QUERY_LANES_MIN_NQ`] queries → the scalar kernel on every CPU: f32
+///   gathers lost to it by 3-5× where measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs
+///   `gather`), and its eight-row loop measured 1.25-1.55× the four-row one.
+/// - `Avx2` / `Avx512`, fewer than [`QUERY_LANES_MIN_NQ`] queries → the gather kernels
+///   (explicit requests only, kept to re-measure them on other CPUs).
 /// - `Auto` / `Avx2` / `Avx512` with at least [`QUERY_LANES_MIN_NQ`] queries on a CPU with AVX2
-///   → the query-lane kernel (a last group of fewer queries runs the scalar kernel), no gathers: one 32-byte load and one add per code byte for 8
-///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3). On
+///   → the query-lane kernel, no gathers: one 32-byte load and one add per code byte for 8
+///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3); a last
+///   group of fewer than [`QUERY_LANES_MIN_NQ`] queries runs the scalar kernel per query. On
 ///   AVX-512 CPUs it runs the same AVX2 code (a 16-lane version is not written: no AVX-512
 ///   machine to measure it on).
 fn lut8_kernel(dispatch: Dispatch, nq: usize) -> Result<Lut8Kernel> {
@@ -508,9 +512,10 @@ mod tests {
         let have = available_dispatches();
         if have.contains(&Dispatch::Avx2) {
             assert_eq!(
-                lut8_kernel(Dispatch::Auto, 2).unwrap(),
+                lut8_kernel(Dispatch::Auto, 3).unwrap(),
                 Lut8Kernel::QueryLanes
             );
+            assert_eq!(lut8_kernel(Dispatch::Auto, 2).unwrap(), Lut8Kernel::Scalar);
             assert_eq!(
                 lut8_kernel(Dispatch::Avx2, 256).unwrap(),
                 Lut8Kernel::QueryLanes
