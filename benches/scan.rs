@@ -22,7 +22,9 @@ const N: usize = 1_000_000;
 const K: usize = 10;
 const DENSE_DIM: usize = 32;
 const MODES: [&str; 3] = ["scalar", "simd", "simd-2t"];
-/// LUT-8 also measures the gather kernels, which `Auto` does not pick (see `scan::lut`).
+/// LUT-8 at nq = 1 also measures the gather kernels, which `Auto` does not pick (see
+/// `scan::lut`; with nq >= 2 an explicit AVX2 request runs the query-lane kernel, so `gather`
+/// is only measured at nq = 1).
 const LUT8_MODES: [&str; 4] = ["scalar", "simd", "simd-2t", "gather"];
 
 fn main() {
@@ -103,6 +105,11 @@ fn hamming_nq16<const W: usize>(bencher: Bencher, mode: &str) {
     run_hamming(bencher, W, 16, mode);
 }
 
+#[divan::bench(consts = [8, 16, 32], args = ["simd", "simd-2t"], sample_count = 2)]
+fn hamming_nq256<const W: usize>(bencher: Bencher, mode: &str) {
+    run_hamming(bencher, W, 256, mode);
+}
+
 /// Hamming 64-bit with an all-zero deletion bitmap: should match `hamming_nq1::<8>` simd.
 #[divan::bench(args = ["none", "zero-words"], sample_count = 10)]
 fn hamming8_deleted(bencher: Bencher, bitmap: &str) {
@@ -132,9 +139,16 @@ fn lut8_nq1<const M: usize>(bencher: Bencher, mode: &str) {
     run_lut8(bencher, M, 1, mode);
 }
 
-#[divan::bench(consts = [8, 16], args = LUT8_MODES, sample_count = 3)]
+#[divan::bench(consts = [8, 16], args = MODES, sample_count = 3)]
 fn lut8_nq16<const M: usize>(bencher: Bencher, mode: &str) {
     run_lut8(bencher, M, 16, mode);
+}
+
+/// nq = 256 (issue 7: every kernel at nq = 256): `simd` is the query-lane kernel, 8 queries
+/// per pass over a block of rows; `scalar` runs the queries one by one over each block.
+#[divan::bench(consts = [8, 16], args = MODES, sample_count = 2)]
+fn lut8_nq256<const M: usize>(bencher: Bencher, mode: &str) {
+    run_lut8(bencher, M, 256, mode);
 }
 
 /// Plain (row-major) 4-bit PQ ADC, M sub-quantisers in M/2 bytes.
@@ -169,6 +183,11 @@ fn fastscan_nq1<const M: usize>(bencher: Bencher, mode: &str) {
 #[divan::bench(consts = [16, 32], args = MODES, sample_count = 5)]
 fn fastscan_nq16<const M: usize>(bencher: Bencher, mode: &str) {
     run_fastscan(bencher, M, 16, mode);
+}
+
+#[divan::bench(consts = [16, 32], args = ["simd", "simd-2t"], sample_count = 2)]
+fn fastscan_nq256<const M: usize>(bencher: Bencher, mode: &str) {
+    run_fastscan(bencher, M, 256, mode);
 }
 
 fn run_dense(bencher: Bencher, nq: usize, mode: &str) {

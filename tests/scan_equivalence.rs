@@ -317,7 +317,7 @@ fn lut4_reference(codes: &[u8], m: usize, lut: &[f32]) -> Vec<f32> {
 #[test]
 fn lut8_all_paths_match_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x1078);
-    for &m in &[1usize, 3, 4, 5, 7, 8, 12, 16, 33] {
+    for &m in &[1usize, 3, 4, 5, 7, 8, 12, 16, 24, 32, 33] {
         for &n in &LENGTHS {
             for data in [Data::Random, Data::AllEqual, Data::FewValues] {
                 for del_kind in [Deleted::None, Deleted::Some, Deleted::All] {
@@ -343,6 +343,59 @@ fn lut8_all_paths_match_reference() {
                                     bits(&got[0]),
                                     bits(&want),
                                     "m={m} n={n} k={k} {data:?} {del_kind:?} {dir:?} {d:?}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Several queries per pass (on AVX2 CPUs the query-lane kernel, 8 queries per group, with a
+/// partial last group in the lanes (11 = 8 + 3) or run per query (9, 17 = 8k + 1); nq = 2 runs
+/// per query): each query's list equals the reference of that query alone, bit for
+/// bit, for group sizes around 8, the widths with a dedicated word loop and odd ones, ties and
+/// deletions.
+#[test]
+fn lut8_query_groups_match_reference() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x1a4e);
+    for &m in &[1usize, 3, 8, 13, 16, 24, 32] {
+        for &nq in &[2usize, 3, 7, 8, 9, 11, 17] {
+            for &n in &[0usize, 1, 15, 1000, 4099] {
+                for (data, del_kind) in [
+                    (Data::Random, Deleted::None),
+                    (Data::FewValues, Deleted::Some),
+                    (Data::AllEqual, Deleted::ZeroWords),
+                ] {
+                    let codes = gen_codes(&mut rng, n, m, data);
+                    let ids = gen_ids(&mut rng, n);
+                    let del = gen_deleted(&mut rng, n, del_kind);
+                    let rows = CodeRows::new(&codes, m, &ids, del.as_deref()).unwrap();
+                    let luts = random_lut(&mut rng, nq * m, 256, data);
+                    for dir in [Direction::SmallerIsBetter, Direction::LargerIsBetter] {
+                        for k in [1, 10, n + 5] {
+                            let want: Vec<Vec<(u32, u64)>> = luts
+                                .chunks_exact(m * 256)
+                                .map(|l| {
+                                    let all = lut8_reference(&codes, m, l)
+                                        .into_iter()
+                                        .zip(ids.iter().copied());
+                                    bits(&reference_scores(all.collect(), del.as_deref(), dir, k))
+                                })
+                                .collect();
+                            for d in available_dispatches() {
+                                let opts = ScanOptions {
+                                    dispatch: d,
+                                    threads: 1,
+                                };
+                                let got = lut8_topk_batch(&rows, &luts, dir, k, opts).unwrap();
+                                let got: Vec<Vec<(u32, u64)>> =
+                                    got.iter().map(|g| bits(g)).collect();
+                                assert_eq!(
+                                    got, want,
+                                    "m={m} nq={nq} n={n} k={k} {data:?} {del_kind:?} {dir:?} {d:?}"
                                 );
                             }
                         }
@@ -397,6 +450,7 @@ fn lut_threads_and_batches_match_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(5150);
     let n = 40_009;
     let nq = 4;
+    // m = 8 with 40 009 rows spans several query-group blocks (16 384 rows each).
     for &m in &[8usize, 16, 6] {
         let codes = gen_codes(&mut rng, n, m, Data::Random);
         let ids = gen_ids(&mut rng, n);

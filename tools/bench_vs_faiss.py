@@ -10,6 +10,12 @@ hot cache) and the matching FAISS index on random codes of the same shape held i
 (IndexBinaryFlat for hammingB, IndexPQ for pq8xM, IndexPQFastScan for pq4xM; faiss-cpu from
 PyPI), and prints one table with codes/s of each and their ratio. Codes are uniform random:
 scan speed does not depend on their values. FAISS runs with `omp_set_num_threads(threads)`.
+Both sides take the best of --repeats timed batches after one warm-up batch.
+
+Multi-query batches (issue 7: nq = 16 and nq = 256 for every kernel) are compute-bound, so
+measure them at N = 10^6-10^7 (at 10^8, nq = 256 takes minutes per case):
+
+    python3 tools/bench_vs_faiss.py --codes 1000000 --queries 16,256 --threads 1,2 --repeats 3
 """
 import argparse
 import json
@@ -84,7 +90,7 @@ def time_faiss(index, queries, k, repeats):
 def run_codedb(args, kind, nq, threads):
     cmd = [args.codedb, "bench", "scan", "--codes", str(args.codes), "--kind", kind,
            "--queries", str(nq), "--k", str(args.k), "--threads", str(threads),
-           "--dir", args.dir, "--cache", "hot", "--json"]
+           "--dir", args.dir, "--cache", "hot", "--repeats", str(args.repeats), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = json.loads(out)
     return rows[0] if isinstance(rows, list) else rows

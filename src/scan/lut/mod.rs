@@ -16,8 +16,11 @@
 //! scores the tables are negated (exact) and the kernels rank smaller-is-better; reported scores
 //! are negated back, equal to summing the original tables.
 //!
-//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte) and
-//! AVX2 / AVX-512 gather kernels; `Dispatch::Auto` picks the scalar one (see [`lut8_isa`]).
+//! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte, eight
+//! rows at a time for M = 8 and 16), AVX2 / AVX-512 gather kernels, and for several queries an
+//! AVX2 query-lane kernel (8 queries' tables interleaved, one query per lane, no gathers);
+//! `Dispatch::Auto` runs the scalar kernel for one or two queries and the query-lane kernel
+//! from three (see [`lut8_kernel`]).
 //! LUT-4 keeps each 16-entry table in registers (`vpermps`) on AVX2 / AVX-512.
 //!
 //! LUT-4 codes hold two sub-quantiser indices per byte, **low nibble first** (sub-quantiser
@@ -33,7 +36,7 @@ use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};
 use super::hamming::merge_parts;
 use super::rows::{CodeRows, Sink, TopKSink};
-use super::schedule::{ScanOptions, block_rows, run};
+use super::schedule::{ScanOptions, block_rows, group_block_rows, run, run_blocks};
 use super::topk::{Direction, TopK, f32_to_key, key_to_score};
 
 /// Validated tables, negated for larger-is-better so every kernel ranks smaller-is-better.
@@ -97,15 +100,62 @@ impl<const E: usize> Tables<E> {
     }
 }
 
-/// The LUT-8 kernel a request runs: explicit `Avx2` / `Avx512` run the gather kernels;
-/// `Auto` runs the scalar kernel on every CPU, because f32 gathers lost to it by 3-5× where
-/// measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs `gather`); re-measure on other
-/// CPUs with the same bench before changing this.
-fn lut8_isa(dispatch: Dispatch) -> Result<Isa> {
-    match dispatch {
-        Dispatch::Auto => dispatch.resolve().map(|_| Isa::Scalar),
-        explicit => explicit.resolve(),
-    }
+/// Which LUT-8 kernel a scan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lut8Kernel {
+    /// The portable kernel ([`scalar::scan8`]), one query at a time.
+    Scalar,
+    /// The f32 gather kernels of this ISA, one query at a time.
+    Gather(Isa),
+    /// Groups of 8 queries, one per lane, tables interleaved (`x86::scan8_lanes_avx2`).
+    QueryLanes,
+}
+
+/// Fewest queries for which the query-lane kernel runs (and fewest in a group of 8 it runs
+/// for; a smaller last group runs the scalar kernel per query). A group costs about as much
+/// per row as 2 (M = 8) to 2.5 (M = 16) single-query scalar passes on AMD Zen 3 (its tables,
+/// 8 KiB per code byte, are read from L2), so it pays from 3 queries on.
+const QUERY_LANES_MIN_NQ: usize = 3;
+
+/// The LUT-8 kernel for `nq` queries under `dispatch`.
+///
+/// - `Scalar` → the scalar kernel.
+/// - `Auto`, fewer than [`QUERY_LANES_MIN_NQ`] queries → the scalar kernel on every CPU: f32
+///   gathers lost to it by 3-5× where measured (AMD Zen 3, `benches/scan.rs`, modes `scalar` vs
+///   `gather`), and its eight-row loop measured 1.25-1.55× the four-row one.
+/// - `Avx2` / `Avx512`, fewer than [`QUERY_LANES_MIN_NQ`] queries → the gather kernels
+///   (explicit requests only, kept to re-measure them on other CPUs).
+/// - `Auto` / `Avx2` / `Avx512` with at least [`QUERY_LANES_MIN_NQ`] queries on a CPU with AVX2
+///   → the query-lane kernel, no gathers: one 32-byte load and one add per code byte for 8
+///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3); a last
+///   group of fewer than [`QUERY_LANES_MIN_NQ`] queries runs the scalar kernel per query. On
+///   AVX-512 CPUs it runs the same AVX2 code (a 16-lane version is not written: no AVX-512
+///   machine to measure it on).
+fn lut8_kernel(dispatch: Dispatch, nq: usize) -> Result<Lut8Kernel> {
+    let isa = dispatch.resolve()?;
+    let lanes_ok = nq >= QUERY_LANES_MIN_NQ && cfg!(target_arch = "x86_64") && isa >= Isa::Avx2;
+    Ok(match dispatch {
+        Dispatch::Scalar => Lut8Kernel::Scalar,
+        _ if lanes_ok => Lut8Kernel::QueryLanes,
+        Dispatch::Auto => Lut8Kernel::Scalar,
+        _ => Lut8Kernel::Gather(isa),
+    })
+}
+
+/// The tables of up to 8 queries interleaved for the query-lane kernel: entry `j * 256 + v`
+/// holds, in lane `l`, query `q0 + l`'s table-`j` entry for byte value `v` (`0.0` in lanes past
+/// the last query). 8 KiB per code byte.
+fn interleave8(tables: &Tables<256>, q0: usize) -> Vec<[f32; 8]> {
+    let m = tables.m;
+    let qs: Vec<&[[f32; 256]]> = (q0..(q0 + 8).min(tables.nq()))
+        .map(|q| tables.query(q))
+        .collect();
+    (0..m * 256)
+        .map(|e| {
+            let (j, v) = (e / 256, e % 256);
+            core::array::from_fn(|l| qs.get(l).and_then(|t| t.get(j)).map_or(0.0, |t| t[v]))
+        })
+        .collect()
 }
 
 fn scan8_with<S: Sink>(isa: Isa, codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
@@ -187,24 +237,81 @@ pub fn lut8_topk_batch(
 ) -> Result<Vec<Vec<(f32, u64)>>> {
     let m = rows.code_bytes();
     let tables = Tables::<256>::new(luts, m, direction)?;
-    let isa = lut8_isa(opts.dispatch)?;
     TopK::new(k)?;
     let nq = tables.nq();
+    let kernel = lut8_kernel(opts.dispatch, nq)?;
     let rows = *rows;
-    let parts = run(
-        rows.len(),
-        nq,
-        opts.threads,
-        block_rows(m, nq),
-        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
-        |range, q, sink: &mut Result<TopKSink<'_>>| {
-            if let Ok(sink) = sink {
-                let codes = rows.codes_of(range.start, range.end);
-                scan8_with(isa, codes, range.start, tables.query(q), sink);
-            }
-        },
-    );
+    let make = |_| TopKSink::new(k, rows.ids(), rows.deleted());
+    let parts = match kernel {
+        Lut8Kernel::QueryLanes => {
+            // Groups of 8 queries; a last group too small to fill the lanes runs the scalar
+            // kernel per query instead (no interleaved tables built for it).
+            let groups: Vec<Option<Vec<[f32; 8]>>> = (0..nq)
+                .step_by(8)
+                .map(|q0| (nq - q0 >= QUERY_LANES_MIN_NQ).then(|| interleave8(&tables, q0)))
+                .collect();
+            run_blocks(
+                rows.len(),
+                nq,
+                opts.threads,
+                group_block_rows(m),
+                make,
+                |range, sinks: &mut [Result<TopKSink<'_>>]| {
+                    let codes = rows.codes_of(range.start, range.end);
+                    for (gi, (t, group)) in groups.iter().zip(sinks.chunks_mut(8)).enumerate() {
+                        if let Some(t) = t {
+                            let mut lanes: Vec<&mut TopKSink<'_>> =
+                                group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                            scan8_lanes(codes, range.start, m, t, &mut lanes);
+                        } else {
+                            for (l, sink) in group.iter_mut().enumerate() {
+                                if let Ok(sink) = sink {
+                                    let lut = tables.query(gi * 8 + l);
+                                    scalar::scan8(codes, range.start, lut, sink);
+                                }
+                            }
+                        }
+                    }
+                },
+            )
+        }
+        Lut8Kernel::Scalar | Lut8Kernel::Gather(_) => {
+            let isa = match kernel {
+                Lut8Kernel::Gather(isa) => isa,
+                _ => Isa::Scalar,
+            };
+            run(
+                rows.len(),
+                nq,
+                opts.threads,
+                block_rows(m, nq),
+                make,
+                |range, q, sink: &mut Result<TopKSink<'_>>| {
+                    if let Ok(sink) = sink {
+                        let codes = rows.codes_of(range.start, range.end);
+                        scan8_with(isa, codes, range.start, tables.query(q), sink);
+                    }
+                },
+            )
+        }
+    };
     Ok(to_scores(merge_parts(parts, nq, k)?, direction))
+}
+
+/// Runs the query-lane kernel (only chosen on x86-64 CPUs with AVX2, see [`lut8_kernel`]).
+fn scan8_lanes<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[[f32; 8]], sinks: &mut [&mut S]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `Lut8Kernel::QueryLanes` is only chosen after `Dispatch::resolve` returned
+        // an ISA of at least `Isa::Avx2`, i.e. the runtime probe found avx2 and fma.
+        unsafe { x86::scan8_lanes_avx2(codes, base, m, t, sinks) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // Never chosen off x86-64 (see `lut8_kernel`).
+        let _ = (codes, base, m, t, sinks);
+        debug_assert!(false, "query-lane kernel requested off x86-64");
+    }
 }
 
 /// The `k` best live rows for one LUT-4 query: `m` sub-quantisers, `code_bytes = m.div_ceil(2)`,
@@ -393,6 +500,49 @@ mod tests {
             assert_eq!(large, vec![vec![(80.0, 0), (77.0, 1)]], "{d:?}");
         }
         assert_eq!(lut8_score(&codes[..4], &lut).unwrap(), 80.0);
+    }
+
+    #[test]
+    fn kernel_choice() {
+        assert_eq!(
+            lut8_kernel(Dispatch::Scalar, 16).unwrap(),
+            Lut8Kernel::Scalar
+        );
+        assert_eq!(lut8_kernel(Dispatch::Auto, 1).unwrap(), Lut8Kernel::Scalar);
+        let have = available_dispatches();
+        if have.contains(&Dispatch::Avx2) {
+            assert_eq!(
+                lut8_kernel(Dispatch::Auto, 3).unwrap(),
+                Lut8Kernel::QueryLanes
+            );
+            assert_eq!(lut8_kernel(Dispatch::Auto, 2).unwrap(), Lut8Kernel::Scalar);
+            assert_eq!(
+                lut8_kernel(Dispatch::Avx2, 256).unwrap(),
+                Lut8Kernel::QueryLanes
+            );
+            assert_eq!(
+                lut8_kernel(Dispatch::Avx2, 1).unwrap(),
+                Lut8Kernel::Gather(Isa::Avx2)
+            );
+        } else {
+            assert_eq!(lut8_kernel(Dispatch::Auto, 16).unwrap(), Lut8Kernel::Scalar);
+            assert!(lut8_kernel(Dispatch::Avx2, 16).is_err());
+        }
+    }
+
+    #[test]
+    fn interleave8_lanes_and_padding() {
+        // 3 queries, m = 2: query q, table j, entry v = 1000 q + 256 j + v (exact in f32).
+        let m = 2;
+        let luts: Vec<f32> = (0..3)
+            .flat_map(|q| (0..m * 256).map(move |e| (1000 * q + e) as f32))
+            .collect();
+        let tables = Tables::<256>::new(&luts, m, Direction::SmallerIsBetter).unwrap();
+        let t = interleave8(&tables, 0);
+        assert_eq!(t.len(), m * 256);
+        assert_eq!(t[256 + 7], [263.0, 1263.0, 2263.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let t1 = interleave8(&tables, 2);
+        assert_eq!(t1[5], [2005.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     }
 
     #[test]

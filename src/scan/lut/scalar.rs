@@ -55,11 +55,62 @@ pub(crate) fn score4(row: &[u8], lut: &[[f32; 16]]) -> f32 {
 
 /// Offers every row (of `lut.len()` bytes) whose LUT-8 score is within the sink's bound.
 ///
-/// Rows go four at a time with four independent accumulators: a single row's sum is a chain of
-/// dependent f32 additions (latency-bound, ~4 cycles each), four interleaved chains keep the
-/// adder and the load ports busy. Each row still adds its entries in ascending `j`, so its score
-/// is bit-identical to [`score8`].
+/// A single row's sum is a chain of dependent f32 additions (latency-bound, 3-4 cycles each),
+/// so rows go several at a time with independent accumulators. Widths of 8 and 16 bytes (PQ8
+/// with M = 8, 16) run eight rows at a time with the width a compile-time constant
+/// ([`scan8_x8`]): the code words, indices and accumulators then stay in registers, and on AMD
+/// Zen 3 this measured 1.55× (M = 8) and 1.25-1.35× (M = 16) the four-row loop. Other widths run
+/// four rows at a time with a run-time width ([`score8_x4`]): eight rows with a run-time width
+/// spilled and lost to it, and at M = 24 and 32 the eight-row loop measured 15-20% slower. Each row still adds its entries in ascending `j`, so every path's score is
+/// bit-identical to [`score8`].
 pub(crate) fn scan8<S: Sink>(codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
+    match lut.len() {
+        8 => scan8_x8::<8, S>(codes, base, lut, sink),
+        16 => scan8_x8::<16, S>(codes, base, lut, sink),
+        _ => scan8_x4(codes, base, lut, sink),
+    }
+}
+
+/// [`scan8`] for rows of exactly `M` bytes (`lut.len() == M`, a multiple of 8): eight rows per
+/// step, each row's code read as `M / 8` little-endian u64 words split with shifts.
+fn scan8_x8<const M: usize, S: Sink>(codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
+    if lut.len() != M || !M.is_multiple_of(8) {
+        return scan8_x4(codes, base, lut, sink);
+    }
+    let mut bound = bound_score(sink.bound());
+    let octets = codes.len() / M / 8;
+    for (g, group) in codes.chunks_exact(8 * M).enumerate() {
+        // Fixed-size rows and a word loop of constant length let the compiler unroll and keep
+        // the eight rows' words and sums in registers. Every index below is in range: the
+        // group holds exactly 8 rows of M bytes, and 8w + 8 <= M, 8w + bi < M = lut.len().
+        // (Variants written with `get`/fixed-array views measured 10-15% slower at M = 16.)
+        let (rows, _) = group.as_chunks::<M>();
+        let mut acc = [0.0f32; 8];
+        #[allow(clippy::needless_range_loop)] // lane i of acc and x: indexing is the clear form
+        for w in 0..M / 8 {
+            let x: [u64; 8] = core::array::from_fn(|i| {
+                u64::from_le_bytes(rows[i][w * 8..w * 8 + 8].try_into().unwrap_or([0; 8]))
+            });
+            for bi in 0..8 {
+                let t = &lut[8 * w + bi];
+                for i in 0..8 {
+                    acc[i] += t[((x[i] >> (8 * bi)) & 0xff) as usize];
+                }
+            }
+        }
+        let r0 = base + g * 8;
+        for (i, &si) in acc.iter().enumerate() {
+            if si <= bound {
+                bound = bound_score(sink.offer(f32_to_key(si), r0 + i));
+            }
+        }
+    }
+    let done = octets * 8;
+    scan8_x4(&codes[done * M..], base + done, lut, sink);
+}
+
+/// [`scan8`] for any width: four rows per step with a run-time width, then one at a time.
+fn scan8_x4<S: Sink>(codes: &[u8], base: usize, lut: &[[f32; 256]], sink: &mut S) {
     let m = lut.len();
     let mut bound = bound_score(sink.bound());
     let quads = codes.len() / m / 4;
