@@ -19,8 +19,8 @@ use super::ncmc::{Ncmc, NcmcOptions, train_ncmc_rows};
 use super::ncmml::{NcmmlOptions, train_ncmml_rows};
 use super::projection::Projection;
 use super::sgd::{EpochCallback, EpochReport, SgdOptions, SgdReport};
-use super::train_rows::RowSource;
 use super::spec::{ClassifierSpec, Method};
+use super::train_rows::RowSource;
 
 /// A fitted classifier of any kind.
 #[derive(Debug, Clone)]
@@ -184,7 +184,10 @@ pub fn fit_classifier(
                 None => Some(rows.as_slice()),
             };
             let Some(xs) = xs else {
-                return Err(ClassifyError::invalid("classify", "non-contiguous PCA output"));
+                return Err(ClassifyError::invalid(
+                    "classify",
+                    "non-contiguous PCA output",
+                ));
             };
             let src = RowSource::Dense {
                 x: xs,

@@ -35,8 +35,7 @@ use super::super::random::{derive_seed, rng, sample_indices};
 use super::super::spec::{PipelineSpec, StepSpec};
 use super::super::stage::Stage;
 use super::super::train::{
-    DEFAULT_TRAIN_SAMPLE_CAP, StepTiming, TrainEvent, TrainOptions, TrainReport, train,
-    train_after,
+    DEFAULT_TRAIN_SAMPLE_CAP, StepTiming, TrainEvent, TrainOptions, TrainReport, train, train_after,
 };
 use super::classifier::{
     Classifier, ClassifyOptions, FitReport, fit_classifier, fit_on_rows, prepend, streams_rows,

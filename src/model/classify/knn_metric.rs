@@ -28,11 +28,11 @@ use super::error::{ClassifyError, Result};
 use super::labels::ClassIndex;
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;
-use super::train_rows::RowSource;
 use super::sgd::{
     EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
     stratified_split, top1_top5,
 };
+use super::train_rows::RowSource;
 
 /// Default grid of neighbour counts validated.
 pub const DEFAULT_K_GRID: [usize; 7] = [1, 3, 5, 10, 20, 50, 100];

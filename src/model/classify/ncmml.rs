@@ -21,8 +21,8 @@ use super::sgd::{
     EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
     top1_top5,
 };
-use super::train_rows::RowSource;
 use super::softmax_metric::{class_scores, distance_step, dot_step, prototype_logits};
+use super::train_rows::RowSource;
 
 /// Which bias the dot-product variant uses at test time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -181,7 +181,9 @@ mod tests {
     #[test]
     fn decoded_rows_equal_the_quantizers_decode() {
         let (n, d) = (300, 8);
-        let x: Vec<f32> = (0..n * d).map(|i| ((i * 7919) % 1000) as f32 / 100.0).collect();
+        let x: Vec<f32> = (0..n * d)
+            .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+            .collect();
         let xa = Array2::from_shape_vec((n, d), x).unwrap();
         let t = ProductQuantizer::train(xa.view(), 4, 4, &KMeansOptions::default()).unwrap();
         let codes = t.pq.encode(xa.view()).unwrap();
