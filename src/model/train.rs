@@ -515,7 +515,7 @@ pub fn train(
             opts.labels.as_ref().map(|l| l.to_vec()),
         )
     };
-    let mut ctx = Ctx {
+    let ctx = Ctx {
         opts,
         report: TrainReport {
             spec: spec.text.clone(),
@@ -526,14 +526,59 @@ pub fn train(
             ..TrainReport::default()
         },
     };
-    let mut state = State {
+    let state = State {
         data: sample,
         labels,
         dim: d,
         stages: Vec::new(),
         applied: 0,
     };
-    for (i, &step) in spec.steps.iter().enumerate() {
+    finish_training(state, spec, 0, ctx, t_all)
+}
+
+/// Continues [`train`] after its first `done` steps were fitted elsewhere on the same sample
+/// (NCMML learned from PQ codes decoded per mini-batch, `classify::train_from_index`):
+/// `stages` are those steps' stages, `data` the sample through them (row-major, their output
+/// width), `labels` the sample's labels, `report` what was recorded so far. The later steps
+/// draw the same seeds as in [`train`], so the model equals training on the decoded sample.
+pub(crate) fn train_after(
+    spec: &PipelineSpec,
+    done: usize,
+    stages: Vec<Stage>,
+    data: Vec<f32>,
+    labels: Option<Vec<i64>>,
+    report: TrainReport,
+    opts: &TrainOptions,
+) -> Result<(Model, TrainReport)> {
+    let dim = stages.last().map_or(0, Stage::out_dim);
+    if dim == 0 || data.is_empty() || !data.len().is_multiple_of(dim) {
+        return Err(ModelError::invalid(
+            "training data",
+            format!("{} values do not form rows of {dim}", data.len()),
+        ));
+    }
+    let applied = stages.len();
+    let state = State {
+        data: Cow::Owned(data),
+        labels,
+        dim,
+        stages,
+        applied,
+    };
+    let ctx = Ctx { opts, report };
+    finish_training(state, spec, done, ctx, Instant::now())
+}
+
+/// Runs the steps of `spec` from `first` on, then its quantiser.
+fn finish_training(
+    mut state: State,
+    spec: &PipelineSpec,
+    first: usize,
+    mut ctx: Ctx,
+    t_all: Instant,
+) -> Result<(Model, TrainReport)> {
+    let opts = ctx.opts;
+    for (i, &step) in spec.steps.iter().enumerate().skip(first) {
         let t = Instant::now();
         run_step(
             &mut state,
@@ -554,7 +599,7 @@ pub fn train(
         seconds: t.elapsed().as_secs_f64(),
     });
     let model = Model::new(state.stages)?;
-    ctx.report.total_seconds = t_all.elapsed().as_secs_f64();
+    ctx.report.total_seconds += t_all.elapsed().as_secs_f64();
     Ok((model, ctx.report))
 }
 

@@ -15,11 +15,12 @@ use super::knn_metric::{DEFAULT_K_GRID, Knn, KnnMetricOptions, fit_knn_l2, train
 use super::linear_ovr::{RidgeOvr, fit_ridge_ovr};
 use super::mahalanobis::fit_inverse_covariance;
 use super::ncm::Ncm;
-use super::ncmc::{Ncmc, NcmcOptions, train_ncmc};
-use super::ncmml::{NcmmlOptions, train_ncmml};
+use super::ncmc::{Ncmc, NcmcOptions, train_ncmc_rows};
+use super::ncmml::{NcmmlOptions, train_ncmml_rows};
 use super::projection::Projection;
-use super::sgd::{EpochReport, SgdOptions, SgdReport};
+use super::sgd::{EpochCallback, EpochReport, SgdOptions, SgdReport};
 use super::spec::{ClassifierSpec, Method};
+use super::train_rows::RowSource;
 
 /// A fitted classifier of any kind.
 #[derive(Debug, Clone)]
@@ -127,7 +128,7 @@ pub struct FitReport {
     pub dim: usize,
 }
 
-fn prepend(c: &mut Classifier, p: Projection) {
+pub(crate) fn prepend(c: &mut Classifier, p: Projection) {
     match c {
         Classifier::Ncm(x) => x.prepend(p),
         Classifier::Ncmc(x) => x.prepend(p),
@@ -177,32 +178,22 @@ pub fn fit_classifier(
     let mut report = FitReport::default();
     let vf = opts.validation_fraction;
     let mut classifier = match spec.method {
-        Method::Ncm => {
-            report.dim = xv.ncols();
-            Classifier::Ncm(Ncm::fit(xv, labels, Vec::new())?)
-        }
-        Method::Ncmml { dim, objective } => {
-            let o = NcmmlOptions {
-                sgd: opts.sgd(SgdOptions::ncm(dim)),
-                objective,
+        Method::Ncm | Method::Ncmml { .. } | Method::Ncmc { .. } => {
+            let xs = match &z {
+                Some(a) => a.as_slice(),
+                None => Some(rows.as_slice()),
             };
-            let tr = train_ncmml(xv, labels, &o, Some(&mut cb))?;
-            report.detail = format!("best epoch {}", tr.report.best_epoch);
-            report.sgd = Some(tr.report);
-            report.dim = dim;
-            Classifier::Ncm(tr.ncm)
-        }
-        Method::Ncmc { dim, k } => {
-            let o = NcmcOptions {
-                sgd: opts.sgd(SgdOptions::ncm(dim)),
-                recluster_every: opts.recluster_every,
-                ..NcmcOptions::new(dim, k)
+            let Some(xs) = xs else {
+                return Err(ClassifyError::invalid(
+                    "classify",
+                    "non-contiguous PCA output",
+                ));
             };
-            let tr = train_ncmc(xv, labels, &o, Some(&mut cb))?;
-            report.detail = format!("best epoch {}", tr.report.best_epoch);
-            report.sgd = Some(tr.report);
-            report.dim = dim;
-            Classifier::Ncmc(tr.ncmc)
+            let src = RowSource::Dense {
+                x: xs,
+                dim: xv.ncols(),
+            };
+            fit_on_rows(spec.method, &src, labels, opts, &mut cb, &mut report)?
         }
         Method::Fda(dim) => {
             let f = fit_fda(xv, labels, dim)?;
@@ -249,6 +240,63 @@ pub fn fit_classifier(
     debug_assert_eq!(classifier_in_dim(&classifier), dd);
     report.seconds = t.elapsed().as_secs_f64();
     Ok((classifier, report))
+}
+
+/// Fits the methods that read their training rows from a [`RowSource`] without holding them
+/// (NCM, NCMML, NCMC: class means, SGD mini-batches and validation are streamed, so PQ codes
+/// are decoded per block); an error for the other methods (see [`streams_rows`]).
+pub(crate) fn fit_on_rows(
+    method: Method,
+    src: &RowSource,
+    labels: &[i64],
+    opts: &ClassifyOptions,
+    cb: EpochCallback,
+    report: &mut FitReport,
+) -> Result<Classifier> {
+    Ok(match method {
+        Method::Ncm => {
+            report.dim = src.dim();
+            Classifier::Ncm(Ncm::fit_rows(src, labels, Vec::new())?)
+        }
+        Method::Ncmml { dim, objective } => {
+            let o = NcmmlOptions {
+                sgd: opts.sgd(SgdOptions::ncm(dim)),
+                objective,
+            };
+            let tr = train_ncmml_rows(src.clone(), labels, &o, Some(cb))?;
+            report.detail = format!("best epoch {}", tr.report.best_epoch);
+            report.sgd = Some(tr.report);
+            report.dim = dim;
+            Classifier::Ncm(tr.ncm)
+        }
+        Method::Ncmc { dim, k } => {
+            let o = NcmcOptions {
+                sgd: opts.sgd(SgdOptions::ncm(dim)),
+                recluster_every: opts.recluster_every,
+                ..NcmcOptions::new(dim, k)
+            };
+            let tr = train_ncmc_rows(src.clone(), labels, &o, Some(cb))?;
+            report.detail = format!("best epoch {}", tr.report.best_epoch);
+            report.sgd = Some(tr.report);
+            report.dim = dim;
+            Classifier::Ncmc(tr.ncmc)
+        }
+        other => {
+            return Err(ClassifyError::invalid(
+                "classifier",
+                format!("{other:?} does not train from a row source"),
+            ));
+        }
+    })
+}
+
+/// Whether [`fit_on_rows`] fits `spec` (no `pca:C` prefix, NCM / NCMML / NCMC).
+pub(crate) fn streams_rows(spec: &ClassifierSpec) -> bool {
+    spec.pca.is_none()
+        && matches!(
+            spec.method,
+            Method::Ncm | Method::Ncmml { .. } | Method::Ncmc { .. }
+        )
 }
 
 fn classifier_in_dim(c: &Classifier) -> usize {

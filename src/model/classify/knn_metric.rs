@@ -32,6 +32,7 @@ use super::sgd::{
     EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
     stratified_split, top1_top5,
 };
+use super::train_rows::RowSource;
 
 /// Default grid of neighbour counts validated.
 pub const DEFAULT_K_GRID: [usize; 7] = [1, 3, 5, 10, 20, 50, 100];
@@ -409,7 +410,12 @@ pub fn train_knn_metric(
             "needs at least 3 images (⅔ positives, ⅓ negatives)",
         ));
     }
-    let prep = Prepared::new(method, x, labels, s, 2)?;
+    let rows = checked_rows("knn: training data", x, None)?;
+    let src = RowSource::Dense {
+        x: rows.as_slice(),
+        dim: rows.dim(),
+    };
+    let prep = Prepared::new(method, src, labels, s, 2)?;
     let (d, dd, c) = (s.dim, prep.dim, prep.classes.len());
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); c];
     for &i in &prep.train {

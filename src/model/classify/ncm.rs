@@ -16,6 +16,7 @@ use super::super::input::checked_rows;
 use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_means_f64, top_k_ids};
 use super::projection::Projection;
+use super::train_rows::{RowSource, class_means};
 
 /// Applies a chain of projections to validated rows (identity when empty).
 pub(crate) fn project_chain(chain: &[Projection], x: &[f32]) -> Vec<f32> {
@@ -66,10 +67,30 @@ impl Ncm {
     pub fn fit(x: ArrayView2<f32>, labels: &[i64], chain: Vec<Projection>) -> Result<Ncm> {
         check_chain(&chain)?;
         let rows = checked_rows("ncm: training data", x, chain_in_dim(&chain))?;
-        let (idx, ids) = ClassIndex::from_labels("ncm: labels", labels, rows.n())?;
-        let d = rows.dim();
-        let all: Vec<usize> = (0..rows.n()).collect();
-        let (means, _) = class_means_f64(rows.as_slice(), d, &ids, &all, idx.len());
+        let src = RowSource::Dense {
+            x: rows.as_slice(),
+            dim: rows.dim(),
+        };
+        Ncm::fit_rows(&src, labels, chain)
+    }
+
+    /// [`Ncm::fit`] on a row source (dense, or PQ codes decoded block by block: the means are
+    /// summed as the rows stream by, the decoded rows are never held).
+    pub(crate) fn fit_rows(src: &RowSource, labels: &[i64], chain: Vec<Projection>) -> Result<Ncm> {
+        check_chain(&chain)?;
+        let d = src.dim();
+        if let Some(want) = chain_in_dim(&chain)
+            && want != d
+        {
+            return Err(ClassifyError::LengthMismatch {
+                what: "ncm: training data columns".into(),
+                expected: want,
+                got: d,
+            });
+        }
+        let (idx, ids) = ClassIndex::from_labels("ncm: labels", labels, src.n())?;
+        let all: Vec<usize> = (0..src.n()).collect();
+        let (means, _) = class_means(src, &all, &ids, idx.len(), None);
         Ncm::from_means_f64(chain, idx.labels().to_vec(), &means, d)
     }
 

@@ -30,6 +30,7 @@ use super::sgd::{
     EarlyStopping, EpochCallback, EpochReport, Prepared, SgdOptions, SgdReport, finish_epoch,
 };
 use super::softmax_metric::distance_step;
+use super::train_rows::RowSource;
 
 /// NCMC settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,33 +203,25 @@ pub struct NcmcTraining {
 }
 
 /// k-means (k-means++ seeding) within each class of the training split; C·k × D, class-major.
+/// Classes are clustered one after the other, so at most one class's rows are held (never
+/// the training set; from PQ codes, one class's reconstructions).
 fn class_centroids(prep: &Prepared, k: usize, iters: usize, seed: u64) -> Result<Vec<f32>> {
     let c = prep.classes.len();
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); c];
     for &i in &prep.train {
         members[prep.ids[i] as usize].push(i);
     }
-    let parts: Vec<Result<Vec<f32>>> = members
-        .par_iter()
-        .enumerate()
-        .map(|(ci, m)| {
-            let xs = prep.gather(m);
-            let opts = KMeansOptions {
-                iterations: iters,
-                seed: derive_seed(seed, 0xc1 + ci as u64),
-                init: KMeansInit::PlusPlus,
-                max_points_per_centroid: 0,
-            };
-            Ok(kmeans_rows(&xs, prep.dim, k, None, &opts)?
-                .centroids
-                .iter()
-                .copied()
-                .collect())
-        })
-        .collect();
     let mut out = Vec::with_capacity(c * k * prep.dim);
-    for p in parts {
-        out.extend(p?);
+    let mut xs = Vec::new();
+    for (ci, m) in members.iter().enumerate() {
+        prep.gather_into(m, &mut xs);
+        let opts = KMeansOptions {
+            iterations: iters,
+            seed: derive_seed(seed, 0xc1 + ci as u64),
+            init: KMeansInit::PlusPlus,
+            max_points_per_centroid: 0,
+        };
+        out.extend(kmeans_rows(&xs, prep.dim, k, None, &opts)?.centroids.iter());
     }
     Ok(out)
 }
@@ -249,8 +242,9 @@ fn recluster(
     for &i in &prep.train {
         members[prep.ids[i] as usize].push(i);
     }
+    let mut xs = Vec::new();
     for (ci, m) in members.iter().enumerate() {
-        let xs = prep.gather(m);
+        prep.gather_into(m, &mut xs);
         let y = a_bt_f32(&xs, w, m.len(), dd, d, par());
         let block = &mut cent[ci * k * dd..(ci + 1) * k * dd];
         let p0 = a_bt_f32(block, w, k, dd, d, par());
@@ -293,6 +287,21 @@ pub fn train_ncmc(
     x: ArrayView2<f32>,
     labels: &[i64],
     opts: &NcmcOptions,
+    callback: Option<EpochCallback>,
+) -> Result<NcmcTraining> {
+    let rows = checked_rows("ncmc: training data", x, None)?;
+    let src = RowSource::Dense {
+        x: rows.as_slice(),
+        dim: rows.dim(),
+    };
+    train_ncmc_rows(src, labels, opts, callback)
+}
+
+/// [`train_ncmc`] on any row source (dense or PQ codes decoded per mini-batch).
+pub(crate) fn train_ncmc_rows(
+    src: RowSource,
+    labels: &[i64],
+    opts: &NcmcOptions,
     mut callback: Option<EpochCallback>,
 ) -> Result<NcmcTraining> {
     let method = "ncmc";
@@ -300,7 +309,7 @@ pub fn train_ncmc(
     if opts.k == 0 {
         return Err(ClassifyError::invalid("ncmc: k", "must be at least 1"));
     }
-    let prep = Prepared::new(method, x, labels, s, opts.k)?;
+    let prep = Prepared::new(method, src, labels, s, opts.k)?;
     let (d, dd, c, k) = (s.dim, prep.dim, prep.classes.len(), opts.k);
     let kc = c * k;
     let mut cent = class_centroids(&prep, k, opts.kmeans_iterations, s.seed)?;
@@ -317,11 +326,12 @@ pub fn train_ncmc(
     }
     let lr = s.learning_rate as f32;
     let mut iterations = 0;
+    let mut xb = Vec::new();
     for epoch in 1..=s.max_epochs {
         let order = prep.epoch_order(s.seed, epoch);
         let mut loss = 0f64;
         for batch in order.chunks(s.batch_size) {
-            let xb = prep.gather(batch);
+            prep.gather_into(batch, &mut xb);
             let y: Vec<u32> = batch.iter().map(|&i| prep.ids[i]).collect();
             let step = distance_step(&w, d, dd, &xb, &cent, kc, k, &y);
             for (a, g) in w.iter_mut().zip(&step.grad) {

@@ -11,6 +11,7 @@
 
 use ndarray::ArrayView2;
 
+use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, par};
 use super::error::{ClassifyError, Result};
 use super::labels::top_k_ids;
@@ -21,6 +22,7 @@ use super::sgd::{
     top1_top5,
 };
 use super::softmax_metric::{class_scores, distance_step, dot_step, prototype_logits};
+use super::train_rows::RowSource;
 
 /// Which bias the dot-product variant uses at test time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,9 +84,8 @@ pub(crate) fn validate(
     }
     let dd = prep.dim;
     let k = protos.len() / dd;
-    let xv = prep.gather(&prep.val);
     let nv = prep.val.len();
-    let q = a_bt_f32(&xv, w, nv, dd, d, par());
+    let q = prep.project(&prep.val, w, d);
     let p = a_bt_f32(protos, w, k, dd, d, par());
     let logits = prototype_logits(&q, &p, nv, k, d, bias);
     let c = k / group;
@@ -111,14 +112,34 @@ pub fn train_ncmml(
     x: ArrayView2<f32>,
     labels: &[i64],
     opts: &NcmmlOptions,
-    mut callback: Option<EpochCallback>,
+    callback: Option<EpochCallback>,
 ) -> Result<NcmmlTraining> {
-    let method = match opts.objective {
+    let rows = checked_rows(&format!("{}: training data", method_name(opts)), x, None)?;
+    let src = RowSource::Dense {
+        x: rows.as_slice(),
+        dim: rows.dim(),
+    };
+    train_ncmml_rows(src, labels, opts, callback)
+}
+
+fn method_name(opts: &NcmmlOptions) -> &'static str {
+    match opts.objective {
         NcmmlObjective::Distance => "ncmml",
         NcmmlObjective::DotBias(_) => "ncmml-dot",
-    };
+    }
+}
+
+/// [`train_ncmml`] on any row source (dense or PQ codes decoded per mini-batch): the SGD
+/// batches, the class means, the PCA start and the validation are all read block by block.
+pub(crate) fn train_ncmml_rows(
+    src: RowSource,
+    labels: &[i64],
+    opts: &NcmmlOptions,
+    mut callback: Option<EpochCallback>,
+) -> Result<NcmmlTraining> {
+    let method = method_name(opts);
     let s = &opts.sgd;
-    let prep = Prepared::new(method, x, labels, s, 1)?;
+    let prep = Prepared::new(method, src, labels, s, 1)?;
     let (d, dd, c) = (s.dim, prep.dim, prep.classes.len());
     let means = prep.train_means();
     let mut w = prep.init_w(method, s)?;
@@ -149,11 +170,12 @@ pub fn train_ncmml(
     }
     let lr = s.learning_rate as f32;
     let mut iterations = 0;
+    let mut xb = Vec::new();
     for epoch in 1..=s.max_epochs {
         let order = prep.epoch_order(s.seed, epoch);
         let mut loss = 0f64;
         for batch in order.chunks(s.batch_size) {
-            let xb = prep.gather(batch);
+            prep.gather_into(batch, &mut xb);
             let y: Vec<u32> = batch.iter().map(|&i| prep.ids[i]).collect();
             let step = match opts.objective {
                 NcmmlObjective::Distance => distance_step(&w, d, dd, &xb, &means, c, 1, &y),
@@ -194,7 +216,15 @@ pub fn train_ncmml(
     }
     report.best_epoch = stop.best_epoch;
     let projection = prep.to_projection(&stop.best_w, d)?;
-    let mut ncm = Ncm::fit(x, labels, vec![projection.clone()])?;
+    // The NCM uses the means of all labelled rows (eq. 2), streamed in the raw space.
+    let all: Vec<usize> = (0..prep.ids.len()).collect();
+    let (raw_means, _) = prep.class_means(&all, false);
+    let mut ncm = Ncm::from_means_f64(
+        vec![projection.clone()],
+        prep.classes.labels().to_vec(),
+        &raw_means,
+        prep.dim,
+    )?;
     let learned_bias = match opts.objective {
         NcmmlObjective::Distance => None,
         NcmmlObjective::DotBias(tb) => {

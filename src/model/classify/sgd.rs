@@ -10,6 +10,13 @@
 //! norm is 1). The learned `W'` is returned as the projection `W (x − m)` with `W = W' / s`,
 //! exact on the raw data.
 //!
+//! Memory: the rows are read from a [`RowSource`] (a dense matrix, or PQ codes decoded on
+//! demand, as the paper trains on compressed ImageNet Fisher vectors) and standardised as
+//! they are read: the mean, the scale, the class means, the PCA start (streamed covariance
+//! when the training split has at least D rows), every SGD mini-batch and every validation
+//! pass go block by block, in the same order for either source, so nothing here holds the
+//! standardised training set and learning from codes equals learning from their decoding.
+//!
 //! Initialisation (§5.2 "We initialize W as a PCA projection"): the top-d PCA directions,
 //! scaled by γ with γ² = d / E‖P(x' − μ_y)‖², i.e. so that the projected within-class spread
 //! matches the unit-covariance Gaussian that eq. 5 assumes; or seeded Gaussian rows with the
@@ -17,12 +24,13 @@
 
 use rand::seq::SliceRandom;
 
-use super::super::center::column_means_f64;
-use super::super::input::checked_rows;
-use super::super::pca::Pca;
+use super::super::error::ModelError;
+use super::super::linalg::{a_bt_f32, par};
+use super::super::pca::{CovarianceAccumulator, Pca};
 use super::super::random::{derive_seed, gaussian, rng};
 use super::error::{ClassifyError, Result};
-use super::labels::{ClassIndex, class_means_f64};
+use super::labels::ClassIndex;
+use super::train_rows::{RowSource, STREAM_ROWS, class_means, standardise};
 use ndarray::{Array2, ArrayView2};
 
 /// The validation error early stopping minimises.
@@ -165,10 +173,11 @@ pub struct SgdReport {
 /// Receiver of per-epoch reports.
 pub type EpochCallback<'a> = &'a mut dyn FnMut(&EpochReport);
 
-/// Standardised training data with its split.
-pub(crate) struct Prepared {
-    /// Standardised rows, row-major n × D.
-    pub x: Vec<f32>,
+/// Standardised training data with its split. The rows stay in their [`RowSource`] (a dense
+/// matrix or PQ codes) and are standardised block by block as they are read, so no pass holds
+/// the standardised (or, from codes, the decoded) training set.
+pub(crate) struct Prepared<'a> {
+    src: RowSource<'a>,
     pub dim: usize,
     pub ids: Vec<u32>,
     pub classes: ClassIndex,
@@ -178,17 +187,46 @@ pub(crate) struct Prepared {
     pub val: Vec<usize>,
 }
 
-impl Prepared {
+/// Column means (f64) of the rows of `src`, streamed in blocks of [`STREAM_ROWS`].
+fn streamed_mean(src: &RowSource, buf: &mut Vec<f32>) -> Vec<f64> {
+    let (n, d) = (src.n(), src.dim());
+    let mut sum = vec![0f64; d];
+    let all: Vec<usize> = (0..n).collect();
+    for blk in all.chunks(STREAM_ROWS) {
+        src.fill(blk, buf);
+        let mut part = vec![0f64; d];
+        for r in buf.chunks_exact(d) {
+            for (a, &v) in part.iter_mut().zip(r) {
+                *a += v as f64;
+            }
+        }
+        for (a, b) in sum.iter_mut().zip(part) {
+            *a += b;
+        }
+    }
+    let inv = 1.0 / n.max(1) as f64;
+    sum.iter().map(|s| s * inv).collect()
+}
+
+impl<'a> Prepared<'a> {
+    /// Standardisation and split of the rows of `src` labelled `labels` (one per row). Dense
+    /// sources must hold validated (finite) rows; code sources decode to finite rows.
     pub(crate) fn new(
         method: &str,
-        x: ArrayView2<f32>,
+        src: RowSource<'a>,
         labels: &[i64],
         opts: &SgdOptions,
         min_per_class: usize,
-    ) -> Result<Prepared> {
+    ) -> Result<Prepared<'a>> {
         opts.check(method)?;
-        let rows = checked_rows(&format!("{method}: training data"), x, None)?;
-        let (n, d) = (rows.n(), rows.dim());
+        let (n, d) = (src.n(), src.dim());
+        if n == 0 || d == 0 {
+            return Err(ClassifyError::Model(ModelError::Empty {
+                what: format!("{method}: training data"),
+                rows: n,
+                cols: d,
+            }));
+        }
         let (classes, ids) = ClassIndex::from_labels(&format!("{method}: labels"), labels, n)?;
         if classes.len() < 2 {
             return Err(ClassifyError::TooFewClasses {
@@ -197,18 +235,23 @@ impl Prepared {
                 got: classes.len(),
             });
         }
-        let mean = column_means_f64(rows.as_slice(), d);
-        let ms: f64 = rows
-            .as_slice()
-            .chunks_exact(d)
-            .map(|r| {
-                r.iter()
-                    .zip(&mean)
-                    .map(|(a, m)| (*a as f64 - m).powi(2))
-                    .sum::<f64>()
-            })
-            .sum::<f64>()
-            / n as f64;
+        let mut buf = Vec::new();
+        let mean = streamed_mean(&src, &mut buf);
+        let all: Vec<usize> = (0..n).collect();
+        let mut ms = 0f64;
+        for blk in all.chunks(STREAM_ROWS) {
+            src.fill(blk, &mut buf);
+            ms += buf
+                .chunks_exact(d)
+                .map(|r| {
+                    r.iter()
+                        .zip(&mean)
+                        .map(|(a, m)| (*a as f64 - m).powi(2))
+                        .sum::<f64>()
+                })
+                .sum::<f64>();
+        }
+        let ms = ms / n as f64;
         if !(ms > 0.0 && ms.is_finite()) {
             return Err(ClassifyError::invalid(
                 &format!("{method}: training data"),
@@ -216,16 +259,6 @@ impl Prepared {
             ));
         }
         let scale = ms.sqrt();
-        let inv = 1.0 / scale;
-        let xs: Vec<f32> = rows
-            .as_slice()
-            .chunks_exact(d)
-            .flat_map(|r| {
-                r.iter()
-                    .zip(&mean)
-                    .map(move |(a, m)| ((*a as f64 - m) * inv) as f32)
-            })
-            .collect();
         let (train, val) = stratified_split(
             method,
             &ids,
@@ -236,7 +269,7 @@ impl Prepared {
             opts.seed,
         )?;
         Ok(Prepared {
-            x: xs,
+            src,
             dim: d,
             ids,
             classes,
@@ -247,31 +280,55 @@ impl Prepared {
         })
     }
 
-    pub(crate) fn row(&self, i: usize) -> &[f32] {
-        &self.x[i * self.dim..(i + 1) * self.dim]
+    /// Replaces `out` with the standardised rows `idx`.
+    pub(crate) fn gather_into(&self, idx: &[usize], out: &mut Vec<f32>) {
+        self.src.fill(idx, out);
+        standardise(out, &self.mean, 1.0 / self.scale);
     }
 
+    /// The standardised rows `idx`, row-major.
     pub(crate) fn gather(&self, idx: &[usize]) -> Vec<f32> {
-        let mut out = Vec::with_capacity(idx.len() * self.dim);
-        for &i in idx {
-            out.extend_from_slice(self.row(i));
-        }
+        let mut out = Vec::new();
+        self.gather_into(idx, &mut out);
         out
+    }
+
+    /// Runs `f(block_rows, standardised_block)` over `rows` in blocks of [`STREAM_ROWS`],
+    /// in order, with one reused buffer.
+    pub(crate) fn for_blocks(&self, rows: &[usize], mut f: impl FnMut(&[usize], &[f32])) {
+        let mut buf = Vec::new();
+        for blk in rows.chunks(STREAM_ROWS) {
+            self.gather_into(blk, &mut buf);
+            f(blk, &buf);
+        }
+    }
+
+    /// Rows `rows` projected by W' (d × D), streamed: `rows.len()` × d.
+    pub(crate) fn project(&self, rows: &[usize], w: &[f32], d: usize) -> Vec<f32> {
+        let mut q = Vec::with_capacity(rows.len() * d);
+        self.for_blocks(rows, |blk, x| {
+            q.extend(a_bt_f32(x, w, blk.len(), self.dim, d, par()));
+        });
+        q
     }
 
     /// Class means of the training split (standardised space), C × D, f32.
     pub(crate) fn train_means(&self) -> Vec<f32> {
-        let (m, _) = class_means_f64(
-            &self.x,
-            self.dim,
-            &self.ids,
-            &self.train,
-            self.classes.len(),
-        );
+        let (m, _) = self.class_means(&self.train, true);
         m.into_iter().map(|v| v as f32).collect()
     }
 
-    /// Initial W' (d × D, row-major) per [`WInit`], scaled as in the module doc.
+    /// Class means (eq. 2) of `rows`, f64, C × D, standardised or raw, streamed; classes
+    /// without rows get a zero mean. Also the per-class counts.
+    pub(crate) fn class_means(&self, rows: &[usize], standardised: bool) -> (Vec<f64>, Vec<usize>) {
+        let st = standardised.then_some((&self.mean[..], 1.0 / self.scale));
+        class_means(&self.src, rows, &self.ids, self.classes.len(), st)
+    }
+
+    /// Initial W' (d × D, row-major) per [`WInit`], scaled as in the module doc. The PCA is
+    /// accumulated over streamed blocks (covariance path) when the training split has at
+    /// least D rows; with fewer rows than dimensions the split is small and is gathered for
+    /// the SVD path.
     pub(crate) fn init_w(&self, method: &str, opts: &SgdOptions) -> Result<Vec<f32>> {
         let (d, dd) = (opts.dim, self.dim);
         if d > dd {
@@ -281,6 +338,12 @@ impl Prepared {
             ));
         }
         let mut w: Vec<f32> = match opts.init {
+            WInit::Pca if self.train.len() >= dd => {
+                let mut acc = CovarianceAccumulator::new(dd)?;
+                self.for_blocks(&self.train, |_, x| acc.add_rows(x));
+                let pca = Pca::from_covariance(&acc.finish()?, d)?;
+                pca.linear().weight().iter().copied().collect()
+            }
             WInit::Pca => {
                 let xt = self.gather(&self.train);
                 let v = ArrayView2::from_shape((self.train.len(), dd), &xt)
@@ -296,19 +359,20 @@ impl Prepared {
         // γ² = d / E‖W (x − μ_y)‖² over the training split.
         let means = self.train_means();
         let mut acc = 0f64;
-        for &i in &self.train {
-            let c = self.ids[i] as usize;
-            let x = self.row(i);
-            let mu = &means[c * dd..(c + 1) * dd];
-            for wr in w.chunks_exact(dd) {
-                let p: f64 = wr
-                    .iter()
-                    .zip(x.iter().zip(mu))
-                    .map(|(a, (b, m))| *a as f64 * (*b - *m) as f64)
-                    .sum();
-                acc += p * p;
+        self.for_blocks(&self.train, |blk, xs| {
+            for (&i, x) in blk.iter().zip(xs.chunks_exact(dd)) {
+                let c = self.ids[i] as usize;
+                let mu = &means[c * dd..(c + 1) * dd];
+                for wr in w.chunks_exact(dd) {
+                    let p: f64 = wr
+                        .iter()
+                        .zip(x.iter().zip(mu))
+                        .map(|(a, (b, m))| *a as f64 * (*b - *m) as f64)
+                        .sum();
+                    acc += p * p;
+                }
             }
-        }
+        });
         let spread = acc / self.train.len() as f64;
         if spread > 0.0 && spread.is_finite() {
             let g = ((d as f64) / spread).sqrt() as f32;
