@@ -871,13 +871,11 @@ impl ColumnCopy<'_, '_> {
             Column::Ids => Ok(()),
             Column::Codes => {
                 let w = self.width;
-                let cols: Vec<&[u8]> = self.readers.iter().map(|r| r.codes()).collect();
                 let mut buf: Vec<u8> = Vec::with_capacity(n as usize * w);
                 while {
                     buf.clear();
                     rs.next_chunk(n, |s, a, len| {
-                        let (a, b) = (a as usize * w, (a + len) as usize * w);
-                        buf.extend_from_slice(&cols[s][a..b])
+                        self.readers[s].codes_into(a as usize..(a + len) as usize, &mut buf)
                     }) > 0
                 } {
                     out.codes(&buf)?;
