@@ -164,7 +164,10 @@ fn v1_2_golden_fastscan_segment_reads_with_its_values() {
     assert_eq!(r.container().header().minor, 2);
     assert_eq!(SegmentData::from_reader(&r).unwrap(), g12::segment());
     let m = r.meta();
-    assert_eq!((m.rows, m.code_kind, m.code_bytes, m.code_bits), (37, CodeKind::Pq4, 2, 12));
+    assert_eq!(
+        (m.rows, m.code_kind, m.code_bytes, m.code_bits),
+        (37, CodeKind::Pq4, 2, 12)
+    );
     assert_eq!(r.ids()[36], 1000 + 3 * 36);
     assert_eq!(r.labels().unwrap()[5], 1);
     let sections: Vec<u32> = r.container().entries().iter().map(|e| e.kind).collect();
@@ -183,7 +186,11 @@ fn v1_2_golden_fastscan_segment_reads_with_its_values() {
                     if j < 3 && r < 37 { g12::index(r, j) } else { 0 }
                 };
                 let want = (idx(32 * b + 16 + i) << 4) | idx(32 * b + i);
-                assert_eq!(packed[64 * b + 16 * j + i], want, "block {b} j {j} byte {i}");
+                assert_eq!(
+                    packed[64 * b + 16 * j + i],
+                    want,
+                    "block {b} j {j} byte {i}"
+                );
             }
         }
     }
@@ -193,7 +200,11 @@ fn v1_2_golden_fastscan_segment_reads_with_its_values() {
     assert_eq!(packed[64 + 16 + 4], 0x05);
     assert_eq!(&packed[64 + 48..], &[0u8; 16], "padding sub-quantiser");
     for row in 0..37 {
-        assert_eq!(r.row_code(row).unwrap().as_ref(), &g12::code(row), "row {row}");
+        assert_eq!(
+            r.row_code(row).unwrap().as_ref(),
+            &g12::code(row),
+            "row {row}"
+        );
         assert_eq!(r.code(row).unwrap(), &g12::code(row), "row {row}");
     }
     assert_eq!(r.row_code(37), None);
@@ -208,10 +219,14 @@ fn fastscan_segment_with(packed: &[u8], minor: u8) -> (PathBuf, Vec<u8>) {
     let path = bless_or_read_v1_2().join(golden::name("seg", g12::SEG_ID, "seg"));
     let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
     let c = r.container();
-    let mut w = ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path)
-        .unwrap();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path).unwrap();
     for (i, e) in c.entries().iter().enumerate() {
-        let bytes = if e.kind == section_kind::SEG_CODES_FASTSCAN { packed } else { c.stored(i) };
+        let bytes = if e.kind == section_kind::SEG_CODES_FASTSCAN {
+            packed
+        } else {
+            c.stored(i)
+        };
         w.section(e.kind, e.required(), bytes).unwrap();
     }
     let bytes = w.finish().unwrap();
@@ -237,7 +252,10 @@ fn fastscan_segments_break_no_rule_unnoticed() {
     // A padding row of the last block (row 37 = block 1, i = 5, sub-quantiser 0).
     let mut dirty = packed.clone();
     dirty[64 + 5] = 0x01;
-    corrupt(&fastscan_segment_with(&dirty, 2).1, "padding nibble of row 37 sub-quantiser 0");
+    corrupt(
+        &fastscan_segment_with(&dirty, 2).1,
+        "padding nibble of row 37 sub-quantiser 0",
+    );
     // Also when the codes column is not checksum-checked on open.
     let (p, bytes) = fastscan_segment_with(&dirty, 2);
     let tmp = tempfile::tempdir().unwrap();
@@ -251,10 +269,19 @@ fn fastscan_segments_break_no_rule_unnoticed() {
     // The padding sub-quantiser of an odd M, in the first (full) block.
     let mut dirty = packed.clone();
     dirty[48 + 3] = 0x10;
-    corrupt(&fastscan_segment_with(&dirty, 2).1, "row 19 sub-quantiser 3");
+    corrupt(
+        &fastscan_segment_with(&dirty, 2).1,
+        "row 19 sub-quantiser 3",
+    );
     // Block count vs rows: one block too few, one too many.
-    corrupt(&fastscan_segment_with(&packed[..64], 2).1, "expected 2 blocks");
-    corrupt(&fastscan_segment_with(&[&packed[..], &[0; 64]].concat(), 2).1, "expected 2 blocks");
+    corrupt(
+        &fastscan_segment_with(&packed[..64], 2).1,
+        "expected 2 blocks",
+    );
+    corrupt(
+        &fastscan_segment_with(&[&packed[..], &[0; 64]].concat(), 2).1,
+        "expected 2 blocks",
+    );
     // The section in a file that claims format 1.1 (which does not define it).
     corrupt(&fastscan_segment_with(&packed, 1).1, "format 1.1 file");
     // The golden bytes themselves are clean; verify-level checks agree.

@@ -19,7 +19,11 @@ fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
     (
         codedb::io::load_vectors(root.join("pixels.npy")).unwrap(),
-        codedb::io::load_labels(root.join("labels.npy")).unwrap(),
+        codedb::io::load_labels(root.join("labels.npy"))
+            .unwrap()
+            .into_iter()
+            .map(|l| l as u32)
+            .collect(),
     )
 }
 
@@ -144,7 +148,10 @@ fn fastscan_segments_search_exactly_as_plain_lut4() {
         .blocks()
         .filter_map(|b| b.fastscan_codes().map(|(p, mm)| (b.rows(), p.len(), mm)))
         .collect();
-    assert!(packed.len() >= 2, "sealed segments use the fast-scan layout");
+    assert!(
+        packed.len() >= 2,
+        "sealed segments use the fast-scan layout"
+    );
     assert!(
         packed.iter().any(|&(rows, _, _)| rows % 32 != 0),
         "a segment ends in a partial block: {packed:?}"
@@ -174,6 +181,9 @@ fn fastscan_segments_search_exactly_as_plain_lut4() {
     let snap = idx.snapshot();
     let segs: Vec<_> = snap.blocks().filter(|b| b.segment().is_some()).collect();
     assert_eq!(segs.len(), 1);
-    assert!(segs[0].fastscan_codes().is_some(), "compaction writes fast-scan");
+    assert!(
+        segs[0].fastscan_codes().is_some(),
+        "compaction writes fast-scan"
+    );
     check(&snap, &m, q, "compacted");
 }

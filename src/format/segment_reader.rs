@@ -103,8 +103,7 @@ impl SegmentReader {
         c.verify_section(mi)?;
         let meta = SegmentMeta::decode(c.stored(mi), &path, !c.is_newer_minor())?;
         let ids = c.require(SEG_IDS)?;
-        let (codes, fastscan_m) = match (c.find_one(SEG_CODES)?, c.find_one(SEG_CODES_FASTSCAN)?)
-        {
+        let (codes, fastscan_m) = match (c.find_one(SEG_CODES)?, c.find_one(SEG_CODES_FASTSCAN)?) {
             (Some(i), None) => (i, None),
             (None, Some(i)) => (i, Some(fastscan_m(&c, &meta)?)),
             (None, None) => return Err(c.corrupt("codes", "required section is missing")),
@@ -132,9 +131,8 @@ impl SegmentReader {
         match fastscan_m {
             None => expect(codes, meta.code_bytes as u64, "codes")?,
             Some(m) => {
-                let want = fsl::packed_len(rows, m).ok_or_else(|| {
-                    c.corrupt("codes_fastscan", "column size overflows")
-                })?;
+                let want = fsl::packed_len(rows, m)
+                    .ok_or_else(|| c.corrupt("codes_fastscan", "column size overflows"))?;
                 let e = &c.entries()[codes];
                 if e.raw_len != want {
                     return Err(c.corrupt(
@@ -340,7 +338,10 @@ impl SegmentReader {
         match self.fastscan_m {
             None => {
                 let w = self.meta.code_bytes as usize;
-                self.c.stored(self.codes).get(row * w..(row + 1) * w).map(Cow::Borrowed)
+                self.c
+                    .stored(self.codes)
+                    .get(row * w..(row + 1) * w)
+                    .map(Cow::Borrowed)
             }
             Some(m) => (row < self.rows()).then(|| {
                 let mut out = Vec::new();

@@ -5,7 +5,7 @@
 //! |---|---|---|---|---|
 //! | `hamming` | binary | its code ([`Model::encode`]) | Hamming | bits that differ (smaller better) |
 //! | `asym` | binary | projected, not binarised ([`Model::project`]) | LUT-8 | Σ of the margins of disagreeing bits, see [`asym`] (smaller better) |
-//! | `adc` / `adc-ip` | PQ8 / PQ4 | M tables of 256 / 16 ([`Model::adc_tables`]) | LUT-8 / LUT-4, or fast-scan for PQ4 segments of format 1.2 ([`pq4_fastscan`]) | squared L2 (smaller) / inner product (larger) |
+//! | `adc` / `adc-ip` | PQ8 / PQ4 | M tables of 256 / 16 ([`Model::adc_tables`]) | LUT-8 / LUT-4, or fast-scan for PQ4 segments of format 1.2 (in place, exact re-scoring) | squared L2 (smaller) / inner product (larger) |
 //! | `float` / `float-ip` | float32 / float16 | projected ([`Model::project`]) | dense | squared L2 / inner product |
 //! | `exact` / `exact-ip` | any, with stored vectors | the raw query | dense | squared L2 / inner product |
 //!

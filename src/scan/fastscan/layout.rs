@@ -2,9 +2,9 @@
 //! The layout itself (byte positions, padding rules) is the format layer's:
 //! [`crate::format::fastscan_layout`] documents it and FORMAT.md §3.4 draws it.
 
-pub use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes, padded_m};
 pub(crate) use crate::format::fastscan_layout::nibble;
 use crate::format::fastscan_layout::pack_block;
+pub use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes, padded_m};
 use crate::scan::error::{Result, ScanError};
 
 /// Bytes of the packed layout for `n` rows.
