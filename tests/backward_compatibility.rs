@@ -285,7 +285,7 @@ fn fastscan_segments_break_no_rule_unnoticed() {
     // The section in a file that claims format 1.1 (which does not define it).
     corrupt(&fastscan_segment_with(&packed, 1).1, "format 1.1 file");
     // The golden bytes themselves are clean; verify-level checks agree.
-    r.check_fastscan_padding(true).unwrap();
+    r.check_code_padding(true).unwrap();
 }
 
 #[test]

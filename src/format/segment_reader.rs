@@ -205,10 +205,10 @@ impl SegmentReader {
             r.check_id_range()?;
             r.check_list_index()?;
             r.vectors()?;
-            r.check_fastscan_padding(true)?;
+            r.check_code_padding(true)?;
         } else {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
-            r.check_fastscan_padding(false)?;
+            r.check_code_padding(false)?;
         }
         Ok(r)
     }
@@ -375,10 +375,24 @@ impl SegmentReader {
     pub fn stored_codes(&self) -> &[u8] {
         self.c.stored(self.codes)
     }
-    /// A fast-scan column's padding nibbles are zero (FORMAT.md §3.4): the padding rows of the
-    /// last block always, and with `all_blocks` the padding sub-quantiser of an odd `M` in
-    /// every block (O(rows); `codedb verify`). Nothing to check for a row-major column.
-    pub fn check_fastscan_padding(&self, all_blocks: bool) -> Result<()> {
+    /// The must-be-zero nibbles of 4-bit PQ codes are zero (FORMAT.md §3.1, §3.4). Fast-scan
+    /// column: the padding rows of the last block always, and with `all_blocks` the padding
+    /// sub-quantiser of an odd `M` in every block. Row-major column of an odd `M`: with
+    /// `all_blocks`, the unused high nibble of every code. `all_blocks` is O(rows) (checked
+    /// with `ChecksumPolicy::All` and by `codedb verify`); other kinds have nothing to check.
+    pub fn check_code_padding(&self, all_blocks: bool) -> Result<()> {
+        let odd_pq4 = self.meta.code_kind == CodeKind::Pq4 && self.meta.code_bits % 8 == 4;
+        if self.fastscan_m.is_none() && odd_pq4 && all_blocks {
+            let w = self.meta.code_bytes as usize;
+            let col = self.c.stored(self.codes);
+            let dirty = |c: &[u8]| c.last().is_some_and(|b| b & 0xf0 != 0);
+            if let Some(r) = col.chunks_exact(w).position(dirty) {
+                return Err(self.c.corrupt(
+                    "codes",
+                    &format!("row {r}: the unused high nibble of an odd-M pq4 code is not zero"),
+                ));
+            }
+        }
         let Some(m) = self.fastscan_m else {
             return Ok(());
         };
@@ -403,6 +417,7 @@ impl SegmentReader {
             )),
         }
     }
+
     pub fn labels(&self) -> Option<&[u32]> {
         self.labels.map(|i| self.view(i))
     }

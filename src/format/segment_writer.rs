@@ -201,6 +201,18 @@ impl<W: Write> SegmentWriter<W> {
                 ),
             ));
         }
+        if self.layout.code_kind == CodeKind::Pq4 && self.layout.code_bits % 8 == 4 {
+            let dirty = |c: &[u8]| c.last().is_some_and(|b| b & 0xf0 != 0);
+            if let Some(r) = codes.chunks_exact(width).position(dirty) {
+                return Err(self.bad(
+                    "codes",
+                    format!(
+                        "row {}: the unused high nibble of an odd-M pq4 code must be zero",
+                        self.count + r as u64
+                    ),
+                ));
+            }
+        }
         self.count += (codes.len() / width) as u64;
         let Some((m, pending)) = &mut self.fastscan else {
             return self.w.write(codes);
@@ -426,4 +438,71 @@ fn ids_le(ids: &[u64]) -> Vec<u64> {
 
 fn u32s_le(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::SegmentReader;
+
+    fn write(layout: SegmentLayout, rows: usize, codes: &[u8], chunk_rows: usize) -> Vec<u8> {
+        let p = Path::new("<memory>");
+        let mut w = SegmentWriter::new(Vec::new(), FileId::ZERO, layout, p).unwrap();
+        w.ids(&(0..rows as u64).collect::<Vec<_>>()).unwrap();
+        let cb = layout.code_bytes as usize;
+        for c in codes.chunks(chunk_rows * cb) {
+            w.codes(c).unwrap();
+        }
+        w.finish().unwrap().0
+    }
+
+    fn pq4(m: u32) -> SegmentLayout {
+        SegmentLayout {
+            code_kind: CodeKind::Pq4,
+            code_bytes: m.div_ceil(2),
+            code_bits: 4 * m,
+            model_id: FileId::ZERO,
+        }
+    }
+
+    #[test]
+    fn fastscan_packing_does_not_depend_on_how_rows_are_streamed() {
+        let (m, rows) = (5u32, 101usize);
+        let cb = m.div_ceil(2) as usize;
+        let codes: Vec<u8> = (0..rows * cb)
+            .map(|x| {
+                let b = (x * 29 + 3) as u8;
+                if x % cb == cb - 1 { b & 0x0f } else { b }
+            })
+            .collect();
+        let one = write(pq4(m), rows, &codes, rows);
+        for chunk in [1, 7, 31, 32, 33, 64] {
+            assert_eq!(write(pq4(m), rows, &codes, chunk), one, "chunks of {chunk}");
+        }
+        let r = SegmentReader::from_bytes(&one, Path::new("<memory>")).unwrap();
+        let (packed, mm) = r.fastscan_codes().unwrap();
+        assert_eq!((packed.len(), mm), (4 * 6 * 16, 5));
+        assert_eq!(r.codes(), &codes[..]);
+        // pq4 beyond MAX_M sub-quantisers stays row-major.
+        let wide = SegmentLayout {
+            code_bits: 4 * 258,
+            code_bytes: 129,
+            ..pq4(1)
+        };
+        let r2 = write(wide, 3, &vec![0u8; 3 * 129], 3);
+        let r2 = SegmentReader::from_bytes(&r2, Path::new("<memory>")).unwrap();
+        assert!(r2.fastscan_codes().is_none());
+    }
+
+    #[test]
+    fn odd_m_codes_with_a_set_unused_nibble_are_refused() {
+        let p = Path::new("<memory>");
+        let mut w = SegmentWriter::new(Vec::new(), FileId::ZERO, pq4(3), p).unwrap();
+        w.ids(&[1, 2]).unwrap();
+        let err = w.codes(&[0x21, 0x03, 0x54, 0x16]).unwrap_err();
+        assert!(
+            err.to_string().contains("row 1: the unused high nibble"),
+            "{err}"
+        );
+    }
 }
