@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.1); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.2); older
 //! folders are never rewritten.
 
 mod common;
@@ -8,25 +8,31 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use codedb::format::{
-    ClassTable, DeletionBitmap, FormatError, ListEntry, Manifest, ModelFile, OpenOptions,
-    SegmentData, SegmentReader, VectorSlice, append_log,
+    ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, ListEntry, Manifest, ModelFile,
+    OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log, section_kind,
 };
+use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
-use common::{golden, golden_v1_1 as g11};
+use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12};
 
 /// The v1.0 folder (never rewritten).
 fn v1_0_dir() -> PathBuf {
     golden::dir()
 }
 
-/// The current version's folder, written first when `CODEDB_BLESS` is set.
+/// The v1.1 folder (never rewritten).
 fn bless_or_read() -> PathBuf {
+    g11::dir()
+}
+
+/// The current version's folder (v1.2), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_2() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g11::dir();
+    let dir = g12::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g11::files() {
+            for (name, bytes) in g12::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -98,7 +104,7 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
     let seg_b = golden::name("seg", golden::SEG_B_ID, "seg");
     for (name, bytes) in golden::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 1, "{name} is written as format 1.1");
+        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
         if name == seg_b {
             assert_ne!(with_minor(bytes.clone(), 0), on_disk);
             let r = SegmentReader::from_bytes(&bytes, Path::new(&name)).unwrap();
@@ -120,17 +126,166 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
 }
 
 #[test]
-fn current_writer_reproduces_v1_1_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.1 and add a new folder.
+fn v1_1_values_written_by_this_build_change_only_the_minor_version() {
+    // Format 1.2 changed no 1.1 byte layout (the v1.1 set has no 4-bit PQ segment): re-written
+    // by this build, every 1.1 file differs only in its minor version and header CRC (the log
+    // carries its version in its own header the same way).
     let dir = bless_or_read();
     for (name, bytes) in g11::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
+        assert!(
+            with_minor(bytes, 1) == on_disk,
+            "{name}: this build's bytes differ from 1.1 beyond the minor version"
+        );
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_2_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.2 and add a new folder.
+    let dir = bless_or_read_v1_2();
+    for (name, bytes) in g12::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
             "{name} differs from what this build writes"
         );
     }
+}
+
+#[test]
+fn v1_2_golden_fastscan_segment_reads_with_its_values() {
+    let dir = bless_or_read_v1_2();
+    let path = dir.join(golden::name("seg", g12::SEG_ID, "seg"));
+    let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
+    assert!(r.container().is_mapped());
+    assert_eq!(r.container().header().minor, 2);
+    assert_eq!(SegmentData::from_reader(&r).unwrap(), g12::segment());
+    let m = r.meta();
+    assert_eq!(
+        (m.rows, m.code_kind, m.code_bytes, m.code_bits),
+        (37, CodeKind::Pq4, 2, 12)
+    );
+    assert_eq!(r.ids()[36], 1000 + 3 * 36);
+    assert_eq!(r.labels().unwrap()[5], 1);
+    let sections: Vec<u32> = r.container().entries().iter().map(|e| e.kind).collect();
+    assert!(sections.contains(&section_kind::SEG_CODES_FASTSCAN));
+    assert!(!sections.contains(&section_kind::SEG_CODES));
+
+    // The packed column, in place: 2 blocks of M2 × 16 = 64 bytes, 64-byte aligned.
+    let (packed, mm) = r.fastscan_codes().unwrap();
+    assert_eq!((packed.len(), mm), (128, 3));
+    assert_eq!(packed.as_ptr() as usize % 64, 0, "viewed in place, aligned");
+    // Byte 16j + i of block b = (row 32b+16+i's index << 4) | row 32b+i's index, value by value.
+    for b in 0..2 {
+        for j in 0..4 {
+            for i in 0..16 {
+                let idx = |r: usize| {
+                    if j < 3 && r < 37 { g12::index(r, j) } else { 0 }
+                };
+                let want = (idx(32 * b + 16 + i) << 4) | idx(32 * b + i);
+                assert_eq!(
+                    packed[64 * b + 16 * j + i],
+                    want,
+                    "block {b} j {j} byte {i}"
+                );
+            }
+        }
+    }
+    // Hand-checked: row 1 (j0 = 1) and row 17 (j0 = 17 % 16 = 1) share byte 1: 0x11; row 36
+    // (block 1, i = 4) has j1 = (36·5 + 1) % 16 = 5 in the low nibble of byte 64 + 16 + 4.
+    assert_eq!(packed[1], 0x11);
+    assert_eq!(packed[64 + 16 + 4], 0x05);
+    assert_eq!(&packed[64 + 48..], &[0u8; 16], "padding sub-quantiser");
+    for row in 0..37 {
+        assert_eq!(
+            r.row_code(row).unwrap().as_ref(),
+            &g12::code(row),
+            "row {row}"
+        );
+        assert_eq!(r.code(row).unwrap(), &g12::code(row), "row {row}");
+    }
+    assert_eq!(r.row_code(37), None);
+    let mut some = Vec::new();
+    r.codes_into(35..40, &mut some);
+    assert_eq!(some, [g12::code(35), g12::code(36)].concat());
+}
+
+/// The golden fast-scan segment rebuilt section by section with `packed` as its code column
+/// (and the header's minor version set to `minor`), checksums recomputed.
+fn fastscan_segment_with(packed: &[u8], minor: u8) -> (PathBuf, Vec<u8>) {
+    let path = bless_or_read_v1_2().join(golden::name("seg", g12::SEG_ID, "seg"));
+    let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
+    let c = r.container();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path).unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let bytes = if e.kind == section_kind::SEG_CODES_FASTSCAN {
+            packed
+        } else {
+            c.stored(i)
+        };
+        w.section(e.kind, e.required(), bytes).unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    (path, with_minor(bytes, minor))
+}
+
+#[test]
+fn fastscan_segments_break_no_rule_unnoticed() {
+    let path = bless_or_read_v1_2().join(golden::name("seg", g12::SEG_ID, "seg"));
+    let good = std::fs::read(&path).unwrap();
+    let r = SegmentReader::from_bytes(&good, &path).unwrap();
+    let packed = r.fastscan_codes().unwrap().0.to_vec();
+    let (_, same) = fastscan_segment_with(&packed, 2);
+    assert!(same == good, "the rebuild reproduces the golden bytes");
+    let corrupt = |bytes: &[u8], want: &str| {
+        let err = SegmentReader::from_bytes(bytes, &path).unwrap_err();
+        assert!(
+            matches!(&err, FormatError::Corrupt { section, .. } if section == "codes_fastscan"),
+            "{err}"
+        );
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    // A padding row of the last block (row 37 = block 1, i = 5, sub-quantiser 0).
+    let mut dirty = packed.clone();
+    dirty[64 + 5] = 0x01;
+    corrupt(
+        &fastscan_segment_with(&dirty, 2).1,
+        "padding nibble of row 37 sub-quantiser 0",
+    );
+    // Also when the codes column is not checksum-checked on open.
+    let (p, bytes) = fastscan_segment_with(&dirty, 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(p.file_name().unwrap());
+    std::fs::write(&file, &bytes).unwrap();
+    let opts = OpenOptions {
+        load: LoadMode::Read,
+        checksums: codedb::format::ChecksumPolicy::SkipColumns,
+    };
+    assert!(SegmentReader::open(&file, opts).is_err());
+    // The padding sub-quantiser of an odd M, in the first (full) block.
+    let mut dirty = packed.clone();
+    dirty[48 + 3] = 0x10;
+    corrupt(
+        &fastscan_segment_with(&dirty, 2).1,
+        "row 19 sub-quantiser 3",
+    );
+    // Block count vs rows: one block too few, one too many.
+    corrupt(
+        &fastscan_segment_with(&packed[..64], 2).1,
+        "expected 2 blocks",
+    );
+    corrupt(
+        &fastscan_segment_with(&[&packed[..], &[0; 64]].concat(), 2).1,
+        "expected 2 blocks",
+    );
+    // The section in a file that claims format 1.1 (which does not define it).
+    corrupt(&fastscan_segment_with(&packed, 1).1, "format 1.1 file");
+    // The golden bytes themselves are clean; verify-level checks agree.
+    r.check_code_padding(true).unwrap();
 }
 
 #[test]

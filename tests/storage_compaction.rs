@@ -98,7 +98,7 @@ fn a_one_row_buffer_streams_the_same_rows_as_a_large_one() {
         );
         results.push((
             b.ids.to_vec(),
-            b.codes.to_vec(),
+            b.codes().to_vec(),
             b.labels.map(<[u32]>::to_vec),
         ));
         drop(s);

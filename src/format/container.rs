@@ -37,17 +37,22 @@ pub enum FormatVersion {
     /// whose rows are grouped by list id carry a list index (section 7). Every 1.0 file is a
     /// valid 1.1 file.
     V1_1,
+    /// 1.2: segments of 4-bit PQ codes store them block-interleaved for fast-scan (section 8,
+    /// `codes_fastscan`, FORMAT.md §3.4) instead of row-major (section 3). A 1.1 reader refuses
+    /// such a segment as an unknown required section; every 1.1 file is a valid 1.2 file.
+    V1_2,
 }
 
 impl FormatVersion {
-    pub const CURRENT: FormatVersion = FormatVersion::V1_1;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_2;
     pub const MAJOR: u16 = 1;
-    pub const MINOR: u16 = 1;
+    pub const MINOR: u16 = 2;
 
     pub fn numbers(self) -> (u16, u16) {
         match self {
             FormatVersion::V1_0 => (1, 0),
             FormatVersion::V1_1 => (1, 1),
+            FormatVersion::V1_2 => (1, 2),
         }
     }
 }

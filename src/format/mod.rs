@@ -15,6 +15,7 @@ pub mod container_reader;
 pub mod container_writer;
 pub mod deletion_bitmap;
 pub mod error;
+pub mod fastscan_layout;
 pub mod file_bytes;
 pub mod le;
 pub mod manifest;

@@ -17,6 +17,9 @@ pub const SEG_VECTORS: u32 = 6;
 /// Where each list's rows start, in a segment whose rows are grouped by list id (format 1.1,
 /// optional: a reader that does not know it reads the segment without the shortcut).
 pub const SEG_LIST_INDEX: u32 = 7;
+/// The code column of a 4-bit PQ segment in the block-interleaved fast-scan layout (format
+/// 1.2, required; replaces [`SEG_CODES`] in such segments, FORMAT.md §3.4).
+pub const SEG_CODES_FASTSCAN: u32 = 8;
 
 // model (§4)
 pub const MODEL_STAGE: u32 = 16;
@@ -52,6 +55,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_LISTS) => "lists",
         (FileKind::Segment, SEG_VECTORS) => "vectors",
         (FileKind::Segment, SEG_LIST_INDEX) => "list_index",
+        (FileKind::Segment, SEG_CODES_FASTSCAN) => "codes_fastscan",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",

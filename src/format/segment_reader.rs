@@ -3,18 +3,30 @@
 //! After validation the columns are typed views straight into the mapping: `&[u64]` ids,
 //! `&[u8]` codes of `code_bytes` per row, `&[u32]` labels and list ids. Views are made with
 //! `bytemuck::try_cast_slice`, which checks alignment and length, so no `unsafe` is needed here.
+//!
+//! 4-bit PQ segments of format 1.2 store their codes block-interleaved (section
+//! `codes_fastscan`, [`super::fastscan_layout`]): [`SegmentReader::fastscan_codes`] is that
+//! column in place for the fast-scan kernel, [`SegmentReader::row_code`] /
+//! [`SegmentReader::codes_into`] give rows in row-major form without touching the rest, and
+//! [`SegmentReader::codes`] — the row-major column every other reader sees — is unpacked once,
+//! on first use, and kept (O(rows) memory: for whole-column consumers only).
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use super::container::Codec;
 use super::container::FileKind;
 use super::container_reader::{ChecksumPolicy, Container};
 use super::error::{FormatError, Result};
+use super::fastscan_layout::{self as fsl, MAX_M};
 use super::file_bytes::LoadMode;
 use super::le::{checked_mul, to_usize};
+use super::model_file::CodeKind;
 use super::section_kind::{
-    META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
+    META, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS,
+    SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
@@ -63,6 +75,10 @@ pub struct SegmentReader {
     meta: SegmentMeta,
     ids: usize,
     codes: usize,
+    /// `M` when the code column is in the fast-scan layout (section `codes_fastscan`).
+    fastscan_m: Option<usize>,
+    /// The row-major copy of a fast-scan column, made on first [`SegmentReader::codes`].
+    unpacked: OnceLock<Vec<u8>>,
     labels: Option<usize>,
     lists: Option<usize>,
     vectors: Option<usize>,
@@ -87,7 +103,14 @@ impl SegmentReader {
         c.verify_section(mi)?;
         let meta = SegmentMeta::decode(c.stored(mi), &path, !c.is_newer_minor())?;
         let ids = c.require(SEG_IDS)?;
-        let codes = c.require(SEG_CODES)?;
+        let (codes, fastscan_m) = match (c.find_one(SEG_CODES)?, c.find_one(SEG_CODES_FASTSCAN)?) {
+            (Some(i), None) => (i, None),
+            (None, Some(i)) => (i, Some(fastscan_m(&c, &meta)?)),
+            (None, None) => return Err(c.corrupt("codes", "required section is missing")),
+            (Some(_), Some(_)) => {
+                return Err(c.corrupt("codes", "both a row-major and a fast-scan code column"));
+            }
+        };
         let labels = c.find_one(SEG_LABELS)?;
         let lists = c.find_one(SEG_LISTS)?;
         let vectors = c.find_one(SEG_VECTORS)?;
@@ -105,7 +128,26 @@ impl SegmentReader {
             to_usize(want, &path, what, "column size").map(|_| ())
         };
         expect(ids, 8, "ids")?;
-        expect(codes, meta.code_bytes as u64, "codes")?;
+        match fastscan_m {
+            None => expect(codes, meta.code_bytes as u64, "codes")?,
+            Some(m) => {
+                let want = fsl::packed_len(rows, m)
+                    .ok_or_else(|| c.corrupt("codes_fastscan", "column size overflows"))?;
+                let e = &c.entries()[codes];
+                if e.raw_len != want {
+                    return Err(c.corrupt(
+                        "codes_fastscan",
+                        &format!(
+                            "{} bytes, expected {} blocks of 32 rows x {} bytes for {rows} rows",
+                            e.raw_len,
+                            rows.div_ceil(fsl::BLOCK_ROWS as u64),
+                            fsl::block_bytes(m)
+                        ),
+                    ));
+                }
+                to_usize(want, &path, "codes_fastscan", "column size")?;
+            }
+        }
         if let Some(i) = labels {
             expect(i, 4, "labels")?;
         }
@@ -140,6 +182,8 @@ impl SegmentReader {
             meta,
             ids,
             codes,
+            fastscan_m,
+            unpacked: OnceLock::new(),
             labels,
             lists,
             vectors,
@@ -161,6 +205,10 @@ impl SegmentReader {
             r.check_id_range()?;
             r.check_list_index()?;
             r.vectors()?;
+            r.check_code_padding(true)?;
+        } else {
+            // The last block only: O(1), so even an unchecked open refuses dirty padding.
+            r.check_code_padding(false)?;
         }
         Ok(r)
     }
@@ -265,15 +313,111 @@ impl SegmentReader {
     pub fn ids(&self) -> &[u64] {
         self.view(self.ids)
     }
-    /// The code column, `code_bytes` per row.
+    /// The code column, `code_bytes` per row, row-major: a view of the mapping, or for a
+    /// fast-scan segment a copy unpacked on first call and kept (prefer
+    /// [`SegmentReader::fastscan_codes`], [`SegmentReader::row_code`] and
+    /// [`SegmentReader::codes_into`] there).
     pub fn codes(&self) -> &[u8] {
-        self.c.stored(self.codes)
+        match self.fastscan_m {
+            None => self.c.stored(self.codes),
+            Some(m) => self.unpacked.get_or_init(|| {
+                let mut out = Vec::new();
+                fsl::unpack_rows_into(self.c.stored(self.codes), m, 0..self.rows(), &mut out);
+                out
+            }),
+        }
     }
-    /// The code of row `row`.
+    /// The code of row `row` (row-major; see [`SegmentReader::codes`]).
     pub fn code(&self, row: usize) -> Option<&[u8]> {
         let w = self.meta.code_bytes as usize;
         self.codes().get(row * w..(row + 1) * w)
     }
+    /// The code of row `row` in row-major form, borrowed from the mapping when the column is
+    /// row-major and unpacked from its block when it is in the fast-scan layout.
+    pub fn row_code(&self, row: usize) -> Option<Cow<'_, [u8]>> {
+        match self.fastscan_m {
+            None => {
+                let w = self.meta.code_bytes as usize;
+                self.c
+                    .stored(self.codes)
+                    .get(row * w..(row + 1) * w)
+                    .map(Cow::Borrowed)
+            }
+            Some(m) => (row < self.rows()).then(|| {
+                let mut out = Vec::new();
+                fsl::unpack_row_into(self.c.stored(self.codes), m, row, &mut out);
+                Cow::Owned(out)
+            }),
+        }
+    }
+    /// Appends the codes of rows `rows` in row-major form to `out` (streaming copies such as
+    /// compaction: never the whole column at once). Rows past the end are not appended.
+    pub fn codes_into(&self, rows: Range<usize>, out: &mut Vec<u8>) {
+        let rows = rows.start.min(self.rows())..rows.end.min(self.rows());
+        match self.fastscan_m {
+            None => {
+                let w = self.meta.code_bytes as usize;
+                if let Some(b) = self.c.stored(self.codes).get(rows.start * w..rows.end * w) {
+                    out.extend_from_slice(b);
+                }
+            }
+            Some(m) => fsl::unpack_rows_into(self.c.stored(self.codes), m, rows, out),
+        }
+    }
+    /// The code column in the fast-scan layout, viewed in place (64-byte aligned), with its
+    /// number of sub-quantisers `M`; `None` when the column is row-major (formats 1.0/1.1, and
+    /// kinds other than 4-bit PQ).
+    pub fn fastscan_codes(&self) -> Option<(&[u8], usize)> {
+        self.fastscan_m.map(|m| (self.c.stored(self.codes), m))
+    }
+    /// The stored code column as it lies in the file (row-major or fast-scan): what a scan
+    /// reads, for bandwidth measurements.
+    pub fn stored_codes(&self) -> &[u8] {
+        self.c.stored(self.codes)
+    }
+    /// The must-be-zero nibbles of 4-bit PQ codes are zero (FORMAT.md §3.1, §3.4). Fast-scan
+    /// column: the padding rows of the last block always, and with `all_blocks` the padding
+    /// sub-quantiser of an odd `M` in every block. Row-major column of an odd `M`: with
+    /// `all_blocks`, the unused high nibble of every code. `all_blocks` is O(rows) (checked
+    /// with `ChecksumPolicy::All` and by `codedb verify`); other kinds have nothing to check.
+    pub fn check_code_padding(&self, all_blocks: bool) -> Result<()> {
+        let odd_pq4 = self.meta.code_kind == CodeKind::Pq4 && self.meta.code_bits % 8 == 4;
+        if self.fastscan_m.is_none() && odd_pq4 && all_blocks {
+            let w = self.meta.code_bytes as usize;
+            let col = self.c.stored(self.codes);
+            let dirty = |c: &[u8]| c.last().is_some_and(|b| b & 0xf0 != 0);
+            if let Some(r) = col.chunks_exact(w).position(dirty) {
+                return Err(self.c.corrupt(
+                    "codes",
+                    &format!("row {r}: the unused high nibble of an odd-M pq4 code is not zero"),
+                ));
+            }
+        }
+        let Some(m) = self.fastscan_m else {
+            return Ok(());
+        };
+        let n = self.rows();
+        let col = self.c.stored(self.codes);
+        let from = if all_blocks {
+            0
+        } else {
+            n.saturating_sub(1) / fsl::BLOCK_ROWS * fsl::block_bytes(m)
+        };
+        let first_row = from / fsl::block_bytes(m) * fsl::BLOCK_ROWS;
+        let tail = col.get(from..).unwrap_or(&[]);
+        match fsl::first_nonzero_padding(tail, m, n - first_row.min(n)) {
+            None => Ok(()),
+            Some((r, j)) => Err(self.c.corrupt(
+                "codes_fastscan",
+                &format!(
+                    "padding nibble of row {} sub-quantiser {j} is not zero ({} rows, M = {m})",
+                    first_row + r,
+                    n
+                ),
+            )),
+        }
+    }
+
     pub fn labels(&self) -> Option<&[u32]> {
         self.labels.map(|i| self.view(i))
     }
@@ -302,6 +446,34 @@ impl SegmentReader {
         }
         Ok(Some(view))
     }
+}
+
+/// `M` of a fast-scan code column: only 4-bit PQ of 1 to [`MAX_M`] sub-quantisers, and only in
+/// files of format 1.2 or later (the version that defines the section).
+fn fastscan_m(c: &Container, meta: &SegmentMeta) -> Result<usize> {
+    if c.version() < (1, 2) {
+        return Err(c.corrupt(
+            "codes_fastscan",
+            &format!(
+                "a fast-scan code column in a format {}.{} file (defined by 1.2)",
+                c.version().0,
+                c.version().1
+            ),
+        ));
+    }
+    let m = (meta.code_bits / 4) as usize;
+    if meta.code_kind != CodeKind::Pq4 || !(1..=MAX_M).contains(&m) {
+        return Err(c.corrupt(
+            "codes_fastscan",
+            &format!(
+                "the fast-scan layout holds 4-bit PQ codes of 1 to {MAX_M} sub-quantisers, \
+                 the segment has {} codes of {} bits",
+                meta.code_kind.name(),
+                meta.code_bits
+            ),
+        ));
+    }
+    Ok(m)
 }
 
 /// Decodes and structurally checks a list index of a segment of `rows` rows: first rows start

@@ -4,6 +4,11 @@
 //! a billion codes never sits in memory: ids, then codes, then the optional labels, list ids and
 //! stored vectors; the 64-byte metadata goes last because only then are the row count and the id
 //! range known. The writer checks that every column has the same number of rows.
+//!
+//! 4-bit PQ codes (of at most [`MAX_M`] sub-quantisers) are stored in the block-interleaved
+//! fast-scan layout ([`super::fastscan_layout`], section `codes_fastscan`): rows arrive
+//! row-major as for every kind, are packed a block of 32 rows at a time (at most 31 rows wait
+//! in memory), and the last partial block is written zero-padded when the column closes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,9 +16,11 @@ use std::path::{Path, PathBuf};
 use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
+use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
 use super::model_file::CodeKind;
 use super::section_kind::{
-    META, SEG_CODES, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
+    META, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS,
+    SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::{VectorSlice, VectorSpec};
@@ -25,6 +32,15 @@ pub struct SegmentLayout {
     pub code_bytes: u32,
     pub code_bits: u32,
     pub model_id: FileId,
+}
+
+impl SegmentLayout {
+    /// The number of sub-quantisers `M` when this build stores the codes in the fast-scan
+    /// layout: 4-bit PQ of 1 to [`MAX_M`] sub-quantisers. `None`: stored row-major.
+    pub fn fastscan_m(&self) -> Option<usize> {
+        let m = (self.code_bits / 4) as usize;
+        (self.code_kind == CodeKind::Pq4 && (1..=MAX_M).contains(&m)).then_some(m)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,6 +71,8 @@ pub struct SegmentWriter<W: Write> {
     list_runs: Vec<(u32, u64)>,
     /// The lists column has been non-decreasing so far (its rows are grouped by list).
     lists_grouped: bool,
+    /// Fast-scan layout: `M`, and the rows (row-major, fewer than 32) not yet packed.
+    fastscan: Option<(usize, Vec<u8>)>,
 }
 
 impl<W: Write> SegmentWriter<W> {
@@ -87,6 +105,7 @@ impl<W: Write> SegmentWriter<W> {
             vectors_streaming: false,
             list_runs: Vec::new(),
             lists_grouped: true,
+            fastscan: layout.fastscan_m().map(|m| (m, Vec::new())),
         })
     }
 
@@ -120,6 +139,9 @@ impl<W: Write> SegmentWriter<W> {
                 self.w.end_section()
             }
             c => {
+                if c == Column::Codes {
+                    self.flush_fastscan()?;
+                }
                 let rows = self.rows.unwrap_or(0);
                 if self.count != rows {
                     return Err(self.bad(
@@ -167,7 +189,7 @@ impl<W: Write> SegmentWriter<W> {
             if self.column < Column::Ids {
                 self.switch(Column::Ids, SEG_IDS, "ids")?;
             }
-            self.switch(Column::Codes, SEG_CODES, "codes")?;
+            self.open_codes()?;
         }
         let width = self.layout.code_bytes as usize;
         if !codes.len().is_multiple_of(width) {
@@ -179,8 +201,74 @@ impl<W: Write> SegmentWriter<W> {
                 ),
             ));
         }
+        if self.layout.code_kind == CodeKind::Pq4 && self.layout.code_bits % 8 == 4 {
+            let dirty = |c: &[u8]| c.last().is_some_and(|b| b & 0xf0 != 0);
+            if let Some(r) = codes.chunks_exact(width).position(dirty) {
+                return Err(self.bad(
+                    "codes",
+                    format!(
+                        "row {}: the unused high nibble of an odd-M pq4 code must be zero",
+                        self.count + r as u64
+                    ),
+                ));
+            }
+        }
         self.count += (codes.len() / width) as u64;
-        self.w.write(codes)
+        let Some((m, pending)) = &mut self.fastscan else {
+            return self.w.write(codes);
+        };
+        // Top the pending rows up to a whole block, then pack whole blocks straight from
+        // `codes`; at most 31 rows wait for the next call.
+        let (m, chunk) = (*m, BLOCK_ROWS * width);
+        let mut rest = codes;
+        if !pending.is_empty() {
+            let need = (chunk - pending.len()).min(rest.len());
+            pending.extend_from_slice(&rest[..need]);
+            rest = &rest[need..];
+            if pending.len() == chunk {
+                let block = std::mem::take(pending);
+                self.write_packed(&block, m)?;
+            }
+        }
+        let whole = rest.len() / chunk * chunk;
+        self.write_packed(&rest[..whole], m)?;
+        if let Some((_, pending)) = &mut self.fastscan {
+            pending.extend_from_slice(&rest[whole..]);
+        }
+        Ok(())
+    }
+
+    /// Packs row-major 4-bit codes (whole blocks of 32 rows but for a last partial one, which
+    /// is zero-padded) and writes them.
+    fn write_packed(&mut self, rows: &[u8], m: usize) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let chunk = BLOCK_ROWS * self.layout.code_bytes as usize;
+        let bb = block_bytes(m);
+        let mut packed = vec![0u8; rows.len().div_ceil(chunk) * bb];
+        for (r, block) in rows.chunks(chunk).zip(packed.chunks_exact_mut(bb)) {
+            pack_block(r, m, block);
+        }
+        self.w.write(&packed)
+    }
+
+    fn open_codes(&mut self) -> Result<()> {
+        let kind = match self.fastscan {
+            Some(_) => SEG_CODES_FASTSCAN,
+            None => SEG_CODES,
+        };
+        self.switch(Column::Codes, kind, "codes")
+    }
+
+    /// Writes the rows still pending at the end of a fast-scan column as its last, zero-padded
+    /// block.
+    fn flush_fastscan(&mut self) -> Result<()> {
+        let Some((m, pending)) = &mut self.fastscan else {
+            return Ok(());
+        };
+        let (m, rows) = (*m, std::mem::take(pending));
+        self.write_packed(&rows, m)
     }
 
     /// Appends class labels (u32 per row).
@@ -323,7 +411,7 @@ impl<W: Write> SegmentWriter<W> {
             if self.column < Column::Ids {
                 self.switch(Column::Ids, SEG_IDS, "ids")?;
             }
-            self.switch(Column::Codes, SEG_CODES, "codes")?;
+            self.open_codes()?;
         }
         if self.column != Column::Vectors || self.vectors_streaming {
             self.close_column()?;
@@ -350,4 +438,71 @@ fn ids_le(ids: &[u64]) -> Vec<u64> {
 
 fn u32s_le(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::SegmentReader;
+
+    fn write(layout: SegmentLayout, rows: usize, codes: &[u8], chunk_rows: usize) -> Vec<u8> {
+        let p = Path::new("<memory>");
+        let mut w = SegmentWriter::new(Vec::new(), FileId::ZERO, layout, p).unwrap();
+        w.ids(&(0..rows as u64).collect::<Vec<_>>()).unwrap();
+        let cb = layout.code_bytes as usize;
+        for c in codes.chunks(chunk_rows * cb) {
+            w.codes(c).unwrap();
+        }
+        w.finish().unwrap().0
+    }
+
+    fn pq4(m: u32) -> SegmentLayout {
+        SegmentLayout {
+            code_kind: CodeKind::Pq4,
+            code_bytes: m.div_ceil(2),
+            code_bits: 4 * m,
+            model_id: FileId::ZERO,
+        }
+    }
+
+    #[test]
+    fn fastscan_packing_does_not_depend_on_how_rows_are_streamed() {
+        let (m, rows) = (5u32, 101usize);
+        let cb = m.div_ceil(2) as usize;
+        let codes: Vec<u8> = (0..rows * cb)
+            .map(|x| {
+                let b = (x * 29 + 3) as u8;
+                if x % cb == cb - 1 { b & 0x0f } else { b }
+            })
+            .collect();
+        let one = write(pq4(m), rows, &codes, rows);
+        for chunk in [1, 7, 31, 32, 33, 64] {
+            assert_eq!(write(pq4(m), rows, &codes, chunk), one, "chunks of {chunk}");
+        }
+        let r = SegmentReader::from_bytes(&one, Path::new("<memory>")).unwrap();
+        let (packed, mm) = r.fastscan_codes().unwrap();
+        assert_eq!((packed.len(), mm), (4 * 6 * 16, 5));
+        assert_eq!(r.codes(), &codes[..]);
+        // pq4 beyond MAX_M sub-quantisers stays row-major.
+        let wide = SegmentLayout {
+            code_bits: 4 * 258,
+            code_bytes: 129,
+            ..pq4(1)
+        };
+        let r2 = write(wide, 3, &vec![0u8; 3 * 129], 3);
+        let r2 = SegmentReader::from_bytes(&r2, Path::new("<memory>")).unwrap();
+        assert!(r2.fastscan_codes().is_none());
+    }
+
+    #[test]
+    fn odd_m_codes_with_a_set_unused_nibble_are_refused() {
+        let p = Path::new("<memory>");
+        let mut w = SegmentWriter::new(Vec::new(), FileId::ZERO, pq4(3), p).unwrap();
+        w.ids(&[1, 2]).unwrap();
+        let err = w.codes(&[0x21, 0x03, 0x54, 0x16]).unwrap_err();
+        assert!(
+            err.to_string().contains("row 1: the unused high nibble"),
+            "{err}"
+        );
+    }
 }

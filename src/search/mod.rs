@@ -5,7 +5,7 @@
 //! |---|---|---|---|---|
 //! | `hamming` | binary | its code ([`Model::encode`]) | Hamming | bits that differ (smaller better) |
 //! | `asym` | binary | projected, not binarised ([`Model::project`]) | LUT-8 | Σ of the margins of disagreeing bits, see [`asym`] (smaller better) |
-//! | `adc` / `adc-ip` | PQ8 / PQ4 | M tables of 256 / 16 ([`Model::adc_tables`]) | LUT-8 / LUT-4 | squared L2 (smaller) / inner product (larger) |
+//! | `adc` / `adc-ip` | PQ8 / PQ4 | M tables of 256 / 16 ([`Model::adc_tables`]) | LUT-8 / LUT-4, or fast-scan for PQ4 segments of format 1.2 (in place, exact re-scoring) | squared L2 (smaller) / inner product (larger) |
 //! | `float` / `float-ip` | float32 / float16 | projected ([`Model::project`]) | dense | squared L2 / inner product |
 //! | `exact` / `exact-ip` | any, with stored vectors | the raw query | dense | squared L2 / inner product |
 //!
@@ -26,6 +26,7 @@ mod error;
 mod float_codes;
 pub(crate) mod list_scope;
 pub mod mode;
+mod pq4_fastscan;
 pub mod probe;
 pub mod radius;
 pub mod rerank;
@@ -54,6 +55,7 @@ pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 use error::invalid;
 use float_codes::FloatColumn;
 use list_scope::{block_ranges, range_deleted};
+use pq4_fastscan::{PackedBlock, fastscan_scope};
 pub use probe::probe_lists;
 use rerank::{Candidate, exact_search};
 
@@ -397,15 +399,45 @@ fn scan_codes(
             continue;
         }
         let deleted = block.deleted_words();
+        // 4-bit PQ segments of format 1.2 are scanned in place in the fast-scan layout.
+        let packed = match (&prepared, block.fastscan_codes()) {
+            (Prepared::Lut4(_, m), Some((packed, pm))) if pm == *m => Some(PackedBlock {
+                packed,
+                m: pm,
+                ids: block.ids,
+                deleted: deleted.as_deref(),
+            }),
+            (_, Some((_, pm))) => {
+                return Err(invalid(
+                    "index",
+                    format!(
+                        "a fast-scan segment of {pm} sub-quantisers cannot be scanned by {}",
+                        mode.name()
+                    ),
+                ));
+            }
+            _ => None,
+        };
         let floats = match &prepared {
-            Prepared::Floats(_) => Some(FloatColumn::new(block.codes, kind)?),
+            Prepared::Floats(_) => Some(FloatColumn::new(block.codes(), kind)?),
             _ => None,
         };
         for r in ranges {
+            if let (Some(pb), Prepared::Lut4(l, _)) = (&packed, &prepared) {
+                let part = fastscan_scope(pb, r.clone(), l, direction, k, opts)?;
+                for (acc, p) in lists.iter_mut().zip(part) {
+                    acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                        score,
+                        id,
+                        block: b,
+                    }));
+                }
+                continue;
+            }
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
             let (Some(ids), Some(codes)) = (
                 block.ids.get(r.clone()),
-                block.codes.get(r.start * cb..r.end * cb),
+                block.codes().get(r.start * cb..r.end * cb),
             ) else {
                 return Err(invalid(
                     "index",

@@ -944,14 +944,24 @@ impl ColumnCopy<'_, '_> {
             Column::Ids => Ok(()),
             Column::Codes => {
                 let w = self.width;
-                let cols: Vec<&[u8]> = self.readers.iter().map(|r| r.codes()).collect();
+                // Row-major columns are sliced in place; fast-scan columns (format 1.2, 4-bit
+                // PQ) are unpacked row by row for the writer to repack.
+                let cols: Vec<Option<&[u8]>> = self
+                    .readers
+                    .iter()
+                    .map(|r| r.fastscan_codes().is_none().then(|| r.stored_codes()))
+                    .collect();
+                let readers = self.readers;
                 stream_column(
                     rs,
                     n,
                     n as usize * w,
-                    |buf: &mut Vec<u8>, s, a, len| {
-                        let (a, b) = (a as usize * w, (a + len) as usize * w);
-                        copy_code_rows(buf, &cols[s][a..b], w)
+                    |buf: &mut Vec<u8>, s, a, len| match cols[s] {
+                        Some(c) => {
+                            let (a, b) = (a as usize * w, (a + len) as usize * w);
+                            copy_code_rows(buf, &c[a..b], w)
+                        }
+                        None => readers[s].codes_into(a as usize..(a + len) as usize, buf),
                     },
                     |buf| Ok(out.codes(buf)?),
                 )

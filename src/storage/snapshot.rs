@@ -38,8 +38,9 @@ pub struct Row<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Block<'a> {
     pub ids: &'a [u64],
-    /// `code_bytes` per row, row-major.
-    pub codes: &'a [u8],
+    /// `code_bytes` per row, row-major (empty for a segment in the fast-scan layout: see
+    /// [`Block::codes`]).
+    codes: &'a [u8],
     /// Labels ([`NO_LABEL`] = none), when the block stores them.
     pub labels: Option<&'a [u32]>,
     /// Inverted-list ids ([`NO_LIST`] = none), when the block stores them.
@@ -61,9 +62,25 @@ impl<'a> Block<'a> {
         self.ids.len()
     }
 
+    /// The codes, `code_bytes` per row, row-major. A segment stored in the fast-scan layout
+    /// (4-bit PQ, format 1.2) is unpacked on the first call and the copy kept with the segment;
+    /// scans read it in place through [`Block::fastscan_codes`] instead.
+    pub fn codes(&self) -> &'a [u8] {
+        match self.segment {
+            Some(r) if r.fastscan_codes().is_some() => r.codes(),
+            _ => self.codes,
+        }
+    }
+
+    /// The block's code column in the fast-scan layout and its number of sub-quantisers, when
+    /// the block is a segment stored so (`None` for row-major segments and log batches).
+    pub fn fastscan_codes(&self) -> Option<(&'a [u8], usize)> {
+        self.segment?.fastscan_codes()
+    }
+
     /// The code of row `i`.
     pub fn code(&self, i: usize) -> Option<&'a [u8]> {
-        self.codes
+        self.codes()
             .get(i * self.code_bytes..(i + 1) * self.code_bytes)
     }
 
@@ -315,7 +332,11 @@ impl Snapshot {
         let r = s.seg.reader();
         Block {
             ids: r.ids(),
-            codes: r.codes(),
+            codes: if r.fastscan_codes().is_some() {
+                &[]
+            } else {
+                r.codes()
+            },
             labels: r.labels(),
             lists: r.lists(),
             vectors: s.seg.vectors(),

@@ -1,3 +1,4 @@
 #![allow(dead_code)]
 pub mod golden;
 pub mod golden_v1_1;
+pub mod golden_v1_2;

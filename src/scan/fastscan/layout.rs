@@ -1,28 +1,11 @@
-//! The block-interleaved layout of 4-bit PQ codes that the fast-scan kernel reads.
-//!
-//! Rows are grouped in blocks of 32. With `M` sub-quantisers padded to an even `M2`
-//! (`M2 = M + M % 2`), a block is `M2 × 16` bytes — the same size as 32 row-major codes of
-//! `M2 / 2` bytes. Within block `b` (rows `32b .. 32b + 32`), sub-quantiser `j` owns the 16 bytes
-//! at offset `16 j`; byte `i` of them (i < 16) holds row `32b + i`'s index for `j` in its low
-//! nibble and row `32b + 16 + i`'s in its high nibble. So the pair `(2p, 2p + 1)` is 32
-//! contiguous bytes — one AVX2 register, `j = 2p` in the low 128-bit lane — and each nibble
-//! plane indexes a 16-entry table with one byte shuffle. Rows past the end of the column in the
-//! last block and the padding sub-quantiser of an odd `M` hold zero nibbles.
+//! Packing whole columns into the block-interleaved 4-bit layout the fast-scan kernel reads.
+//! The layout itself (byte positions, padding rules) is the format layer's:
+//! [`crate::format::fastscan_layout`] documents it and FORMAT.md §3.4 draws it.
 
+pub(crate) use crate::format::fastscan_layout::nibble;
+use crate::format::fastscan_layout::pack_block;
+pub use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes, padded_m};
 use crate::scan::error::{Result, ScanError};
-
-/// Rows per block.
-pub const BLOCK_ROWS: usize = 32;
-
-/// Sub-quantisers rounded up to even.
-pub fn padded_m(m: usize) -> usize {
-    m + (m & 1)
-}
-
-/// Bytes per block of 32 rows.
-pub fn block_bytes(m: usize) -> usize {
-    padded_m(m) * 16
-}
 
 /// Bytes of the packed layout for `n` rows.
 pub fn packed_len(n: usize, m: usize) -> usize {
@@ -48,34 +31,16 @@ pub fn pack_fastscan(codes: &[u8], m: usize) -> Result<Vec<u8>> {
     let n = codes.len() / cb;
     let bb = block_bytes(m);
     let mut out = vec![0u8; packed_len(n, m)];
-    for (r, row) in codes.chunks_exact(cb).enumerate() {
-        let (b, i) = (r / BLOCK_ROWS, r % BLOCK_ROWS);
-        for j in 0..m {
-            let nib = (row[j / 2] >> (4 * (j & 1))) & 0x0f;
-            let at = b * bb + 16 * j + (i % 16);
-            out[at] |= if i < 16 { nib } else { nib << 4 };
-        }
+    for (rows, block) in codes.chunks(BLOCK_ROWS * cb).zip(out.chunks_exact_mut(bb)) {
+        pack_block(rows, m, block);
     }
     Ok(out)
 }
 
-/// Sub-quantiser `j`'s index of row `r` (caller keeps `r` and `j` in range).
-#[inline]
-pub(crate) fn nibble(packed: &[u8], m: usize, r: usize, j: usize) -> u8 {
-    let (b, i) = (r / BLOCK_ROWS, r % BLOCK_ROWS);
-    let byte = packed
-        .get(b * block_bytes(m) + 16 * j + (i % 16))
-        .copied()
-        .unwrap_or(0);
-    if i < 16 { byte & 0x0f } else { byte >> 4 }
-}
-
 /// Row `r` back in row-major 4-bit form (`m.div_ceil(2)` bytes).
 pub fn unpack_row(packed: &[u8], m: usize, r: usize) -> Vec<u8> {
-    let mut row = vec![0u8; m.div_ceil(2)];
-    for j in 0..m {
-        row[j / 2] |= nibble(packed, m, r, j) << (4 * (j & 1));
-    }
+    let mut row = Vec::with_capacity(m.div_ceil(2));
+    crate::format::fastscan_layout::unpack_row_into(packed, m, r, &mut row);
     row
 }
 

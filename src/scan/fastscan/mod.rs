@@ -36,7 +36,7 @@ use layout::{BLOCK_ROWS, block_bytes, nibble, packed_len, padded_m};
 pub use layout::{pack_fastscan, unpack_row};
 
 /// Largest number of sub-quantisers: keeps the u16 sums from overflowing.
-pub const MAX_M: usize = 256;
+pub use crate::format::fastscan_layout::MAX_M;
 
 /// A column of 4-bit codes in the fast-scan layout, with ids and deletions, validated.
 #[derive(Debug, Clone, Copy)]
