@@ -8,7 +8,8 @@
 //! 2. *Merge* (no lock): stream each group into a new segment, skipping rows deleted in `B`.
 //!    Sources are k-way merged by id when their rows are sorted (the engine always writes them
 //!    sorted), so the output is sorted too; otherwise they are concatenated. Each column is a
-//!    separate streaming pass, so memory is O(`buffer_rows` × row width + group size) whatever
+//!    separate streaming pass (the merge on a scoped helper thread, overlapping the writes:
+//!    [`stream_column`]), so memory is O(`buffer_rows` × row width + group size) whatever
 //!    the index size, and I/O is O(rows): every source column is read once to check its
 //!    checksum (a damaged column must not be rewritten under a fresh checksum), once to copy,
 //!    and the id column once per output column.
