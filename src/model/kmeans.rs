@@ -9,12 +9,21 @@
 //! - 25 iterations by default (`ClusteringParameters::niter`), each: assign every point to its
 //!   nearest centroid (rayon over point blocks), record the objective (sum of squared
 //!   distances), recompute the centroids as means (f64 sums);
-//! - empty clusters are repaired after each update by splitting the currently largest
-//!   cluster: the empty centroid becomes a copy of the largest one and both are pushed apart
-//!   by a relative ±1/1024 per coordinate (alternating signs), FAISS's `split_clusters`
-//!   perturbation. FAISS picks the cluster to split at random with probability proportional
-//!   to its size; we take the largest (deterministic, and the most likely FAISS choice). The
-//!   perturbation has a small absolute floor so a centroid at exactly 0 still splits.
+//! - empty clusters are repaired after each update as FAISS's `split_clusters` does: a donor
+//!   cluster is drawn at random with probability proportional to its size (FAISS's cyclic
+//!   scan accepting cluster j with probability (n_j − 1) / (n − k), seeded here; the largest
+//!   cluster after 10·k rejections), the empty centroid becomes a copy of the donor and both
+//!   are pushed apart by a relative ±1/1024 per coordinate (alternating signs), and the
+//!   donor's count is shared between the two. The perturbation has a small absolute floor
+//!   so a coordinate at exactly 0 still splits (FAISS leaves it at 0).
+//!
+//!   The random donor matters on real data: always splitting the *largest* cluster (an
+//!   earlier version of this file) keeps re-splitting a cluster of identical points (e.g. the
+//!   all-zero border sub-vectors of Fashion-MNIST images), whose two halves cannot separate,
+//!   so the same centroids go empty again at every iteration and stay wasted — on
+//!   Fashion-MNIST PQ 8x8 that was ~19 wasted centroids per iteration in the first
+//!   sub-quantiser, a 3 % worse k-means objective there and PQ recall@1 ~0.02 below FAISS
+//!   (BENCHMARKS.md "Peers").
 //!
 //! Assignment uses `‖c‖² − 2 x·c` from a faer product per block of points (training only;
 //! encoding uses exact differences, see `kernels.rs`). Blocks have a fixed size and are
@@ -22,6 +31,8 @@
 
 use faer::Par;
 use ndarray::{Array2, ArrayView2};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::error::{ModelError, Result};
@@ -176,24 +187,53 @@ fn update_centroids(
     counts
 }
 
-/// Repairs empty clusters by splitting the largest one (see module doc). Returns the number
-/// of splits.
-fn split_empty(centroids: &mut [f32], d: usize, counts: &mut [usize], floor: f32) -> usize {
+/// Repairs empty clusters by splitting a donor drawn with probability proportional to its
+/// size (FAISS `split_clusters`, see module doc); `n` is the number of training points.
+/// Returns the number of splits.
+fn split_empty(
+    centroids: &mut [f32],
+    d: usize,
+    counts: &[usize],
+    n: usize,
+    floor: f32,
+    r: &mut ChaCha8Rng,
+) -> usize {
     let k = counts.len();
+    if counts.iter().all(|&c| c != 0) {
+        return 0;
+    }
+    // FAISS keeps the counts as floats and halves them on a split.
+    let mut sizes: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+    let spare = n.saturating_sub(k) as f64;
     let mut splits = 0;
     for ci in 0..k {
-        if counts[ci] != 0 {
+        if sizes[ci] != 0.0 {
             continue;
         }
-        // Largest cluster, smallest index on ties.
-        let mut cj = 0;
-        for c in 1..k {
-            if counts[c] > counts[cj] {
-                cj = c;
+        let mut donor = None;
+        if spare > 0.0 {
+            let mut cj = 0;
+            for _ in 0..10 * k {
+                let p = (sizes[cj] - 1.0) / spare;
+                if r.random::<f64>() < p {
+                    donor = Some(cj);
+                    break;
+                }
+                cj = (cj + 1) % k;
             }
         }
-        if counts[cj] < 2 {
-            break; // nothing left to split
+        // Fallback: the largest cluster, smallest index on ties.
+        let cj = donor.unwrap_or_else(|| {
+            let mut cj = 0;
+            for c in 1..k {
+                if sizes[c] > sizes[cj] {
+                    cj = c;
+                }
+            }
+            cj
+        });
+        if sizes[cj] < 2.0 {
+            break; // nothing left worth splitting
         }
         for j in 0..d {
             let v = centroids[cj * d + j];
@@ -206,9 +246,8 @@ fn split_empty(centroids: &mut [f32], d: usize, counts: &mut [usize], floor: f32
             centroids[ci * d + j] = a;
             centroids[cj * d + j] = b;
         }
-        let half = counts[cj] / 2;
-        counts[ci] = half;
-        counts[cj] -= half;
+        sizes[ci] = sizes[cj] / 2.0;
+        sizes[cj] -= sizes[ci];
         splits += 1;
     }
     splits
@@ -218,7 +257,6 @@ fn split_empty(centroids: &mut [f32], d: usize, counts: &mut [usize], floor: f32
 /// proportional to the squared distance to the nearest centre chosen so far (uniformly when
 /// all remaining distances are 0).
 fn plus_plus(x: &[f32], n: usize, d: usize, k: usize, seed: u64) -> Vec<f32> {
-    use rand::Rng;
     let mut r = rng(seed);
     let mut centres = Vec::with_capacity(k * d);
     let first = r.random_range(0..n);
@@ -310,11 +348,12 @@ pub(crate) fn kmeans_rows(
     let floor = ((rms * 1e-3) as f32).max(f32::MIN_POSITIVE);
     let mut objective = Vec::with_capacity(opts.iterations);
     let mut splits = 0;
+    let mut split_rng = rng(derive_seed(opts.seed, 4));
     for _ in 0..opts.iterations {
         let (assign, dist) = assign_nearest(x, d, &centroids, k);
         objective.push(dist.iter().map(|&v| v as f64).sum());
-        let mut counts = update_centroids(x, d, &assign, &mut centroids, k);
-        splits += split_empty(&mut centroids, d, &mut counts, floor);
+        let counts = update_centroids(x, d, &assign, &mut centroids, k);
+        splits += split_empty(&mut centroids, d, &counts, n, floor, &mut split_rng);
     }
     let centroids = Array2::from_shape_vec((k, d), centroids)
         .map_err(|e| ModelError::invalid("k-means", e.to_string()))?;
@@ -420,6 +459,43 @@ mod tests {
         );
         // Points on 0 are still at distance ~0.
         assert!(km.objective.last().unwrap() < &1e-3);
+    }
+
+    #[test]
+    fn splits_do_not_stay_stuck_on_a_cluster_of_identical_points() {
+        // 600 identical all-zero rows (like the blank border sub-vectors of Fashion-MNIST)
+        // and 400 rows in 4 spread-out blobs; k = 40 from a random start draws ~24 copies of
+        // the zero row, 23 of which are empty after the first assignment. Splitting always
+        // the largest cluster (the zero rows, whose halves cannot separate) left them empty at
+        // every iteration; donors drawn in proportion to size end up in the blobs.
+        let centres = [[50.0, 0.0], [0.0, 50.0], [50.0, 50.0], [-50.0, 50.0]];
+        let g = gaussian(&mut rng(4), 800);
+        let mut v = vec![0f32; 600 * 2];
+        for i in 0..400 {
+            for j in 0..2 {
+                v.push(centres[i / 100][j] + 3.0 * g[i * 2 + j] as f32);
+            }
+        }
+        let x = Array2::from_shape_vec((1000, 2), v).unwrap();
+        let k = 40;
+        let opts = KMeansOptions {
+            seed: 5,
+            ..Default::default()
+        };
+        let km = kmeans(x.view(), k, &opts).unwrap();
+        assert!(
+            km.splits >= 10,
+            "the start should need splits: {}",
+            km.splits
+        );
+        let flat: Vec<f32> = km.centroids.iter().copied().collect();
+        let (assign, _) = assign_nearest(x.as_slice().unwrap(), 2, &flat, k);
+        let mut used = vec![false; k];
+        for a in assign {
+            used[a as usize] = true;
+        }
+        let used = used.iter().filter(|&&u| u).count();
+        assert!(used >= k - 2, "only {used} of {k} centroids attract points");
     }
 
     #[test]
