@@ -112,6 +112,23 @@ pub fn first_nonzero_padding(packed: &[u8], m: usize, n: usize) -> Option<(usize
     None
 }
 
+/// `n` row-major 4-bit codes of `m` sub-quantisers with varied nibbles (the unused high
+/// nibble of an odd `m` zero, as the format requires): test input for the layout.
+#[cfg(test)]
+pub(crate) fn test_codes(m: usize, n: usize) -> Vec<u8> {
+    let cb = m.div_ceil(2);
+    (0..n * cb)
+        .map(|x| {
+            let b = (x * 37 + 11) as u8;
+            if m % 2 == 1 && x % cb == cb - 1 {
+                b & 0x0f
+            } else {
+                b
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,18 +136,8 @@ mod tests {
     #[test]
     fn block_round_trip_and_positions() {
         for m in [1usize, 2, 3, 16, 17] {
-            let cb = m.div_ceil(2);
             let n = 29;
-            let codes: Vec<u8> = (0..n * cb)
-                .map(|x| {
-                    let b = (x * 37 + 11) as u8;
-                    if m % 2 == 1 && x % cb == cb - 1 {
-                        b & 0x0f
-                    } else {
-                        b
-                    }
-                })
-                .collect();
+            let codes = test_codes(m, n);
             let mut block = vec![0xffu8; block_bytes(m)];
             pack_block(&codes, m, &mut block);
             let mut back = Vec::new();

@@ -130,6 +130,19 @@ impl IndexRows {
     }
 
     /// The codes of rows `idx`, row-major.
+    /// The rows `idx` decoded into one matrix ([`DECODE_BATCH_ROWS`] at a time): the path of
+    /// the steps that need the whole sample (idx × D floats).
+    fn decode_all(&self, idx: &[usize]) -> Result<ndarray::Array2<f32>, Error> {
+        let dim = self.model.project_dim();
+        let mut x: Vec<f32> = Vec::with_capacity(idx.len() * dim);
+        for chunk in idx.chunks(DECODE_BATCH_ROWS) {
+            let dec = self.model.decode(&self.codes_of(chunk))?;
+            x.extend(dec.iter());
+        }
+        Ok(ndarray::Array2::from_shape_vec((idx.len(), dim), x)
+            .map_err(|e| ModelError::invalid(&self.what, e.to_string()))?)
+    }
+
     fn codes_of(&self, idx: &[usize]) -> Vec<u8> {
         let cb = self.model.code_bytes();
         let mut out = Vec::with_capacity(idx.len() * cb);
@@ -296,14 +309,8 @@ fn decoded_sample_pipeline(
     spec: &PipelineSpec,
     opts: &TrainOptions,
 ) -> Result<(Model, TrainReport), Error> {
-    let dim = rows.model.project_dim();
-    let mut x: Vec<f32> = Vec::with_capacity(idx.len() * dim);
-    for chunk in idx.chunks(DECODE_BATCH_ROWS) {
-        let dec = rows.model.decode(&rows.codes_of(chunk))?;
-        x.extend(dec.iter());
-    }
-    let view = ndarray::ArrayView2::from_shape((idx.len(), dim), &x)
-        .map_err(|e| ModelError::invalid(&rows.what, e.to_string()))?;
+    let x = rows.decode_all(idx)?;
+    let view = x.view();
     Ok(train(
         spec,
         view,
@@ -373,14 +380,8 @@ pub fn fit_classifier_from_index(
             .map_err(model_err)?;
         (clf, report)
     } else {
-        let dim = rows.model.project_dim();
-        let mut x: Vec<f32> = Vec::with_capacity(idx.len() * dim);
-        for chunk in idx.chunks(DECODE_BATCH_ROWS) {
-            let dec = rows.model.decode(&rows.codes_of(chunk))?;
-            x.extend(dec.iter());
-        }
-        let view = ndarray::ArrayView2::from_shape((idx.len(), dim), &x)
-            .map_err(|e| ModelError::invalid(&rows.what, e.to_string()))?;
+        let x = rows.decode_all(&idx)?;
+        let view = x.view();
         fit_classifier(spec, view, &labels, opts).map_err(model_err)?
     };
     for p in prefix.into_iter().rev() {
