@@ -3,27 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_support;
+use cli_support::{codedb, ok};
+use std::process::Output;
 
 use ndarray::{Array2, Axis};
-
-fn codedb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .expect("run codedb")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let out = codedb(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()

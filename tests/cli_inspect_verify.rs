@@ -2,14 +2,9 @@
 //! arguments: the output is right, `--json` parses, and the exit codes are the documented ones.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn codedb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .expect("run codedb")
-}
+mod cli_support;
+use cli_support::codedb;
+use std::process::Output;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden/v1.0")

@@ -4,27 +4,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_support;
+use cli_support::{codedb, ok};
+use std::process::Output;
 
 use ndarray::{Axis, s};
-
-fn codedb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .expect("run codedb")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let o = codedb(args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
 
 fn fails(args: &[&str], needle: &str) {
     let o = codedb(args);

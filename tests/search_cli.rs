@@ -3,19 +3,14 @@
 //! message naming the problem.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_support;
+use cli_support::codedb;
+use std::process::Output;
 
 use codedb::model::Model;
 use codedb::search::{SearchMode, SearchParams};
 use codedb::storage::Snapshot;
 use ndarray::{Array2, s};
-
-fn codedb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .expect("run codedb")
-}
 
 fn ok(o: Output) -> Output {
     assert_eq!(
