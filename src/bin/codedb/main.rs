@@ -529,10 +529,27 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("codedb: error: {e:#}");
+            eprintln!("codedb: error: {}", error_chain(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes joined by ": ", skipping a cause whose text the message before it
+/// already ends with (the library's errors print their source themselves).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
