@@ -1,5 +1,5 @@
 //! Building an index from raw descriptors: create the directory with the model, encode the rows
-//! in bounded chunks, append, commit once.
+//! in bounded chunks, append, commit once with the rows sealed into one segment.
 
 use std::path::Path;
 
@@ -61,7 +61,8 @@ pub fn build_index_with(
 
 /// Creates an index in `dir` with `model` and adds every row of `data` as [`BuildOptions`]
 /// says — ids, labels, the class table made from the labels, inverted-list ids, stored
-/// vectors — all committed as one version. `progress(rows_done)` is called per encoded chunk.
+/// vectors — all committed as one version, the rows sealed into one segment
+/// ([`Index::commit_sealed`]). `progress(rows_done)` is called per encoded chunk.
 /// Every input is checked and every row encoded before the directory is created; nothing is
 /// left half-built on error (at worst the directory holds only the empty first version).
 pub fn build_index_opts(
@@ -141,7 +142,11 @@ pub fn build_index_opts(
         },
         &classes,
     )?;
-    index.commit()?;
+    // One sealed segment, not a log: sorted rows (grouped by list), the fast-scan layout for
+    // pq4 codes, memory-mapped rather than held in memory.
+    index.commit_sealed()?;
+    // The sealed log was never named by a manifest: remove it now rather than at the first GC.
+    index.gc()?;
     Ok(index)
 }
 

@@ -2,8 +2,8 @@
 //!
 //! `killed_writers_never_lose_acknowledged_commits`: a child process (this test binary,
 //! re-invoked on the ignored `crash_child` test) runs a seeded random workload — adds with
-//! automatic and explicit ids, upserts, deletes, class records, commits, compactions, garbage
-//! collections — against one index that stores f16 vectors, most batches with list ids, and
+//! automatic and explicit ids, upserts, deletes, class records, commits (a fifth of them
+//! `commit_sealed`), compactions, garbage collections — against one index that stores f16 vectors, most batches with list ids, and
 //! the parent SIGKILLs it at a random instant. Before each
 //! commit the child appends the digest of the state that commit would publish to a side file
 //! (`try`), and after `commit()` returns, the digest again (`ack`). After every kill the parent
@@ -272,7 +272,12 @@ fn crash_child() {
             }
         } else if roll < 90 {
             say(format!("try {}", digest(&model)));
-            let v = idx.commit().unwrap();
+            // Every fifth commit also seals the log, whatever its size (as `codedb build` does).
+            let v = if rng.random_bool(0.2) {
+                idx.commit_sealed().unwrap()
+            } else {
+                idx.commit().unwrap()
+            };
             committed = model.clone();
             say(format!("ack {v} {}", digest(&committed)));
         } else if roll < 96 {

@@ -195,6 +195,68 @@ fn the_log_is_sealed_into_a_sorted_segment_past_the_threshold() {
 }
 
 #[test]
+fn commit_sealed_seals_a_log_of_any_size_and_is_a_no_op_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // A threshold no test log reaches: only `commit_sealed` seals.
+    let idx = Index::create(dir.path(), &model(), small_config(1 << 30)).unwrap();
+    let v0 = idx.version();
+    assert_eq!(
+        idx.commit_sealed().unwrap(),
+        v0,
+        "nothing staged, no log: no new version"
+    );
+
+    let ids = [30u64, 10, 20, 40];
+    idx.add_codes(&codes(&ids, 0), Some(&ids), None).unwrap();
+    idx.commit().unwrap();
+    assert!(
+        idx.snapshot().active_log().is_some(),
+        "a plain commit keeps the log"
+    );
+    idx.delete(&[20]).unwrap();
+    let before = rows_of(&idx.snapshot());
+    let v = idx.commit_sealed().unwrap();
+    let s = idx.snapshot();
+    assert!(s.active_log().is_none(), "sealed: no active log");
+    assert_eq!(s.segment_count(), 1);
+    let seg: Vec<u64> = s
+        .blocks()
+        .filter(|b| b.segment().is_some())
+        .flat_map(|b| b.ids.to_vec())
+        .collect();
+    assert_eq!(seg, vec![10, 30, 40], "live rows, sorted by id");
+    let mut want = before.clone();
+    want.remove(&20);
+    assert_eq!(rows_of(&s), want);
+    // Already sealed and nothing staged: no new version.
+    assert_eq!(idx.commit_sealed().unwrap(), v);
+
+    // Staged rows are committed and sealed in one version, beside the first segment.
+    idx.add_codes(&codes(&[5], 1), Some(&[5]), None).unwrap();
+    assert_eq!(idx.commit_sealed().unwrap(), v + 1);
+    let s = idx.snapshot();
+    assert_eq!(s.segment_count(), 2);
+    assert!(s.active_log().is_none());
+    want.insert(5, (code(5, 1).to_vec(), None));
+    assert_eq!(rows_of(&s), want);
+
+    // A log whose rows are all deleted is dropped, not sealed into an empty segment.
+    idx.add_codes(&codes(&[7], 0), Some(&[7]), None).unwrap();
+    idx.commit().unwrap();
+    idx.delete(&[7]).unwrap();
+    idx.commit_sealed().unwrap();
+    let s = idx.snapshot();
+    assert!(s.active_log().is_none());
+    assert_eq!(s.segment_count(), 2);
+    assert_eq!(rows_of(&s), want);
+    drop(idx);
+    let reopened = Index::open(dir.path(), small_config(1 << 30)).unwrap();
+    assert_eq!(rows_of(&reopened.snapshot()), want);
+    drop(reopened);
+    assert_verifies(dir.path());
+}
+
+#[test]
 fn snapshots_pin_their_files_until_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();

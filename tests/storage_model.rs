@@ -45,6 +45,8 @@ enum Action {
         v: i8,
     },
     Commit,
+    /// `commit_sealed`: commit and seal the active log whatever its size.
+    CommitSealed,
     Reopen,
     Compact {
         full: bool,
@@ -67,6 +69,7 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(picks, missing)| Action::Delete { picks, missing }),
         1 => (0u32..5, 1u64..4, -3i8..4).prop_map(|(id, count, v)| Action::AddClass { id, count, v }),
         4 => Just(Action::Commit),
+        1 => Just(Action::CommitSealed),
         1 => Just(Action::Reopen),
         1 => (any::<bool>(), 1usize..40)
             .prop_map(|(full, buffer_rows)| Action::Compact { full, buffer_rows }),
@@ -348,6 +351,19 @@ fn run(actions: &[Action], vectors: bool) {
                 committed = staged.clone();
                 check(&idx, dir.path(), &committed, &when, vectors);
             }
+            Action::CommitSealed => {
+                let before = idx.version();
+                let had_log = idx.snapshot().active_log().is_some();
+                let changed = idx.has_uncommitted() || had_log;
+                let v = idx.commit_sealed().unwrap();
+                assert_eq!(v, before + changed as u64, "{when}");
+                assert!(
+                    idx.snapshot().active_log().is_none(),
+                    "log left after {when}"
+                );
+                committed = staged.clone();
+                check(&idx, dir.path(), &committed, &when, vectors);
+            }
             Action::Reopen => {
                 drop(idx);
                 idx = Index::open(dir.path(), config()).unwrap();
@@ -434,7 +450,8 @@ fn a_fixed_long_sequence_matches_the_model() {
                 count: 1,
                 v: 1,
             },
-            13..=16 => Action::Commit,
+            13..=15 => Action::Commit,
+            16 => Action::CommitSealed,
             17 => Action::Reopen,
             18 => Action::Compact {
                 full: rng.random_bool(0.3),

@@ -130,6 +130,9 @@ pub struct PipelineScores {
     pub k: usize,
     /// Keyed by R as a decimal string.
     pub recall_at_r: BTreeMap<String, f64>,
+    /// recall_at_r of each run (same keys): with a fixed `--split` the runs differ only in the
+    /// training seed, so this is the spread a peer comparison must allow for.
+    pub recall_at_r_runs: BTreeMap<String, Vec<f64>>,
     /// Binary codes only.
     pub lookup: Option<LookupResult>,
     /// ITQ quantisation loss before the first iteration and after each one (first run).
@@ -488,6 +491,12 @@ fn aggregate(
         .enumerate()
         .map(|(i, r)| (r.to_string(), mean(runs.iter().map(|s| s.recall[i]))))
         .collect();
+    let recall_at_r_runs = opts
+        .recall_r
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.to_string(), runs.iter().map(|s| s.recall[i]).collect()))
+        .collect();
     let lookup = first.lookup.map(|_| {
         let l: Vec<_> = runs.iter().filter_map(|r| r.lookup).collect();
         LookupResult {
@@ -512,6 +521,7 @@ fn aggregate(
         precision_at_k: mean_opt(runs.iter().map(|r| r.precision_at_k)),
         k: opts.precision_k,
         recall_at_r,
+        recall_at_r_runs,
         lookup,
         itq_loss: first.itq_loss.clone(),
         train_s: mean(runs.iter().map(|r| r.train_s)),

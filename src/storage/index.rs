@@ -859,14 +859,32 @@ impl Index {
         if !w.pending.changed {
             return Ok(w.committed.version());
         }
-        let r = self.commit_inner(&mut w);
+        let r = self.commit_inner(&mut w, false);
         if let Err(e) = &r {
             w.poison(e);
         }
         r
     }
 
-    fn commit_inner(&self, w: &mut Writer) -> Result<u64> {
+    /// [`Index::commit`], and the active log is sealed into a segment whatever its size (if it
+    /// holds rows): a bulk load ends with its rows in one sorted, immutable segment — the layout
+    /// scans are fastest on (fast-scan blocks for pq4, rows grouped by list) — instead of in a
+    /// log held in memory until `config.seal_bytes` is reached. Does nothing, and returns the
+    /// current version, when nothing is staged and there is no active log.
+    pub fn commit_sealed(&self) -> Result<u64> {
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        if !w.pending.changed && w.log.is_none() {
+            return Ok(w.committed.version());
+        }
+        let r = self.commit_inner(&mut w, true);
+        if let Err(e) = &r {
+            w.poison(e);
+        }
+        r
+    }
+
+    fn commit_inner(&self, w: &mut Writer, force_seal: bool) -> Result<u64> {
         let dir = &self.shared.dir;
         let config = &self.shared.config;
         let fs = &*config.fs;
@@ -904,7 +922,7 @@ impl Index {
         let mut log_view = None;
         let mut log_deletions = None;
         if let Some(log) = w.log.as_mut() {
-            if log.len >= config.seal_bytes || log.deleted_count == log.rows {
+            if force_seal || log.len >= config.seal_bytes || log.deleted_count == log.rows {
                 seal = true;
                 if let Some(slot) = self.seal(log)? {
                     slots.push(slot);

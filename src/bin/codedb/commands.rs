@@ -284,12 +284,37 @@ pub fn delete(dir: &Path, mut ids: Vec<u64>, ids_file: Option<&Path>) -> Result<
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compact(dir: &Path, json: bool) -> Result<ExitCode> {
+pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
     let index = Index::open(dir, Config::default())?;
-    let r = index.compact(&CompactionPolicy::default())?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+    // Rows still in the active log join the merge: seal them into a segment first.
+    let log_rows = index.snapshot().active_log().map_or(0, |l| l.rows);
+    let sealed = if log_rows > 0 {
+        Some(index.commit_sealed()?)
     } else {
+        None
+    };
+    let policy = if full {
+        CompactionPolicy::full()
+    } else {
+        CompactionPolicy::default()
+    };
+    let mut r = index.compact(&policy)?;
+    if sealed.is_some() && r.gc.is_none() {
+        // No merge ran (so no GC after it): remove the sealed log file now if no retained
+        // version still names it.
+        r.gc = Some(index.gc()?);
+    }
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("sealed_log_rows".into(), log_rows.into());
+            o.insert("sealed_version".into(), sealed.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        if let Some(v) = sealed {
+            println!("sealed the active log ({log_rows} rows) into a segment: version {v}");
+        }
         match r.version {
             Some(v) => println!("compacted: version {v}, {} merge(s)", r.merges.len()),
             None => println!("nothing to compact (version {})", r.based_on),

@@ -165,9 +165,19 @@ commit. An index that stores vectors keeps the new rows' vectors too.")]
         #[arg(long)]
         ids_file: Option<PathBuf>,
     },
-    /// Merge segments, drop deleted rows, fold class deltas (one commit).
+    /// Seal the active log into a segment (one commit, if it holds rows), then merge segments,
+    /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
+    /// and `sealed_version` to the compaction report.
+    #[command(after_help = "Examples:
+  codedb compact my-index           # seal the log, merge runs of similar-sized segments
+  codedb compact my-index --full    # seal the log, merge every segment into one
+  codedb compact my-index --json")]
     Compact {
         dir: PathBuf,
+        /// Merge every segment into one (default: the tiered policy, which merges only runs of
+        /// similar-sized segments).
+        #[arg(long)]
+        full: bool,
         #[arg(long)]
         json: bool,
     },
@@ -466,7 +476,7 @@ fn main() -> ExitCode {
             lists.as_deref(),
         ),
         Command::Delete { dir, ids, ids_file } => commands::delete(&dir, ids, ids_file.as_deref()),
-        Command::Compact { dir, json } => commands::compact(&dir, json),
+        Command::Compact { dir, full, json } => commands::compact(&dir, full, json),
         Command::Gc { dir, json } => commands::gc(&dir, json),
         Command::Versions { dir, json } => commands::versions(&dir, json),
         Command::Search {
