@@ -98,6 +98,13 @@ fn float_pipeline_is_exact_and_recall_is_monotone() {
             p.pipeline
         );
         assert!(p.map_euclid <= f.map_euclid + 1e-9, "{}", p.pipeline);
+        // Per-run values: one per run, and their mean is the reported value.
+        for (r, mean) in &p.recall_at_r {
+            let runs = &p.recall_at_r_runs[r];
+            assert_eq!(runs.len(), o.runs, "{}", p.pipeline);
+            let m = runs.iter().sum::<f64>() / runs.len() as f64;
+            assert!((m - mean).abs() < 1e-12, "{}: R={r}", p.pipeline);
+        }
     }
     // Compressed codes lose against exact search, PQ (64 bits, ADC) less than 16-bit LSH.
     assert!(r[1].map_euclid > r[2].map_euclid);
