@@ -16,13 +16,25 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     crate::scan::dense::dot_fixed_order(a, b)
 }
 
-/// `out_j = dot(w_j, x) (+ bias_j)` for a row-major `out.len() × x.len()` weight matrix.
+/// `out[r·o + j] = dot(w_j, x_r)` for the rows `x_r` of a row-major block of `d` columns and
+/// a row-major `o × d` weight matrix (`o = w.len() / d`): the scan layer's multi-row kernel
+/// ([`crate::scan::dense::dot_rows_fixed_order`]), which gives each output exactly the bits of
+/// a lone [`dot`], so a row gets the same values alone or in any block.
 #[inline]
-pub(crate) fn matvec(w: &[f32], x: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
-    let d = x.len();
-    for (j, (o, row)) in out.iter_mut().zip(w.chunks_exact(d)).enumerate() {
-        let b = bias.and_then(|b| b.get(j)).copied().unwrap_or(0.0);
-        *o = dot(row, x) + b;
+pub(crate) fn matmul_rows(w: &[f32], x: &[f32], d: usize, out: &mut [f32]) {
+    crate::scan::dense::dot_rows_fixed_order(w, x, d, out);
+}
+
+/// `out[r·o + j] += bias_j` over rows of `o` values, a missing bias adding `+0.0` to every
+/// value: linear stages have always computed `dot + b` with `b = 0.0` when they have no bias,
+/// which turns a `−0.0` dot product into `+0.0`, and float codes store that sign bit.
+#[inline]
+pub(crate) fn add_bias(out: &mut [f32], o: usize, bias: Option<&[f32]>) {
+    for orow in out.chunks_exact_mut(o.max(1)) {
+        match bias {
+            Some(b) => orow.iter_mut().zip(b).for_each(|(v, &bj)| *v += bj),
+            None => orow.iter_mut().for_each(|v| *v += 0.0),
+        }
     }
 }
 

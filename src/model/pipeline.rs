@@ -18,6 +18,9 @@ use super::quantizer::{RowFault, RowQuantizer, encode_block, first_fault, get_bi
 use super::stage::Stage;
 use super::transform::{ROW_BLOCK, RowMap};
 
+/// Rows a block is pushed through the transforms at a time (see [`Model::for_each_tile`]).
+const TILE_ROWS: usize = 16;
+
 /// Longest code this layer produces, in bytes (`u32` in the model file).
 const MAX_CODE_BYTES: usize = u32::MAX as usize;
 
@@ -145,18 +148,48 @@ impl Model {
         }
     }
 
-    /// Runs the transforms on one block of rows; returns the quantiser's input.
-    fn transform_block(&self, x: &[f32]) -> Vec<f32> {
-        let mut cur = x.to_vec();
+    /// Runs the transforms on a tile of rows (`x`, row-major), using `bufs` as ping-pong
+    /// scratch; returns the quantiser's input (`x` itself when there are no transforms).
+    fn transform_tile<'a>(&self, x: &'a [f32], bufs: &'a mut [Vec<f32>; 2]) -> &'a [f32] {
+        let n = x.len() / self.input_dim().max(1);
+        // Which buffer holds the current rows (`None`: still `x`).
+        let mut cur: Option<usize> = None;
         for t in self.transforms() {
-            let (din, dout) = (t.in_dim(), t.out_dim());
-            let mut next = vec![0f32; cur.len() / din.max(1) * dout];
-            for (o, r) in next.chunks_exact_mut(dout).zip(cur.chunks_exact(din)) {
-                t.map_row(r, o);
-            }
-            cur = next;
+            let next = if cur == Some(0) { 1 } else { 0 };
+            let [b0, b1] = &mut *bufs;
+            let (src, dst): (&[f32], &mut Vec<f32>) = match (cur, next) {
+                (None, _) => (x, b0),
+                (Some(0), _) => (b0, b1),
+                _ => (b1, b0),
+            };
+            dst.clear();
+            dst.resize(n * t.out_dim(), 0.0);
+            t.map_block(src, dst);
+            cur = Some(next);
         }
-        cur
+        match cur {
+            None => x,
+            Some(i) => &bufs[i],
+        }
+    }
+
+    /// Runs `each(first_row, quantiser_input)` over the block `x` in tiles of [`TILE_ROWS`]
+    /// rows: the intermediate vectors of a tile stay in cache, and the scratch buffers are
+    /// allocated once per block. Stops at (and returns) the first `Some`.
+    fn for_each_tile<T>(
+        &self,
+        x: &[f32],
+        mut each: impl FnMut(usize, &[f32]) -> Option<T>,
+    ) -> Option<T> {
+        let d = self.input_dim().max(1);
+        let mut bufs = [Vec::new(), Vec::new()];
+        for (t, xt) in x.chunks(TILE_ROWS * d).enumerate() {
+            let y = self.transform_tile(xt, &mut bufs);
+            if let Some(v) = each(t * TILE_ROWS, y) {
+                return Some(v);
+            }
+        }
+        None
     }
 
     /// Encodes the rows of `x` (n × `input_dim()`): `n × code_bytes()` bytes, row-major.
@@ -171,8 +204,11 @@ impl Model {
             .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
             .enumerate()
             .map(|(b, (o, xi))| {
-                let y = self.transform_block(xi);
-                encode_block(q, &y, o).map(|(r, f)| (b * ROW_BLOCK + r, f))
+                self.for_each_tile(xi, |r0, y| {
+                    let n = y.len() / q.in_dim().max(1);
+                    let o = o.get_mut(r0 * cb..(r0 + n) * cb)?;
+                    encode_block(q, y, o).map(|(r, f)| (b * ROW_BLOCK + r0 + r, f))
+                })
             })
             .collect();
         first_fault("encode: input", faults)?;
@@ -192,10 +228,13 @@ impl Model {
         out.par_chunks_mut(ROW_BLOCK * p)
             .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
             .for_each(|(o, xi)| {
-                let y = self.transform_block(xi);
-                for (orow, yrow) in o.chunks_exact_mut(p).zip(y.chunks_exact(q.in_dim())) {
-                    q.project_row(yrow, orow);
-                }
+                self.for_each_tile(xi, |r0, y| {
+                    let orows = o.get_mut(r0 * p..)?;
+                    for (orow, yrow) in orows.chunks_exact_mut(p).zip(y.chunks_exact(q.in_dim())) {
+                        q.project_row(yrow, orow);
+                    }
+                    None::<()>
+                });
             });
         Array2::from_shape_vec((rows.n(), p), out).map_err(|e| ModelError::BadModel {
             detail: format!("internal shape error: {e}"),

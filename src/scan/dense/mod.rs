@@ -6,6 +6,7 @@
 //! in `scalar.rs`), so results are bit-identical across paths. Results that are not finite
 //! (non-finite inputs, or overflow) are errors, so NaN never reaches a ranking.
 
+mod block;
 mod nearest;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -13,6 +14,7 @@ mod x86;
 
 use half::f16;
 
+pub use block::{dot_rows_fixed_order, dot_rows_fixed_order_with};
 pub use nearest::{nearest_centroid_l2, nearest_centroid_l2_with};
 
 use super::dispatch::{Dispatch, Isa};

@@ -67,49 +67,97 @@ mod x86 {
 
     use super::MAX_K;
 
-    /// AVX2 + FMA: distances of 8 centroids per register, 8 registers (64 centroids) per group
-    /// kept in registers over all coordinates, then the minimum and its first index.
+    /// AVX2 + FMA: the distances of 8 centroids per register, `V` registers (8·V centroids)
+    /// kept in registers over all coordinates; then, per lane, a running minimum and its index
+    /// (strict `<` over ascending centroids keeps the first of equal distances, as the scalar
+    /// twin does), and a final pass over the 8 lanes picks the smallest distance, ties to the
+    /// smaller index. No distance buffer and no scan of it.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn nearest_avx2(x: &[f32], ct: &[f32], k: usize) -> usize {
-        let d = x.len();
-        assert!(k.is_multiple_of(8) && k <= MAX_K && ct.len() == d * k);
-        let mut dist = [0.0f32; MAX_K];
+        assert!(k.is_multiple_of(8) && k <= MAX_K && ct.len() == x.len() * k);
+        let mut best = Best::new();
         let mut g = 0;
+        while g + 64 <= k {
+            best.offer(&group::<8>(x, ct, k, g));
+            g += 64;
+        }
         while g < k {
-            let vecs = ((k - g) / 8).min(8);
-            let mut acc = [_mm256_setzero_ps(); 8];
-            for (j, &xj) in x.iter().enumerate() {
-                let xb = _mm256_set1_ps(xj);
-                let row = j * k + g;
-                for (v, a) in acc.iter_mut().enumerate().take(vecs) {
-                    let off = row + 8 * v;
-                    assert!(off + 8 <= ct.len());
-                    // SAFETY: the assert keeps the 8 lanes inside `ct`; `loadu` has no
-                    // alignment requirement.
-                    let c = unsafe { _mm256_loadu_ps(ct.as_ptr().add(off)) };
-                    let t = _mm256_sub_ps(xb, c);
-                    *a = _mm256_fmadd_ps(t, t, *a);
+            best.offer(&group::<1>(x, ct, k, g));
+            g += 8;
+        }
+        best.index()
+    }
+
+    /// Squared distances of `x` to centroids `g .. g + 8·V` (`V` registers of 8).
+    /// The caller guarantees `g + 8·V <= k` and `ct.len() == x.len() * k`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn group<const V: usize>(x: &[f32], ct: &[f32], k: usize, g: usize) -> [__m256; V] {
+        assert!(g + 8 * V <= k && ct.len() == x.len() * k);
+        let mut acc = [_mm256_setzero_ps(); V];
+        for (j, &xj) in x.iter().enumerate() {
+            let xb = _mm256_set1_ps(xj);
+            // SAFETY: row j of the transposed codebook is `ct[j·k .. (j+1)·k]` (j < x.len() and
+            // `ct.len() == x.len()·k`, asserted); the 8·V lanes from `g` stay inside it because
+            // `g + 8·V <= k` (asserted). `loadu` has no alignment requirement.
+            let row = unsafe { ct.as_ptr().add(j * k + g) };
+            for (v, a) in acc.iter_mut().enumerate() {
+                // SAFETY: see above; `8·v + 8 <= 8·V`.
+                let c = unsafe { _mm256_loadu_ps(row.add(8 * v)) };
+                let t = _mm256_sub_ps(xb, c);
+                *a = _mm256_fmadd_ps(t, t, *a);
+            }
+        }
+        acc
+    }
+
+    /// Per-lane running minimum over centroids offered in ascending order.
+    struct Best {
+        dist: __m256,
+        index: __m256i,
+        next: __m256i,
+    }
+
+    impl Best {
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn new() -> Best {
+            Best {
+                dist: _mm256_set1_ps(f32::INFINITY),
+                index: _mm256_setzero_si256(),
+                next: _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+            }
+        }
+
+        /// Offers the next `8·V` centroids' distances (lane l of register v is centroid
+        /// `next + 8·v + l`).
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn offer<const V: usize>(&mut self, d: &[__m256; V]) {
+            let eight = _mm256_set1_epi32(8);
+            for &dv in d {
+                // Strictly smaller only (NaN compares false, as in the scalar twin).
+                let lt = _mm256_cmp_ps::<_CMP_LT_OQ>(dv, self.dist);
+                self.dist = _mm256_blendv_ps(self.dist, dv, lt);
+                self.index = _mm256_blendv_epi8(self.index, self.next, _mm256_castps_si256(lt));
+                self.next = _mm256_add_epi32(self.next, eight);
+            }
+        }
+
+        /// The smallest distance over the lanes, ties to the smaller centroid index.
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn index(&self) -> usize {
+            let dist: [f32; 8] = bytemuck::cast(self.dist);
+            let index: [u32; 8] = bytemuck::cast(self.index);
+            let mut best = (f32::INFINITY, 0u32);
+            for (&d, &i) in dist.iter().zip(&index) {
+                if d < best.0 || (d == best.0 && i < best.1) {
+                    best = (d, i);
                 }
             }
-            for (v, a) in acc.iter().enumerate().take(vecs) {
-                let off = g + 8 * v;
-                assert!(off + 8 <= MAX_K);
-                // SAFETY: the assert keeps the 8 lanes inside `dist`.
-                unsafe { _mm256_storeu_ps(dist.as_mut_ptr().add(off), *a) };
-            }
-            g += 8 * vecs;
+            best.1 as usize
         }
-        // Minimum (vectorised), then the first index holding it.
-        let dist = &dist[..k];
-        let (chunks, _) = dist.as_chunks::<8>();
-        let mut m = _mm256_set1_ps(f32::INFINITY);
-        for c in chunks {
-            // SAFETY: `c` is exactly 8 f32.
-            m = _mm256_min_ps(m, unsafe { _mm256_loadu_ps(c.as_ptr()) });
-        }
-        let lanes: [f32; 8] = bytemuck::cast(m);
-        let min = lanes.iter().copied().fold(f32::INFINITY, f32::min);
-        dist.iter().position(|&v| v == min).unwrap_or(0)
     }
 }
 
@@ -128,7 +176,7 @@ mod tests {
     #[test]
     fn every_path_picks_the_same_centroid() {
         let mut s = 7u64;
-        for &k in &[1usize, 8, 16, 24, 256, 5] {
+        for &k in &[1usize, 8, 16, 24, 72, 256, 5] {
             for &d in &[1usize, 2, 4, 8, 16, 3] {
                 for round in 0..50 {
                     let mut ct: Vec<f32> = (0..d * k).map(|_| lcg(&mut s)).collect();
