@@ -25,9 +25,10 @@ pub(crate) fn matmul_rows(w: &[f32], x: &[f32], d: usize, out: &mut [f32]) {
     crate::scan::dense::dot_rows_fixed_order(w, x, d, out);
 }
 
-/// `out[r·o + j] += bias_j` over rows of `o` values, a missing bias adding `+0.0` to every
-/// value: linear stages have always computed `dot + b` with `b = 0.0` when they have no bias,
-/// which turns a `−0.0` dot product into `+0.0`, and float codes store that sign bit.
+/// `out[r·o + j] += bias_j` over rows of `o` values (a separate rounding after the dot
+/// product), a missing bias adding `+0.0`: linear stages have always computed `dot + b` with
+/// `b = 0.0` when they have no bias. That is not a no-op — a dot product that underflows to
+/// `−0.0` becomes `+0.0` — and float codes store the sign bit, so it stays.
 #[inline]
 pub(crate) fn add_bias(out: &mut [f32], o: usize, bias: Option<&[f32]>) {
     for orow in out.chunks_exact_mut(o.max(1)) {
