@@ -12,10 +12,10 @@
 use codedb::model::{
     Binarize, Center, FloatStage, Linear, Model, ProductQuantizer, Rotation, Stage,
 };
-use codedb::scan::available_dispatches;
 use codedb::scan::dense::{
     dot_fixed_order, dot_fixed_order_scalar, dot_rows_fixed_order, dot_rows_fixed_order_with,
 };
+use codedb::scan::{available_dispatches, detected_isa};
 use ndarray::{Array2, Array3, ArrayView2, s};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -189,8 +189,13 @@ fn rows_for(model: &Model, n: usize, rng: &mut ChaCha8Rng) -> Array2<f32> {
     x
 }
 
+const REFERENCE_TEST: &str = "codes_equal_the_scalar_reference_alone_and_in_every_batch";
+
 #[test]
 fn codes_equal_the_scalar_reference_alone_and_in_every_batch() {
+    if std::env::var("CODEDB_FORCE_SCALAR").is_ok_and(|v| v == "1") {
+        assert_eq!(detected_isa(), "scalar", "the child runs the scalar twins");
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(77);
     for (name, model) in models() {
         let n = 70;
@@ -323,4 +328,29 @@ fn underflowing_dot_products_keep_their_sign_through_a_linear_stage() {
         (-0.0f32).to_bits()
     );
     assert_eq!(model.encode(x.view()).unwrap(), 0.0f32.to_le_bytes());
+}
+
+/// The same reference check in a child process with `CODEDB_FORCE_SCALAR=1` (read once per
+/// process): the scalar twins that a CPU without AVX2+FMA runs give the same codes.
+#[test]
+fn scalar_twins_give_the_same_codes() {
+    if std::env::var("CODEDB_FORCE_SCALAR").is_ok() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", REFERENCE_TEST, "--test-threads=1"])
+        .env("CODEDB_FORCE_SCALAR", "1")
+        .output()
+        .expect("re-run the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "child did not run the test:\n{stdout}"
+    );
 }
