@@ -7,8 +7,13 @@
 //! products go to the scan layer's fixed-order kernel ([`crate::scan::dense::dot_fixed_order`]:
 //! 32 lanes of fused multiply-adds reduced by a fixed tree, AVX2+FMA where the CPU has it, a
 //! scalar twin with `f32::mul_add` elsewhere — the same IEEE value on every path, checked by
-//! the scan equivalence tests). The nearest-centroid loop below is plain Rust with no
-//! reassociation, so it is the same value on every target too.
+//! the scan equivalence tests). Linear maps and rotations run many rows at once through the
+//! multi-row form of that kernel ([`crate::scan::dense::dot_rows_fixed_order`]), which reuses
+//! each loaded weight vector across rows but keeps every output's own summation order, so each
+//! output is bit-identical to a lone `dot` — a row alone is the one-row case of the same kernel
+//! (tests/encode_determinism.rs checks codes against a one-dot-per-output scalar reference for
+//! every batch size, thread count and kernel path). Nearest-centroid search goes to the scan
+//! layer's fixed-order kernel too (exact differences, ties to the smaller index).
 
 /// `Σ a_i b_i` in the fixed order of [`crate::scan::dense::dot_fixed_order`] (common length).
 #[inline]

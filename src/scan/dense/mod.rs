@@ -1,6 +1,7 @@
 //! Dense vector kernels: dot product and squared L2 on f32 (and f32 × f16 storage), for
 //! re-ranking the candidates of a compressed scan with stored vectors and for class-mean (NCM)
-//! scans.
+//! scans; and the encoders' kernels in the same fixed order: many rows against a weight matrix
+//! (`block.rs`) and the nearest PQ centroid (`nearest.rs`).
 //!
 //! Both the AVX2+FMA kernel and its scalar twin sum in one fixed, lane-blocked order (documented
 //! in `scalar.rs`), so results are bit-identical across paths. Results that are not finite
