@@ -354,3 +354,53 @@ fn scalar_twins_give_the_same_codes() {
         "child did not run the test:\n{stdout}"
     );
 }
+
+#[test]
+fn the_first_non_finite_value_is_reported_wherever_it_falls() {
+    use codedb::model::ModelError;
+    let mut rng = ChaCha8Rng::seed_from_u64(81);
+    let (_, model) = models().swap_remove(0);
+    let d = model.input_dim();
+    // Positions in different tiles and parallel blocks; the first in row-major order wins.
+    for (bad, later) in [
+        ((0, 0), (0, 1)),
+        ((300, 5), (700, 0)),
+        ((517, 783), (518, 0)),
+    ] {
+        let mut x = rows_for(&model, 800, &mut rng);
+        x[bad] = f32::NAN;
+        x[later] = f32::INFINITY;
+        match model.encode(x.view()) {
+            Err(ModelError::NonFinite { row, col, .. }) => {
+                assert_eq!((row, col), bad, "first bad value");
+            }
+            other => panic!("expected a non-finite error, got {other:?}"),
+        }
+    }
+    // A NaN is reported before an earlier value a float16 code cannot hold.
+    let half = Model::new(vec![
+        Stage::Linear(Linear::new(matrix(&mut rng, 4, d, 1.0), None).unwrap()),
+        Stage::Float(FloatStage::new(4, true).unwrap()),
+    ])
+    .unwrap();
+    let mut x = matrix(&mut rng, 600, d, 1.0);
+    x[(10, 0)] = 1e9;
+    let err = half.encode(x.view()).unwrap_err();
+    assert!(
+        matches!(err, ModelError::OutOfRange { row: 10, .. }),
+        "{err:?}"
+    );
+    x[(599, 3)] = f32::NEG_INFINITY;
+    let err = half.encode(x.view()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ModelError::NonFinite {
+                row: 599,
+                col: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}

@@ -148,11 +148,12 @@ fn row_tile<const R: usize>(w: &[f32], xt: &[f32], d: usize, ot: &mut [f32]) {
         }
         j += TILE_WEIGHTS;
     }
-    if j < o {
+    while j < o {
         let v = tile::<R, 1>(&[&w[j * d..(j + 1) * d]], &xs);
         for (r, vr) in v.iter().enumerate() {
             ot[r * o + j] = vr[0];
         }
+        j += 1;
     }
 }
 
