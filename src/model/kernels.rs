@@ -53,6 +53,13 @@ pub(crate) fn nearest_transposed(x: &[f32], ct: &[f32], k: usize) -> usize {
     crate::scan::dense::nearest_centroid_l2(x, ct, k)
 }
 
+/// [`nearest_transposed`] of two sub-vectors at once (the pair kernel shares each loaded
+/// centroid vector; each answer is exactly the one-row answer).
+#[inline]
+pub(crate) fn nearest_transposed_pair(x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
+    crate::scan::dense::nearest_centroid_l2_pair(x0, x1, ct, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,10 @@ mod x86;
 use half::f16;
 
 pub use block::{dot_rows_fixed_order, dot_rows_fixed_order_with};
-pub use nearest::{nearest_centroid_l2, nearest_centroid_l2_with};
+pub use nearest::{
+    nearest_centroid_l2, nearest_centroid_l2_pair, nearest_centroid_l2_pair_with,
+    nearest_centroid_l2_with,
+};
 
 use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};
