@@ -183,21 +183,13 @@ impl Model {
 
     /// Runs `each(first_row, quantiser_input)` over the block `x` in tiles of [`TILE_ROWS`]
     /// rows: the intermediate vectors of a tile stay in cache, and the scratch buffers are
-    /// allocated once per block. Stops at (and returns) the first `Some`.
-    fn for_each_tile<T>(
-        &self,
-        x: &[f32],
-        mut each: impl FnMut(usize, &[f32]) -> Option<T>,
-    ) -> Option<T> {
+    /// allocated once per block.
+    fn for_each_tile(&self, x: &[f32], mut each: impl FnMut(usize, &[f32])) {
         let d = self.input_dim().max(1);
         let mut bufs = [Vec::new(), Vec::new()];
         for (t, xt) in x.chunks(TILE_ROWS * d).enumerate() {
-            let y = self.transform_tile(xt, &mut bufs);
-            if let Some(v) = each(t * TILE_ROWS, y) {
-                return Some(v);
-            }
+            each(t * TILE_ROWS, self.transform_tile(xt, &mut bufs));
         }
-        None
     }
 
     /// Encodes the rows of `x` (n × `input_dim()`): `n × code_bytes()` bytes, row-major.
@@ -258,11 +250,10 @@ impl Model {
             .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
             .for_each(|(o, xi)| {
                 self.for_each_tile(xi, |r0, y| {
-                    let orows = o.get_mut(r0 * p..)?;
+                    let orows = o.get_mut(r0 * p..).unwrap_or_default();
                     for (orow, yrow) in orows.chunks_exact_mut(p).zip(y.chunks_exact(q.in_dim())) {
                         q.project_row(yrow, orow);
                     }
-                    None::<()>
                 });
             });
         Array2::from_shape_vec((rows.n(), p), out).map_err(|e| ModelError::BadModel {
