@@ -11,7 +11,8 @@ Both sides train on the same number of rows and then encode `--rows` rows: coded
 `codedb bench encode --json` (its own seeded Gaussian rows with a decaying spectrum), FAISS
 through `sa_encode` on rows drawn the same way in numpy, in chunks of 65,536 rows (the size of
 codedb's pool). Encoding speed does not depend on the values. Prints rows/s of each and their
-ratio; `--json` prints the rows as a list.
+ratio; `--json` prints the rows as a list. `--baseline-binary OLD` also runs a second codedb
+build on each case in the same run (before/after figures under the same load).
 """
 import argparse
 import json
@@ -76,6 +77,7 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--binary", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                      "..", "target", "release", "codedb"))
+    ap.add_argument("--baseline-binary", help="a second codedb binary to time in the same run")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     binary = os.environ.get("CODEDB_BIN", a.binary)
@@ -84,6 +86,9 @@ def main():
         for threads in [int(t) for t in a.threads.split(",")]:
             c = codedb_case(binary, pipeline, d, a.rows, a.train_rows, threads, a.seed)
             f_train, f_enc, f_rate, f_bytes = faiss_case(factory, d, a.rows, a.train_rows, threads, a.seed)
+            base = None
+            if a.baseline_binary:
+                base = codedb_case(a.baseline_binary, pipeline, d, a.rows, a.train_rows, threads, a.seed)
             rows_out.append({
                 "case": name, "threads": threads, "rows": a.rows, "train_rows": a.train_rows,
                 "codedb_code_bytes": c["code_bytes"], "faiss_code_bytes": f_bytes,
@@ -91,8 +96,20 @@ def main():
                 "ratio": c["rows_per_s"] / f_rate,
                 "codedb_train_s": c["train_s"], "faiss_train_s": f_train,
             })
+            if base is not None:
+                rows_out[-1]["baseline_rows_per_s"] = base["rows_per_s"]
+                rows_out[-1]["baseline_ratio"] = base["rows_per_s"] / f_rate
     if a.json:
         print(json.dumps(rows_out, indent=2))
+        return
+    if a.baseline_binary:
+        print("| case | threads | codedb rows/s | baseline rows/s | FAISS rows/s | codedb / FAISS | "
+              "baseline / FAISS |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows_out:
+            print(f"| {r['case']} | {r['threads']} | {r['codedb_rows_per_s']:.3e} | "
+                  f"{r['baseline_rows_per_s']:.3e} | {r['faiss_rows_per_s']:.3e} | {r['ratio']:.2f} | "
+                  f"{r['baseline_ratio']:.2f} |")
         return
     print("| case | threads | codedb rows/s | FAISS rows/s | codedb / FAISS | train s (codedb / FAISS) |")
     print("|---|---:|---:|---:|---:|---:|")

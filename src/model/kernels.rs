@@ -7,8 +7,13 @@
 //! products go to the scan layer's fixed-order kernel ([`crate::scan::dense::dot_fixed_order`]:
 //! 32 lanes of fused multiply-adds reduced by a fixed tree, AVX2+FMA where the CPU has it, a
 //! scalar twin with `f32::mul_add` elsewhere — the same IEEE value on every path, checked by
-//! the scan equivalence tests). The nearest-centroid loop below is plain Rust with no
-//! reassociation, so it is the same value on every target too.
+//! the scan equivalence tests). Linear maps and rotations run many rows at once through the
+//! multi-row form of that kernel ([`crate::scan::dense::dot_rows_fixed_order`]), which reuses
+//! each loaded weight vector across rows but keeps every output's own summation order, so each
+//! output is bit-identical to a lone `dot` — a row alone is the one-row case of the same kernel
+//! (tests/encode_determinism.rs checks codes against a one-dot-per-output scalar reference for
+//! every batch size, thread count and kernel path). Nearest-centroid search goes to the scan
+//! layer's fixed-order kernel too (exact differences, ties to the smaller index).
 
 /// `Σ a_i b_i` in the fixed order of [`crate::scan::dense::dot_fixed_order`] (common length).
 #[inline]
@@ -16,13 +21,26 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     crate::scan::dense::dot_fixed_order(a, b)
 }
 
-/// `out_j = dot(w_j, x) (+ bias_j)` for a row-major `out.len() × x.len()` weight matrix.
+/// `out[r·o + j] = dot(w_j, x_r)` for the rows `x_r` of a row-major block of `d` columns and
+/// a row-major `o × d` weight matrix (`o = w.len() / d`): the scan layer's multi-row kernel
+/// ([`crate::scan::dense::dot_rows_fixed_order`]), which gives each output exactly the bits of
+/// a lone [`dot`], so a row gets the same values alone or in any block.
 #[inline]
-pub(crate) fn matvec(w: &[f32], x: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
-    let d = x.len();
-    for (j, (o, row)) in out.iter_mut().zip(w.chunks_exact(d)).enumerate() {
-        let b = bias.and_then(|b| b.get(j)).copied().unwrap_or(0.0);
-        *o = dot(row, x) + b;
+pub(crate) fn matmul_rows(w: &[f32], x: &[f32], d: usize, out: &mut [f32]) {
+    crate::scan::dense::dot_rows_fixed_order(w, x, d, out);
+}
+
+/// `out[r·o + j] += bias_j` over rows of `o` values (a separate rounding after the dot
+/// product), a missing bias adding `+0.0`: linear stages have always computed `dot + b` with
+/// `b = 0.0` when they have no bias. That is not a no-op — a dot product that underflows to
+/// `−0.0` becomes `+0.0` — and float codes store the sign bit, so it stays.
+#[inline]
+pub(crate) fn add_bias(out: &mut [f32], o: usize, bias: Option<&[f32]>) {
+    for orow in out.chunks_exact_mut(o.max(1)) {
+        match bias {
+            Some(b) => orow.iter_mut().zip(b).for_each(|(v, &bj)| *v += bj),
+            None => orow.iter_mut().for_each(|v| *v += 0.0),
+        }
     }
 }
 
@@ -33,6 +51,13 @@ pub(crate) fn matvec(w: &[f32], x: &[f32], bias: Option<&[f32]>, out: &mut [f32]
 #[inline]
 pub(crate) fn nearest_transposed(x: &[f32], ct: &[f32], k: usize) -> usize {
     crate::scan::dense::nearest_centroid_l2(x, ct, k)
+}
+
+/// [`nearest_transposed`] of two sub-vectors at once (the pair kernel shares each loaded
+/// centroid vector; each answer is exactly the one-row answer).
+#[inline]
+pub(crate) fn nearest_transposed_pair(x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
+    crate::scan::dense::nearest_centroid_l2_pair(x0, x1, ct, k)
 }
 
 #[cfg(test)]

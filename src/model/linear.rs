@@ -11,7 +11,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::matvec;
+use super::kernels::{add_bias, matmul_rows};
 use super::random::{gaussian, rng};
 use super::record::{RecordReader, f32_tensor, f64_tensor};
 use super::transform::{RowMap, apply_checked};
@@ -159,9 +159,13 @@ impl RowMap for Linear {
         self.weight.nrows()
     }
     fn map_row(&self, x: &[f32], out: &mut [f32]) {
+        self.map_block(x, out);
+    }
+    fn map_block(&self, x: &[f32], out: &mut [f32]) {
         // `new` stores the weight in standard layout, so the slice view always exists.
         let w = self.weight.as_slice().unwrap_or(&[]);
-        matvec(w, x, self.bias.as_deref(), out);
+        matmul_rows(w, x, self.weight.ncols(), out);
+        add_bias(out, self.weight.nrows(), self.bias.as_deref());
     }
 }
 

@@ -23,7 +23,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::kernels::nearest_transposed;
+use super::kernels::{nearest_transposed, nearest_transposed_pair};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::quantizer::{RowFault, RowQuantizer, encode_rows};
 use super::random::{derive_seed, gather_rows, rng, sample_indices};
@@ -242,6 +242,22 @@ impl ProductQuantizer {
         self.centroids.as_slice().unwrap_or(&[])
     }
 
+    /// Sub-quantiser `s`'s codebook, transposed (`dsub × K`), for the encode kernels.
+    fn sub_codebook(&self, s: usize) -> &[f32] {
+        let len = self.dsub * self.ksub;
+        &self.transposed[s * len..(s + 1) * len]
+    }
+
+    /// Writes centroid index `k` of sub-quantiser `s` into a code (byte s for 8 bits; the low
+    /// nibble of byte s/2 for even s, the high one for odd s, for 4 bits). `code` starts zeroed.
+    fn put(&self, code: &mut [u8], s: usize, k: usize) {
+        if self.ksub == 256 {
+            code[s] = k as u8;
+        } else {
+            code[s / 2] |= (k as u8) << (4 * (s % 2));
+        }
+    }
+
     /// Centroid index of sub-quantiser `s` in a code.
     #[inline]
     pub fn code_index(&self, code: &[u8], s: usize) -> usize {
@@ -384,15 +400,39 @@ impl RowQuantizer for ProductQuantizer {
         let (ks, ds) = (self.ksub, self.dsub);
         out.fill(0);
         for s in 0..self.m {
-            let ct = &self.transposed[s * ds * ks..(s + 1) * ds * ks];
-            let k = nearest_transposed(&x[s * ds..(s + 1) * ds], ct, ks);
-            if ks == 256 {
-                out[s] = k as u8;
-            } else {
-                out[s / 2] |= (k as u8) << (4 * (s % 2));
-            }
+            let k = nearest_transposed(&x[s * ds..(s + 1) * ds], self.sub_codebook(s), ks);
+            self.put(out, s, k);
         }
         Ok(())
+    }
+    /// Two rows at a time through the pair kernel (each loaded centroid vector serves both
+    /// rows; each row's index is exactly its one-row index), a last odd row alone.
+    fn encode_many(&self, x: &[f32], out: &mut [u8]) -> Option<(usize, RowFault)> {
+        let (d, cb, ks, ds) = (self.dim(), self.code_bytes(), self.ksub, self.dsub);
+        let mut xs = x.chunks_exact(2 * d);
+        let mut os = out.chunks_exact_mut(2 * cb);
+        for (x2, o2) in (&mut xs).zip(&mut os) {
+            let (x0, x1) = x2.split_at(d);
+            let (o0, o1) = o2.split_at_mut(cb);
+            o0.fill(0);
+            o1.fill(0);
+            for s in 0..self.m {
+                let sub = s * ds..(s + 1) * ds;
+                let [k0, k1] =
+                    nearest_transposed_pair(&x0[sub.clone()], &x1[sub], self.sub_codebook(s), ks);
+                self.put(o0, s, k0);
+                self.put(o1, s, k1);
+            }
+        }
+        for (xr, or) in xs
+            .remainder()
+            .chunks_exact(d)
+            .zip(os.into_remainder().chunks_exact_mut(cb))
+        {
+            // PQ encoding cannot fail.
+            let _ = self.encode_row(xr, or);
+        }
+        None
     }
     fn project_row(&self, x: &[f32], out: &mut [f32]) {
         out.copy_from_slice(&x[..out.len()]);

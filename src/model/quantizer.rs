@@ -26,24 +26,33 @@ pub trait RowQuantizer: Sync {
     fn project_dim(&self) -> usize;
     /// Encodes one row into `out` (`code_bytes()` bytes; every byte is written).
     fn encode_row(&self, x: &[f32], out: &mut [u8]) -> std::result::Result<(), RowFault>;
+    /// Encodes a row-major block of rows into `out` (`code_bytes()` per row); returns the first
+    /// faulty row (block-relative). Every row must get exactly the code [`encode_row`] gives it
+    /// alone; quantisers with a multi-row kernel (PQ) override this.
+    ///
+    /// [`encode_row`]: RowQuantizer::encode_row
+    fn encode_many(&self, x: &[f32], out: &mut [u8]) -> Option<(usize, RowFault)> {
+        let (d, cb) = (self.in_dim(), self.code_bytes());
+        for (r, (orow, xrow)) in out.chunks_exact_mut(cb).zip(x.chunks_exact(d)).enumerate() {
+            if let Err(f) = self.encode_row(xrow, orow) {
+                return Some((r, f));
+            }
+        }
+        None
+    }
     /// The real-valued vector the code quantises, for asymmetric queries: for binary stages a
     /// vector whose positive entries are exactly the 1 bits; for PQ and float the input.
     fn project_row(&self, x: &[f32], out: &mut [f32]);
 }
 
-/// Encodes the rows of one block sequentially; returns the first faulty row (block-relative).
+/// Encodes the rows of one block ([`RowQuantizer::encode_many`]); returns the first faulty
+/// row (block-relative).
 pub(crate) fn encode_block(
     q: &(impl RowQuantizer + ?Sized),
     x: &[f32],
     out: &mut [u8],
 ) -> Option<(usize, RowFault)> {
-    let (d, cb) = (q.in_dim(), q.code_bytes());
-    for (r, (orow, xrow)) in out.chunks_exact_mut(cb).zip(x.chunks_exact(d)).enumerate() {
-        if let Err(f) = q.encode_row(xrow, orow) {
-            return Some((r, f));
-        }
-    }
-    None
+    q.encode_many(x, out)
 }
 
 /// The error for the first fault in row order, so it does not depend on scheduling.

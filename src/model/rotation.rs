@@ -12,7 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::dot;
+use super::kernels::matmul_rows;
 use super::linalg::{orthogonal_from_gaussian, orthogonality_error};
 use super::random::{gaussian, rng};
 use super::record::{RecordReader, f32_tensor};
@@ -139,9 +139,12 @@ impl RowMap for Rotation {
         self.c
     }
     fn map_row(&self, x: &[f32], out: &mut [f32]) {
-        for (o, col) in out.iter_mut().zip(self.rt.chunks_exact(self.c)) {
-            *o = dot(col, x);
-        }
+        self.map_block(x, out);
+    }
+    /// `ṽ_j = dot(rt_j, v)` for every row (the multi-row kernel; the same bits as one row at a
+    /// time).
+    fn map_block(&self, x: &[f32], out: &mut [f32]) {
+        matmul_rows(&self.rt, x, self.c, out);
     }
 }
 

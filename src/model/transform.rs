@@ -20,6 +20,16 @@ pub trait RowMap: Sync {
     fn out_dim(&self) -> usize;
     /// Maps one row: `x.len() == in_dim()`, `out.len() == out_dim()`.
     fn map_row(&self, x: &[f32], out: &mut [f32]);
+    /// Maps a row-major block of rows (`x.len() == n·in_dim()`, `out.len() == n·out_dim()`).
+    /// Every row must get exactly the values [`RowMap::map_row`] gives it alone; stages whose
+    /// kernel gains from several rows at once (linear maps, rotations) override this and make
+    /// `map_row` the one-row case of it.
+    fn map_block(&self, x: &[f32], out: &mut [f32]) {
+        let (din, dout) = (self.in_dim(), self.out_dim());
+        for (orow, xrow) in out.chunks_exact_mut(dout).zip(x.chunks_exact(din)) {
+            self.map_row(xrow, orow);
+        }
+    }
 }
 
 /// Applies `map` to a row-major buffer of `n` rows into a new buffer (parallel, deterministic).
@@ -29,11 +39,7 @@ pub(crate) fn map_rows(map: &(impl RowMap + ?Sized), x: &[f32]) -> Vec<f32> {
     let mut out = vec![0f32; n * dout];
     out.par_chunks_mut(ROW_BLOCK * dout)
         .zip(x.par_chunks(ROW_BLOCK * din))
-        .for_each(|(o, xi)| {
-            for (orow, xrow) in o.chunks_exact_mut(dout).zip(xi.chunks_exact(din)) {
-                map.map_row(xrow, orow);
-            }
-        });
+        .for_each(|(o, xi)| map.map_block(xi, o));
     out
 }
 

@@ -1,11 +1,13 @@
 //! Dense vector kernels: dot product and squared L2 on f32 (and f32 × f16 storage), for
 //! re-ranking the candidates of a compressed scan with stored vectors and for class-mean (NCM)
-//! scans.
+//! scans; and the encoders' kernels in the same fixed order: many rows against a weight matrix
+//! (`block.rs`) and the nearest PQ centroid (`nearest.rs`).
 //!
 //! Both the AVX2+FMA kernel and its scalar twin sum in one fixed, lane-blocked order (documented
 //! in `scalar.rs`), so results are bit-identical across paths. Results that are not finite
 //! (non-finite inputs, or overflow) are errors, so NaN never reaches a ranking.
 
+mod block;
 mod nearest;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -13,7 +15,11 @@ mod x86;
 
 use half::f16;
 
-pub use nearest::{nearest_centroid_l2, nearest_centroid_l2_with};
+pub use block::{dot_rows_fixed_order, dot_rows_fixed_order_with};
+pub use nearest::{
+    nearest_centroid_l2, nearest_centroid_l2_pair, nearest_centroid_l2_pair_with,
+    nearest_centroid_l2_with,
+};
 
 use super::dispatch::{Dispatch, Isa};
 use super::error::{Result, ScanError};

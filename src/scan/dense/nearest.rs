@@ -27,6 +27,44 @@ pub fn nearest_centroid_l2_with(x: &[f32], ct: &[f32], k: usize, dispatch: Dispa
     nearest_with(isa, x, ct, k)
 }
 
+/// [`nearest_centroid_l2`] of two rows at once (`x0`, `x1` of one length): each loaded
+/// centroid vector serves both rows. Each answer is exactly the one-row answer.
+#[inline]
+pub fn nearest_centroid_l2_pair(x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
+    // `Auto` never fails to resolve.
+    let isa = Dispatch::Auto.resolve().unwrap_or(Isa::Scalar);
+    nearest_pair_with(isa, x0, x1, ct, k)
+}
+
+/// [`nearest_centroid_l2_pair`] with an explicit kernel choice (tests compare the paths).
+pub fn nearest_centroid_l2_pair_with(
+    x0: &[f32],
+    x1: &[f32],
+    ct: &[f32],
+    k: usize,
+    dispatch: Dispatch,
+) -> [usize; 2] {
+    let isa = dispatch.resolve().unwrap_or(Isa::Scalar);
+    nearest_pair_with(isa, x0, x1, ct, k)
+}
+
+fn nearest_pair_with(isa: Isa, x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512
+            if k.is_multiple_of(8)
+                && k <= MAX_K
+                && x0.len() == x1.len()
+                && ct.len() == x0.len() * k =>
+        {
+            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found
+            // avx2 and fma; the guard gives the lengths the kernel relies on.
+            unsafe { x86::nearest2_avx2(x0, x1, ct, k) }
+        }
+        _ => [nearest_scalar(x0, ct, k), nearest_scalar(x1, ct, k)],
+    }
+}
+
 fn nearest_with(isa: Isa, x: &[f32], ct: &[f32], k: usize) -> usize {
     match isa {
         #[cfg(target_arch = "x86_64")]
@@ -39,7 +77,7 @@ fn nearest_with(isa: Isa, x: &[f32], ct: &[f32], k: usize) -> usize {
     }
 }
 
-/// Largest K the SIMD kernel handles (its distance buffer); 8-bit PQ has 256.
+/// Largest K the SIMD kernel is used for (8-bit PQ has 256; its lane indices are i32).
 #[cfg(target_arch = "x86_64")]
 const MAX_K: usize = 256;
 
@@ -67,49 +105,140 @@ mod x86 {
 
     use super::MAX_K;
 
-    /// AVX2 + FMA: distances of 8 centroids per register, 8 registers (64 centroids) per group
-    /// kept in registers over all coordinates, then the minimum and its first index.
+    /// One row: 8 registers (64 centroids) of distances per pass.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn nearest_avx2(x: &[f32], ct: &[f32], k: usize) -> usize {
-        let d = x.len();
+        nearest_rows::<1, 8>([x], ct, k)[0]
+    }
+
+    /// Two rows sharing each loaded centroid vector: 4 registers (32 centroids) per row and
+    /// pass, so each load feeds two subtract-FMA pairs.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn nearest2_avx2(x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
+        nearest_rows::<2, 4>([x0, x1], ct, k)
+    }
+
+    /// AVX2 + FMA for `R` rows: the distances of 8 centroids per register, `V` registers per
+    /// row kept in registers over all coordinates; then, per lane, a running minimum and its
+    /// index (strict `<` over ascending centroids keeps the first of equal distances, as the
+    /// scalar twin does), and a final pass over the 8 lanes picks the smallest distance, ties to
+    /// the smaller index. Each row's distances are computed exactly as with `R = 1`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn nearest_rows<const R: usize, const V: usize>(
+        xs: [&[f32]; R],
+        ct: &[f32],
+        k: usize,
+    ) -> [usize; R] {
+        let d = xs.first().map_or(0, |x| x.len());
         assert!(k.is_multiple_of(8) && k <= MAX_K && ct.len() == d * k);
-        let mut dist = [0.0f32; MAX_K];
+        assert!(xs.iter().all(|x| x.len() == d));
+        let mut best = [Best::new(); R];
         let mut g = 0;
+        while g + 8 * V <= k {
+            let acc = group::<R, V>(&xs, ct, k, g);
+            for (b, a) in best.iter_mut().zip(&acc) {
+                b.offer(a);
+            }
+            g += 8 * V;
+        }
         while g < k {
-            let vecs = ((k - g) / 8).min(8);
-            let mut acc = [_mm256_setzero_ps(); 8];
-            for (j, &xj) in x.iter().enumerate() {
-                let xb = _mm256_set1_ps(xj);
-                let row = j * k + g;
-                for (v, a) in acc.iter_mut().enumerate().take(vecs) {
-                    let off = row + 8 * v;
-                    assert!(off + 8 <= ct.len());
-                    // SAFETY: the assert keeps the 8 lanes inside `ct`; `loadu` has no
-                    // alignment requirement.
-                    let c = unsafe { _mm256_loadu_ps(ct.as_ptr().add(off)) };
-                    let t = _mm256_sub_ps(xb, c);
-                    *a = _mm256_fmadd_ps(t, t, *a);
+            let acc = group::<R, 1>(&xs, ct, k, g);
+            for (b, a) in best.iter_mut().zip(&acc) {
+                b.offer(a);
+            }
+            g += 8;
+        }
+        let mut out = [0usize; R];
+        for (o, b) in out.iter_mut().zip(&best) {
+            *o = b.index();
+        }
+        out
+    }
+
+    /// Squared distances of each row of `xs` to centroids `g .. g + 8·V` (`V` registers of 8
+    /// per row). The caller guarantees `g + 8·V <= k`, rows of one length `d` and
+    /// `ct.len() == d * k`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn group<const R: usize, const V: usize>(
+        xs: &[&[f32]; R],
+        ct: &[f32],
+        k: usize,
+        g: usize,
+    ) -> [[__m256; V]; R] {
+        let d = xs.first().map_or(0, |x| x.len());
+        assert!(g + 8 * V <= k && ct.len() == d * k);
+        let mut acc = [[_mm256_setzero_ps(); V]; R];
+        let mut xb = [_mm256_setzero_ps(); R];
+        for j in 0..d {
+            for (b, x) in xb.iter_mut().zip(xs) {
+                *b = _mm256_set1_ps(x[j]);
+            }
+            // SAFETY: row j of the transposed codebook is `ct[j·k .. (j+1)·k]` (j < d and
+            // `ct.len() == d·k`, asserted); the 8·V lanes from `g` stay inside it because
+            // `g + 8·V <= k` (asserted). `loadu` has no alignment requirement.
+            let row = unsafe { ct.as_ptr().add(j * k + g) };
+            for v in 0..V {
+                // SAFETY: see above; `8·v + 8 <= 8·V`.
+                let c = unsafe { _mm256_loadu_ps(row.add(8 * v)) };
+                for (a, &b) in acc.iter_mut().zip(&xb) {
+                    let t = _mm256_sub_ps(b, c);
+                    a[v] = _mm256_fmadd_ps(t, t, a[v]);
                 }
             }
-            for (v, a) in acc.iter().enumerate().take(vecs) {
-                let off = g + 8 * v;
-                assert!(off + 8 <= MAX_K);
-                // SAFETY: the assert keeps the 8 lanes inside `dist`.
-                unsafe { _mm256_storeu_ps(dist.as_mut_ptr().add(off), *a) };
+        }
+        acc
+    }
+
+    /// Per-lane running minimum over centroids offered in ascending order.
+    #[derive(Clone, Copy)]
+    struct Best {
+        dist: __m256,
+        index: __m256i,
+        next: __m256i,
+    }
+
+    impl Best {
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn new() -> Best {
+            Best {
+                dist: _mm256_set1_ps(f32::INFINITY),
+                index: _mm256_setzero_si256(),
+                next: _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
             }
-            g += 8 * vecs;
         }
-        // Minimum (vectorised), then the first index holding it.
-        let dist = &dist[..k];
-        let (chunks, _) = dist.as_chunks::<8>();
-        let mut m = _mm256_set1_ps(f32::INFINITY);
-        for c in chunks {
-            // SAFETY: `c` is exactly 8 f32.
-            m = _mm256_min_ps(m, unsafe { _mm256_loadu_ps(c.as_ptr()) });
+
+        /// Offers the next `8·V` centroids' distances (lane l of register v is centroid
+        /// `next + 8·v + l`).
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn offer<const V: usize>(&mut self, d: &[__m256; V]) {
+            let eight = _mm256_set1_epi32(8);
+            for &dv in d {
+                // Strictly smaller only (NaN compares false, as in the scalar twin).
+                let lt = _mm256_cmp_ps::<_CMP_LT_OQ>(dv, self.dist);
+                self.dist = _mm256_blendv_ps(self.dist, dv, lt);
+                self.index = _mm256_blendv_epi8(self.index, self.next, _mm256_castps_si256(lt));
+                self.next = _mm256_add_epi32(self.next, eight);
+            }
         }
-        let lanes: [f32; 8] = bytemuck::cast(m);
-        let min = lanes.iter().copied().fold(f32::INFINITY, f32::min);
-        dist.iter().position(|&v| v == min).unwrap_or(0)
+
+        /// The smallest distance over the lanes, ties to the smaller centroid index.
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        fn index(&self) -> usize {
+            let dist: [f32; 8] = bytemuck::cast(self.dist);
+            let index: [u32; 8] = bytemuck::cast(self.index);
+            let mut best = (f32::INFINITY, 0u32);
+            for (&d, &i) in dist.iter().zip(&index) {
+                if d < best.0 || (d == best.0 && i < best.1) {
+                    best = (d, i);
+                }
+            }
+            best.1 as usize
+        }
     }
 }
 
@@ -128,7 +257,7 @@ mod tests {
     #[test]
     fn every_path_picks_the_same_centroid() {
         let mut s = 7u64;
-        for &k in &[1usize, 8, 16, 24, 256, 5] {
+        for &k in &[1usize, 8, 16, 24, 40, 72, 256, 5] {
             for &d in &[1usize, 2, 4, 8, 16, 3] {
                 for round in 0..50 {
                     let mut ct: Vec<f32> = (0..d * k).map(|_| lcg(&mut s)).collect();
@@ -144,11 +273,24 @@ mod tests {
                         (0..d).map(|_| lcg(&mut s)).collect()
                     };
                     let want = nearest_scalar(&x, &ct, k);
+                    // The previous round's row (or a fresh one) as the second row of a pair.
+                    let other: Vec<f32> = (0..d).map(|_| lcg(&mut s)).collect();
+                    let want_other = nearest_scalar(&other, &ct, k);
                     for disp in available_dispatches() {
                         assert_eq!(
                             nearest_centroid_l2_with(&x, &ct, k, disp),
                             want,
                             "k={k} d={d} round={round} {disp:?}"
+                        );
+                        assert_eq!(
+                            nearest_centroid_l2_pair_with(&x, &other, &ct, k, disp),
+                            [want, want_other],
+                            "pair k={k} d={d} round={round} {disp:?}"
+                        );
+                        assert_eq!(
+                            nearest_centroid_l2_pair_with(&other, &x, &ct, k, disp),
+                            [want_other, want],
+                            "pair k={k} d={d} round={round} {disp:?}"
                         );
                     }
                     if round % 3 == 0 && k > 1 {

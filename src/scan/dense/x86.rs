@@ -105,3 +105,104 @@ kernel!(
         d.mul_add(d, acc)
     }
 );
+
+/// Row tile of [`dot_rows_f32`]: input rows computed together.
+const TILE_ROWS: usize = 4;
+/// Weight tile of [`dot_rows_f32`]: weight rows computed together.
+const TILE_WEIGHTS: usize = 2;
+
+/// `out[r·o + j] = dot_f32(w_j, x_r)` for all rows (see `block.rs`): tiles of 4 rows × 2
+/// weights; smaller tiles for the remainders. `w.len() == o·d`, `x.len() == n·d`,
+/// `out.len() == n·o`, `d >= 1` (asserted).
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn dot_rows_f32(w: &[f32], x: &[f32], d: usize, out: &mut [f32]) {
+    assert!(d >= 1 && w.len().is_multiple_of(d));
+    let o = w.len() / d;
+    assert!(o >= 1 && x.len() == out.len() / o * d && out.len().is_multiple_of(o));
+    let mut rows = x.chunks_exact(d * TILE_ROWS);
+    let mut outs = out.chunks_exact_mut(o * TILE_ROWS);
+    for (xt, ot) in (&mut rows).zip(&mut outs) {
+        row_tile::<TILE_ROWS>(w, xt, d, ot);
+    }
+    let (xt, ot) = (rows.remainder(), outs.into_remainder());
+    match xt.len() / d {
+        3 => row_tile::<3>(w, xt, d, ot),
+        2 => row_tile::<2>(w, xt, d, ot),
+        1 => row_tile::<1>(w, xt, d, ot),
+        _ => {}
+    }
+}
+
+/// `R` rows (`xt`, `R·d` values) against every weight row, into `ot` (`R·o` values).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn row_tile<const R: usize>(w: &[f32], xt: &[f32], d: usize, ot: &mut [f32]) {
+    let o = w.len() / d;
+    let xs: [&[f32]; R] = core::array::from_fn(|r| &xt[r * d..(r + 1) * d]);
+    let mut j = 0;
+    while j + TILE_WEIGHTS <= o {
+        let ws: [&[f32]; TILE_WEIGHTS] = core::array::from_fn(|s| &w[(j + s) * d..(j + s + 1) * d]);
+        let v = tile::<R, TILE_WEIGHTS>(&ws, &xs);
+        for (r, vr) in v.iter().enumerate() {
+            ot[r * o + j..r * o + j + TILE_WEIGHTS].copy_from_slice(vr);
+        }
+        j += TILE_WEIGHTS;
+    }
+    while j < o {
+        let v = tile::<R, 1>(&[&w[j * d..(j + 1) * d]], &xs);
+        for (r, vr) in v.iter().enumerate() {
+            ot[r * o + j] = vr[0];
+        }
+        j += 1;
+    }
+}
+
+/// The `R × S` dot products of rows `xs` with weights `ws` (all of one length `d`), each in
+/// the documented order: lane group g (elements `32c + 8g .. 32c + 8g + 8`, c ascending) is
+/// one 8-lane FMA chain; the four groups then go through [`hsum`], then the `d mod 32` tail is
+/// added with sequential FMAs.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn tile<const R: usize, const S: usize>(ws: &[&[f32]; S], xs: &[&[f32]; R]) -> [[f32; S]; R] {
+    let d = xs.first().map_or(0, |x| x.len());
+    assert!(xs.iter().all(|x| x.len() == d) && ws.iter().all(|w| w.len() == d));
+    let body = d - d % 32;
+    let mut groups = [[[_mm256_setzero_ps(); 4]; S]; R];
+    for g in 0..4 {
+        let mut acc = [[_mm256_setzero_ps(); S]; R];
+        let mut off = 8 * g;
+        while off < body {
+            // SAFETY (all loads below): `off + 8 <= body <= d`, the common length of every
+            // row in `ws` and `xs` (asserted above); `loadu` has no alignment requirement.
+            let wv: [__m256; S] =
+                core::array::from_fn(|s| unsafe { _mm256_loadu_ps(ws[s].as_ptr().add(off)) });
+            for (a, x) in acc.iter_mut().zip(xs) {
+                // SAFETY: as above.
+                let xv = unsafe { _mm256_loadu_ps(x.as_ptr().add(off)) };
+                for (a, &wv) in a.iter_mut().zip(&wv) {
+                    *a = _mm256_fmadd_ps(wv, xv, *a);
+                }
+            }
+            off += 32;
+        }
+        for (gr, ar) in groups.iter_mut().zip(&acc) {
+            for (gs, &a) in gr.iter_mut().zip(ar) {
+                gs[g] = a;
+            }
+        }
+    }
+    let mut sums = [[0.0f32; S]; R];
+    for (sr, gr) in sums.iter_mut().zip(&groups) {
+        for (s, &g) in sr.iter_mut().zip(gr) {
+            *s = hsum(g);
+        }
+    }
+    for i in body..d {
+        for (sr, x) in sums.iter_mut().zip(xs) {
+            for (s, w) in sr.iter_mut().zip(ws) {
+                *s = w[i].mul_add(x[i], *s);
+            }
+        }
+    }
+    sums
+}
