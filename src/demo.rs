@@ -229,7 +229,7 @@ pub fn run_demo(
     let report = index.compact(&CompactionPolicy::full())?;
     let snap: Snapshot = index.snapshot();
     steps.push(format!(
-        "compacted into version {} ({} segments, {} live rows, {} deleted rows stored)",
+        "compacted into version {} ({} segment(s), {} live rows, {} deleted rows stored)",
         report.version.unwrap_or(v),
         snap.segment_count(),
         snap.live_rows(),
