@@ -9,6 +9,8 @@
 //! not change. Batches of every size around the kernels' 4-row and 16-row tiles are compared
 //! with the rows encoded alone.
 
+mod force_scalar_support;
+
 use codedb::model::{
     Binarize, Center, FloatStage, Linear, Model, ProductQuantizer, Rotation, Stage,
 };
@@ -334,25 +336,10 @@ fn underflowing_dot_products_keep_their_sign_through_a_linear_stage() {
 /// process): the scalar twins that a CPU without AVX2+FMA runs give the same codes.
 #[test]
 fn scalar_twins_give_the_same_codes() {
-    if std::env::var("CODEDB_FORCE_SCALAR").is_ok() {
+    if force_scalar_support::in_forced_scalar_child() {
         return;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    let out = std::process::Command::new(exe)
-        .args(["--exact", REFERENCE_TEST, "--test-threads=1"])
-        .env("CODEDB_FORCE_SCALAR", "1")
-        .output()
-        .expect("re-run the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "child did not run the test:\n{stdout}"
-    );
+    force_scalar_support::rerun_forced_scalar(REFERENCE_TEST, &[]);
 }
 
 #[test]

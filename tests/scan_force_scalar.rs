@@ -1,7 +1,7 @@
 //! `CODEDB_FORCE_SCALAR=1` makes `Dispatch::Auto` run the scalar kernels. The variable is read
 //! once per process, so the test re-runs itself in a child process with the variable set.
 
-use std::process::Command;
+mod force_scalar_support;
 
 use codedb::scan::{CodeRows, Dispatch, Isa, ScanOptions, detected_isa, hamming_topk_batch};
 
@@ -9,7 +9,7 @@ const NAME: &str = "force_scalar_env_makes_auto_scalar";
 
 #[test]
 fn force_scalar_env_makes_auto_scalar() {
-    if std::env::var("CODEDB_FORCE_SCALAR").is_ok_and(|v| v == "1") {
+    if force_scalar_support::in_forced_scalar_child() {
         assert_eq!(detected_isa(), "scalar");
         assert_eq!(Dispatch::Auto.resolve().unwrap(), Isa::Scalar);
         // Explicit requests still get what they ask for (scalar always exists).
@@ -21,22 +21,7 @@ fn force_scalar_env_makes_auto_scalar() {
         assert_eq!(got, vec![vec![(0, 10), (1, 11)]]);
         return;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    let out = Command::new(exe)
-        .args(["--exact", NAME, "--test-threads=1"])
-        .env("CODEDB_FORCE_SCALAR", "1")
-        .output()
-        .expect("re-run the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "child did not run the test:\n{stdout}"
-    );
+    force_scalar_support::rerun_forced_scalar(NAME, &[]);
 }
 
 const ENCODE_NAME: &str = "encoding_is_identical_on_the_scalar_path";
@@ -76,18 +61,11 @@ fn encode_digest() -> String {
 
 #[test]
 fn encoding_is_identical_on_the_scalar_path() {
-    if std::env::var("CODEDB_FORCE_SCALAR").is_ok_and(|v| v == "1") {
+    if force_scalar_support::in_forced_scalar_child() {
         println!("DIGEST {}", encode_digest());
         return;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    let out = Command::new(exe)
-        .args(["--exact", ENCODE_NAME, "--test-threads=1", "--nocapture"])
-        .env("CODEDB_FORCE_SCALAR", "1")
-        .output()
-        .expect("re-run the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "child failed:\n{stdout}");
+    let stdout = force_scalar_support::rerun_forced_scalar(ENCODE_NAME, &["--nocapture"]);
     let child = stdout
         .lines()
         .find_map(|l| l.split_once("DIGEST ").map(|(_, d)| d.trim()))

@@ -83,12 +83,7 @@ mod tests {
     use super::*;
     use crate::scan::dispatch::available_dispatches;
 
-    fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((*seed >> 40) as f32) / (1u64 << 24) as f32 - 0.5
-    }
+    use crate::scan::dense::test_lcg as lcg;
 
     #[test]
     fn every_output_is_the_lone_fixed_order_dot_on_every_path() {

@@ -336,6 +336,16 @@ pub fn dense_topk(
         .collect())
 }
 
+/// A tiny seeded generator of values in [-0.5, 0.5) for the kernels' unit tests (no rand
+/// dependency inside the SIMD modules' tests).
+#[cfg(test)]
+pub(crate) fn test_lcg(seed: &mut u64) -> f32 {
+    *seed = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    ((*seed >> 40) as f32) / (1u64 << 24) as f32 - 0.5
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
