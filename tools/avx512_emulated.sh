@@ -79,25 +79,29 @@ vmlinuz=$work/kernel/$kpkg/vmlinuz
 if [[ ! -f $vmlinuz ]]; then
     log "downloading $kpkg"
     rm -rf "$work/kernel/$kpkg" && mkdir -p "$work/kernel/$kpkg"
-    (cd "$work/kernel/$kpkg" && apt-get download -qq "$kpkg" 2>/dev/null && dpkg-deb -x ./*.deb x)
+    (cd "$work/kernel/$kpkg" && apt-get download -qq "$kpkg" 2>/dev/null && dpkg-deb -x ./*.deb x) ||
+        die "apt-get download $kpkg failed"
     cp "$work/kernel/$kpkg"/x/boot/vmlinuz-* "$vmlinuz"
     rm -rf "$work/kernel/$kpkg/x" "$work/kernel/$kpkg"/*.deb
 fi
 
 # --- 2. test binaries -------------------------------------------------------------------------
-# `executable` of the compiler-artifact messages whose target matches $1 (a fixed string).
+# `executable` of the compiler-artifact messages in $1 whose target matches $2 (fixed string).
 executable() {
-    grep '"reason":"compiler-artifact"' | grep -F "$1" | grep -o '"executable":"[^"]*"' |
-        cut -d'"' -f4
+    grep '"reason":"compiler-artifact"' "$1" | grep -F "$2" | grep -o '"executable":"[^"]*"' |
+        cut -d'"' -f4 || true
 }
 cd "$repo"
 log "building (cargo test --release --no-run; cargo build --release --bin codedb)"
-eq_bin=$(cargo test --release --test scan_equivalence --no-run --message-format=json -q |
-    executable '"kind":["test"],"crate_types":["bin"],"name":"scan_equivalence"')
-lib_bin=$(cargo test --release --lib --no-run --message-format=json -q |
-    executable '"kind":["lib"],"crate_types":["lib"],"name":"codedb"')
-cli_bin=$(cargo build --release --bin codedb --message-format=json -q |
-    executable '"kind":["bin"],"crate_types":["bin"],"name":"codedb"')
+cargo test --release --test scan_equivalence --no-run --message-format=json -q >"$work/eq.json" ||
+    die "cargo test --test scan_equivalence --no-run failed"
+cargo test --release --lib --no-run --message-format=json -q >"$work/lib.json" ||
+    die "cargo test --lib --no-run failed"
+cargo build --release --bin codedb --message-format=json -q >"$work/cli.json" ||
+    die "cargo build --bin codedb failed"
+eq_bin=$(executable "$work/eq.json" '"kind":["test"],"crate_types":["bin"],"name":"scan_equivalence"')
+lib_bin=$(executable "$work/lib.json" '"kind":["lib"],"crate_types":["lib"],"name":"codedb"')
+cli_bin=$(executable "$work/cli.json" '"kind":["bin"],"crate_types":["bin"],"name":"codedb"')
 for b in "$eq_bin" "$lib_bin" "$cli_bin"; do
     [[ -n $b && -x $b && $(wc -l <<<"$b") -eq 1 ]] || die "could not find a built binary ($b)"
 done
@@ -210,14 +214,14 @@ touch "$serial"
 exec {stamp_fd}> >(while IFS= read -r line; do
     printf '%s %s\n' "$(date +%T)" "$line"
 done >"$serial.stamped")
-tail -n +1 -F "$serial" >&"$stamp_fd" 2>/dev/null &
+tail -n +1 -F "$serial" 1>&"$stamp_fd" 2>/dev/null &
 stamp_pid=$!
 trap 'kill "$bochs_pid" "$stamp_pid" 2>/dev/null || true' EXIT
 status=timeout
 while kill -0 "$bochs_pid" 2>/dev/null; do
     sleep 5
     if grep -q 'AVX512EMU: DONE' "$serial" 2>/dev/null; then
-        status=done
+        status=finished
     elif grep -q 'Kernel panic' "$serial" 2>/dev/null; then
         status=panic
         break
@@ -225,7 +229,7 @@ while kill -0 "$bochs_pid" 2>/dev/null; do
     if (($(date +%s) - start > timeout_s)); then
         break
     fi
-    if [[ $status == done ]]; then
+    if [[ $status == finished ]]; then
         # /init powers off; give it a moment, then stop the emulator ourselves.
         for _ in $(seq 12); do kill -0 "$bochs_pid" 2>/dev/null || break; sleep 5; done
         break
@@ -239,19 +243,19 @@ exec {stamp_fd}>&-
 trap - EXIT
 elapsed=$(($(date +%s) - start))
 [[ -f $serial ]] || die "no serial output (see $work/bochs.out)"
-grep -q 'AVX512EMU: DONE' "$serial" && status=done
+grep -q 'AVX512EMU: DONE' "$serial" && status=finished
 
 # --- 5. verdict -------------------------------------------------------------------------------
 log "emulator ran ${elapsed}s wall clock; serial log: $serial"
-grep -a -E '^AVX512EMU:|^available dispatches|"isa"|^test result:|FAILED|panicked|SIGILL|Illegal' \
+grep -a -E '^AVX512EMU:|available dispatches|"isa"|^test result:|FAILED|panicked|SIGILL|Illegal' \
     "$serial" | sed 's/^/  | /' >&2 || true
 fail=0
-[[ $status == done ]] || { log "run did not finish ($status)"; fail=1; }
+[[ $status == finished ]] || { log "run did not finish ($status)"; fail=1; }
 flags=$(grep -a -m1 '^AVX512EMU: flags' "$serial" || true)
 for f in avx512f avx512bw avx512_vpopcntdq avx512vbmi; do
     grep -q -w "$f" <<<"$flags" || { log "guest CPU lacks $f"; fail=1; }
 done
-grep -a -q '^available dispatches: .*Avx512' "$serial" || { log "Avx512 not among the dispatches"; fail=1; }
+grep -a -q 'available dispatches: \[.*Avx512' "$serial" || { log "Avx512 not among the dispatches"; fail=1; }
 grep -a -q -E '"isa": *"avx512-vpopcntdq"' "$serial" || { log "codedb bench did not pick avx512"; fail=1; }
 for label in expect cli lib eq; do
     grep -a -q "^AVX512EMU: END $label rc=0 " "$serial" || { log "step $label failed"; fail=1; }
