@@ -495,6 +495,30 @@ fn lut_threads_and_batches_match_reference() {
     }
 }
 
+/// `CODEDB_EXPECT_DISPATCH=avx512` (or `avx2`, `neon`, `scalar`) makes this test fail unless
+/// that dispatch is among the available ones, so a run on an emulated CPU
+/// (`tools/avx512_emulated.sh`) cannot pass by silently testing fewer kernels than it was meant
+/// to. Without the variable there is nothing to check.
+#[test]
+fn expected_dispatch_is_available() {
+    let Ok(want) = std::env::var("CODEDB_EXPECT_DISPATCH") else {
+        return;
+    };
+    let d = match want.as_str() {
+        "avx512" => Dispatch::Avx512,
+        "avx2" => Dispatch::Avx2,
+        "neon" => Dispatch::Neon,
+        "scalar" => Dispatch::Scalar,
+        other => panic!("CODEDB_EXPECT_DISPATCH={other}: expected avx512, avx2, neon or scalar"),
+    };
+    let have = available_dispatches();
+    println!("available dispatches: {have:?}");
+    assert!(
+        have.contains(&d),
+        "CODEDB_EXPECT_DISPATCH={want}, but this CPU offers only {have:?}"
+    );
+}
+
 #[test]
 fn unavailable_dispatch_is_an_error_not_a_fallback() {
     let have = available_dispatches();
