@@ -117,7 +117,7 @@ fn run(ds: &DataSet, spec: &str) {
         .expect("build");
         let snap = index.snapshot();
         let mut list_rows: HashMap<u32, usize> = HashMap::new();
-        for r in snap.rows() {
+        for r in snap.rows().unwrap() {
             *list_rows.entry(r.list.unwrap_or(u32::MAX)).or_default() += 1;
         }
         let n = snap.live_rows() as f64;

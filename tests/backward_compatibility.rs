@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.2); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.3); older
 //! folders are never rewritten.
 
 mod common;
@@ -13,7 +13,7 @@ use codedb::format::{
 };
 use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
-use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12};
+use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13};
 
 /// The v1.0 folder (never rewritten).
 fn v1_0_dir() -> PathBuf {
@@ -25,14 +25,19 @@ fn bless_or_read() -> PathBuf {
     g11::dir()
 }
 
-/// The current version's folder (v1.2), written first when `CODEDB_BLESS` is set.
+/// The v1.2 folder (never rewritten).
 fn bless_or_read_v1_2() -> PathBuf {
+    g12::dir()
+}
+
+/// The current version's folder (v1.3), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_3() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g12::dir();
+    let dir = g13::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g12::files() {
+            for (name, bytes) in g13::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -95,18 +100,45 @@ fn with_minor(mut bytes: Vec<u8>, minor: u8) -> Vec<u8> {
     bytes
 }
 
+/// `new` (this build's bytes for the values of golden file `name`) equals `old` (the file as
+/// written by format 1.`minor`) but for the minor version and the sections of kinds `added`:
+/// every old section is there with the same flags, codec and stored bytes, in the same order.
+fn same_but_added_sections(name: &str, new: &[u8], old: &[u8], minor: u8, added: &[u32]) {
+    use codedb::format::Container;
+    let (n, o) = (Path::new("new"), Path::new("old"));
+    let new_c = Container::from_slice(new, n, None).unwrap();
+    let old_c = Container::from_slice(old, o, None).unwrap();
+    assert_eq!(old_c.version(), (1, minor as u16), "{name}");
+    assert_eq!(new_c.version(), (1, 3), "{name} is written as format 1.3");
+    assert_eq!(new_c.header().kind, old_c.header().kind, "{name}");
+    assert_eq!(new_c.header().file_id, old_c.header().file_id, "{name}");
+    let kept: Vec<usize> = (0..new_c.entries().len())
+        .filter(|&i| !added.contains(&new_c.entries()[i].kind))
+        .collect();
+    assert_eq!(kept.len(), old_c.entries().len(), "{name}: sections");
+    for (j, &i) in kept.iter().enumerate() {
+        let (a, b) = (new_c.entries()[i], old_c.entries()[j]);
+        assert_eq!(
+            (a.kind, a.flags, a.codec, a.raw_len, a.crc32),
+            (b.kind, b.flags, b.codec, b.raw_len, b.crc32),
+            "{name}: section {j}"
+        );
+        assert!(new_c.stored(i) == old_c.stored(j), "{name}: section {j}");
+    }
+}
+
 #[test]
 fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_list_index() {
     // Format 1.1 changed no 1.0 byte layout: re-written by this build, every 1.0 file differs
     // only in its minor version (and so its header CRC), except that a segment whose rows are
-    // grouped by list now also carries its list index.
+    // grouped by list now also carries its list index, and (1.3) every segment its block
+    // checksums; every section 1.0 wrote is unchanged.
     let dir = v1_0_dir();
     let seg_b = golden::name("seg", golden::SEG_B_ID, "seg");
     for (name, bytes) in golden::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
+        assert_eq!(bytes[10], 3, "{name} is written as format 1.3");
         if name == seg_b {
-            assert_ne!(with_minor(bytes.clone(), 0), on_disk);
             let r = SegmentReader::from_bytes(&bytes, Path::new(&name)).unwrap();
             let e = |list, first_row| ListEntry { list, first_row };
             assert_eq!(r.list_index(), Some(&[e(0, 0), e(2, 1)][..]));
@@ -116,6 +148,13 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
                 SegmentData::from_reader(&r).unwrap(),
                 SegmentData::from_reader(&old).unwrap()
             );
+        }
+        if name.starts_with("seg-") {
+            let added = [
+                section_kind::SEG_LIST_INDEX,
+                section_kind::SEG_BLOCK_CHECKSUMS,
+            ];
+            same_but_added_sections(&name, &bytes, &on_disk, 0, &added);
         } else {
             assert!(
                 with_minor(bytes, 0) == on_disk,
@@ -127,26 +166,42 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
 
 #[test]
 fn v1_1_values_written_by_this_build_change_only_the_minor_version() {
-    // Format 1.2 changed no 1.1 byte layout (the v1.1 set has no 4-bit PQ segment): re-written
-    // by this build, every 1.1 file differs only in its minor version and header CRC (the log
-    // carries its version in its own header the same way).
+    // Formats 1.2 and 1.3 changed no 1.1 byte layout (the v1.1 set has no 4-bit PQ segment):
+    // re-written by this build, every 1.1 file differs only in its minor version and header
+    // CRC (the log carries its version in its own header the same way), and the segment also
+    // in its added block checksums (1.3).
     let dir = bless_or_read();
     for (name, bytes) in g11::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
-        assert!(
-            with_minor(bytes, 1) == on_disk,
-            "{name}: this build's bytes differ from 1.1 beyond the minor version"
-        );
+        assert_eq!(bytes[10], 3, "{name} is written as format 1.3");
+        if name.starts_with("seg-") {
+            let added = [section_kind::SEG_BLOCK_CHECKSUMS];
+            same_but_added_sections(&name, &bytes, &on_disk, 1, &added);
+        } else {
+            assert!(
+                with_minor(bytes, 1) == on_disk,
+                "{name}: this build's bytes differ from 1.1 beyond the minor version"
+            );
+        }
     }
 }
 
 #[test]
-fn current_writer_reproduces_v1_2_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.2 and add a new folder.
+fn v1_2_values_written_by_this_build_add_only_the_block_checksums() {
     let dir = bless_or_read_v1_2();
     for (name, bytes) in g12::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        let added = [section_kind::SEG_BLOCK_CHECKSUMS];
+        same_but_added_sections(&name, &bytes, &on_disk, 2, &added);
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_3_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.3 and add a new folder.
+    let dir = bless_or_read_v1_3();
+    for (name, bytes) in g13::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
@@ -337,12 +392,16 @@ fn check_golden_index(s: &Snapshot) {
             if b.is_deleted(i) {
                 continue;
             }
-            let id = b.ids[i];
-            assert_eq!(b.vector(i).unwrap(), g11::vector(id), "vector of id {id}");
-            seen.push((id, b.list(i), b.label(i)));
+            let id = b.ids().unwrap()[i];
+            assert_eq!(
+                b.vector(i).unwrap().unwrap(),
+                g11::vector(id),
+                "vector of id {id}"
+            );
+            seen.push((id, b.list(i).unwrap(), b.label(i).unwrap()));
         }
         // Every block of the golden index is grouped by list.
-        let lists = b.lists.unwrap();
+        let lists = b.lists().unwrap().unwrap();
         for &l in lists {
             let want: Vec<usize> = (0..b.rows()).filter(|&i| lists[i] == l).collect();
             let got: Vec<usize> = b.list_range(l).unwrap().collect();
@@ -352,7 +411,12 @@ fn check_golden_index(s: &Snapshot) {
         let want: Vec<usize> = (0..b.rows())
             .filter(|&i| matches!(lists[i], 1 | 4))
             .collect();
-        let got: Vec<usize> = b.rows_in_lists(&[4, 1]).into_iter().flatten().collect();
+        let got: Vec<usize> = b
+            .rows_in_lists(&[4, 1])
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect();
         assert_eq!(got, want);
     }
     seen.sort_unstable();
@@ -360,7 +424,10 @@ fn check_golden_index(s: &Snapshot) {
     assert_eq!(s.vector(53).unwrap().unwrap(), g11::vector(53));
     assert_eq!(s.vector(41).unwrap(), None, "deleted");
     let (b, i) = s.locate(45).unwrap().unwrap();
-    assert_eq!((b.list(i), b.label(i)), (Some(3), Some(3)));
+    assert_eq!(
+        (b.list(i).unwrap(), b.label(i).unwrap()),
+        (Some(3), Some(3))
+    );
 }
 
 #[test]
@@ -422,4 +489,246 @@ fn unknown_major_version_is_refused_with_a_clear_error() {
         err.to_string().contains("unsupported format version 2.0"),
         "{err}"
     );
+}
+
+/// A golden v1.3 segment rebuilt section by section, with section kind `kind` replaced by
+/// `with` (when given) and the header's minor version set to `minor`; checksums recomputed.
+fn v1_3_segment_with(id: u128, kind: u32, with: Option<&[u8]>, minor: u8) -> Vec<u8> {
+    let path = bless_or_read_v1_3().join(golden::name("seg", id, "seg"));
+    let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
+    let c = r.container();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path).unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let bytes = match with {
+            Some(b) if e.kind == kind => b,
+            _ => c.stored(i),
+        };
+        w.section(e.kind, e.required(), bytes).unwrap();
+    }
+    with_minor(w.finish().unwrap(), minor)
+}
+
+#[test]
+fn v1_3_golden_segments_read_with_their_values_and_their_block_checksums() {
+    use codedb::format::RowColumn;
+    use codedb::format::block_checksums;
+    let dir = bless_or_read_v1_3();
+    let path_a = dir.join(golden::name("seg", g13::SEG_A_ID, "seg"));
+    let path_b = dir.join(golden::name("seg", g13::SEG_B_ID, "seg"));
+    let a = SegmentReader::open(&path_a, OpenOptions::default()).unwrap();
+    let b = SegmentReader::open(&path_b, OpenOptions::default()).unwrap();
+    assert_eq!(a.container().header().minor, 3);
+    let rows = g13::ROWS;
+    assert_eq!(a.ids(), &(0..rows).map(g13::id_a).collect::<Vec<_>>()[..]);
+    assert_eq!(
+        a.codes(),
+        &(0..rows).flat_map(g13::code_a).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(a.labels().unwrap()[7], g13::label_a(7));
+    assert_eq!(a.lists().unwrap()[599], 9);
+    let e = |list, first_row| ListEntry { list, first_row };
+    assert_eq!(
+        a.list_index(),
+        Some(&[e(0, 0), e(3, 150), e(6, 300), e(9, 450)][..])
+    );
+    let v = a.vector_column().unwrap();
+    let mut row = [0f32; g13::DIM];
+    assert!(v.row_into(599, g13::DIM, &mut row));
+    assert_eq!(row, g13::vector_a(599));
+    assert_eq!(b.ids()[599], g13::id_b(599));
+    assert_eq!(b.fastscan_codes().unwrap().1, g13::M_B);
+    for r in [0, 31, 32, 599] {
+        assert_eq!(b.code(r).unwrap(), &g13::code_b(r), "row {r}");
+    }
+
+    // The section: optional, 4 KiB blocks, one entry per row column in file order.
+    for (seg, want) in [
+        (&a, &[(2u32, 2usize), (3, 3), (4, 1), (5, 1), (6, 3)][..]),
+        (&b, &[(2, 2), (8, 5)][..]),
+    ] {
+        let c = seg.container();
+        let i = c
+            .find_one(section_kind::SEG_BLOCK_CHECKSUMS)
+            .unwrap()
+            .unwrap();
+        assert!(!c.entries()[i].required(), "a 1.2 reader may skip it");
+        let cols = block_checksums::decode(c.stored(i), c.path()).unwrap();
+        let got: Vec<(u32, usize)> = cols.iter().map(|c| (c.kind, c.crcs.len())).collect();
+        assert_eq!(got, want);
+        for col in &cols {
+            assert_eq!(col.block_bytes, 4096);
+            let k = c.find_one(col.kind).unwrap().unwrap();
+            let want: Vec<u32> = c.stored(k).chunks(4096).map(crc32fast::hash).collect();
+            assert_eq!(col.crcs, want, "section kind {}", col.kind);
+        }
+        for col in RowColumn::ALL {
+            let (checked, total) = seg.checked_blocks(col);
+            assert_eq!(checked, total, "opened with every checksum checked");
+            assert_eq!(seg.has_block_checksums(col), total > 0);
+        }
+    }
+
+    // A flipped byte in any block of any column: the segment opens unchecked (O(1)), rows in
+    // other blocks read, the rows of that block fail naming file, section, block and rows.
+    let good = std::fs::read(&path_a).unwrap();
+    let c = a.container();
+    let col_of = |kind: u32| match kind {
+        2 => RowColumn::Ids,
+        3 => RowColumn::Codes,
+        4 => RowColumn::Labels,
+        5 => RowColumn::Lists,
+        _ => RowColumn::Vectors,
+    };
+    for (i, e) in c.entries().iter().enumerate() {
+        if !(2..=6).contains(&e.kind) {
+            continue;
+        }
+        let width = e.stored_len as usize / rows;
+        for block in 0..e.stored_len.div_ceil(4096) as usize {
+            let at = e.offset as usize + block * 4096 + 100;
+            let mut bad = good.clone();
+            bad[at] ^= 0x20;
+            let label = c.label(i);
+            let cont =
+                codedb::format::Container::from_slice(&bad, &path_a, Some(FileKind::Segment))
+                    .unwrap();
+            let r =
+                SegmentReader::from_container(cont, codedb::format::ChecksumPolicy::SkipColumns)
+                    .unwrap();
+            let row = (block * 4096 + 100) / width;
+            let err = r.check_rows(col_of(e.kind), row..row + 1).unwrap_err();
+            match &err {
+                FormatError::BlockChecksumMismatch {
+                    path,
+                    section,
+                    block: b,
+                    first_row,
+                    end_row,
+                } => {
+                    assert_eq!(path, &path_a);
+                    assert_eq!((section.as_str(), *b as usize), (label.as_str(), block));
+                    assert!(
+                        (*first_row as usize..*end_row as usize).contains(&row),
+                        "{err}"
+                    );
+                }
+                other => panic!("{label} block {block}: {other}"),
+            }
+            let msg = err.to_string();
+            assert!(msg.contains(&format!("{label} block {block}")), "{msg}");
+            // Other blocks still read; the bad one fails again (a failure is not remembered).
+            let other = if block == 0 { rows - 1 } else { 0 };
+            if e.stored_len > 4096 {
+                r.check_rows(col_of(e.kind), other..other + 1).unwrap();
+            }
+            assert!(r.check_rows(col_of(e.kind), 0..rows).is_err());
+            assert!(
+                SegmentReader::from_bytes(&bad, &path_a).is_err(),
+                "{label} {block}"
+            );
+        }
+    }
+
+    // Fast-scan column: block 1 holds the groups of rows 128..256 (4 groups of 1024 bytes).
+    let cb = b.container();
+    let k = cb
+        .find_one(section_kind::SEG_CODES_FASTSCAN)
+        .unwrap()
+        .unwrap();
+    let mut bad = std::fs::read(&path_b).unwrap();
+    bad[cb.entries()[k].offset as usize + 4096 + 7] ^= 1;
+    let cont =
+        codedb::format::Container::from_slice(&bad, &path_b, Some(FileKind::Segment)).unwrap();
+    let r =
+        SegmentReader::from_container(cont, codedb::format::ChecksumPolicy::SkipColumns).unwrap();
+    r.check_rows(RowColumn::Codes, 0..128).unwrap();
+    r.check_rows(RowColumn::Codes, 256..600).unwrap();
+    let err = r.check_rows(RowColumn::Codes, 200..201).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("codes_fastscan block 1 (rows 128..256)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn block_checksum_sections_break_no_rule_unnoticed() {
+    use codedb::format::block_checksums::{self, ColumnBlockCrcs};
+    let path = bless_or_read_v1_3().join(golden::name("seg", g13::SEG_B_ID, "seg"));
+    let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
+    let c = r.container();
+    let i = c
+        .find_one(section_kind::SEG_BLOCK_CHECKSUMS)
+        .unwrap()
+        .unwrap();
+    let cols = block_checksums::decode(c.stored(i), &path).unwrap();
+    let kind = section_kind::SEG_BLOCK_CHECKSUMS;
+    let good = std::fs::read(&path).unwrap();
+    assert!(
+        v1_3_segment_with(g13::SEG_B_ID, kind, None, 3) == good,
+        "the rebuild is exact"
+    );
+    let refused = |cols: &[ColumnBlockCrcs], minor: u8, want: &str| {
+        let bytes = v1_3_segment_with(
+            g13::SEG_B_ID,
+            kind,
+            Some(&block_checksums::encode(cols)),
+            minor,
+        );
+        let err = SegmentReader::from_bytes(&bytes, &path).unwrap_err();
+        assert!(
+            matches!(&err, FormatError::Corrupt { section, .. } if section == "block_checksums"),
+            "{err}"
+        );
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    // In a file that claims 1.2, which does not define the section.
+    refused(&cols, 2, "format 1.2 file");
+    // Checksums of a column the segment does not have, or listed twice.
+    let mut extra = cols.clone();
+    extra.push(ColumnBlockCrcs {
+        kind: 4,
+        ..cols[0].clone()
+    });
+    refused(&extra, 3, "labels, which is not a row column");
+    let mut twice = cols.clone();
+    twice.push(cols[0].clone());
+    refused(&twice, 3, "listed twice");
+    // A column length that is not the column's.
+    let mut short = cols.clone();
+    short[0].len -= 8;
+    let n = short[0].len.div_ceil(4096) as usize;
+    short[0].crcs.truncate(n);
+    refused(&short, 3, "the column has 4800 bytes");
+    // A wrong checksum with a consistent section CRC: refused when every checksum is checked.
+    let mut wrong = cols.clone();
+    wrong[1].crcs[4] ^= 1;
+    let bytes = v1_3_segment_with(
+        g13::SEG_B_ID,
+        kind,
+        Some(&block_checksums::encode(&wrong)),
+        3,
+    );
+    let err = SegmentReader::from_bytes(&bytes, &path).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("codes_fastscan block 4 (rows 512..600)"),
+        "{err}"
+    );
+    // Without the section (as a 1.2 writer would have written it) the file still reads, one
+    // block per column.
+    let w = {
+        let mut w =
+            ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path).unwrap();
+        for (k, e) in c.entries().iter().enumerate() {
+            if e.kind != kind {
+                w.section(e.kind, e.required(), c.stored(k)).unwrap();
+            }
+        }
+        w.finish().unwrap()
+    };
+    let r2 = SegmentReader::from_bytes(&w, &path).unwrap();
+    assert_eq!(r2.checked_blocks(codedb::format::RowColumn::Codes), (1, 1));
+    assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
 }

@@ -330,7 +330,7 @@ fn labelled_adds_update_sums_exactly_across_commits_and_compaction() {
     let snap = index.snapshot();
     check(snap.classes().unwrap());
     assert_eq!(snap.live_rows(), 150);
-    let labelled: usize = snap.rows().filter(|r| r.label.is_some()).count();
+    let labelled: usize = snap.rows().unwrap().filter(|r| r.label.is_some()).count();
     assert_eq!(labelled, 150);
     assert_eq!(snap.manifest().class_files.len(), 4, "a base and 3 deltas");
     index

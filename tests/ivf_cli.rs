@@ -194,7 +194,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     let t = snap.classes().unwrap();
     let total: u64 = t.classes.iter().map(|c| c.count).sum();
     assert_eq!(total, 1797);
-    for r in snap.rows() {
+    for r in snap.rows().unwrap() {
         assert_eq!(r.list, Some(y[r.id as usize] as u32));
     }
     let exact = search(&["--mode", "exact", "--classes", "0,1"]);

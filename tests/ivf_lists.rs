@@ -90,7 +90,7 @@ fn ivf_index(dir: &Path, m: &Model, x: &Array2<f32>, y: &[u32], how: ListAssignm
 
 /// The list id of every live row, by id.
 fn lists_by_id(snap: &Snapshot) -> std::collections::HashMap<u64, Option<u32>> {
-    snap.rows().map(|r| (r.id, r.list)).collect()
+    snap.rows().unwrap().map(|r| (r.id, r.list)).collect()
 }
 
 /// The oracle of a restricted search: the full search of every live row, kept to the rows
@@ -121,7 +121,7 @@ fn lists_restrict_every_mode_with_deletions_and_unlisted_rows() {
         let tmp = tempfile::tempdir().unwrap();
         let snap = ivf_index(tmp.path(), &m, &x, &y, ListAssignment::Label).snapshot();
         // Rows carry their labels as lists; the unlisted tail has none.
-        for r in snap.rows() {
+        for r in snap.rows().unwrap() {
             assert_eq!(r.list, r.label, "id {}", r.id);
             assert_eq!(r.list.is_none(), r.id >= 17000, "id {}", r.id);
         }
@@ -295,7 +295,7 @@ fn nearest_lists_are_the_ncm_classes_of_the_rows() {
     )
     .unwrap();
     let snap = index.snapshot();
-    let rows: Vec<_> = snap.rows().collect();
+    let rows: Vec<_> = snap.rows().unwrap().collect();
     let xs = Array2::from_shape_fn((rows.len(), x.ncols()), |(i, j)| {
         x[[rows[i].id as usize, j]]
     });
@@ -434,6 +434,7 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
         plain
             .snapshot()
             .rows()
+            .unwrap()
             .filter(|r| r.label.is_some())
             .count(),
         100
@@ -448,7 +449,7 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
         let tmp = tempfile::tempdir().unwrap();
         let snap = ivf_index(tmp.path(), &m, &x, &y, ListAssignment::Label).snapshot();
         // The log rows have their vectors (digits are integers: f16 holds them exactly).
-        for r in snap.rows() {
+        for r in snap.rows().unwrap() {
             let v = snap.vector(r.id).unwrap().unwrap();
             assert_eq!(v, x.row(r.id as usize / 10).to_vec());
         }
@@ -459,6 +460,7 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
                 let qi = q.row(i).to_vec();
                 let mut l: Vec<Hit> = snap
                     .rows()
+                    .unwrap()
                     .map(|r| Hit {
                         id: r.id,
                         score: l2sq_f32(&qi, &snap.vector(r.id).unwrap().unwrap()).unwrap(),

@@ -89,7 +89,7 @@ fn plain(
     lists: Option<&[u32]>,
 ) -> Vec<Vec<Hit>> {
     let (mut codes, mut ids) = (Vec::new(), Vec::new());
-    for r in snap.rows() {
+    for r in snap.rows().unwrap() {
         if lists.is_none_or(|l| r.list.is_some_and(|x| l.contains(&x))) {
             codes.extend_from_slice(r.code);
             ids.push(r.id);
@@ -146,7 +146,11 @@ fn fastscan_segments_search_exactly_as_plain_lut4() {
     let snap = idx.snapshot();
     let packed: Vec<_> = snap
         .blocks()
-        .filter_map(|b| b.fastscan_codes().map(|(p, mm)| (b.rows(), p.len(), mm)))
+        .filter_map(|b| {
+            b.fastscan_codes()
+                .unwrap()
+                .map(|(p, mm)| (b.rows(), p.len(), mm))
+        })
         .collect();
     assert!(
         packed.len() >= 2,
@@ -165,10 +169,13 @@ fn fastscan_segments_search_exactly_as_plain_lut4() {
         "rows in the log"
     );
     // The unpacked rows are the encoder's codes.
-    for b in snap.blocks().filter(|b| b.fastscan_codes().is_some()) {
+    for b in snap
+        .blocks()
+        .filter(|b| b.fastscan_codes().unwrap().is_some())
+    {
         let seg = b.segment().unwrap();
         for i in (0..b.rows()).step_by(7) {
-            let r = (b.ids[i] / 10) as usize;
+            let r = (b.ids().unwrap()[i] / 10) as usize;
             let want = m.encode(x.slice(s![r..r + 1, ..])).unwrap();
             assert_eq!(seg.row_code(i).unwrap().as_ref(), &want[..], "row {i}");
             assert_eq!(b.code(i).unwrap(), &want[..]);
@@ -182,7 +189,7 @@ fn fastscan_segments_search_exactly_as_plain_lut4() {
     let segs: Vec<_> = snap.blocks().filter(|b| b.segment().is_some()).collect();
     assert_eq!(segs.len(), 1);
     assert!(
-        segs[0].fastscan_codes().is_some(),
+        segs[0].fastscan_codes().unwrap().is_some(),
         "compaction writes fast-scan"
     );
     check(&snap, &m, q, "compacted");

@@ -89,6 +89,7 @@ fn brute(
         .map(|q| {
             let mut l: Vec<Hit> = snap
                 .rows()
+                .unwrap()
                 .map(|r| Hit {
                     id: r.id,
                     score: score(q, r.code),
@@ -235,6 +236,7 @@ fn exact_l2(snap: &Snapshot, x: &Array2<f32>, q: ArrayView2<f32>, k: usize) -> V
             let qi = q.row(i).to_vec();
             let mut l: Vec<Hit> = snap
                 .rows()
+                .unwrap()
                 .map(|r| Hit {
                     id: r.id,
                     score: l2sq_f32(&qi, &x.row(r.id as usize / 10).to_vec()).unwrap(),
@@ -258,7 +260,8 @@ impl Columns {
         let blocks = snap
             .blocks()
             .map(|b| {
-                b.ids
+                b.ids()
+                    .unwrap()
                     .iter()
                     .flat_map(|&id| x.row(id as usize / 10).to_vec())
                     .collect()
@@ -280,8 +283,15 @@ impl VectorSource for Columns {
         out.copy_from_slice(v);
         Ok(true)
     }
-    fn column(&self, block: usize) -> Option<DenseValues<'_>> {
-        Some(DenseValues::F32(&self.blocks[block]))
+    fn column(
+        &self,
+        block: usize,
+        rows: std::ops::Range<usize>,
+    ) -> Result<Option<DenseValues<'_>>, SearchError> {
+        let b = &self.blocks[block];
+        Ok(Some(DenseValues::F32(
+            &b[rows.start * self.dim..rows.end * self.dim],
+        )))
     }
 }
 
@@ -380,6 +390,7 @@ fn radius_lookup_equals_brute_force() {
             let code = &qc[i * 2..(i + 1) * 2];
             let mut want: Vec<(u32, u64)> = snap
                 .rows()
+                .unwrap()
                 .map(|r| (hamming_distance(code, r.code).unwrap(), r.id))
                 .filter(|&(d, _)| d <= radius)
                 .collect();

@@ -93,13 +93,13 @@ fn a_one_row_buffer_streams_the_same_rows_as_a_large_one() {
         assert_eq!(rows_of(&s), want);
         let b = s.blocks().next().unwrap();
         assert!(
-            b.ids.windows(2).all(|w| w[0] < w[1]),
+            b.ids().unwrap().windows(2).all(|w| w[0] < w[1]),
             "merged output sorted by id"
         );
         results.push((
-            b.ids.to_vec(),
-            b.codes().to_vec(),
-            b.labels.map(<[u32]>::to_vec),
+            b.ids().unwrap().to_vec(),
+            b.codes().unwrap().to_vec(),
+            b.labels().unwrap().map(<[u32]>::to_vec),
         ));
         drop(s);
         drop(idx);

@@ -180,7 +180,7 @@ fn the_log_is_sealed_into_a_sorted_segment_past_the_threshold() {
     assert!(s.segment_count() >= 1, "the log was sealed");
     for b in s.blocks().filter(|b| b.segment().is_some()) {
         assert!(
-            b.ids.windows(2).all(|w| w[0] < w[1]),
+            b.ids().unwrap().windows(2).all(|w| w[0] < w[1]),
             "sealed rows sorted by id"
         );
         assert!(
@@ -222,7 +222,7 @@ fn commit_sealed_seals_a_log_of_any_size_and_is_a_no_op_without_one() {
     let seg: Vec<u64> = s
         .blocks()
         .filter(|b| b.segment().is_some())
-        .flat_map(|b| b.ids.to_vec())
+        .flat_map(|b| b.ids().unwrap().to_vec())
         .collect();
     assert_eq!(seg, vec![10, 30, 40], "live rows, sorted by id");
     let mut want = before.clone();
@@ -729,7 +729,10 @@ fn row_batches_are_checked_column_by_column_before_anything_is_written() {
     let s = idx.snapshot();
     assert_eq!(s.vector(ids[1]).unwrap(), Some(vec![3.0, 4.0]));
     let (b, i) = s.locate(ids[0]).unwrap().unwrap();
-    assert_eq!((b.list(i), b.vector(i)), (Some(7), Some(vec![1.0, 2.0])));
+    assert_eq!(
+        (b.list(i).unwrap(), b.vector(i).unwrap()),
+        (Some(7), Some(vec![1.0, 2.0]))
+    );
     // The log batch is grouped by list: list 3 (the second row given) comes first.
     assert_eq!(b.list_range(3), Some(0..1));
     assert_eq!(b.list_range(7), Some(1..2));

@@ -52,7 +52,7 @@ fn build_index(dir: &std::path::Path, spec: &str, d: &Data, labelled: bool) -> M
 fn decoded(snap: &Snapshot, model: &Model) -> (Array2<f32>, Vec<i64>) {
     let mut codes = Vec::new();
     let mut labels = Vec::new();
-    for r in snap.rows() {
+    for r in snap.rows().unwrap() {
         codes.extend_from_slice(r.code);
         labels.push(i64::from(r.label.unwrap()));
     }
@@ -201,7 +201,7 @@ fn index_side_errors_name_the_index() {
     build_index(&gone, "pq:16x8", &d, true);
     {
         let index = Index::open(&gone, Config::default()).unwrap();
-        let ids: Vec<u64> = index.snapshot().rows().map(|r| r.id).collect();
+        let ids: Vec<u64> = index.snapshot().rows().unwrap().map(|r| r.id).collect();
         index.delete(&ids).unwrap();
         index.commit().unwrap();
     }

@@ -436,18 +436,21 @@ pub fn plan_new_classes(
         .collect()
 }
 
-/// The largest row label of the snapshot's live rows (`None` when no row has one).
-pub fn max_row_label(snap: &Snapshot) -> Option<u32> {
-    snap.blocks()
-        .filter_map(|b| {
-            b.labels.and_then(|l| {
-                l.iter()
-                    .copied()
-                    .filter(|&x| x != crate::format::append_log::NO_LABEL)
-                    .max()
-            })
-        })
-        .max()
+/// The largest row label of the snapshot's live rows (`None` when no row has one); the label
+/// columns are checked as they are read.
+pub fn max_row_label(snap: &Snapshot) -> Result<Option<u32>> {
+    let mut max = None;
+    for b in snap.blocks() {
+        let labels = b.labels().map_err(crate::storage::StorageError::from)?;
+        let m = labels.and_then(|l| {
+            l.iter()
+                .copied()
+                .filter(|&x| x != crate::format::append_log::NO_LABEL)
+                .max()
+        });
+        max = max.max(m);
+    }
+    Ok(max)
 }
 
 impl Index {
@@ -457,7 +460,7 @@ impl Index {
     pub fn add_new_classes(&self, new: &[NewClass<'_>]) -> Result<Vec<PlannedClass>> {
         let table = self.staged_classes()?;
         let dim = self.model().input_dim as usize;
-        let max_label = max_row_label(&self.snapshot());
+        let max_label = max_row_label(&self.snapshot())?;
         let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;
         let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
         self.add_class(&records)?;

@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::block_checksums::{BlockHasher, ColumnBlockCrcs};
 use super::container::{
     CHECKSUM_CRC32, Codec, END_MAGIC, FileId, FileKind, FormatVersion, Header, SECTION_ALIGN,
     SECTION_REQUIRED, SectionEntry, align_up,
@@ -20,6 +21,8 @@ struct OpenSection {
     flags: u32,
     offset: u64,
     hasher: crc32fast::Hasher,
+    /// Per-block CRCs of the section, when asked for ([`ContainerWriter::begin_section_blocks`]).
+    blocks: Option<BlockHasher>,
 }
 
 /// Writes one codedb file to `out`.
@@ -30,6 +33,7 @@ pub struct ContainerWriter<W: Write> {
     pos: u64,
     entries: Vec<SectionEntry>,
     open: Option<OpenSection>,
+    block_crcs: Vec<ColumnBlockCrcs>,
 }
 
 impl<W: Write> ContainerWriter<W> {
@@ -43,6 +47,7 @@ impl<W: Write> ContainerWriter<W> {
             pos: 0,
             entries: Vec::new(),
             open: None,
+            block_crcs: Vec::new(),
         };
         let header = Header {
             major,
@@ -87,6 +92,21 @@ impl<W: Write> ContainerWriter<W> {
 
     /// Opens a section to be filled with [`Self::write`]; closed by [`Self::end_section`].
     pub fn begin_section(&mut self, kind: u32, required: bool) -> Result<()> {
+        self.begin(kind, required, None)
+    }
+
+    /// [`Self::begin_section`], also recording one CRC-32 per `block_bytes` of the section
+    /// (see [`Self::block_crcs`]).
+    pub fn begin_section_blocks(
+        &mut self,
+        kind: u32,
+        required: bool,
+        block_bytes: u64,
+    ) -> Result<()> {
+        self.begin(kind, required, Some(BlockHasher::new(block_bytes)))
+    }
+
+    fn begin(&mut self, kind: u32, required: bool, blocks: Option<BlockHasher>) -> Result<()> {
         self.assert_closed("begin_section")?;
         self.pad_to_alignment()?;
         self.open = Some(OpenSection {
@@ -94,6 +114,7 @@ impl<W: Write> ContainerWriter<W> {
             flags: Self::flags(required),
             offset: self.pos,
             hasher: crc32fast::Hasher::new(),
+            blocks,
         });
         Ok(())
     }
@@ -101,19 +122,39 @@ impl<W: Write> ContainerWriter<W> {
     /// Appends bytes to the open section.
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
         match self.open.as_mut() {
+            Some(OpenSection {
+                hasher,
+                blocks: Some(b),
+                ..
+            }) => b.update(bytes, hasher),
             Some(s) => s.hasher.update(bytes),
             None => return Err(self.misuse("write without begin_section")),
         }
         self.raw(bytes)
     }
 
+    /// The block CRCs of every section written with [`Self::begin_section_blocks`] so far, in
+    /// file order.
+    pub fn block_crcs(&self) -> &[ColumnBlockCrcs] {
+        &self.block_crcs
+    }
+
     /// Closes the open section and records its table entry.
     pub fn end_section(&mut self) -> Result<()> {
-        let s = self
+        let mut s = self
             .open
             .take()
             .ok_or_else(|| self.misuse("end_section without begin_section"))?;
         let len = self.pos - s.offset;
+        if let Some(b) = s.blocks.take() {
+            let block_bytes = b.block_bytes();
+            self.block_crcs.push(ColumnBlockCrcs {
+                kind: s.kind,
+                block_bytes,
+                len,
+                crcs: b.finish(&mut s.hasher),
+            });
+        }
         self.entries.push(SectionEntry {
             kind: s.kind,
             flags: s.flags,
@@ -130,6 +171,19 @@ impl<W: Write> ContainerWriter<W> {
     /// Writes a whole uncompressed section.
     pub fn section(&mut self, kind: u32, required: bool, bytes: &[u8]) -> Result<()> {
         self.begin_section(kind, required)?;
+        self.write(bytes)?;
+        self.end_section()
+    }
+
+    /// Writes a whole uncompressed section with block CRCs ([`Self::begin_section_blocks`]).
+    pub fn section_blocks(
+        &mut self,
+        kind: u32,
+        required: bool,
+        bytes: &[u8],
+        block_bytes: u64,
+    ) -> Result<()> {
+        self.begin_section_blocks(kind, required, block_bytes)?;
         self.write(bytes)?;
         self.end_section()
     }

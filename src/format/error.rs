@@ -39,6 +39,18 @@ pub enum FormatError {
     },
     #[error("{path}: checksum mismatch in {section}")]
     ChecksumMismatch { path: PathBuf, section: String },
+    /// A block of a row column does not match its checksum (FORMAT.md §3.5): found when a
+    /// scan first touches it, so nothing computed from it is returned.
+    #[error(
+        "{path}: checksum mismatch in {section} block {block} (rows {first_row}..{end_row}): the file is damaged"
+    )]
+    BlockChecksumMismatch {
+        path: PathBuf,
+        section: String,
+        block: u64,
+        first_row: u64,
+        end_row: u64,
+    },
     #[error("{path}: corrupt {section}: {detail}")]
     Corrupt {
         path: PathBuf,
@@ -71,6 +83,7 @@ impl FormatError {
             | FormatError::WrongKind { path, .. }
             | FormatError::Truncated { path, .. }
             | FormatError::ChecksumMismatch { path, .. }
+            | FormatError::BlockChecksumMismatch { path, .. }
             | FormatError::Corrupt { path, .. }
             | FormatError::UnknownRequiredSection { path, .. }
             | FormatError::UnknownStage { path, .. }
@@ -83,6 +96,7 @@ impl FormatError {
         match self {
             FormatError::Truncated { section, .. }
             | FormatError::ChecksumMismatch { section, .. }
+            | FormatError::BlockChecksumMismatch { section, .. }
             | FormatError::Corrupt { section, .. }
             | FormatError::UnknownRequiredSection { section, .. } => Some(section),
             FormatError::UnknownStage { stage, .. } => Some(stage),

@@ -9,6 +9,7 @@
 compile_error!("codedb's zero-copy column views require a little-endian target");
 
 pub mod append_log;
+pub mod block_checksums;
 pub mod class_table;
 pub mod container;
 pub mod container_reader;
@@ -40,6 +41,6 @@ pub use manifest::{ActiveLogEntry, ClassFileEntry, FileRef, Manifest, SegmentEnt
 pub use model_file::{CodeKind, DType, ModelFile, StageRecord, Tensor, TensorData};
 pub use segment_data::{SegmentData, StoredVectors};
 pub use segment_meta::{SegmentMeta, VectorDType};
-pub use segment_reader::{ListEntry, OpenOptions, SegmentReader, VectorsView};
+pub use segment_reader::{ListEntry, OpenOptions, RowColumn, SegmentReader, VectorsView};
 pub use segment_vectors::{VectorBuf, VectorSlice, VectorSpec};
 pub use segment_writer::{SegmentLayout, SegmentWriter};

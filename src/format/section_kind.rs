@@ -20,6 +20,9 @@ pub const SEG_LIST_INDEX: u32 = 7;
 /// The code column of a 4-bit PQ segment in the block-interleaved fast-scan layout (format
 /// 1.2, required; replaces [`SEG_CODES`] in such segments, FORMAT.md §3.4).
 pub const SEG_CODES_FASTSCAN: u32 = 8;
+/// One CRC-32 per block of every row column (format 1.3, optional: a reader that does not know
+/// it checks whole columns instead; FORMAT.md §3.5).
+pub const SEG_BLOCK_CHECKSUMS: u32 = 9;
 
 // model (§4)
 pub const MODEL_STAGE: u32 = 16;
@@ -56,6 +59,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_VECTORS) => "vectors",
         (FileKind::Segment, SEG_LIST_INDEX) => "list_index",
         (FileKind::Segment, SEG_CODES_FASTSCAN) => "codes_fastscan",
+        (FileKind::Segment, SEG_BLOCK_CHECKSUMS) => "block_checksums",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",

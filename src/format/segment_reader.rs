@@ -10,12 +10,21 @@
 //! [`SegmentReader::codes_into`] give rows in row-major form without touching the rest, and
 //! [`SegmentReader::codes`] — the row-major column every other reader sees — is unpacked once,
 //! on first use, and kept (O(rows) memory: for whole-column consumers only).
+//!
+//! **Checked bytes.** The column views are the file's bytes as they are: a reader opened with
+//! `ChecksumPolicy::All` checked every one of them, one opened with `SkipColumns` (large segments,
+//! O(1) open) none. [`SegmentReader::check_rows`] checks the blocks of a column that hold some rows
+//! against the segment's block checksums (FORMAT.md §3.5; a segment older than 1.3 has one block
+//! per column, its section CRC) and remembers the blocks it found good, so each block is
+//! checksummed at most once per open segment. Code that answers queries from a segment reads its
+//! rows through the checked accessors of `storage::Block`, which call it first.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::block_checksums::{self, ColumnCheck};
 use super::container::Codec;
 use super::container::FileKind;
 use super::container_reader::{ChecksumPolicy, Container};
@@ -25,8 +34,8 @@ use super::file_bytes::LoadMode;
 use super::le::{checked_mul, to_usize};
 use super::model_file::CodeKind;
 use super::section_kind::{
-    META, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS,
-    SEG_VECTORS,
+    self, META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS,
+    SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
@@ -40,6 +49,27 @@ pub struct ListEntry {
 }
 
 const LIST_ENTRY_LEN: usize = 16;
+
+/// A row column of a segment (see [`SegmentReader::check_rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowColumn {
+    Ids,
+    /// The code column, row-major (`codes`) or fast-scan (`codes_fastscan`).
+    Codes,
+    Labels,
+    Lists,
+    Vectors,
+}
+
+impl RowColumn {
+    pub const ALL: [RowColumn; 5] = [
+        RowColumn::Ids,
+        RowColumn::Codes,
+        RowColumn::Labels,
+        RowColumn::Lists,
+        RowColumn::Vectors,
+    ];
+}
 
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,6 +114,8 @@ pub struct SegmentReader {
     vectors: Option<usize>,
     /// The list index, when the rows are grouped by list id.
     list_index: Option<Vec<ListEntry>>,
+    /// Per present row column: its section and which of its blocks are checked.
+    checks: Vec<(RowColumn, usize, ColumnCheck)>,
 }
 
 impl SegmentReader {
@@ -177,6 +209,16 @@ impl SegmentReader {
                 Some(decode_list_index(&c, c.stored(i), rows)?)
             }
         };
+        let checks = column_checks(
+            &c,
+            [
+                (RowColumn::Ids, Some(ids)),
+                (RowColumn::Codes, Some(codes)),
+                (RowColumn::Labels, labels),
+                (RowColumn::Lists, lists),
+                (RowColumn::Vectors, vectors),
+            ],
+        )?;
         let r = SegmentReader {
             c,
             meta,
@@ -188,6 +230,7 @@ impl SegmentReader {
             lists,
             vectors,
             list_index,
+            checks,
         };
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
@@ -202,6 +245,7 @@ impl SegmentReader {
             for i in 0..r.c.entries().len() {
                 r.c.verify_section(i)?;
             }
+            r.check_all_blocks()?;
             r.check_id_range()?;
             r.check_list_index()?;
             r.vectors()?;
@@ -237,6 +281,123 @@ impl SegmentReader {
             }
         }
         Ok(())
+    }
+
+    /// Checks the blocks of column `col` that hold rows `rows` (clamped to the segment) and
+    /// were not checked before (FORMAT.md §3.5). A block that does not match its checksum is
+    /// [`FormatError::BlockChecksumMismatch`], naming the file, the section and the block's rows;
+    /// a column the segment does not have is fine.
+    pub fn check_rows(&self, col: RowColumn, rows: Range<usize>) -> Result<()> {
+        let Some((_, section, chk)) = self.checks.iter().find(|(c, ..)| *c == col) else {
+            return Ok(());
+        };
+        let blocks = chk.blocks_of(self.byte_span(col, rows));
+        chk.check(self.c.stored(*section), blocks, false, |b| {
+            self.block_error(col, *section, chk, b)
+        })
+    }
+
+    /// [`SegmentReader::check_rows`] over every row of `col`.
+    pub fn check_column(&self, col: RowColumn) -> Result<()> {
+        self.check_rows(col, 0..self.rows())
+    }
+
+    /// Checks every block of every column against its checksum, including blocks checked
+    /// before (`codedb verify`, and opening with `ChecksumPolicy::All`).
+    pub fn check_all_blocks(&self) -> Result<()> {
+        for (col, section, chk) in &self.checks {
+            chk.check(self.c.stored(*section), 0..chk.count(), true, |b| {
+                self.block_error(*col, *section, chk, b)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Records every block as checked: the caller has just verified every column's section
+    /// checksum, which covers the same bytes.
+    pub(crate) fn mark_all_blocks_checked(&self) {
+        for (_, _, chk) in &self.checks {
+            chk.mark_all_good();
+        }
+    }
+
+    /// `(checked, total)` blocks of column `col` (`(0, 0)` when the segment does not have it).
+    pub fn checked_blocks(&self, col: RowColumn) -> (usize, usize) {
+        self.checks
+            .iter()
+            .find(|(c, ..)| *c == col)
+            .map_or((0, 0), |(_, _, chk)| (chk.good_count(), chk.count()))
+    }
+
+    /// Whether column `col` has block checksums (format 1.3), rather than one checksum for the
+    /// whole column.
+    pub fn has_block_checksums(&self, col: RowColumn) -> bool {
+        self.checks
+            .iter()
+            .any(|(c, _, chk)| *c == col && !chk.is_whole())
+    }
+
+    /// Bytes per row of `col` (`None`: the fast-scan code column or a compressed vectors
+    /// column, which are not row-major in the file).
+    fn row_width(&self, col: RowColumn) -> Option<u64> {
+        match col {
+            RowColumn::Ids => Some(8),
+            RowColumn::Labels | RowColumn::Lists => Some(4),
+            RowColumn::Codes => self
+                .fastscan_m
+                .is_none()
+                .then_some(self.meta.code_bytes as u64),
+            RowColumn::Vectors => {
+                let (t, d) = self.meta.vectors?;
+                (!self.vectors_compressed()).then_some(t.size() * d as u64)
+            }
+        }
+    }
+
+    /// The bytes of `col`'s stored section that hold rows `rows`.
+    fn byte_span(&self, col: RowColumn, rows: Range<usize>) -> Range<u64> {
+        let (a, b) = (
+            rows.start.min(self.rows()) as u64,
+            rows.end.min(self.rows()) as u64,
+        );
+        if a >= b {
+            return 0..0;
+        }
+        match (self.row_width(col), col, self.fastscan_m) {
+            (Some(w), ..) => a * w..b * w,
+            (None, RowColumn::Codes, Some(m)) => {
+                let (g, bb) = (fsl::BLOCK_ROWS as u64, fsl::block_bytes(m) as u64);
+                a / g * bb..b.div_ceil(g) * bb
+            }
+            // A compressed column is checked (and decoded) whole.
+            _ => 0..u64::MAX,
+        }
+    }
+
+    fn block_error(
+        &self,
+        col: RowColumn,
+        section: usize,
+        chk: &ColumnCheck,
+        block: usize,
+    ) -> FormatError {
+        let span = chk.block_span(block);
+        let n = self.meta.rows;
+        let (first_row, end_row) = match (self.row_width(col), col, self.fastscan_m) {
+            (Some(w), ..) if w > 0 => (span.start / w, span.end.div_ceil(w).min(n)),
+            (None, RowColumn::Codes, Some(m)) => {
+                let (g, bb) = (fsl::BLOCK_ROWS as u64, fsl::block_bytes(m) as u64);
+                (span.start / bb * g, (span.end.div_ceil(bb) * g).min(n))
+            }
+            _ => (0, n),
+        };
+        FormatError::BlockChecksumMismatch {
+            path: self.path().to_path_buf(),
+            section: self.c.label(section),
+            block: block as u64,
+            first_row,
+            end_row,
+        }
     }
 
     /// The list index: present when the rows are grouped by list id (each list's rows
@@ -446,6 +607,67 @@ impl SegmentReader {
         }
         Ok(Some(view))
     }
+}
+
+/// The block checks of the row columns `columns` (kind, section if present): from the
+/// `block_checksums` section where it covers a column, else one block per column with the
+/// section's own CRC. The section itself is small and always checksummed here.
+fn column_checks(
+    c: &Container,
+    columns: [(RowColumn, Option<usize>); 5],
+) -> Result<Vec<(RowColumn, usize, ColumnCheck)>> {
+    let mut stored = match c.find_one(SEG_BLOCK_CHECKSUMS)? {
+        None => Vec::new(),
+        Some(i) => {
+            if c.version() < (1, 3) {
+                return Err(c.corrupt(
+                    "block_checksums",
+                    &format!(
+                        "block checksums in a format {}.{} file (defined by 1.3)",
+                        c.version().0,
+                        c.version().1
+                    ),
+                ));
+            }
+            c.verify_section(i)?;
+            block_checksums::decode(c.stored(i), c.path())?
+        }
+    };
+    let mut out = Vec::new();
+    for (col, section) in columns {
+        let Some(i) = section else { continue };
+        let e = c.entries()[i];
+        let check = match stored.iter().position(|s| s.kind == e.kind) {
+            None => ColumnCheck::whole(e.stored_len, e.crc32),
+            Some(k) => {
+                let s = stored.swap_remove(k);
+                if e.codec != Codec::None || s.len != e.stored_len {
+                    return Err(c.corrupt(
+                        "block_checksums",
+                        &format!(
+                            "checksums of {} bytes of {} ({}), the column has {} bytes",
+                            s.len,
+                            c.label(i),
+                            e.codec.name(),
+                            e.stored_len
+                        ),
+                    ));
+                }
+                ColumnCheck::blocks(s)
+            }
+        };
+        out.push((col, i, check));
+    }
+    if let Some(s) = stored.first() {
+        return Err(c.corrupt(
+            "block_checksums",
+            &format!(
+                "checksums for {}, which is not a row column of this segment (or is listed twice)",
+                section_kind::label(FileKind::Segment, s.kind)
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 /// `M` of a fast-scan code column: only 4-bit PQ of 1 to [`MAX_M`] sub-quantisers, and only in

@@ -2,8 +2,10 @@
 //!
 //! Columns are written one after another, each streamed in chunks of any size, so a segment of
 //! a billion codes never sits in memory: ids, then codes, then the optional labels, list ids and
-//! stored vectors; the 64-byte metadata goes last because only then are the row count and the id
-//! range known. The writer checks that every column has the same number of rows.
+//! stored vectors; then the per-block checksums of those columns, computed on the way out
+//! ([`super::block_checksums`], format 1.3); the 64-byte metadata goes last because only then
+//! are the row count and the id range known. The writer checks that every column has the same
+//! number of rows.
 //!
 //! 4-bit PQ codes (of at most [`MAX_M`] sub-quantisers) are stored in the block-interleaved
 //! fast-scan layout ([`super::fastscan_layout`], section `codes_fastscan`): rows arrive
@@ -13,14 +15,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::block_checksums::{self, BLOCK_BYTES, MAX_BLOCK_BYTES, MIN_BLOCK_BYTES};
 use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
 use super::model_file::CodeKind;
 use super::section_kind::{
-    META, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX, SEG_LISTS,
-    SEG_VECTORS,
+    META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX,
+    SEG_LISTS, SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::{VectorSlice, VectorSpec};
@@ -73,6 +76,8 @@ pub struct SegmentWriter<W: Write> {
     lists_grouped: bool,
     /// Fast-scan layout: `M`, and the rows (row-major, fewer than 32) not yet packed.
     fastscan: Option<(usize, Vec<u8>)>,
+    /// Bytes per checksummed block of every row column (FORMAT.md §3.5).
+    block_bytes: u64,
 }
 
 impl<W: Write> SegmentWriter<W> {
@@ -106,7 +111,27 @@ impl<W: Write> SegmentWriter<W> {
             list_runs: Vec::new(),
             lists_grouped: true,
             fastscan: layout.fastscan_m().map(|m| (m, Vec::new())),
+            block_bytes: BLOCK_BYTES,
         })
+    }
+
+    /// Checksums the row columns in blocks of `bytes` instead of [`BLOCK_BYTES`] (a power of
+    /// two from 4 KiB to 1 GiB; small blocks let tests and golden files span several blocks).
+    /// Only before the first column.
+    pub fn with_block_bytes(mut self, bytes: u64) -> Result<Self> {
+        if self.column != Column::Start {
+            return Err(self.bad("block size", "set before any column is written".into()));
+        }
+        if !bytes.is_power_of_two() || !(MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&bytes) {
+            return Err(self.bad(
+                "block size",
+                format!(
+                    "{bytes} is not a power of two from {MIN_BLOCK_BYTES} to {MAX_BLOCK_BYTES}"
+                ),
+            ));
+        }
+        self.block_bytes = bytes;
+        Ok(self)
     }
 
     fn bad(&self, argument: &str, detail: String) -> FormatError {
@@ -128,7 +153,7 @@ impl<W: Write> SegmentWriter<W> {
         self.close_column()?;
         self.column = next;
         self.count = 0;
-        self.w.begin_section(kind, true)
+        self.w.begin_section_blocks(kind, true, self.block_bytes)
     }
 
     fn close_column(&mut self) -> Result<()> {
@@ -357,7 +382,9 @@ impl<W: Write> SegmentWriter<W> {
         self.count = rows;
         match zstd_level {
             Some(level) => self.w.section_zstd(SEG_VECTORS, true, &raw, level),
-            None => self.w.section(SEG_VECTORS, true, &raw),
+            None => self
+                .w
+                .section_blocks(SEG_VECTORS, true, &raw, self.block_bytes),
         }
     }
 
@@ -378,7 +405,8 @@ impl<W: Write> SegmentWriter<W> {
             self.count = 0;
             self.vectors = Some(spec.pair());
             self.vectors_streaming = true;
-            self.w.begin_section(SEG_VECTORS, true)?;
+            self.w
+                .begin_section_blocks(SEG_VECTORS, true, self.block_bytes)?;
         }
         if self.vectors != Some(spec.pair()) || values.dtype() != spec.dtype {
             return Err(self.bad(
@@ -427,6 +455,8 @@ impl<W: Write> SegmentWriter<W> {
             min_id: if rows == 0 { 0 } else { self.min_id },
             max_id: if rows == 0 { 0 } else { self.max_id },
         };
+        let crcs = block_checksums::encode(self.w.block_crcs());
+        self.w.section(SEG_BLOCK_CHECKSUMS, false, &crcs)?;
         self.w.section(META, true, &meta.encode())?;
         Ok((self.w.finish()?, meta))
     }

@@ -17,20 +17,24 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use crate::format::FormatError;
 use crate::format::append_log::NO_LIST;
 use crate::storage::Block;
 
 /// The rows of `block` a scan visits: every row when `lists` is `None`, else the rows whose
 /// list id is in `lists` (sorted, deduplicated, without [`NO_LIST`]) plus the rows with no
 /// list — ascending, disjoint, non-empty, adjacent runs merged.
-pub(crate) fn block_ranges(block: &Block<'_>, lists: Option<&[u32]>) -> Vec<Range<usize>> {
+pub(crate) fn block_ranges(
+    block: &Block<'_>,
+    lists: Option<&[u32]>,
+) -> Result<Vec<Range<usize>>, FormatError> {
     let rows = block.rows();
     if rows == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    let (Some(wanted), Some(col)) = (lists, block.lists) else {
+    let (Some(wanted), true) = (lists, block.has_lists()) else {
         // No restriction, or a block whose rows have no list ids at all.
-        return std::iter::once(0..rows).collect();
+        return Ok(std::iter::once(0..rows).collect());
     };
     let mut out: Vec<Range<usize>> = Vec::new();
     let mut push = |r: Range<usize>| {
@@ -51,13 +55,14 @@ pub(crate) fn block_ranges(block: &Block<'_>, lists: Option<&[u32]>) -> Vec<Rang
             }
         }
     } else {
-        for (i, l) in col.iter().enumerate() {
+        // Not grouped: the whole list column is read (and so checked).
+        for (i, l) in block.lists()?.unwrap_or(&[]).iter().enumerate() {
             if *l == NO_LIST || wanted.binary_search(l).is_ok() {
                 push(i..i + 1);
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The deletion words of rows `range` of a block, given the block's words aligned at its row 0

@@ -41,8 +41,8 @@ use crate::format::CodeKind;
 use crate::format::append_log::NO_LIST;
 use crate::model::{AdcMetric, Model};
 use crate::scan::{
-    CodeRows, DenseRows, DenseValues, Direction, ScanOptions, dense_topk, hamming_topk_batch,
-    lut4_topk_batch, lut8_topk_batch,
+    CodeRows, DenseRows, Direction, ScanOptions, dense_topk, hamming_topk_batch, lut4_topk_batch,
+    lut8_topk_batch,
 };
 use crate::storage::{Block, Snapshot};
 
@@ -55,7 +55,7 @@ pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 use error::invalid;
 use float_codes::FloatColumn;
 use list_scope::{block_ranges, range_deleted};
-use pq4_fastscan::{PackedBlock, fastscan_scope};
+use pq4_fastscan::fastscan_scope;
 pub use probe::probe_lists;
 use rerank::{Candidate, exact_search};
 
@@ -191,13 +191,13 @@ pub fn search_with_source(
         (None, Some(n)) => probe::probe_groups(snapshot, model, queries, n)?,
     };
     if let [(lists, _)] = groups.as_slice() {
-        let scopes = scopes(&blocks, lists.as_deref());
+        let scopes = scopes(&blocks, lists.as_deref())?;
         return search_scoped(&blocks, &scopes, model, queries, params, source);
     }
     let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
     for (lists, rows) in &groups {
         let q: Array2<f32> = queries.select(Axis(0), rows);
-        let scopes = scopes(&blocks, lists.as_deref());
+        let scopes = scopes(&blocks, lists.as_deref())?;
         let hits = search_scoped(&blocks, &scopes, model, q.view(), params, source)?;
         for (&r, h) in rows.iter().zip(hits) {
             if let Some(slot) = out.get_mut(r) {
@@ -209,8 +209,14 @@ pub fn search_with_source(
 }
 
 /// The row ranges each block contributes to a scan restricted to `lists`.
-fn scopes(blocks: &[Block<'_>], lists: Option<&[u32]>) -> Vec<Vec<Range<usize>>> {
-    blocks.iter().map(|b| block_ranges(b, lists)).collect()
+fn scopes(
+    blocks: &[Block<'_>],
+    lists: Option<&[u32]>,
+) -> Result<Vec<Vec<Range<usize>>>, SearchError> {
+    Ok(blocks
+        .iter()
+        .map(|b| block_ranges(b, lists))
+        .collect::<Result<_, _>>()?)
 }
 
 /// One search over the rows `scopes` names in each block.
@@ -400,14 +406,9 @@ fn scan_codes(
         }
         let deleted = block.deleted_words();
         // 4-bit PQ segments of format 1.2 are scanned in place in the fast-scan layout.
-        let packed = match (&prepared, block.fastscan_codes()) {
-            (Prepared::Lut4(_, m), Some((packed, pm))) if pm == *m => Some(PackedBlock {
-                packed,
-                m: pm,
-                ids: block.ids,
-                deleted: deleted.as_deref(),
-            }),
-            (_, Some((_, pm))) => {
+        let fastscan = match (&prepared, block.fastscan_m()) {
+            (Prepared::Lut4(_, m), Some(pm)) if pm == *m => true,
+            (_, Some(pm)) => {
                 return Err(invalid(
                     "index",
                     format!(
@@ -416,15 +417,13 @@ fn scan_codes(
                     ),
                 ));
             }
-            _ => None,
-        };
-        let floats = match &prepared {
-            Prepared::Floats(_) => Some(FloatColumn::new(block.codes(), kind)?),
-            _ => None,
+            _ => false,
         };
         for r in ranges {
-            if let (Some(pb), Prepared::Lut4(l, _)) = (&packed, &prepared) {
-                let part = fastscan_scope(pb, r.clone(), l, direction, k, opts)?;
+            // Every accessor below checks the rows it returns (see `storage::Block`).
+            if let (true, Prepared::Lut4(l, _)) = (fastscan, &prepared) {
+                let part =
+                    fastscan_scope(block, deleted.as_deref(), r.clone(), l, direction, k, opts)?;
                 for (acc, p) in lists.iter_mut().zip(part) {
                     acc.extend(p.into_iter().map(|(score, id)| Candidate {
                         score,
@@ -435,15 +434,8 @@ fn scan_codes(
                 continue;
             }
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
-            let (Some(ids), Some(codes)) = (
-                block.ids.get(r.clone()),
-                block.codes().get(r.start * cb..r.end * cb),
-            ) else {
-                return Err(invalid(
-                    "index",
-                    format!("rows {r:?} lie outside a block of {} rows", block.rows()),
-                ));
-            };
+            let ids = block.ids_in(r.clone())?;
+            let codes = block.codes_in(r.clone())?;
             let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
             let part: Vec<Vec<(f32, u64)>> = match &prepared {
                 Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
@@ -453,12 +445,9 @@ fn scan_codes(
                 Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
                 Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
                 Prepared::Floats(q) => {
-                    let dim = model.project_dim();
-                    let values = floats
-                        .as_ref()
-                        .and_then(|c| slice_rows(c.values(), dim, r.clone()))
-                        .ok_or_else(|| invalid("codes", "float codes shorter than the block"))?;
-                    let dense = DenseRows::new(values, dim, ids, del.as_deref())?;
+                    let floats = FloatColumn::new(codes, kind)?;
+                    let dense =
+                        DenseRows::new(floats.values(), model.project_dim(), ids, del.as_deref())?;
                     dense_topk(&dense, q, metric, k, opts)?
                 }
             };
@@ -482,19 +471,6 @@ fn scan_codes(
         l.truncate(k);
     }
     Ok(lists)
-}
-
-/// Rows `r` of a column of `dim` values per row.
-pub(crate) fn slice_rows(
-    values: DenseValues<'_>,
-    dim: usize,
-    r: Range<usize>,
-) -> Option<DenseValues<'_>> {
-    let (a, b) = (r.start.checked_mul(dim)?, r.end.checked_mul(dim)?);
-    Some(match values {
-        DenseValues::F32(v) => DenseValues::F32(v.get(a..b)?),
-        DenseValues::F16(v) => DenseValues::F16(v.get(a..b)?),
-    })
 }
 
 /// Every live row within Hamming distance `radius` (≤ 2) of each query's code, sorted by

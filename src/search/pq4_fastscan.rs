@@ -10,52 +10,35 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes};
 use crate::scan::{Direction, FastScanRows, ScanOptions, fastscan_topk_batch};
+use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
 
-/// The column a fast-scan scope reads: the packed codes of a block, its `M`, its ids and its
-/// deletion words (bit `i` = row `i` deleted, `None` when nothing is).
-pub(crate) struct PackedBlock<'a> {
-    pub packed: &'a [u8],
-    pub m: usize,
-    pub ids: &'a [u64],
-    pub deleted: Option<&'a [u64]>,
-}
-
-/// The `k` best rows of `rows` for each query's tables (`luts`: nq × M × 16, as for
-/// [`crate::scan::lut4_topk_batch`]), best first, ties by smaller id.
+/// The `k` best rows of `rows` of `block` (a fast-scan segment; `deleted` its deletion words,
+/// bit `i` = row `i`, `None` when nothing is deleted) for each query's tables (`luts`:
+/// nq × M × 16, as for [`crate::scan::lut4_topk_batch`]), best first, ties by smaller id. The
+/// groups of 32 rows that hold `rows` are checked first (see [`Block`]).
 pub(crate) fn fastscan_scope(
-    block: &PackedBlock<'_>,
+    block: &Block<'_>,
+    deleted: Option<&[u64]>,
     rows: Range<usize>,
     luts: &[f32],
     direction: Direction,
     k: usize,
     opts: ScanOptions,
 ) -> Result<Vec<Vec<(f32, u64)>>, SearchError> {
-    let bb = block_bytes(block.m);
-    let start = rows.start / BLOCK_ROWS * BLOCK_ROWS;
-    let outside = || {
+    let run = block.fastscan_in(rows.clone())?.ok_or_else(|| {
         invalid(
             "index",
-            format!(
-                "rows {rows:?} lie outside a fast-scan column of {} rows",
-                block.ids.len()
-            ),
+            "a row-major block was given to the fast-scan kernel (internal error)",
         )
-    };
-    if rows.end > block.ids.len() || rows.start > rows.end {
-        return Err(outside());
-    }
-    let ids = block.ids.get(start..rows.end).ok_or_else(outside)?;
-    let packed = block
-        .packed
-        .get(start / BLOCK_ROWS * bb..rows.end.div_ceil(BLOCK_ROWS) * bb)
-        .ok_or_else(outside)?;
+    })?;
+    let start = run.first_row;
+    let ids = block.ids_in(start..rows.end)?;
     let lead = rows.start - start;
-    let deleted: Option<Cow<'_, [u64]>> = match (block.deleted, lead) {
+    let deleted: Option<Cow<'_, [u64]>> = match (deleted, lead) {
         (None, 0) => None,
         (Some(d), 0) => Some(range_deleted(d, start..rows.end)),
         (d, _) => {
@@ -71,6 +54,6 @@ pub(crate) fn fastscan_scope(
             Some(Cow::Owned(w))
         }
     };
-    let fs = FastScanRows::new(packed, block.m, ids, deleted.as_deref())?;
+    let fs = FastScanRows::new(run.packed, run.m, ids, deleted.as_deref())?;
     Ok(fastscan_topk_batch(&fs, luts, direction, k, opts)?)
 }

@@ -106,7 +106,7 @@ impl HammingTable {
         }
         let mut t = HammingTable::new(snapshot.code_bytes())?;
         for block in snapshot.blocks() {
-            t.insert(block.codes(), block.ids, |r| block.is_deleted(r))?;
+            t.insert(block.codes()?, block.ids()?, |r| block.is_deleted(r))?;
         }
         Ok(t)
     }

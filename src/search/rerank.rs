@@ -21,10 +21,10 @@ use crate::scan::{
 };
 use crate::storage::Block;
 
+use super::Hit;
 use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
 use super::vectors::{RowRef, VectorSource};
-use super::{Hit, slice_rows};
 
 /// A candidate from the code scan: its code score, id and block.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,8 +41,9 @@ pub(crate) fn locate_rows(
 ) -> Result<HashMap<u64, usize>, SearchError> {
     let mut found = HashMap::with_capacity(wanted.len());
     let mut missing = HashSet::new();
+    let ids = block.ids()?;
     for &id in wanted {
-        match block.ids.binary_search(&id) {
+        match ids.binary_search(&id) {
             Ok(r) if !block.is_deleted(r) => {
                 found.insert(id, r);
             }
@@ -52,7 +53,7 @@ pub(crate) fn locate_rows(
         }
     }
     if !missing.is_empty() {
-        for (r, id) in block.ids.iter().enumerate() {
+        for (r, id) in ids.iter().enumerate() {
             if missing.contains(id) && !block.is_deleted(r) {
                 found.insert(*id, r);
             }
@@ -172,23 +173,11 @@ pub(crate) fn exact_search(
             continue;
         }
         let deleted = block.deleted_words();
-        let column = source.column(b);
         for r in ranges {
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
-            let ids = block.ids.get(r.clone()).ok_or_else(|| {
-                invalid(
-                    "index",
-                    format!("rows {r:?} lie outside a block of {} rows", block.rows()),
-                )
-            })?;
-            let part: Vec<Vec<(f32, u64)>> = match column {
+            let ids = block.ids_in(r.clone())?;
+            let part: Vec<Vec<(f32, u64)>> = match source.column(b, r.clone())? {
                 Some(values) => {
-                    let values = slice_rows(values, dim, r.clone()).ok_or_else(|| {
-                        invalid(
-                            "vectors",
-                            format!("block {b} stores fewer vectors than rows"),
-                        )
-                    })?;
                     let rows = DenseRows::new(values, dim, ids, del.as_deref())?;
                     dense_topk(&rows, &flat, metric, k, opts)?
                 }

@@ -7,10 +7,11 @@
 //! by id (tests, or an application that keeps its descriptors elsewhere).
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::format::VectorSlice;
 use crate::scan::DenseValues;
-use crate::storage::Snapshot;
+use crate::storage::{Block, Snapshot};
 
 use super::error::{SearchError, invalid};
 
@@ -29,21 +30,25 @@ pub trait VectorSource: Sync {
     /// Writes the vector of `at` into `out` (`dim()` values); `Ok(false)` when that row has no
     /// stored vector.
     fn vector(&self, at: RowRef, out: &mut [f32]) -> Result<bool, SearchError>;
-    /// Block `block`'s whole column (`dim()` values per row, rows in block order), when the
-    /// source holds one: exact search then runs the dense kernels over it. Default: none, rows
-    /// are fetched one at a time.
-    fn column(&self, _block: usize) -> Option<DenseValues<'_>> {
-        None
+    /// Rows `rows` of block `block`'s column (`dim()` values per row, rows in block order),
+    /// when the source holds one: exact search then runs the dense kernels over it. Default:
+    /// none, rows are fetched one at a time.
+    fn column(
+        &self,
+        _block: usize,
+        _rows: Range<usize>,
+    ) -> Result<Option<DenseValues<'_>>, SearchError> {
+        Ok(None)
     }
 }
 
 /// The vectors a snapshot stores: the `vectors` section of each segment (zero-copy from the
 /// mapping; a zstd-compressed column, which the engine never writes, decoded once by the
 /// segment) and the vectors column of each batch of the active log (in memory), through
-/// [`crate::storage::Block::vectors`].
+/// [`crate::storage::Block::vectors_in`], which checks the rows it returns.
 pub struct SnapshotVectors<'a> {
     dim: usize,
-    columns: Vec<Option<VectorSlice<'a>>>,
+    blocks: Vec<Block<'a>>,
 }
 
 impl<'a> SnapshotVectors<'a> {
@@ -60,37 +65,37 @@ impl<'a> SnapshotVectors<'a> {
             });
         };
         let dim = spec.dim as usize;
-        let mut columns = Vec::new();
+        let mut blocks = Vec::new();
         for block in snapshot.blocks() {
             let where_ = || match block.segment() {
                 Some(s) => format!("segment {}", s.path().display()),
                 None => format!("a batch of the active log of {}", snapshot.dir().display()),
             };
-            let col = match block.vectors {
-                Some(v) if block.vector_dim == dim && v.len() == block.rows() * dim => Some(v),
-                Some(v) => {
+            match block.stored_vector_values() {
+                Some(n) if block.vector_dim == dim && n == block.rows() * dim => {}
+                Some(n) => {
                     return Err(invalid(
                         "index",
                         format!(
                             "{} stores {} values of {}-D vectors for {} rows; the index \
                              declares {dim}-D",
                             where_(),
-                            v.len(),
+                            n,
                             block.vector_dim,
                             block.rows()
                         ),
                     ));
                 }
-                None if block.rows() == 0 => None,
+                None if block.rows() == 0 => {}
                 None => {
                     return Err(SearchError::NoVectors {
                         detail: format!("{} ({} rows) stores none", where_(), block.rows()),
                     });
                 }
             };
-            columns.push(col);
+            blocks.push(block);
         }
-        Ok(SnapshotVectors { dim, columns })
+        Ok(SnapshotVectors { dim, blocks })
     }
 }
 
@@ -100,18 +105,25 @@ impl VectorSource for SnapshotVectors<'_> {
     }
 
     fn vector(&self, at: RowRef, out: &mut [f32]) -> Result<bool, SearchError> {
-        Ok(match self.columns.get(at.block) {
-            Some(Some(v)) => v.row_into(at.row, self.dim, out),
-            _ => false,
-        })
+        match self.blocks.get(at.block) {
+            Some(b) => Ok(b.vector_into(at.row, out)?),
+            None => Ok(false),
+        }
     }
 
-    fn column(&self, block: usize) -> Option<DenseValues<'_>> {
-        match self.columns.get(block)? {
+    fn column(
+        &self,
+        block: usize,
+        rows: Range<usize>,
+    ) -> Result<Option<DenseValues<'_>>, SearchError> {
+        let Some(b) = self.blocks.get(block) else {
+            return Ok(None);
+        };
+        Ok(match b.vectors_in(rows)? {
             Some(VectorSlice::F32(v)) => Some(DenseValues::F32(v)),
             Some(VectorSlice::F16(v)) => Some(DenseValues::F16(v)),
             None => None,
-        }
+        })
     }
 }
 

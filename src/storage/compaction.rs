@@ -793,6 +793,10 @@ impl Index {
                     continue;
                 }
                 // Rows deleted by commits made during the merge.
+                c.seg
+                    .reader()
+                    .check_column(crate::format::RowColumn::Ids)
+                    .map_err(|e| hidden(e.into()))?;
                 let ids = c.seg.reader().ids();
                 for r in 0..c.entry.rows {
                     if c.is_deleted(r) && !b.is_deleted(r) {

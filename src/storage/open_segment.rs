@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::format::{
-    ChecksumPolicy, Container, FileKind, FormatError, SegmentReader, VectorBuf, VectorSlice,
-    section_kind,
+    ChecksumPolicy, Container, FileKind, FormatError, RowColumn, SegmentReader, VectorBuf,
+    VectorSlice,
 };
 
 use super::config::ReadOptions;
@@ -30,7 +30,6 @@ pub(crate) enum IdOrder {
 
 #[derive(Debug, Clone)]
 struct IdFault {
-    checksum: bool,
     detail: String,
 }
 
@@ -88,6 +87,7 @@ impl OpenSegment {
         for i in 0..c.entries().len() {
             c.verify_section(i)?;
         }
+        self.reader.mark_all_blocks_checked();
         self.reader.check_id_range()?;
         self.reader.check_list_index()?;
         self.reader.vectors()?;
@@ -95,43 +95,23 @@ impl OpenSegment {
         Ok(())
     }
 
-    /// The id order, built (and the id column checksummed) on first use.
+    /// The id order, built (and the id column checked) on first use.
     pub(crate) fn id_order(&self) -> Result<&IdOrder, FormatError> {
+        if self.ids.get().is_none() {
+            // Not cached when it fails: a damaged block is reported on every lookup.
+            self.reader.check_column(RowColumn::Ids)?;
+        }
         let r = self.ids.get_or_init(|| self.build_id_order());
-        r.as_ref().map_err(|f| {
-            let path = self.reader.path().to_path_buf();
-            if f.checksum {
-                FormatError::ChecksumMismatch {
-                    path,
-                    section: "ids".into(),
-                }
-            } else {
-                FormatError::Corrupt {
-                    path,
-                    section: "ids".into(),
-                    detail: f.detail.clone(),
-                }
-            }
+        r.as_ref().map_err(|f| FormatError::Corrupt {
+            path: self.reader.path().to_path_buf(),
+            section: "ids".into(),
+            detail: f.detail.clone(),
         })
     }
 
     fn build_id_order(&self) -> Result<IdOrder, IdFault> {
         if !self.columns_verified.load(Ordering::Acquire) {
-            let c = self.reader.container();
-            let i = c
-                .find_one(section_kind::SEG_IDS)
-                .ok()
-                .flatten()
-                .ok_or_else(|| IdFault {
-                    checksum: false,
-                    detail: "ids column missing".into(),
-                })?;
-            c.verify_section(i).map_err(|_| IdFault {
-                checksum: true,
-                detail: String::new(),
-            })?;
             self.reader.check_id_range().map_err(|e| IdFault {
-                checksum: false,
                 detail: e.to_string(),
             })?;
         }
@@ -140,7 +120,6 @@ impl OpenSegment {
             return Ok(IdOrder::Sorted);
         }
         let dup = |a: u64, b: u64| IdFault {
-            checksum: false,
             detail: format!("rows {a} and {b} share id {}", ids[a as usize]),
         };
         if let Ok(n) = u32::try_from(ids.len()) {

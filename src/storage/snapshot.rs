@@ -11,9 +11,10 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes};
 use crate::format::{
-    ActiveLogEntry, ClassTable, DeletionBitmap, ListEntry, Manifest, ModelFile, SegmentReader,
-    VectorSlice, VectorSpec,
+    ActiveLogEntry, ClassTable, DeletionBitmap, FormatError, ListEntry, Manifest, ModelFile,
+    RowColumn, SegmentReader, VectorSlice, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
 
@@ -35,18 +36,26 @@ pub struct Row<'a> {
 
 /// A contiguous run of rows: a sealed segment, or one batch of the active log. Scans work
 /// block by block, skipping rows for which [`Block::is_deleted`] holds.
+///
+/// **Every accessor that hands out row bytes checks them first.** A large segment is opened
+/// without checksumming its columns (O(1) open, `ReadOptions::full_check_below`); the first
+/// access to some rows of a column checks the blocks of that column that hold them (FORMAT.md
+/// §3.5) and the segment remembers them, so later accesses cost one atomic load per block. A
+/// damaged block is [`FormatError::BlockChecksumMismatch`] naming the file, the column and the
+/// rows: nothing is ever computed from bytes nobody checked. Batches of the active log were
+/// checksummed when they were read.
 #[derive(Debug, Clone, Copy)]
 pub struct Block<'a> {
-    pub ids: &'a [u64],
-    /// `code_bytes` per row, row-major (empty for a segment in the fast-scan layout: see
-    /// [`Block::codes`]).
+    ids: &'a [u64],
+    /// `code_bytes` per row, row-major (empty for a segment in the fast-scan layout).
     codes: &'a [u8],
     /// Labels ([`NO_LABEL`] = none), when the block stores them.
-    pub labels: Option<&'a [u32]>,
+    labels: Option<&'a [u32]>,
     /// Inverted-list ids ([`NO_LIST`] = none), when the block stores them.
-    pub lists: Option<&'a [u32]>,
+    lists: Option<&'a [u32]>,
     /// Stored vectors (`vector_dim` values per row), when the block stores them.
-    pub vectors: Option<VectorSlice<'a>>,
+    vectors: Option<VectorSlice<'a>>,
+    /// Values per stored vector (0 when the block stores none).
     pub vector_dim: usize,
     /// Where each list's rows start, when the rows are grouped by list.
     list_index: Option<&'a [ListEntry]>,
@@ -57,31 +66,134 @@ pub struct Block<'a> {
     segment: Option<&'a SegmentReader>,
 }
 
+/// A run of a fast-scan code column: whole 32-row groups starting at row `first_row` (a
+/// multiple of 32), with the ids of its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct FastScanRun<'a> {
+    pub packed: &'a [u8],
+    pub m: usize,
+    pub first_row: usize,
+}
+
 impl<'a> Block<'a> {
     pub fn rows(&self) -> usize {
         self.ids.len()
     }
 
-    /// The codes, `code_bytes` per row, row-major. A segment stored in the fast-scan layout
-    /// (4-bit PQ, format 1.2) is unpacked on the first call and the copy kept with the segment;
-    /// scans read it in place through [`Block::fastscan_codes`] instead.
-    pub fn codes(&self) -> &'a [u8] {
+    /// Checks rows `rows` of column `col` (see the type's documentation); a no-op for a batch
+    /// of the active log.
+    pub fn check(
+        &self,
+        col: RowColumn,
+        rows: Range<usize>,
+    ) -> std::result::Result<(), FormatError> {
         match self.segment {
-            Some(r) if r.fastscan_codes().is_some() => r.codes(),
-            _ => self.codes,
+            Some(r) => r.check_rows(col, rows),
+            None => Ok(()),
         }
     }
 
-    /// The block's code column in the fast-scan layout and its number of sub-quantisers, when
-    /// the block is a segment stored so (`None` for row-major segments and log batches).
-    pub fn fastscan_codes(&self) -> Option<(&'a [u8], usize)> {
-        self.segment?.fastscan_codes()
+    fn outside(&self, rows: &Range<usize>) -> FormatError {
+        FormatError::InvalidArgument {
+            path: self
+                .segment
+                .map_or_else(|| "<active log>".into(), |r| r.path().to_path_buf()),
+            argument: "rows".into(),
+            detail: format!("rows {rows:?} lie outside a block of {} rows", self.rows()),
+        }
+    }
+
+    /// Rows `rows` of a column of `per_row` values per row, after checking them.
+    fn slice<T>(
+        &self,
+        col: RowColumn,
+        values: &'a [T],
+        per_row: usize,
+        rows: Range<usize>,
+    ) -> std::result::Result<&'a [T], FormatError> {
+        if rows.start > rows.end || rows.end > self.rows() {
+            return Err(self.outside(&rows));
+        }
+        self.check(col, rows.clone())?;
+        values
+            .get(rows.start * per_row..rows.end * per_row)
+            .ok_or_else(|| self.outside(&rows))
+    }
+
+    /// The row ids.
+    pub fn ids(&self) -> std::result::Result<&'a [u64], FormatError> {
+        self.ids_in(0..self.rows())
+    }
+
+    /// The ids of rows `rows`.
+    pub fn ids_in(&self, rows: Range<usize>) -> std::result::Result<&'a [u64], FormatError> {
+        self.slice(RowColumn::Ids, self.ids, 1, rows)
+    }
+
+    /// The codes, `code_bytes` per row, row-major. A segment stored in the fast-scan layout
+    /// (4-bit PQ, format 1.2) is checked whole, unpacked on the first call and the copy kept
+    /// with the segment; scans read it in place through [`Block::fastscan_in`] instead.
+    pub fn codes(&self) -> std::result::Result<&'a [u8], FormatError> {
+        self.codes_in(0..self.rows())
+    }
+
+    /// The codes of rows `rows`, row-major (for a fast-scan segment: see [`Block::codes`]).
+    pub fn codes_in(&self, rows: Range<usize>) -> std::result::Result<&'a [u8], FormatError> {
+        match self.segment {
+            Some(r) if r.fastscan_codes().is_some() => {
+                if rows.start > rows.end || rows.end > self.rows() {
+                    return Err(self.outside(&rows));
+                }
+                self.check(RowColumn::Codes, 0..self.rows())?;
+                let cb = self.code_bytes;
+                r.codes()
+                    .get(rows.start * cb..rows.end * cb)
+                    .ok_or_else(|| self.outside(&rows))
+            }
+            _ => self.slice(RowColumn::Codes, self.codes, self.code_bytes, rows),
+        }
     }
 
     /// The code of row `i`.
-    pub fn code(&self, i: usize) -> Option<&'a [u8]> {
-        self.codes()
-            .get(i * self.code_bytes..(i + 1) * self.code_bytes)
+    pub fn code(&self, i: usize) -> std::result::Result<&'a [u8], FormatError> {
+        self.codes_in(i..i + 1)
+    }
+
+    /// The number of sub-quantisers `M` when the block is a segment whose codes are stored in
+    /// the fast-scan layout (4-bit PQ, format 1.2); `None` for row-major codes and log batches.
+    pub fn fastscan_m(&self) -> Option<usize> {
+        self.segment?.fastscan_codes().map(|(_, m)| m)
+    }
+
+    /// The fast-scan code column's groups of 32 rows that hold rows `rows`, checked (`None`
+    /// when the codes are row-major).
+    pub fn fastscan_in(
+        &self,
+        rows: Range<usize>,
+    ) -> std::result::Result<Option<FastScanRun<'a>>, FormatError> {
+        let Some((packed, m)) = self.segment.and_then(|r| r.fastscan_codes()) else {
+            return Ok(None);
+        };
+        if rows.start > rows.end || rows.end > self.rows() {
+            return Err(self.outside(&rows));
+        }
+        self.check(RowColumn::Codes, rows.clone())?;
+        let (g, bb) = (BLOCK_ROWS, block_bytes(m));
+        let first_row = rows.start / g * g;
+        let packed = packed
+            .get(first_row / g * bb..rows.end.div_ceil(g) * bb)
+            .ok_or_else(|| self.outside(&rows))?;
+        Ok(Some(FastScanRun {
+            packed,
+            m,
+            first_row,
+        }))
+    }
+
+    /// The whole fast-scan code column and its `M`, checked (`None` when the codes are
+    /// row-major).
+    pub fn fastscan_codes(&self) -> std::result::Result<Option<(&'a [u8], usize)>, FormatError> {
+        Ok(self.fastscan_in(0..self.rows())?.map(|f| (f.packed, f.m)))
     }
 
     /// Whether row `i` is deleted in this snapshot's version.
@@ -106,47 +218,121 @@ impl<'a> Block<'a> {
         Some(std::borrow::Cow::Owned(w))
     }
 
-    /// The segment this block is (stored vectors for re-ranking live there); `None` for a
-    /// batch of the active log.
+    /// The segment this block is; `None` for a batch of the active log. Its column views are
+    /// the file's bytes unchecked: read rows through the block's accessors.
     pub fn segment(&self) -> Option<&'a SegmentReader> {
         self.segment
     }
 
-    fn row(&self, i: usize) -> Row<'a> {
-        Row {
-            id: self.ids[i],
-            code: self.code(i).unwrap_or(&[]),
-            label: self.label(i),
-            list: self.list(i),
+    /// Row `i`, its columns checked.
+    fn row(&self, i: usize) -> std::result::Result<Row<'a>, FormatError> {
+        let r = i..i + 1;
+        for col in [RowColumn::Labels, RowColumn::Lists] {
+            self.check(col, r.clone())?;
         }
+        Ok(Row {
+            id: self.ids_in(r.clone())?[0],
+            code: self.code(i)?,
+            label: self.label_unchecked(i),
+            list: self.list_unchecked(i),
+        })
     }
 
-    /// The class label of row `i` (`None`: no label, or no such row).
-    pub fn label(&self, i: usize) -> Option<u32> {
+    fn label_unchecked(&self, i: usize) -> Option<u32> {
         self.labels
             .and_then(|l| l.get(i).copied())
             .filter(|&l| l != NO_LABEL)
     }
 
-    /// The inverted-list id of row `i` (`None`: no list, or no such row).
-    pub fn list(&self, i: usize) -> Option<u32> {
+    fn list_unchecked(&self, i: usize) -> Option<u32> {
         self.lists
             .and_then(|l| l.get(i).copied())
             .filter(|&l| l != NO_LIST)
     }
 
+    /// Whether the block stores class labels.
+    pub fn has_labels(&self) -> bool {
+        self.labels.is_some()
+    }
+
+    /// Whether the block stores inverted-list ids.
+    pub fn has_lists(&self) -> bool {
+        self.lists.is_some()
+    }
+
+    /// The labels ([`NO_LABEL`] = none), when the block stores them.
+    pub fn labels(&self) -> std::result::Result<Option<&'a [u32]>, FormatError> {
+        self.labels
+            .map(|l| self.slice(RowColumn::Labels, l, 1, 0..self.rows()))
+            .transpose()
+    }
+
+    /// The inverted-list ids ([`NO_LIST`] = none), when the block stores them.
+    pub fn lists(&self) -> std::result::Result<Option<&'a [u32]>, FormatError> {
+        self.lists
+            .map(|l| self.slice(RowColumn::Lists, l, 1, 0..self.rows()))
+            .transpose()
+    }
+
+    /// The class label of row `i` (`None`: no label, or no such row).
+    pub fn label(&self, i: usize) -> std::result::Result<Option<u32>, FormatError> {
+        if i >= self.rows() {
+            return Ok(None);
+        }
+        self.check(RowColumn::Labels, i..i + 1)?;
+        Ok(self.label_unchecked(i))
+    }
+
+    /// The inverted-list id of row `i` (`None`: no list, or no such row).
+    pub fn list(&self, i: usize) -> std::result::Result<Option<u32>, FormatError> {
+        if i >= self.rows() {
+            return Ok(None);
+        }
+        self.check(RowColumn::Lists, i..i + 1)?;
+        Ok(self.list_unchecked(i))
+    }
+
+    /// Whether the block stores vectors, and how many values (`None`: none stored).
+    pub fn stored_vector_values(&self) -> Option<usize> {
+        self.vectors.map(|v| v.len())
+    }
+
+    /// The stored vectors of rows `rows` (`vector_dim` values per row), when the block stores
+    /// them.
+    pub fn vectors_in(
+        &self,
+        rows: Range<usize>,
+    ) -> std::result::Result<Option<VectorSlice<'a>>, FormatError> {
+        let Some(v) = self.vectors else {
+            return Ok(None);
+        };
+        if rows.start > rows.end || rows.end > self.rows() {
+            return Err(self.outside(&rows));
+        }
+        self.check(RowColumn::Vectors, rows.clone())?;
+        let d = self.vector_dim;
+        v.range(rows.start * d, rows.end * d)
+            .map(Some)
+            .ok_or_else(|| self.outside(&rows))
+    }
+
     /// The stored vector of row `i`, widened to f32 (f16 storage decodes exactly); `None`
     /// when the block stores no vectors or there is no such row.
-    pub fn vector(&self, i: usize) -> Option<Vec<f32>> {
+    pub fn vector(&self, i: usize) -> std::result::Result<Option<Vec<f32>>, FormatError> {
         let mut out = vec![0f32; self.vector_dim];
-        self.vector_into(i, &mut out).then_some(out)
+        Ok(self.vector_into(i, &mut out)?.then_some(out))
     }
 
     /// [`Block::vector`] into a caller's buffer of `vector_dim` values (no allocation per
     /// row, for re-ranking loops); false when there is no vector to copy.
-    pub fn vector_into(&self, i: usize, out: &mut [f32]) -> bool {
-        self.vectors
-            .is_some_and(|v| v.row_into(i, self.vector_dim, out))
+    pub fn vector_into(&self, i: usize, out: &mut [f32]) -> std::result::Result<bool, FormatError> {
+        if self.vectors.is_none() || i >= self.rows() {
+            return Ok(false);
+        }
+        self.check(RowColumn::Vectors, i..i + 1)?;
+        Ok(self
+            .vectors
+            .is_some_and(|v| v.row_into(i, self.vector_dim, out)))
     }
 
     /// The list index: `(list id, first row)` per list in increasing list order, each list's
@@ -176,20 +362,23 @@ impl<'a> Block<'a> {
     /// The rows whose list id is one of `lists`, as ascending disjoint ranges: one lookup per
     /// list in a grouped block, a scan of the list column otherwise. Rows without a list id
     /// belong to no list. Deleted rows are included (test [`Block::is_deleted`]).
-    pub fn rows_in_lists(&self, lists: &[u32]) -> Vec<Range<usize>> {
-        let Some(col) = self.lists else {
-            return Vec::new();
-        };
+    pub fn rows_in_lists(
+        &self,
+        lists: &[u32],
+    ) -> std::result::Result<Vec<Range<usize>>, FormatError> {
         let mut wanted: Vec<u32> = lists.iter().copied().filter(|&l| l != NO_LIST).collect();
         wanted.sort_unstable();
         wanted.dedup();
         if self.list_index.is_some() {
-            return wanted
+            return Ok(wanted
                 .iter()
                 .filter_map(|&l| self.list_range(l))
                 .filter(|r| !r.is_empty())
-                .collect();
+                .collect());
         }
+        let Some(col) = self.lists()? else {
+            return Ok(Vec::new());
+        };
         let mut out: Vec<Range<usize>> = Vec::new();
         for (i, l) in col.iter().enumerate() {
             if wanted.binary_search(l).is_ok() {
@@ -199,14 +388,37 @@ impl<'a> Block<'a> {
                 }
             }
         }
-        out
+        Ok(out)
     }
 
-    /// The live rows of the block.
-    pub fn live_rows(&self) -> impl Iterator<Item = Row<'a>> + '_ {
-        (0..self.rows())
+    /// Checks the columns a [`Row`] shows (ids, codes, labels, lists) for every row.
+    fn check_row_columns(&self) -> std::result::Result<(), FormatError> {
+        for col in [
+            RowColumn::Ids,
+            RowColumn::Codes,
+            RowColumn::Labels,
+            RowColumn::Lists,
+        ] {
+            self.check(col, 0..self.rows())?;
+        }
+        Ok(())
+    }
+
+    /// The live rows of the block (every column a [`Row`] shows is checked first).
+    pub fn live_rows(
+        &self,
+    ) -> std::result::Result<impl Iterator<Item = Row<'a>> + '_, FormatError> {
+        self.check_row_columns()?;
+        let codes = self.codes()?;
+        let cb = self.code_bytes;
+        Ok((0..self.rows())
             .filter(|&i| !self.is_deleted(i))
-            .map(|i| self.row(i))
+            .map(move |i| Row {
+                id: self.ids[i],
+                code: codes.get(i * cb..(i + 1) * cb).unwrap_or(&[]),
+                label: self.label_unchecked(i),
+                list: self.list_unchecked(i),
+            }))
     }
 }
 
@@ -335,6 +547,7 @@ impl Snapshot {
             codes: if r.fastscan_codes().is_some() {
                 &[]
             } else {
+                // Viewed, not read: every accessor checks the rows it hands out.
                 r.codes()
             },
             labels: r.labels(),
@@ -369,19 +582,36 @@ impl Snapshot {
         }
     }
 
-    /// Every live row (segments in manifest order, then the log in insertion order).
-    pub fn rows(&self) -> impl Iterator<Item = Row<'_>> + '_ {
-        self.blocks().flat_map(|b| {
+    /// Every live row (segments in manifest order, then the log in insertion order). The
+    /// columns a [`Row`] shows are checked in every segment first (see [`Block`]): a damaged
+    /// block is an error before any row is returned.
+    pub fn rows(&self) -> Result<impl Iterator<Item = Row<'_>> + '_> {
+        let blocks: Vec<Block<'_>> = self.blocks().collect();
+        for b in &blocks {
+            b.check_row_columns()?;
+        }
+        let mut rows = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let codes = b.codes()?;
+            rows.push((b, codes));
+        }
+        Ok(rows.into_iter().flat_map(|(b, codes)| {
+            let cb = b.code_bytes;
             (0..b.rows())
                 .filter(move |&i| !b.is_deleted(i))
-                .map(move |i| b.row(i))
-        })
+                .map(move |i| Row {
+                    id: b.ids[i],
+                    code: codes.get(i * cb..(i + 1) * cb).unwrap_or(&[]),
+                    label: b.label_unchecked(i),
+                    list: b.list_unchecked(i),
+                })
+        }))
     }
 
     /// The live row with `id`, if any. May fail when a segment's id column does not match its
     /// checksum (checked on the first lookup in a segment opened without column checks).
     pub fn get(&self, id: u64) -> Result<Option<Row<'_>>> {
-        Ok(self.locate(id)?.map(|(b, i)| b.row(i)))
+        Ok(self.locate(id)?.map(|(b, i)| b.row(i)).transpose()?)
     }
 
     /// The block holding the live row `id` and the row's index in it (for its stored vector,
@@ -403,6 +633,9 @@ impl Snapshot {
     /// The stored vector of the live row `id`, widened to f32 (`None`: no such live row, or the
     /// index stores no vectors).
     pub fn vector(&self, id: u64) -> Result<Option<Vec<f32>>> {
-        Ok(self.locate(id)?.and_then(|(b, i)| b.vector(i)))
+        Ok(match self.locate(id)? {
+            Some((b, i)) => b.vector(i)?,
+            None => None,
+        })
     }
 }

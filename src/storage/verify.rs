@@ -143,6 +143,7 @@ fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(
     let decoded = match c.header().kind {
         FileKind::Segment => SegmentReader::from_container(c, ChecksumPolicy::SkipColumns)
             .and_then(|r| {
+                r.check_all_blocks()?;
                 r.check_id_range()?;
                 r.vectors()?;
                 r.check_code_padding(true)?;

@@ -51,7 +51,7 @@ pub type RowMap = BTreeMap<u64, (Vec<u8>, Option<u32>)>;
 /// Every live row of a snapshot, by id; panics if an id is live twice.
 pub fn rows_of(s: &Snapshot) -> RowMap {
     let mut out = RowMap::new();
-    for r in s.rows() {
+    for r in s.rows().unwrap() {
         let prev = out.insert(r.id, (r.code.to_vec(), r.label));
         assert!(
             prev.is_none(),
@@ -78,7 +78,7 @@ pub type Extras = BTreeMap<u64, (Option<u32>, Option<Vec<f32>>)>;
 pub fn extras_of(s: &Snapshot) -> Extras {
     let mut out = Extras::new();
     for b in s.blocks() {
-        if let Some(lists) = b.lists {
+        if let Some(lists) = b.lists().unwrap() {
             assert!(
                 b.list_index().is_some(),
                 "a block with list ids is not grouped by list in version {}",
@@ -90,7 +90,12 @@ pub fn extras_of(s: &Snapshot) -> Extras {
                 let want: Vec<usize> = (0..b.rows()).filter(|&i| lists[i] == l).collect();
                 let got: Vec<usize> = b.list_range(l).unwrap().collect();
                 assert_eq!(got, want, "rows of list {l}");
-                let scan: Vec<usize> = b.rows_in_lists(&[l]).into_iter().flatten().collect();
+                let scan: Vec<usize> = b
+                    .rows_in_lists(&[l])
+                    .unwrap()
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 if l == u32::MAX {
                     assert!(scan.is_empty(), "rows without a list id belong to no list");
                 } else {
@@ -100,7 +105,10 @@ pub fn extras_of(s: &Snapshot) -> Extras {
         }
         for i in 0..b.rows() {
             if !b.is_deleted(i) {
-                out.insert(b.ids[i], (b.list(i), b.vector(i)));
+                out.insert(
+                    b.ids().unwrap()[i],
+                    (b.list(i).unwrap(), b.vector(i).unwrap()),
+                );
             }
         }
     }

@@ -80,7 +80,7 @@ impl IndexRows {
         let cb = model.code_bytes();
         let mut codes: Vec<u8> = Vec::new();
         let mut labels: Vec<Option<i64>> = Vec::new();
-        for row in snapshot.rows() {
+        for row in snapshot.rows()? {
             if row.code.len() != cb {
                 return Err(ModelError::invalid(
                     &what,
