@@ -88,3 +88,42 @@ pub fn with_fixed_checksums(data: &[u8]) -> Vec<u8> {
     fix_checksums(&mut v);
     v
 }
+
+/// Append logs (FORMAT.md §10) are not containers: after the 64-byte header come the 64-byte
+/// log meta (CRC at 124..128 over 64..124) and records, each a 32-byte header (payload length
+/// u64 at 16, payload CRC at 24, header CRC at 28 over bytes 0..28) and its payload. Rewrites
+/// the header and meta CRCs, then walks the records while their declared payloads fit in the
+/// buffer, rewriting both CRCs of each; stops at the first record that does not fit.
+pub fn fix_log_checksums(b: &mut [u8]) {
+    if b.len() >= HEADER_LEN {
+        let crc = crc32fast::hash(&b[..60]);
+        put_u32(b, 60, crc);
+    }
+    if b.len() < 128 {
+        return;
+    }
+    let crc = crc32fast::hash(&b[64..124]);
+    put_u32(b, 124, crc);
+    let mut pos = 128usize;
+    while let Some(len) = u64_at(b, pos + 16) {
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .and_then(|l| (pos + 32).checked_add(l))
+            .filter(|&e| e <= b.len())
+        else {
+            return;
+        };
+        let crc = crc32fast::hash(&b[pos + 32..end]);
+        put_u32(b, pos + 24, crc);
+        let crc = crc32fast::hash(&b[pos..pos + 28]);
+        put_u32(b, pos + 28, crc);
+        pos = end;
+    }
+}
+
+/// A copy of the log `data` with its checksums fixed (see [`fix_log_checksums`]).
+pub fn with_fixed_log_checksums(data: &[u8]) -> Vec<u8> {
+    let mut v = data.to_vec();
+    fix_log_checksums(&mut v);
+    v
+}

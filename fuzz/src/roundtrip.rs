@@ -9,7 +9,9 @@
 use std::path::Path;
 
 use codedb::format::{
-    ClassTable, DeletionBitmap, Manifest, ModelFile, SegmentData, SegmentReader, VectorsView,
+    ChecksumPolicy, ClassTable, Codec, Container, DeletionBitmap, FileKind, FormatError, Manifest,
+    ModelFile, RowColumn, SegmentData, SegmentReader, VectorsView, append_log, block_checksums,
+    fastscan_layout, section_kind,
 };
 
 const INPUT: &str = "fuzz-input";
@@ -177,4 +179,180 @@ pub fn manifest(data: &[u8]) {
         again == bytes,
         "manifest: serialisation is not a fixed point"
     );
+}
+
+/// Append log, read on its own (as `verify` and `inspect` read a log file) and with committed
+/// lengths (as the engine reads the log a manifest names): records re-encode to the exact bytes
+/// they were read from; a committed length at a record boundary gives exactly the records
+/// before it and counts the rest as an uncommitted tail; one past the valid records, inside a
+/// record, or past the end of the file is an error.
+pub fn append_log(data: &[u8]) {
+    let p = Path::new(INPUT);
+    let len = data.len() as u64;
+    let Ok(whole) = append_log::read_log(data, p, None) else {
+        assert!(append_log::read_log(data, p, Some(len)).is_err());
+        return;
+    };
+    let end = whole.end;
+    assert!((append_log::LOG_DATA_START..=len).contains(&end), "end {end}");
+    let rows: u64 = whole.batches.iter().map(|b| b.rows() as u64).sum();
+    assert_eq!(whole.rows, rows, "row count");
+    assert_eq!(whole.tail.bytes, len - end, "tail length");
+    assert_eq!(whole.tail.complete_batches, 0, "reading stopped at a valid record");
+    assert_eq!(whole.tail.torn_bytes, whole.tail.bytes, "the whole tail is torn");
+    assert_eq!(whole.tail.torn_reason.is_some(), end < len);
+    let mut encoded = whole.meta.encode().to_vec();
+    let mut bounds = vec![append_log::LOG_DATA_START];
+    for b in &whole.batches {
+        let rec = b
+            .encode(&whole.meta, p)
+            .expect("a batch that was read encodes");
+        encoded.extend_from_slice(&rec);
+        bounds.push(bounds[bounds.len() - 1] + rec.len() as u64);
+    }
+    assert!(
+        encoded[..] == data[64..end as usize],
+        "records do not re-encode to their bytes"
+    );
+    assert_eq!(bounds.last().copied(), Some(end));
+    let n = whole.batches.len();
+    for (i, &at) in bounds.iter().enumerate().filter(|(i, _)| *i < 8 || n - *i < 8) {
+        let part = append_log::read_log(data, p, Some(at)).expect("a committed boundary reads");
+        assert_eq!(part.end, at);
+        assert!(part.batches[..] == whole.batches[..i], "the first {i} records");
+        assert_eq!(part.tail.complete_batches, (n - i) as u64, "uncommitted records");
+        assert_eq!(part.tail.torn_bytes, len - end, "torn bytes");
+    }
+    for pair in bounds.windows(2).take(8) {
+        let inside = pair[0] + 8;
+        if inside < pair[1] {
+            assert!(append_log::read_log(data, p, Some(inside)).is_err(), "inside a record");
+        }
+    }
+    if end < len {
+        assert!(append_log::read_log(data, p, Some(end + 1)).is_err(), "past the records");
+        assert!(append_log::read_log(data, p, Some(len)).is_err(), "torn bytes committed");
+    }
+    assert!(append_log::read_log(data, p, Some(len + 1)).is_err(), "past the file");
+}
+
+/// The row columns of a segment and their section kinds.
+fn row_columns(r: &SegmentReader) -> Vec<(RowColumn, usize)> {
+    let c = r.container();
+    let kinds = |col| match col {
+        RowColumn::Ids => vec![section_kind::SEG_IDS],
+        RowColumn::Codes => vec![section_kind::SEG_CODES, section_kind::SEG_CODES_FASTSCAN],
+        RowColumn::Labels => vec![section_kind::SEG_LABELS],
+        RowColumn::Lists => vec![section_kind::SEG_LISTS],
+        RowColumn::Vectors => vec![section_kind::SEG_VECTORS],
+    };
+    RowColumn::ALL
+        .into_iter()
+        .filter_map(|col| {
+            let i = kinds(col)
+                .into_iter()
+                .find_map(|k| c.find_one(k).ok().flatten())?;
+            Some((col, i))
+        })
+        .collect()
+}
+
+/// Per-block checks of a segment opened without column checksums, against an oracle computed
+/// here from the stored block checksums: a row's check passes exactly when every block that
+/// holds its bytes matches, a failure names the block's section and a row range holding the
+/// row, a column passes exactly when all its blocks match, and a fully checked open never
+/// accepts what the block checks refuse. A damaged block must be reported, never accepted.
+pub fn block_checks(data: &[u8]) {
+    let p = Path::new(INPUT);
+    let Ok(c) = Container::from_slice(data, p, Some(FileKind::Segment)) else {
+        return;
+    };
+    let Ok(r) = SegmentReader::from_container(c, ChecksumPolicy::SkipColumns) else {
+        return;
+    };
+    let c = r.container();
+    let stored = match c.find_one(section_kind::SEG_BLOCK_CHECKSUMS) {
+        Ok(Some(i)) => block_checksums::decode(c.stored(i), p).expect("checked on open"),
+        _ => Vec::new(),
+    };
+    let rows = r.rows();
+    let mut all_ok = true;
+    for (col, i) in row_columns(&r) {
+        let e = c.entries()[i];
+        let bytes = c.stored(i);
+        // (block bytes, good per block) by the oracle.
+        let (bsize, good): (u64, Vec<bool>) = match stored.iter().find(|s| s.kind == e.kind) {
+            Some(s) => (
+                s.block_bytes,
+                bytes
+                    .chunks(s.block_bytes as usize)
+                    .zip(&s.crcs)
+                    .map(|(b, &crc)| crc32fast::hash(b) == crc)
+                    .collect(),
+            ),
+            None if bytes.is_empty() => (1, vec![]),
+            None => (
+                bytes.len() as u64,
+                vec![crc32fast::hash(bytes) == e.crc32],
+            ),
+        };
+        let col_ok = good.iter().all(|&g| g);
+        all_ok &= col_ok;
+        // The bytes of row `row` in the stored column.
+        let span = |row: usize| -> (u64, u64) {
+            if e.codec != Codec::None {
+                return (0, bytes.len() as u64);
+            }
+            if let (RowColumn::Codes, Some((_, m))) = (col, r.fastscan_codes()) {
+                let bb = fastscan_layout::block_bytes(m) as u64;
+                let g = (row / fastscan_layout::BLOCK_ROWS) as u64;
+                return (g * bb, (g + 1) * bb);
+            }
+            let w = bytes.len() as u64 / rows as u64;
+            (row as u64 * w, (row as u64 + 1) * w)
+        };
+        let sample: Vec<usize> = if rows == 0 {
+            vec![]
+        } else {
+            (0..rows)
+                .step_by((rows / 32).max(1))
+                .chain([rows - 1])
+                .collect()
+        };
+        for row in sample {
+            let (a, b) = span(row);
+            let want = b <= a
+                || (a / bsize..b.div_ceil(bsize))
+                    .all(|k| good.get(k as usize).copied().unwrap_or(false));
+            match r.check_rows(col, row..row + 1) {
+                Ok(()) => assert!(want, "{col:?} row {row}: a damaged block was accepted"),
+                Err(FormatError::BlockChecksumMismatch {
+                    section,
+                    first_row,
+                    end_row,
+                    ..
+                }) => {
+                    assert!(!want, "{col:?} row {row}: a good block was refused");
+                    assert_eq!(section, c.label(i));
+                    assert!(
+                        (first_row..end_row).contains(&(row as u64)),
+                        "{col:?} row {row} outside the reported rows {first_row}..{end_row}"
+                    );
+                }
+                Err(other) => panic!("{col:?} row {row}: unexpected error {other}"),
+            }
+        }
+        assert_eq!(r.check_column(col).is_ok(), col_ok, "{col:?}");
+        let (done, total) = r.checked_blocks(col);
+        assert_eq!(total, good.len(), "{col:?} block count");
+        if col_ok {
+            assert_eq!(done, total, "{col:?}: a checked column is remembered");
+        } else {
+            assert!(done < total, "{col:?}: a damaged block was remembered as good");
+        }
+    }
+    assert_eq!(r.check_all_blocks().is_ok(), all_ok);
+    if SegmentReader::from_bytes(data, p).is_ok() {
+        assert!(all_ok, "a fully checked open accepted a damaged block");
+    }
 }

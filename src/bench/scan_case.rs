@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::format::{
-    ChecksumPolicy, CodeKind, LoadMode, OpenOptions, SegmentLayout, SegmentReader,
+    ChecksumPolicy, CodeKind, LoadMode, OpenOptions, RowColumn, SegmentLayout, SegmentReader,
 };
 use crate::scan::{
     CodeRows, Direction, FastScanRows, ScanOptions, fastscan_topk_batch, hamming_topk_batch,
@@ -86,6 +86,9 @@ pub struct ScanResult {
     pub isa: &'static str,
     /// For cold runs: whether the page cache could be emptied (and why not).
     pub note: Option<String>,
+    /// Hot runs: first and later batches with and without the block checks a search makes on
+    /// a segment opened without column checksums (FORMAT.md §3.5).
+    pub checked: Option<CheckedScan>,
 }
 
 /// Parameters of one run (several cases share the generated segment).
@@ -145,6 +148,11 @@ pub fn run_scan_bench(
         };
         let seg = SegmentReader::open(&path, opts)?;
         let r = pool.install(|| time_case(&seg, b, cache == "cold"))?;
+        let checked = if cache == "hot" {
+            Some(pool.install(|| time_checked(&path, b))?)
+        } else {
+            None
+        };
         let bw = if cache == "hot" {
             read_bandwidth(seg.stored_codes(), b.threads, 3).0
         } else {
@@ -170,81 +178,177 @@ pub fn run_scan_bench(
             bandwidth_fraction: gbps / (bw / 1e9),
             isa: crate::scan::detected_isa(),
             note,
+            checked,
         });
     }
     Ok(out)
 }
 
-/// Seconds for one batch of `queries` queries (best of `repeats` when hot, one pass when cold).
-fn time_case(seg: &SegmentReader, b: &ScanBench, cold: bool) -> Result<f64, Error> {
+/// The query side of a case, made once (seeded).
+enum Inputs {
+    Codes(Vec<u8>),
+    Lut8(Vec<f32>),
+    Lut4(Vec<f32>),
+}
+
+fn inputs(b: &ScanBench, cb: usize) -> Inputs {
+    match b.kind {
+        BenchKind::Hamming(_) => {
+            let mut q = vec![0f32; b.queries * cb];
+            rng_fill(b.seed ^ 1, &mut q);
+            Inputs::Codes(q.iter().map(|v| (v * 256.0) as u8).collect())
+        }
+        BenchKind::Pq8(m) => {
+            let mut lut = vec![0f32; b.queries * m as usize * 256];
+            rng_fill(b.seed ^ 2, &mut lut);
+            Inputs::Lut8(lut)
+        }
+        BenchKind::Pq4(m) => {
+            let mut lut = vec![0f32; b.queries * m as usize * 16];
+            rng_fill(b.seed ^ 3, &mut lut);
+            Inputs::Lut4(lut)
+        }
+    }
+}
+
+/// One batch of queries over the whole segment with the kernel of `b.kind`. With `checked`,
+/// the ids and code blocks are checked first, as a search does (FORMAT.md §3.5): on a fresh
+/// reader that checksums every block, on a reader that checked them before it costs one
+/// atomic load per block.
+fn scan_once(
+    seg: &SegmentReader,
+    b: &ScanBench,
+    inputs: &Inputs,
+    packed_copy: Option<&[u8]>,
+    checked: bool,
+) -> Result<(), Error> {
+    if checked {
+        seg.check_column(RowColumn::Ids)?;
+        seg.check_column(RowColumn::Codes)?;
+    }
     let cb = seg.meta().code_bytes as usize;
     let opts = ScanOptions {
         threads: b.threads.max(1),
         ..ScanOptions::default()
     };
-    let passes = if cold { 1 } else { b.repeats.max(1) + 1 };
-    let mut best = f64::INFINITY;
-    match b.kind {
-        BenchKind::Hamming(_) => {
+    let d = Direction::SmallerIsBetter;
+    match (inputs, b.kind) {
+        (Inputs::Codes(q), _) => {
             let rows = CodeRows::new(seg.codes(), cb, seg.ids(), None)?;
-            let mut q = vec![0f32; b.queries * cb];
-            rng_fill(b.seed ^ 1, &mut q);
-            let q: Vec<u8> = q.iter().map(|v| (v * 256.0) as u8).collect();
-            for i in 0..passes {
-                let t = Instant::now();
-                std::hint::black_box(hamming_topk_batch(&rows, &q, b.k, opts)?);
-                if cold || i > 0 {
-                    best = best.min(t.elapsed().as_secs_f64());
-                }
-            }
+            std::hint::black_box(hamming_topk_batch(&rows, q, b.k, opts)?);
         }
-        BenchKind::Pq8(m) => {
+        (Inputs::Lut8(lut), _) => {
             let rows = CodeRows::new(seg.codes(), cb, seg.ids(), None)?;
-            let mut lut = vec![0f32; b.queries * m as usize * 256];
-            rng_fill(b.seed ^ 2, &mut lut);
-            for i in 0..passes {
-                let t = Instant::now();
-                std::hint::black_box(lut8_topk_batch(
-                    &rows,
-                    &lut,
-                    Direction::SmallerIsBetter,
-                    b.k,
-                    opts,
-                )?);
-                if cold || i > 0 {
-                    best = best.min(t.elapsed().as_secs_f64());
-                }
-            }
+            std::hint::black_box(lut8_topk_batch(&rows, lut, d, b.k, opts)?);
         }
-        BenchKind::Pq4(m) => {
-            // Segments of format 1.2 store the fast-scan layout and are scanned in place; a
-            // row-major segment generated by an older build is packed in memory once, outside
-            // the timing.
-            let owned;
-            let packed = match seg.fastscan_codes() {
-                Some((p, _)) => p,
-                None => {
-                    owned = pack_fastscan(seg.codes(), m as usize)?;
-                    &owned[..]
+        (Inputs::Lut4(lut), BenchKind::Pq4(m)) => {
+            let packed = match (seg.fastscan_codes(), packed_copy) {
+                (Some((p, _)), _) | (None, Some(p)) => p,
+                (None, None) => {
+                    return Err(Error::InvalidArgument {
+                        argument: "kind".into(),
+                        detail: "a row-major pq4 segment needs its packed copy".into(),
+                    });
                 }
             };
             let rows = FastScanRows::new(packed, m as usize, seg.ids(), None)?;
-            let mut lut = vec![0f32; b.queries * m as usize * 16];
-            rng_fill(b.seed ^ 3, &mut lut);
-            for i in 0..passes {
-                let t = Instant::now();
-                std::hint::black_box(fastscan_topk_batch(
-                    &rows,
-                    &lut,
-                    Direction::SmallerIsBetter,
-                    b.k,
-                    opts,
-                )?);
-                if cold || i > 0 {
-                    best = best.min(t.elapsed().as_secs_f64());
-                }
-            }
+            std::hint::black_box(fastscan_topk_batch(&rows, lut, d, b.k, opts)?);
+        }
+        (Inputs::Lut4(_), _) => {
+            return Err(Error::InvalidArgument {
+                argument: "kind".into(),
+                detail: "LUT-4 inputs for another kind".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Seconds for one batch of `queries` queries (best of `repeats` when hot, one pass when cold),
+/// kernel only.
+fn time_case(seg: &SegmentReader, b: &ScanBench, cold: bool) -> Result<f64, Error> {
+    let inputs = inputs(b, seg.meta().code_bytes as usize);
+    // Segments of format 1.2 store the fast-scan layout and are scanned in place; a row-major
+    // segment generated by an older build is packed in memory once, outside the timing.
+    let owned = match (b.kind, seg.fastscan_codes()) {
+        (BenchKind::Pq4(m), None) => Some(pack_fastscan(seg.codes(), m as usize)?),
+        _ => None,
+    };
+    let passes = if cold { 1 } else { b.repeats.max(1) + 1 };
+    let mut best = f64::INFINITY;
+    for i in 0..passes {
+        let t = Instant::now();
+        scan_once(seg, b, &inputs, owned.as_deref(), false)?;
+        if cold || i > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
         }
     }
     Ok(best)
+}
+
+/// Checked scans of a segment opened without column checksums (what a search does on a large
+/// segment), page cache hot, seconds per batch of queries.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CheckedScan {
+    /// Kernel alone, first batch after opening (the mapping's pages are faulted in).
+    pub unchecked_first_s: f64,
+    /// Kernel alone, best later batch.
+    pub unchecked_later_s: f64,
+    /// First batch after opening: every ids and code block checksummed, then the kernel.
+    pub checked_first_s: f64,
+    /// The checksums of that first batch alone.
+    pub check_s: f64,
+    /// Best later batch: the blocks are remembered as checked, then the kernel.
+    pub checked_later_s: f64,
+}
+
+/// Measures [`CheckedScan`] on the segment at `path`: each "first" figure on a freshly opened
+/// reader (nothing checked yet), after one unchecked pass has made the page cache hot.
+fn time_checked(path: &Path, b: &ScanBench) -> Result<CheckedScan, Error> {
+    let opts = OpenOptions {
+        load: LoadMode::Mmap,
+        checksums: ChecksumPolicy::SkipColumns,
+    };
+    let open = || SegmentReader::open(path, opts);
+    let warm = open()?;
+    let inputs = inputs(b, warm.meta().code_bytes as usize);
+    let owned = match (b.kind, warm.fastscan_codes()) {
+        (BenchKind::Pq4(m), None) => Some(pack_fastscan(warm.codes(), m as usize)?),
+        _ => None,
+    };
+    let secs = |f: &mut dyn FnMut() -> Result<(), Error>| -> Result<f64, Error> {
+        let t = Instant::now();
+        f()?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    scan_once(&warm, b, &inputs, owned.as_deref(), false)?;
+    drop(warm);
+    let seg = open()?;
+    let unchecked_first_s = secs(&mut || scan_once(&seg, b, &inputs, owned.as_deref(), false))?;
+    let mut unchecked_later_s = f64::INFINITY;
+    for _ in 0..b.repeats.max(1) {
+        let s = secs(&mut || scan_once(&seg, b, &inputs, owned.as_deref(), false))?;
+        unchecked_later_s = unchecked_later_s.min(s);
+    }
+    drop(seg);
+    let seg = open()?;
+    let check_s = secs(&mut || {
+        seg.check_column(RowColumn::Ids)?;
+        Ok(seg.check_column(RowColumn::Codes)?)
+    })?;
+    drop(seg);
+    let seg = open()?;
+    let checked_first_s = secs(&mut || scan_once(&seg, b, &inputs, owned.as_deref(), true))?;
+    let mut checked_later_s = f64::INFINITY;
+    for _ in 0..b.repeats.max(1) {
+        let s = secs(&mut || scan_once(&seg, b, &inputs, owned.as_deref(), true))?;
+        checked_later_s = checked_later_s.min(s);
+    }
+    Ok(CheckedScan {
+        unchecked_first_s,
+        unchecked_later_s,
+        checked_first_s,
+        check_s,
+        checked_later_s,
+    })
 }

@@ -414,6 +414,17 @@ pub fn bench_scan(
                                 .map(|n| format!(" ({n})"))
                                 .unwrap_or_default()
                         );
+                        if let Some(c) = r.checked {
+                            println!(
+                                "{:<10} checked scans (s/batch): first {:.6} (checksums {:.6}), later {:.6}; unchecked: first {:.6}, later {:.6}",
+                                r.kind,
+                                c.checked_first_s,
+                                c.check_s,
+                                c.checked_later_s,
+                                c.unchecked_first_s,
+                                c.unchecked_later_s
+                            );
+                        }
                     }
                     all.push(r);
                 }
