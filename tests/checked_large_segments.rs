@@ -66,8 +66,8 @@ fn as_format_1_2(path: &Path) {
     use codedb::format::{ContainerWriter, FileKind};
     let r = SegmentReader::open(path, OpenOptions::default()).unwrap();
     let c = r.container();
-    let mut w = ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, path)
-        .unwrap();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, path).unwrap();
     for (i, e) in c.entries().iter().enumerate() {
         if e.kind != section_kind::SEG_BLOCK_CHECKSUMS {
             w.section(e.kind, e.required(), c.stored(i)).unwrap();
@@ -171,14 +171,33 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
         let b = snap.blocks().next().unwrap();
         let seg = b.segment().unwrap();
         for col in RowColumn::ALL {
-            assert_eq!(seg.checked_blocks(col).0, 0, "{}: nothing checked at open", case.spec);
+            assert_eq!(
+                seg.checked_blocks(col).0,
+                0,
+                "{}: nothing checked at open",
+                case.spec
+            );
         }
-        assert_eq!(search_with(&snap, &m, q, &p).unwrap(), want, "{}", case.spec);
+        assert_eq!(
+            search_with(&snap, &m, q, &p).unwrap(),
+            want,
+            "{}",
+            case.spec
+        );
         let (done, total) = seg.checked_blocks(RowColumn::Ids);
-        assert_eq!(done, total, "{}: a full scan checked every id block", case.spec);
+        assert_eq!(
+            done, total,
+            "{}: a full scan checked every id block",
+            case.spec
+        );
         assert!(seg.has_block_checksums(RowColumn::Codes));
         // Later scans: the same answer from the remembered checks.
-        assert_eq!(search_with(&snap, &m, q, &p).unwrap(), want, "{}", case.spec);
+        assert_eq!(
+            search_with(&snap, &m, q, &p).unwrap(),
+            want,
+            "{}",
+            case.spec
+        );
     }
 }
 
@@ -269,7 +288,10 @@ fn rows_codes_and_lookups_are_checked_too() {
     let seg = segment_path(tmp.path());
     flip(&seg, section_kind::SEG_CODES, 8 * 42, 3);
     let snap = unchecked(tmp.path());
-    let err = snap.rows().err().expect("rows() checks before it returns any row");
+    let err = snap
+        .rows()
+        .err()
+        .expect("rows() checks before it returns any row");
     assert!(err.to_string().contains("codes block 0"), "{err}");
     assert!(snap.get(3 * 42 + 1).is_err());
     let b = snap.blocks().next().unwrap();
@@ -278,7 +300,10 @@ fn rows_codes_and_lookups_are_checked_too() {
     let spec = PipelineSpec::parse("pca:8,pq:2x4").unwrap();
     let opts = TrainOptions::default();
     let err = codedb::model::classify::train_from_index(&snap, &spec, &opts).unwrap_err();
-    assert!(err.to_string().contains(&seg.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&seg.display().to_string()),
+        "{err}"
+    );
 }
 
 #[test]
@@ -397,14 +422,24 @@ mod cli {
             "10",
         ];
         let clean = codedb(&args);
-        assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+        assert_eq!(
+            clean.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&clean.stderr)
+        );
         assert!(String::from_utf8_lossy(&clean.stdout).contains('\t'));
 
         // 16 code bytes of row 0 (digit 0, the first query's true top-1).
         flip(&seg, section_kind::SEG_CODES, 0, 16);
         let out = codedb(&args);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "stdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         assert!(out.stdout.is_empty(), "no partial answer");
         assert!(err.contains(&seg.display().to_string()), "{err}");
         assert!(err.contains("codes block 0 (rows 0..8192)"), "{err}");

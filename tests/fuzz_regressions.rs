@@ -267,7 +267,7 @@ fn replay_log(data: &[u8]) {
 fn golden_files_pass_the_append_log_and_block_check_targets() {
     let files = all_golden_files();
     assert!(files.len() >= 16, "{}", files.len());
-    for (p, bytes) in &files {
+    for (_, bytes) in &files {
         replay_log(bytes);
         replay("block_checks", roundtrip::block_checks, bytes);
     }
@@ -279,7 +279,10 @@ fn damaged_logs_keep_the_append_log_properties() {
         .into_iter()
         .find(|(p, _)| p.extension().is_some_and(|e| e == "log"))
         .unwrap();
-    assert!(checksums::with_fixed_log_checksums(&log) == log, "fix-up leaves a good log alone");
+    assert!(
+        checksums::with_fixed_log_checksums(&log) == log,
+        "fix-up leaves a good log alone"
+    );
     let whole = codedb::format::append_log::read_log(&log, Path::new("g"), None).unwrap();
     assert_eq!(whole.batches.len(), 2);
     // Cut anywhere, flip any byte (as is, and with the record checksums fixed).

@@ -194,12 +194,21 @@ pub fn append_log(data: &[u8]) {
         return;
     };
     let end = whole.end;
-    assert!((append_log::LOG_DATA_START..=len).contains(&end), "end {end}");
+    assert!(
+        (append_log::LOG_DATA_START..=len).contains(&end),
+        "end {end}"
+    );
     let rows: u64 = whole.batches.iter().map(|b| b.rows() as u64).sum();
     assert_eq!(whole.rows, rows, "row count");
     assert_eq!(whole.tail.bytes, len - end, "tail length");
-    assert_eq!(whole.tail.complete_batches, 0, "reading stopped at a valid record");
-    assert_eq!(whole.tail.torn_bytes, whole.tail.bytes, "the whole tail is torn");
+    assert_eq!(
+        whole.tail.complete_batches, 0,
+        "reading stopped at a valid record"
+    );
+    assert_eq!(
+        whole.tail.torn_bytes, whole.tail.bytes,
+        "the whole tail is torn"
+    );
     assert_eq!(whole.tail.torn_reason.is_some(), end < len);
     let mut encoded = whole.meta.encode().to_vec();
     let mut bounds = vec![append_log::LOG_DATA_START];
@@ -216,24 +225,47 @@ pub fn append_log(data: &[u8]) {
     );
     assert_eq!(bounds.last().copied(), Some(end));
     let n = whole.batches.len();
-    for (i, &at) in bounds.iter().enumerate().filter(|(i, _)| *i < 8 || n - *i < 8) {
+    for (i, &at) in bounds
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < 8 || n - *i < 8)
+    {
         let part = append_log::read_log(data, p, Some(at)).expect("a committed boundary reads");
         assert_eq!(part.end, at);
-        assert!(part.batches[..] == whole.batches[..i], "the first {i} records");
-        assert_eq!(part.tail.complete_batches, (n - i) as u64, "uncommitted records");
+        assert!(
+            part.batches[..] == whole.batches[..i],
+            "the first {i} records"
+        );
+        assert_eq!(
+            part.tail.complete_batches,
+            (n - i) as u64,
+            "uncommitted records"
+        );
         assert_eq!(part.tail.torn_bytes, len - end, "torn bytes");
     }
     for pair in bounds.windows(2).take(8) {
         let inside = pair[0] + 8;
         if inside < pair[1] {
-            assert!(append_log::read_log(data, p, Some(inside)).is_err(), "inside a record");
+            assert!(
+                append_log::read_log(data, p, Some(inside)).is_err(),
+                "inside a record"
+            );
         }
     }
     if end < len {
-        assert!(append_log::read_log(data, p, Some(end + 1)).is_err(), "past the records");
-        assert!(append_log::read_log(data, p, Some(len)).is_err(), "torn bytes committed");
+        assert!(
+            append_log::read_log(data, p, Some(end + 1)).is_err(),
+            "past the records"
+        );
+        assert!(
+            append_log::read_log(data, p, Some(len)).is_err(),
+            "torn bytes committed"
+        );
     }
-    assert!(append_log::read_log(data, p, Some(len + 1)).is_err(), "past the file");
+    assert!(
+        append_log::read_log(data, p, Some(len + 1)).is_err(),
+        "past the file"
+    );
 }
 
 /// The row columns of a segment and their section kinds.
@@ -291,10 +323,7 @@ pub fn block_checks(data: &[u8]) {
                     .collect(),
             ),
             None if bytes.is_empty() => (1, vec![]),
-            None => (
-                bytes.len() as u64,
-                vec![crc32fast::hash(bytes) == e.crc32],
-            ),
+            None => (bytes.len() as u64, vec![crc32fast::hash(bytes) == e.crc32]),
         };
         let col_ok = good.iter().all(|&g| g);
         all_ok &= col_ok;
@@ -348,7 +377,10 @@ pub fn block_checks(data: &[u8]) {
         if col_ok {
             assert_eq!(done, total, "{col:?}: a checked column is remembered");
         } else {
-            assert!(done < total, "{col:?}: a damaged block was remembered as good");
+            assert!(
+                done < total,
+                "{col:?}: a damaged block was remembered as good"
+            );
         }
     }
     assert_eq!(r.check_all_blocks().is_ok(), all_ok);

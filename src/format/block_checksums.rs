@@ -271,6 +271,19 @@ impl ColumnCheck {
             .sum()
     }
 
+    /// Whether block `b` of `column` matches its CRC; remembers it when it does.
+    fn check_one(&self, column: &[u8], b: usize) -> bool {
+        let span = self.block_span(b);
+        let bytes = column.get(span.start as usize..span.end as usize);
+        match (bytes, self.crcs.get(b)) {
+            (Some(bytes), Some(&want)) if crc32fast::hash(bytes) == want => {
+                self.set_good(b);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Checks blocks `blocks` of `column` (the column's stored bytes) that were not checked
     /// before; the first that fails gives `fail(block)`. `force` re-checks good blocks too.
     pub fn check(
@@ -280,18 +293,36 @@ impl ColumnCheck {
         force: bool,
         fail: impl Fn(usize) -> FormatError,
     ) -> Result<()> {
-        for b in blocks {
-            if !force && self.is_good(b) {
-                continue;
-            }
-            let span = self.block_span(b);
-            let bytes = column.get(span.start as usize..span.end as usize);
-            match (bytes, self.crcs.get(b)) {
-                (Some(bytes), Some(&want)) if crc32fast::hash(bytes) == want => self.set_good(b),
-                _ => return Err(fail(b)),
-            }
+        self.check_par(column, blocks, force, 1, fail)
+    }
+
+    /// [`ColumnCheck::check`] split into `threads` contiguous runs of the unchecked blocks on
+    /// the current rayon pool (when there are enough to be worth it). The error names the
+    /// first failing block in column order, whatever the threads.
+    pub fn check_par(
+        &self,
+        column: &[u8],
+        blocks: Range<usize>,
+        force: bool,
+        threads: usize,
+        fail: impl Fn(usize) -> FormatError,
+    ) -> Result<()> {
+        use rayon::prelude::*;
+        /// Below this many unchecked blocks per thread, one thread does them all.
+        const MIN_BLOCKS_PER_THREAD: usize = 16;
+        let todo: Vec<usize> = blocks.filter(|&b| force || !self.is_good(b)).collect();
+        let first_bad = |run: &[usize]| run.iter().copied().find(|&b| !self.check_one(column, b));
+        let bad = if threads > 1 && todo.len() >= 2 * MIN_BLOCKS_PER_THREAD {
+            let run = todo.len().div_ceil(threads).max(MIN_BLOCKS_PER_THREAD);
+            let found: Vec<Option<usize>> = todo.par_chunks(run).map(first_bad).collect();
+            found.into_iter().flatten().next()
+        } else {
+            first_bad(&todo)
+        };
+        match bad {
+            Some(b) => Err(fail(b)),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

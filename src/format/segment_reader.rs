@@ -288,11 +288,17 @@ impl SegmentReader {
     /// [`FormatError::BlockChecksumMismatch`], naming the file, the section and the block's rows;
     /// a column the segment does not have is fine.
     pub fn check_rows(&self, col: RowColumn, rows: Range<usize>) -> Result<()> {
+        self.check_rows_par(col, rows, 1)
+    }
+
+    /// [`SegmentReader::check_rows`] on up to `threads` threads of the current rayon pool (the
+    /// first scan of a large segment checksums every block it reads).
+    pub fn check_rows_par(&self, col: RowColumn, rows: Range<usize>, threads: usize) -> Result<()> {
         let Some((_, section, chk)) = self.checks.iter().find(|(c, ..)| *c == col) else {
             return Ok(());
         };
         let blocks = chk.blocks_of(self.byte_span(col, rows));
-        chk.check(self.c.stored(*section), blocks, false, |b| {
+        chk.check_par(self.c.stored(*section), blocks, false, threads, |b| {
             self.block_error(col, *section, chk, b)
         })
     }

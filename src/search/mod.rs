@@ -37,8 +37,8 @@ use std::ops::Range;
 use ndarray::{Array2, ArrayView2, Axis};
 use serde::Serialize;
 
-use crate::format::CodeKind;
 use crate::format::append_log::NO_LIST;
+use crate::format::{CodeKind, RowColumn};
 use crate::model::{AdcMetric, Model};
 use crate::scan::{
     CodeRows, DenseRows, Direction, ScanOptions, dense_topk, hamming_topk_batch, lut4_topk_batch,
@@ -420,7 +420,11 @@ fn scan_codes(
             _ => false,
         };
         for r in ranges {
-            // Every accessor below checks the rows it returns (see `storage::Block`).
+            // Every accessor below checks the rows it returns (see `storage::Block`); checking
+            // them here first spreads a first scan's checksums over the scan's threads.
+            for col in [RowColumn::Ids, RowColumn::Codes] {
+                block.check_par(col, r.clone(), opts.threads)?;
+            }
             if let (true, Prepared::Lut4(l, _)) = (fastscan, &prepared) {
                 let part =
                     fastscan_scope(block, deleted.as_deref(), r.clone(), l, direction, k, opts)?;

@@ -15,6 +15,7 @@ use std::ops::Range;
 
 use ndarray::ArrayView2;
 
+use crate::format::RowColumn;
 use crate::scan::{
     DenseRows, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk, f32_to_key,
     key_to_score,
@@ -174,6 +175,9 @@ pub(crate) fn exact_search(
         }
         let deleted = block.deleted_words();
         for r in ranges {
+            for col in [RowColumn::Ids, RowColumn::Vectors] {
+                block.check_par(col, r.clone(), opts.threads)?;
+            }
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
             let ids = block.ids_in(r.clone())?;
             let part: Vec<Vec<(f32, u64)>> = match source.column(b, r.clone())? {

@@ -93,6 +93,21 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// [`Block::check`] on up to `threads` threads of the current rayon pool: what a scan
+    /// calls before reading a large run of rows, so that the first scan of a segment
+    /// checksums it in parallel (the accessors then find the blocks checked).
+    pub fn check_par(
+        &self,
+        col: RowColumn,
+        rows: Range<usize>,
+        threads: usize,
+    ) -> std::result::Result<(), FormatError> {
+        match self.segment {
+            Some(r) => r.check_rows_par(col, rows, threads),
+            None => Ok(()),
+        }
+    }
+
     fn outside(&self, rows: &Range<usize>) -> FormatError {
         FormatError::InvalidArgument {
             path: self
