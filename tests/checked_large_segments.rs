@@ -445,3 +445,35 @@ mod cli {
         assert!(err.contains("codes block 0 (rows 0..8192)"), "{err}");
     }
 }
+
+#[test]
+fn sealed_and_compacted_segments_carry_block_checksums_of_every_column() {
+    let x = digits();
+    let m = model("pq4:16", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    one_segment_index(tmp.path(), &m, x.view());
+    let index = Index::open(tmp.path(), Config::default()).unwrap();
+    let v = x.slice(s![0..40, ..]);
+    let codes = m.encode(v).unwrap();
+    index
+        .add_rows(&codedb::storage::RowBatch::new(&codes).with_vectors(v))
+        .unwrap();
+    index.commit_sealed().unwrap();
+    let policy = codedb::storage::CompactionPolicy {
+        full: true,
+        ..Default::default()
+    };
+    index.compact(&policy).unwrap();
+    let snap = index.snapshot();
+    assert_eq!(snap.segment_count(), 1);
+    let b = snap.blocks().next().unwrap();
+    let r = b.segment().unwrap();
+    assert_eq!(r.rows(), 1797 + 40);
+    for col in [RowColumn::Ids, RowColumn::Codes, RowColumn::Vectors] {
+        assert!(r.has_block_checksums(col), "{col:?}");
+    }
+    assert!(
+        b.fastscan_m().is_some(),
+        "compaction writes pq4 in the fast-scan layout"
+    );
+}

@@ -275,7 +275,10 @@ fn compaction_refuses_to_copy_a_damaged_column() {
     let before = idx.snapshot().live_rows();
     // Reading the rows checks them: the damaged block is never handed out.
     let e = idx.snapshot().rows().err().unwrap();
-    assert!(e.to_string().contains("checksum mismatch in codes block 0"), "{e}");
+    assert!(
+        e.to_string().contains("checksum mismatch in codes block 0"),
+        "{e}"
+    );
     let e = idx.compact(&CompactionPolicy::full()).unwrap_err();
     assert!(e.to_string().contains("checksum mismatch in codes"), "{e}");
     assert_eq!(idx.snapshot().segment_count(), 2, "nothing published");

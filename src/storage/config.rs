@@ -19,9 +19,9 @@ pub struct ReadOptions {
     /// Segment files smaller than this have every column checksummed when opened
     /// (`ChecksumPolicy::All`). Larger ones are opened with `ChecksumPolicy::SkipColumns`, which
     /// checks the header, section table and metadata but not the row columns, so opening a
-    /// multi-gigabyte segment stays O(1); their id column is checksummed the first time an id is
-    /// looked up in them, every column is checksummed before compaction copies it, and
-    /// `codedb verify` checks everything. Default 16 MiB.
+    /// multi-gigabyte segment stays O(1); their rows are checked on first touch instead, block by
+    /// block, and remembered (FORMAT.md §3.5, [`super::Block`]); every column is checksummed
+    /// before compaction copies it, and `codedb verify` checks everything. Default 16 MiB.
     pub full_check_below: u64,
 }
 
