@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use ndarray::ArrayView2;
 
-use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
+use crate::format::{ClassRecord, VectorDType};
 use crate::model::Model;
-use crate::storage::{Index, RowBatch};
+use crate::storage::{ClassStats, Index, RowBatch};
 
 use super::class_ref::{ClassLookup, ClassRef};
 use super::error::{ClassError, Result};
@@ -35,13 +35,17 @@ pub struct AddOptions<'a> {
 }
 
 /// Per-class count and f64 sum of the rows of `x` with `labels` (one per row), in class-id
-/// order; a class's name is `name(id)`, its parent none. NaN/Inf in `x` is an error naming the
-/// row and column.
+/// order; a class's name is `name(id)`, its parent none. With `stored = Some(F16)` each value
+/// is first rounded to f16 as the index stores it, so the class sum holds exactly the stored
+/// vectors and a delete can subtract exactly what was added (`storage::class_accounting`).
+/// NaN/Inf in `x` is an error naming the row and column.
 pub(crate) fn sum_by_label(
     x: ArrayView2<f32>,
     labels: &[u32],
+    stored: Option<VectorDType>,
     name: &dyn Fn(u32) -> (String, Option<u32>),
 ) -> Result<Vec<ClassRecord>> {
+    let round = stored == Some(VectorDType::F16);
     let d = x.ncols();
     let mut acc: BTreeMap<u32, (u64, Vec<f64>)> = BTreeMap::new();
     for (i, (row, &id)) in x.rows().into_iter().zip(labels).enumerate() {
@@ -56,7 +60,11 @@ pub(crate) fn sum_by_label(
                     value: *v as f64,
                 });
             }
-            *s += *v as f64;
+            *s += if round {
+                half::f16::from_f32(*v).to_f32() as f64
+            } else {
+                *v as f64
+            };
         }
     }
     Ok(acc
@@ -70,6 +78,7 @@ pub(crate) fn sum_by_label(
                 count,
                 sum,
                 centroids: Vec::new(),
+                removed: 0,
             }
         })
         .collect())
@@ -79,6 +88,16 @@ pub(crate) fn sum_by_label(
 /// label, name = the label in decimal, no parent, count and f64 sum of its rows. Labels must
 /// not be `u32::MAX` (reserved for "no label").
 pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<Vec<ClassRecord>> {
+    class_records_stored(x, labels, None)
+}
+
+/// [`class_records_from_labels`] for an index that stores the rows' vectors as `stored`: with
+/// f16 the sums are of the f16-rounded rows (see [`sum_by_label`]).
+pub(crate) fn class_records_stored(
+    x: ArrayView2<f32>,
+    labels: &[u32],
+    stored: Option<VectorDType>,
+) -> Result<Vec<ClassRecord>> {
     if labels.len() != x.nrows() {
         return Err(ClassError::invalid(
             "labels",
@@ -91,7 +110,7 @@ pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<V
             format!("row {r}: {NO_LABEL} is reserved (it means \"no label\")"),
         ));
     }
-    sum_by_label(x, labels, &|id| (id.to_string(), None))
+    sum_by_label(x, labels, stored, &|id| (id.to_string(), None))
 }
 
 impl Index {
@@ -107,6 +126,53 @@ impl Index {
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
     ) -> Result<Vec<u64>> {
+        let (deltas, lists, codes) = self.encode_descriptors(model, x, opts)?;
+        let batch = RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: lists.as_deref(),
+            vectors: self.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&codes)
+        };
+        Ok(self.add_rows_with_classes(&batch, &deltas)?)
+    }
+
+    /// [`Index::add_descriptors`] that replaces the live row of each given id (`opts.ids` is
+    /// required) instead of refusing it, in the same commit: a replaced row that counts in a
+    /// class leaves it per `stats` (its stored vector is subtracted, see [`ClassStats`]) and a
+    /// new labelled row joins its class. Returns how many rows were replaced. Everything is
+    /// checked first; on error nothing is staged.
+    pub fn upsert_descriptors(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+        stats: ClassStats,
+    ) -> Result<u64> {
+        if opts.ids.is_none() {
+            return Err(ClassError::invalid(
+                "ids",
+                "an upsert replaces rows by id: give the ids of its rows",
+            ));
+        }
+        let (deltas, lists, codes) = self.encode_descriptors(model, x, opts)?;
+        let batch = RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: lists.as_deref(),
+            vectors: self.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&codes)
+        };
+        Ok(self.upsert_rows_with_classes(&batch, &deltas, stats)?)
+    }
+
+    /// The class deltas, list ids and codes of rows `x` (see [`Index::add_descriptors`]).
+    fn encode_descriptors(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+    ) -> Result<(Vec<ClassRecord>, Option<Vec<u32>>, Vec<u8>)> {
         if model.id() != self.model().model_id {
             return Err(ClassError::ModelMismatch {
                 expected: self.model().model_id.to_string(),
@@ -143,7 +209,7 @@ impl Index {
                 {
                     return Err(ClassError::UnknownLabel { row, label });
                 }
-                sum_by_label(x, labels, &|id| {
+                sum_by_label(x, labels, self.vector_spec().map(|v| v.dtype), &|id| {
                     lookup
                         .by_id(id)
                         .map_or((String::new(), None), |c| (c.name.clone(), c.parent))
@@ -156,14 +222,7 @@ impl Index {
             Some(how) => Some(self.assign_lists(how, model, x, opts.labels)?),
         };
         let codes = model.encode(x)?;
-        let batch = RowBatch {
-            ids: opts.ids,
-            labels: opts.labels,
-            lists: lists.as_deref(),
-            vectors: self.vector_spec().map(|_| x.view()),
-            ..RowBatch::new(&codes)
-        };
-        Ok(self.add_rows_with_classes(&batch, &deltas)?)
+        Ok((deltas, lists, codes))
     }
 
     /// Encodes the rows of `x` with `model` (the index's model), adds them with their class

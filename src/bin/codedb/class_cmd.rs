@@ -8,6 +8,7 @@ use codedb::classes::{
     ClassRef, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass,
     PriorScope, choose_prior_weight,
 };
+use codedb::format::class_table::class_name_problem;
 use codedb::model::Model;
 use codedb::storage::{Config, Index, Snapshot};
 
@@ -28,6 +29,9 @@ pub struct AddClassArgs<'a> {
 }
 
 pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
+    if let Some(problem) = class_name_problem(a.name) {
+        bail!("--name {problem}");
+    }
     let scope = PriorScope::parse(a.prior_scope).with_context(|| {
         format!(
             "--prior-scope {}: expected parent or ancestors",
@@ -157,7 +161,9 @@ pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<Exi
         writeln!(o, "row\trank\tid\tname\tscore")?;
         for (i, l) in res.iter().enumerate() {
             for (r, c) in l.iter().enumerate() {
-                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, c.name, c.score)?;
+                // Names from files written before control characters were refused are escaped.
+                let name = codedb::io::tsv_field(&c.name);
+                writeln!(o, "{i}\t{r}\t{}\t{name}\t{}", c.id, c.score)?;
             }
         }
     }

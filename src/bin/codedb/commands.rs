@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use codedb::classes::{AddOptions, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
-use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
+use codedb::storage::{ClassStats, CompactionPolicy, Config, Index, list_versions};
 
 fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
     path.map(|p| -> Result<Vec<u32>> {
@@ -273,14 +273,32 @@ pub fn add(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn delete(dir: &Path, mut ids: Vec<u64>, ids_file: Option<&Path>) -> Result<ExitCode> {
+pub fn delete(
+    dir: &Path,
+    mut ids: Vec<u64>,
+    ids_file: Option<&Path>,
+    keep_class_stats: bool,
+) -> Result<ExitCode> {
     if let Some(f) = ids_file {
         ids.extend(codedb::io::read_ids(f)?);
     }
     let index = Index::open(dir, Config::default())?;
-    index.delete(&ids)?;
+    let stats = if keep_class_stats {
+        ClassStats::Keep
+    } else {
+        ClassStats::Update
+    };
+    index.delete_with(&ids, stats)?;
     let v = index.commit()?;
-    println!("deleted {} rows, version {v}", ids.len());
+    println!(
+        "deleted {} rows, version {v}{}",
+        ids.len(),
+        if keep_class_stats {
+            " (class counts and sums kept)"
+        } else {
+            ""
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -155,7 +155,14 @@ commit. An index that stores vectors keeps the new rows' vectors too.")]
     /// Delete rows by id and commit.
     #[command(after_help = "Examples:
   codedb delete my-index --ids 4,8,15
-  codedb delete my-index --ids-file gone.npy")]
+  codedb delete my-index --ids-file gone.npy
+  codedb delete my-index --ids 4,8 --keep-class-stats   # index without stored vectors
+
+A deleted row that counts in a class (its label is a class of the class table) leaves it in the
+same commit: its stored vector is subtracted from the class's sum and the count drops by one, so
+class means stay the means of the rows that are there. Without stored vectors the row's
+descriptor is unknown and the delete is refused, unless --keep-class-stats keeps every class's
+count and sum as they are.")]
     Delete {
         dir: PathBuf,
         /// Comma-separated ids.
@@ -164,6 +171,10 @@ commit. An index that stores vectors keeps the new rows' vectors too.")]
         /// A .npy file of ids.
         #[arg(long)]
         ids_file: Option<PathBuf>,
+        /// Leave class counts and sums unchanged (the deleted rows stay in their classes'
+        /// means); needed to delete labelled rows from an index without stored vectors.
+        #[arg(long)]
+        keep_class_stats: bool,
     },
     /// Seal the active log into a segment (one commit, if it holds rows), then merge segments,
     /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
@@ -475,7 +486,12 @@ fn main() -> ExitCode {
             ids.as_deref(),
             lists.as_deref(),
         ),
-        Command::Delete { dir, ids, ids_file } => commands::delete(&dir, ids, ids_file.as_deref()),
+        Command::Delete {
+            dir,
+            ids,
+            ids_file,
+            keep_class_stats,
+        } => commands::delete(&dir, ids, ids_file.as_deref(), keep_class_stats),
         Command::Compact { dir, full, json } => commands::compact(&dir, full, json),
         Command::Gc { dir, json } => commands::gc(&dir, json),
         Command::Versions { dir, json } => commands::versions(&dir, json),
@@ -747,14 +763,19 @@ fn print_contents(c: &Contents, indent: &str) {
             p("classes", classes.len().to_string());
             for c in classes {
                 println!(
-                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}",
+                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}{}",
                     c.id,
-                    c.name,
+                    codedb::io::tsv_field(&c.name),
                     c.parent
                         .map(|x| x.to_string())
                         .unwrap_or_else(|| "-".into()),
                     c.count,
-                    c.centroids
+                    c.centroids,
+                    if c.removed > 0 {
+                        format!("  removed {}", c.removed)
+                    } else {
+                        String::new()
+                    }
                 );
             }
         }
