@@ -113,6 +113,13 @@ pub(crate) fn class_records_stored(
     sum_by_label(x, labels, stored, &|id| (id.to_string(), None))
 }
 
+/// Rows of descriptors made ready to add: their classes' count/sum deltas, list ids, codes.
+struct EncodedRows {
+    deltas: Vec<ClassRecord>,
+    lists: Option<Vec<u32>>,
+    codes: Vec<u8>,
+}
+
 impl Index {
     /// Encodes the rows of `x` with `model` (the index's model) and adds them, with their
     /// stored vectors when the index keeps vectors, their list ids per `opts.lists`, and — for
@@ -126,7 +133,11 @@ impl Index {
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
     ) -> Result<Vec<u64>> {
-        let (deltas, lists, codes) = self.encode_descriptors(model, x, opts)?;
+        let EncodedRows {
+            deltas,
+            lists,
+            codes,
+        } = self.encode_descriptors(model, x, opts)?;
         let batch = RowBatch {
             ids: opts.ids,
             labels: opts.labels,
@@ -155,7 +166,11 @@ impl Index {
                 "an upsert replaces rows by id: give the ids of its rows",
             ));
         }
-        let (deltas, lists, codes) = self.encode_descriptors(model, x, opts)?;
+        let EncodedRows {
+            deltas,
+            lists,
+            codes,
+        } = self.encode_descriptors(model, x, opts)?;
         let batch = RowBatch {
             ids: opts.ids,
             labels: opts.labels,
@@ -172,7 +187,7 @@ impl Index {
         model: &Model,
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
-    ) -> Result<(Vec<ClassRecord>, Option<Vec<u32>>, Vec<u8>)> {
+    ) -> Result<EncodedRows> {
         if model.id() != self.model().model_id {
             return Err(ClassError::ModelMismatch {
                 expected: self.model().model_id.to_string(),
@@ -222,7 +237,11 @@ impl Index {
             Some(how) => Some(self.assign_lists(how, model, x, opts.labels)?),
         };
         let codes = model.encode(x)?;
-        Ok((deltas, lists, codes))
+        Ok(EncodedRows {
+            deltas,
+            lists,
+            codes,
+        })
     }
 
     /// Encodes the rows of `x` with `model` (the index's model), adds them with their class
