@@ -5,8 +5,11 @@
 //! [`Index::add_descriptors`] is the one path from raw descriptors to rows: it encodes them,
 //! keeps their vectors when the index stores vectors, files them under inverted lists
 //! ([`ListAssignment`]) and, when they carry labels and the index has a class table, adds them
-//! to their classes' counts and sums. [`class_records_from_labels`] turns a labelled data set
-//! into a class table (what `codedb build --labels` creates).
+//! to their classes' counts and sums. [`Index::upsert_descriptors`] does the same while
+//! replacing rows by id, the replaced rows leaving their classes (`storage::ClassStats`).
+//! [`class_records_from_labels`] turns a labelled data set into a class table (what `codedb
+//! build --labels` creates). With f16 stored vectors the sums are of the f16-rounded rows, what
+//! the index stores, so a later delete subtracts exactly what was added.
 
 use std::collections::{BTreeMap, HashMap};
 

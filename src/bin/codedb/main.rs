@@ -290,7 +290,9 @@ NaN, no data and no parent) leave the index unchanged.")]
   codedb classify my-index --data X.npy --format json
 
 TSV columns: row, rank, id, name, score. JSON: [{\"row\": i, \"classes\": [{\"name\", \"id\", \"score\"}, …]}],
-best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, centred (larger is better).")]
+best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, centred (larger is better).
+In TSV, control characters in a name (possible only in files written before they were refused) are
+escaped as \\t, \\n, \\r, \\u{hex}, and a backslash as \\\\; JSON keeps names as they are.")]
     Classify {
         dir: PathBuf,
         #[arg(long)]
