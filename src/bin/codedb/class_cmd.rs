@@ -9,7 +9,6 @@ use codedb::classes::{
     PriorScope, choose_prior_weight,
 };
 use codedb::model::Model;
-use codedb::storage::{Config, Index, Snapshot};
 
 /// Options of `codedb add-class`.
 pub struct AddClassArgs<'a> {
@@ -54,7 +53,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
             Some(m.row(0).to_vec())
         }
     };
-    let index = Index::open(a.dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
     // The prior weight: given, chosen on validation data, or the documented default.
     let mut choice = None;
     let weight = match (a.prior_weight, a.validation, a.validation_labels, &data) {
@@ -141,7 +140,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
 }
 
 pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
-    let snap = Snapshot::open(dir)?;
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
     let x = codedb::io::load_vectors(data)?;
     let res = snap.classify(x.view(), top)?;
     if format == "json" {

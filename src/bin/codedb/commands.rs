@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use codedb::classes::{AddOptions, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
-use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
+use codedb::storage::{CompactionPolicy, MergeReason, SkippedManifest, list_versions};
 
 fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
     path.map(|p| -> Result<Vec<u32>> {
@@ -182,7 +182,7 @@ pub fn train(
             train_model(&spec, x.view(), &TrainOptions { labels, ..opts })?
         }
         TrainSource::Index(dir) => {
-            let snap = codedb::storage::Snapshot::open(dir)?;
+            let snap = crate::recovery_cmd::open_snapshot(dir)?;
             codedb::model::classify::train_from_index(&snap, &spec, &opts)?
         }
     };
@@ -252,7 +252,7 @@ pub fn add(
                 .with_context(|| format!("--lists {l}: expected label or nearest"))
         })
         .transpose()?;
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let model = Model::from_model_file(index.model())?;
     let x = codedb::io::load_vectors(data)?;
     let labels = load_labels(labels)?;
@@ -277,15 +277,20 @@ pub fn delete(dir: &Path, mut ids: Vec<u64>, ids_file: Option<&Path>) -> Result<
     if let Some(f) = ids_file {
         ids.extend(codedb::io::read_ids(f)?);
     }
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     index.delete(&ids)?;
     let v = index.commit()?;
     println!("deleted {} rows, version {v}", ids.len());
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+pub fn compact(dir: &Path, full: bool, deleted_threshold: f64, json: bool) -> Result<ExitCode> {
+    let policy = CompactionPolicy {
+        full,
+        max_deleted_fraction: deleted_threshold,
+        ..CompactionPolicy::default()
+    };
+    let index = crate::recovery_cmd::open_writer(dir)?;
     // Rows still in the active log join the merge: seal them into a segment first.
     let log_rows = index.snapshot().active_log().map_or(0, |l| l.rows);
     let sealed = if log_rows > 0 {
@@ -293,16 +298,19 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let policy = if full {
-        CompactionPolicy::full()
-    } else {
-        CompactionPolicy::default()
-    };
     let mut r = index.compact(&policy)?;
-    if sealed.is_some() && r.gc.is_none() {
+    if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
         // No merge ran (so no GC after it): remove the sealed log file now if no retained
         // version still names it.
-        r.gc = Some(index.gc()?);
+        match index.gc() {
+            Ok(g) => r.gc = Some(g),
+            Err(e) => r.gc_error = Some(e.to_string()),
+        }
+    }
+    if let Some(e) = &r.gc_error {
+        eprintln!(
+            "codedb: warning: the compaction is committed, but garbage collection failed: {e}"
+        );
     }
     if json {
         let mut v = serde_json::to_value(&r)?;
@@ -311,20 +319,41 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
             o.insert("sealed_version".into(), sealed.into());
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        if let Some(v) = sealed {
-            println!("sealed the active log ({log_rows} rows) into a segment: version {v}");
-        }
-        match r.version {
-            Some(v) => println!("compacted: version {v}, {} merge(s)", r.merges.len()),
-            None => println!("nothing to compact (version {})", r.based_on),
-        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(v) = sealed {
+        println!("sealed the active log ({log_rows} rows) into a segment: version {v}");
+    }
+    for m in &r.merges {
+        println!(
+            "merged {} segment(s) ({}): {} rows kept, {} deleted rows dropped",
+            m.sources.len(),
+            match m.reason {
+                MergeReason::Tier => "size tier",
+                MergeReason::Deletes => "deleted share at or above the threshold",
+                MergeReason::Full => "--full",
+            },
+            m.rows,
+            m.dropped
+        );
+    }
+    match r.version {
+        Some(v) => println!("compacted: version {v}, {} merge(s)", r.merges.len()),
+        None => println!("nothing to compact (version {})", r.based_on),
+    }
+    if r.deleted_rows_kept > 0 {
+        println!(
+            "{} deleted row(s) stay stored: no segment holding them has {}% or more of its rows \
+             deleted (--deleted-threshold 0 or --full drops them)",
+            r.deleted_rows_kept,
+            deleted_threshold * 100.0
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let r = index.gc()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -339,16 +368,53 @@ pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every manifest, a damaged one marked with its reason; exit 1 when any is damaged.
 pub fn versions(dir: &Path, json: bool) -> Result<ExitCode> {
     let v = list_versions(dir)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for x in &v {
-            println!("{:>8}  {}  {} rows", x.version, x.file, x.rows);
+            match (&x.error, x.rows, x.deleted) {
+                (None, Some(rows), Some(deleted)) => println!(
+                    "{:>8}  {}  {rows} rows, {deleted} deleted",
+                    x.version, x.file
+                ),
+                (error, ..) => println!(
+                    "{:>8}  {}  DAMAGED: {}",
+                    x.version,
+                    x.file,
+                    error.as_deref().unwrap_or("does not read")
+                ),
+            }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let damaged: Vec<_> = v.iter().filter(|x| x.is_damaged()).collect();
+    if damaged.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let readable = v.iter().rev().find(|x| !x.is_damaged()).map(|x| x.version);
+    let skipped: Vec<SkippedManifest> = damaged
+        .iter()
+        .filter(|x| readable.is_none_or(|r| x.version > r))
+        .map(|x| SkippedManifest {
+            version: x.version,
+            file: x.file.clone(),
+            error: x.error.clone().unwrap_or_default(),
+        })
+        .collect();
+    match readable {
+        Some(r) if !skipped.is_empty() => crate::recovery_cmd::warn_fell_back(dir, r, &skipped),
+        Some(r) => eprintln!(
+            "codedb: warning: {}: {} older manifest(s) do not read; garbage collection refuses \
+             until `codedb recover {} --to-version {r}` sets them aside (or they are restored)",
+            dir.display(),
+            damaged.len(),
+            dir.display()
+        ),
+        None => eprintln!("codedb: error: {}: no manifest reads", dir.display()),
+    }
+    Ok(ExitCode::from(1))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -15,6 +15,7 @@ use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
 mod class_cmd;
 mod commands;
 mod eval_cmd;
+mod recovery_cmd;
 mod search_cmd;
 
 const EXIT_CODES: &str = "\
@@ -169,27 +170,75 @@ commit. An index that stores vectors keeps the new rows' vectors too.")]
     /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
     /// and `sealed_version` to the compaction report.
     #[command(after_help = "Examples:
-  codedb compact my-index           # seal the log, merge runs of similar-sized segments
-  codedb compact my-index --full    # seal the log, merge every segment into one
-  codedb compact my-index --json")]
+  codedb compact my-index                          # seal the log, merge similar-sized segments
+  codedb compact my-index --full                   # seal the log, merge every segment into one
+  codedb compact my-index --deleted-threshold 0    # also drop every deleted row
+  codedb compact my-index --json
+
+The default (tiered) policy merges at least 4 segments of a similar size, and rewrites a segment
+on its own when 20% or more of its rows are deleted (--deleted-threshold); deleted rows of other
+segments stay stored, and the output says how many. --json reports each merge with its reason
+(tier, deletes, full) and deleted_rows_kept.")]
     Compact {
+        /// The index directory.
         dir: PathBuf,
         /// Merge every segment into one (default: the tiered policy, which merges only runs of
         /// similar-sized segments).
         #[arg(long)]
         full: bool,
+        /// Rewrite a segment on its own when at least this fraction of its rows is deleted
+        /// (0 to 1; 0 = any deleted row).
+        #[arg(long, value_name = "FRACTION", default_value_t = 0.2, value_parser = fraction)]
+        deleted_threshold: f64,
+        /// Print the compaction report as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Remove files that no retained version references.
+    /// Remove files that no retained version references. Refuses while a manifest does not
+    /// read (which files it names is unknown): see `codedb recover`.
+    #[command(after_help = "Examples:
+  codedb gc my-index
+  codedb gc my-index --json")]
     Gc {
+        /// The index directory.
         dir: PathBuf,
+        /// Print what was removed and kept as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// List the retained versions of an index.
+    /// List the versions (manifests) of an index; a manifest that does not read is listed as
+    /// DAMAGED with its reason, and the command then exits 1.
+    #[command(after_help = "Examples:
+  codedb versions my-index
+  codedb versions my-index --json
+
+Exit codes: 0 every manifest reads, 1 a manifest does not read or DIR is not an index.")]
     Versions {
+        /// The index directory.
         dir: PathBuf,
+        /// Print the list as JSON (counts are null for a damaged manifest, `error` says why).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept the loss of versions whose manifests do not read: keep the newest version that
+    /// reads (and must be named), set the damaged manifests aside in DIR/recovered/ with a
+    /// record of what was dropped, and make the index writable again.
+    #[command(after_help = "Examples:
+  codedb versions my-index                 # shows which version is damaged and which reads
+  codedb recover my-index --to-version 3
+  codedb recover my-index --to-version 3 --json
+
+Until this runs, commands that read the index warn that they serve an older version, and every
+writer (add, delete, compact, gc, add-class) refuses. Restoring the damaged manifest from a
+backup instead needs no recover. Versions are never renumbered: the kept version is published
+again under a number above the dropped ones.")]
+    Recover {
+        /// The index directory.
+        dir: PathBuf,
+        /// The version to keep: the newest one whose manifest reads.
+        #[arg(long, value_name = "N")]
+        to_version: u64,
+        /// Print the recovery record as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -378,6 +427,14 @@ Descriptors are seeded Gaussians with a decaying spectrum. --json prints one obj
     },
 }
 
+/// A number from 0 to 1 (a usage error otherwise).
+fn fraction(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("{s}: must be a fraction from 0 to 1")),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -476,7 +533,17 @@ fn main() -> ExitCode {
             lists.as_deref(),
         ),
         Command::Delete { dir, ids, ids_file } => commands::delete(&dir, ids, ids_file.as_deref()),
-        Command::Compact { dir, full, json } => commands::compact(&dir, full, json),
+        Command::Compact {
+            dir,
+            full,
+            deleted_threshold,
+            json,
+        } => commands::compact(&dir, full, deleted_threshold, json),
+        Command::Recover {
+            dir,
+            to_version,
+            json,
+        } => recovery_cmd::recover(&dir, to_version, json),
         Command::Gc { dir, json } => commands::gc(&dir, json),
         Command::Versions { dir, json } => commands::versions(&dir, json),
         Command::Search {
@@ -568,6 +635,7 @@ fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
     }
     if path.is_dir() {
         let r = inspect_dir(path)?;
+        recovery_cmd::warn_fell_back(path, r.version, &r.skipped_manifests);
         if json {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
@@ -590,6 +658,20 @@ fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
 fn print_index(r: &IndexReport) {
     println!("index      {}", r.dir.display());
     println!("version    {}", r.version);
+    for s in &r.skipped_manifests {
+        println!(
+            "skipped    version {} ({}) does not read: writes refused until codedb recover",
+            s.version, s.file
+        );
+    }
+    for rec in &r.recoveries {
+        let dropped: Vec<String> = rec.dropped.iter().map(|d| d.version.to_string()).collect();
+        println!(
+            "recovered  kept version {}, dropped damaged version(s) {} (see recovered/)",
+            rec.kept_version,
+            dropped.join(", ")
+        );
+    }
     println!("rows       {} live, {} deleted", r.rows, r.deleted);
     println!("segments   {}", r.segments);
     println!("classes    {}", r.classes);
@@ -819,12 +901,20 @@ fn verify(path: &Path, json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report).context("JSON")?);
     } else {
         for p in &report.problems {
+            let by = if p.referenced_by.is_empty() {
+                String::new()
+            } else {
+                format!(" (named by {})", p.referenced_by.join(", "))
+            };
             println!(
-                "PROBLEM {} [{}]: {}",
+                "PROBLEM {} [{}]: {}{by}",
                 p.path.display(),
                 p.section,
                 p.message
             );
+        }
+        for n in &report.notes {
+            println!("note: {}: {}", n.path.display(), n.message);
         }
         if !report.unreferenced.is_empty() {
             println!(

@@ -189,7 +189,7 @@ pub struct SearchArgs<'a> {
 }
 
 pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
-    let snap = Snapshot::open(a.dir)?;
+    let snap = crate::recovery_cmd::open_snapshot(a.dir)?;
     let model = Model::from_model_file(snap.model())
         .with_context(|| format!("the model of {}", a.dir.display()))?;
     let mode = match a.mode {
