@@ -1,10 +1,11 @@
 //! Which segments a compaction rewrites: the merge policy (FORMAT.md §11.4). It only chooses;
 //! `compaction.rs` does the k-way merge of what it chose.
 //!
-//! Size-tiered, as in Lucene's and tantivy's merge policies: segments of similar size are
+//! Size-tiered, as Lucene's and tantivy's log merge policies are: segments of similar size are
 //! merged once a tier holds enough of them, so every row is rewritten O(log N) times. Deleted
-//! rows are reclaimed as tantivy's and Lance's delete-ratio rules do: a segment whose deleted
-//! share reaches `max_deleted_fraction` is rewritten on its own even when its tier is not due.
+//! rows are reclaimed by a delete-ratio rule like Lance's `materialize_deletions_threshold` and
+//! tantivy's `del_docs_ratio_before_merge`: a segment whose deleted share reaches
+//! `max_deleted_fraction` is rewritten on its own even when its tier is not due.
 
 use std::collections::{BTreeMap, HashSet};
 
