@@ -124,8 +124,37 @@ fn every_printing_command_exits_141_quietly_on_a_closed_pipe() {
     assert_eq!(v["classes"], 11);
 }
 
-/// Every line the CLI prints goes through the one writer that handles a closed pipe (a plain
-/// `println!` would panic on it).
+/// `codedb … 2>&1 | head`: standard error into the closed pipe too (the demo reports its steps
+/// there, search --verbose its figures, errors their message).
+#[test]
+fn a_closed_pipe_on_stdout_and_stderr_exits_141_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (x, _) = digits();
+    for args in [
+        vec!["demo", "--dir", s(&tmp.path().join("demo"))],
+        vec!["search", s(&dir), "--queries", s(&x), "--verbose"],
+        vec!["search", s(&dir), "--queries", s(&x), "--threads", "100000"],
+        vec!["search", s(&dir), "--queries", "/nonexistent.npy"],
+        vec!["search", s(&dir), "--queries", s(&x), "-k", "-1"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_codedb"))
+            .args(&args)
+            .stdout(writer.try_clone().unwrap())
+            .stderr(writer)
+            .output()
+            .unwrap();
+        let code = out.status.code();
+        // clap's own usage errors exit 2 (it ignores the failed write); ours exit 141.
+        let want = if args.contains(&"-1") { 2 } else { 141 };
+        assert_eq!(code, Some(want), "{args:?}");
+    }
+}
+
+/// Every line the CLI prints goes through the writers that handle a closed pipe (`println!`
+/// and `eprintln!` panic on one).
 #[test]
 fn the_cli_prints_only_through_outln() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin/codedb");
@@ -135,10 +164,12 @@ fn the_cli_prints_only_through_outln() {
         let text = std::fs::read_to_string(&p).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            let prints = ["println!(", "print!("].iter().any(|m| {
-                code.match_indices(m)
-                    .any(|(at, _)| !code[..at].ends_with('e'))
-            });
+            let prints = ["println!(", "print!(", "eprintln!(", "eprint!("]
+                .iter()
+                .any(|m| {
+                    code.match_indices(m)
+                        .any(|(at, _)| !code[..at].ends_with('e'))
+                });
             if prints {
                 offenders.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
             }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::out::errln;
+
 /// A usage error found after clap parsed the arguments (an argument combination or value the
 /// command cannot take). `main` prints it and exits 2, like clap's own usage errors.
 #[derive(Debug)]
@@ -72,7 +74,7 @@ pub fn threads(requested: usize) -> usize {
     match requested {
         0 => cores,
         n if n > cores => {
-            eprintln!("codedb: note: --threads {n}: capped at {cores}, the number of cores");
+            errln!("codedb: note: --threads {n}: capped at {cores}, the number of cores");
             cores
         }
         n => n,

@@ -12,7 +12,7 @@ use codedb::storage::{CompactionPolicy, Config, Index, StorageError, list_versio
 
 use crate::args::usage;
 use crate::inputs;
-use crate::out::outln;
+use crate::out::{errln, outln};
 use crate::progress;
 
 pub fn demo(
@@ -63,7 +63,7 @@ pub fn demo(
     let quiet = json;
     let report = codedb::demo::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
         if !quiet {
-            eprintln!("{s}");
+            errln!("{s}");
         }
     })?;
     if json {
@@ -171,7 +171,7 @@ fn train_progress() -> (indicatif::ProgressBar, codedb::model::ProgressFn) {
             b.set_message(step.clone());
         }
         // Shown whether or not the bar is (a hidden bar's `println` drops lines).
-        TrainEvent::Message(m) => b.suspend(|| eprintln!("{m}")),
+        TrainEvent::Message(m) => b.suspend(|| errln!("{m}")),
     });
     (bar, f)
 }

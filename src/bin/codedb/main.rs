@@ -20,7 +20,7 @@ mod out;
 mod progress;
 mod search_cmd;
 
-use out::outln;
+use out::{errln, outln};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -532,11 +532,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<args::UsageError>()) => {
-            eprintln!("codedb: usage error: {}", error_chain(&e));
+            errln!("codedb: usage error: {}", error_chain(&e));
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("codedb: error: {}", error_chain(&e));
+            errln!("codedb: error: {}", error_chain(&e));
             ExitCode::from(1)
         }
     }

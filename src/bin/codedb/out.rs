@@ -1,4 +1,5 @@
-//! Standard output for every command: one place that knows what a failed write means.
+//! Standard output and error for every command: one place that knows what a failed write
+//! means.
 //!
 //! A reader that goes away early (`codedb inspect DIR | head`) closes the pipe; the next write
 //! fails with EPIPE (Rust ignores SIGPIPE, so the process is not killed). The CLI then exits at
@@ -7,6 +8,8 @@
 //! and a command whose report was cut never claims success (a `verify` that found problems
 //! must not exit 0 because nobody read them). Any other write error exits 1 with a message.
 //! Commands print after their work is committed, so exiting here abandons only the report.
+//! Standard error (`codedb … 2>&1 | head`) is treated the same way, except that a write error
+//! other than a closed pipe is ignored: there is nowhere left to report it.
 
 use std::io::Write;
 
@@ -21,11 +24,29 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// `eprintln!` that handles a closed pipe (see the module docs).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::out::err_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use errln;
+
 /// Writes one line to standard output, or exits (see the module docs).
 pub fn line(args: std::fmt::Arguments<'_>) {
     let mut o = std::io::stdout().lock();
     if let Err(e) = o.write_fmt(args).and_then(|()| o.write_all(b"\n")) {
         failed(&e);
+    }
+}
+
+/// Writes one line to standard error; a closed pipe exits (see the module docs).
+pub fn err_line(args: std::fmt::Arguments<'_>) {
+    let mut e = std::io::stderr().lock();
+    if let Err(err) = e.write_fmt(args).and_then(|()| e.write_all(b"\n"))
+        && err.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(CLOSED_PIPE_EXIT);
     }
 }
 
@@ -43,6 +64,8 @@ pub fn failed(e: &std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(CLOSED_PIPE_EXIT);
     }
-    eprintln!("codedb: error: writing to standard output: {e}");
+    err_line(format_args!(
+        "codedb: error: writing to standard output: {e}"
+    ));
     std::process::exit(1);
 }

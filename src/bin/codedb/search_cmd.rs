@@ -18,7 +18,7 @@ use ndarray::{ArrayView2, s};
 
 use crate::args::usage;
 use crate::inputs;
-use crate::out::outln;
+use crate::out::{errln, outln};
 use crate::progress;
 
 /// `search --help` text after the options.
@@ -291,7 +291,7 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
         }
     };
     if a.verbose {
-        eprintln!(
+        errln!(
             "search: mode {}, {} rows, {} queries, threads {threads}, {:.3} s",
             mode.name(),
             snap.live_rows(),
