@@ -606,6 +606,16 @@ impl Index {
     /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
     /// rows were replaced.
     pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
+        self.upsert_rows_with_classes(batch, &[])
+    }
+
+    /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]).
+    pub fn upsert_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<u64> {
         let Some(ids) = batch.ids else {
             return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
         };
@@ -617,6 +627,11 @@ impl Index {
         )?;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        let staged_classes = if classes.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, classes)?)
+        };
         let mut found = Vec::new();
         for &id in ids {
             if let Some(loc) = w.find(id)? {
@@ -637,6 +652,9 @@ impl Index {
         }
         w.pending.changed |= !found.is_empty();
         self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
         Ok(found.len() as u64)
     }
 

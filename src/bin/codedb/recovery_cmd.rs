@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use codedb::storage::{Config, Index, SkippedManifest, Snapshot};
 
+use crate::out::{errln, outln};
+
 /// Says on stderr that `dir` is served at `version` because newer manifests do not read.
 pub fn warn_fell_back(dir: &Path, version: u64, skipped: &[SkippedManifest]) {
     if skipped.is_empty() {
@@ -14,7 +16,7 @@ pub fn warn_fell_back(dir: &Path, version: u64, skipped: &[SkippedManifest]) {
     }
     let lost: Vec<String> = skipped.iter().map(|s| s.version.to_string()).collect();
     for s in skipped {
-        eprintln!(
+        errln!(
             "codedb: warning: {}: manifest version {} ({}) does not read: {}",
             dir.display(),
             s.version,
@@ -22,7 +24,7 @@ pub fn warn_fell_back(dir: &Path, version: u64, skipped: &[SkippedManifest]) {
             s.error
         );
     }
-    eprintln!(
+    errln!(
         "codedb: warning: {}: serving version {version}, without the writes of version(s) {}; \
          writers refuse until `codedb recover {} --to-version {version}` accepts the loss (or \
          the damaged file is restored)",
@@ -57,22 +59,24 @@ pub fn recover(dir: &Path, to_version: u64, json: bool) -> Result<ExitCode> {
         if let Some(o) = v.as_object_mut() {
             o.insert("version".into(), index.version().into());
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     for d in &record.dropped {
-        println!(
+        outln!(
             "set aside manifest version {} ({}): {}",
-            d.version, d.moved_to, d.error
+            d.version,
+            d.moved_to,
+            d.error
         );
     }
     match record.published_version {
-        Some(v) => println!(
+        Some(v) => outln!(
             "kept version {} as version {v}; the index is writable again (record in {}/recovered/)",
             record.kept_version,
             dir.display()
         ),
-        None => println!(
+        None => outln!(
             "kept version {}; garbage collection works again (record in {}/recovered/)",
             record.kept_version,
             dir.display()
