@@ -231,9 +231,9 @@ which deletes the live ones and lists the others. --json prints {\"deleted\": n,
     /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
     /// and `sealed_version` to the compaction report.
     #[command(after_help = "Examples:
-  codedb compact my-index                          # seal the log, merge similar-sized segments
-  codedb compact my-index --full                   # seal the log, merge every segment into one
-  codedb compact my-index --deleted-threshold 0    # also drop every deleted row
+  codedb compact my-index                        # merge similar-sized segments
+  codedb compact my-index --full                 # merge every segment into one
+  codedb compact my-index --deleted-threshold 0  # also drop every deleted row
   codedb compact my-index --json
 
 The default (tiered) policy merges at least 4 segments of a similar size, and rewrites a segment
@@ -289,10 +289,10 @@ Exit codes: 0 every manifest reads, 1 a manifest does not read or DIR is not an 
     /// reads (named with --to-version), set the damaged manifests aside in DIR/recovered/ with
     /// a record of what was dropped, and make the index writable again.
     #[command(after_help = "Examples:
-  codedb versions my-index                 # shows which version is damaged and which reads
   codedb recover my-index --to-version 3
   codedb recover my-index --to-version 3 --json
 
+`codedb versions DIR` shows which version is damaged and which is the newest that reads.
 Until this runs, commands that read the index warn that they serve an older version, and every
 writer (add, delete, compact, gc, add-class) refuses. Restoring the damaged manifest from a
 backup instead needs no recover. Version numbers are never reused: the kept version is
