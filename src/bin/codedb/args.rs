@@ -65,6 +65,15 @@ pub fn u32_0(s: &str) -> Result<u32, String> {
     whole(s, 0)
 }
 
+/// clap value parser: a fraction from 0 to 1.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(_) => Err("must be a fraction from 0 to 1".into()),
+        Err(_) => Err(format!("'{s}' is not a number")),
+    }
+}
+
 /// The number of threads `--threads n` runs on: 0 means every core
 /// (`std::thread::available_parallelism`, which honours CPU affinity and cgroup quotas); more
 /// than the cores is capped at the cores, with one note on stderr — more threads than cores only

@@ -10,7 +10,6 @@ use codedb::classes::{
     NewClass, PriorScope, choose_prior_weight,
 };
 use codedb::model::Model;
-use codedb::storage::{Config, Index, Snapshot};
 
 use crate::inputs;
 use crate::out::outln;
@@ -40,7 +39,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     })?;
     // Argument combinations (--validation with its labels, --data and --parent, not with
     // --prior-weight; --data or --mean) are checked by clap.
-    let index = Index::open(a.dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
     let dim = Model::from_model_file(index.model())?.input_dim();
     let whom = inputs::index_model(a.dir);
     let data = a
@@ -150,7 +149,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
 }
 
 pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
-    let snap = Snapshot::open(dir)?;
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
     let dim = Model::from_model_file(snap.model())?.input_dim();
     let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
     let res = snap
@@ -215,7 +214,7 @@ pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
         count: u64,
         centroids: usize,
     }
-    let snap = Snapshot::open(dir)?;
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
     let Some(table) = snap.classes() else {
         if json {
             outln!("[]");

@@ -8,7 +8,9 @@ use anyhow::{Context, Result, bail};
 use codedb::classes::{AddOptions, ClassError, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
-use codedb::storage::{CompactionPolicy, Config, Index, StorageError, list_versions};
+use codedb::storage::{
+    CompactionPolicy, MergeReason, SkippedManifest, StorageError, list_versions,
+};
 
 use crate::args::usage;
 use crate::inputs;
@@ -216,7 +218,7 @@ pub fn train(a: &TrainArgs<'_>) -> Result<ExitCode> {
                 .with_context(|| format!("training {pipeline} on {}", data.display()))?
         }
         TrainSource::Index(dir) => {
-            let snap = codedb::storage::Snapshot::open(dir)?;
+            let snap = crate::recovery_cmd::open_snapshot(dir)?;
             codedb::model::classify::train_from_index(&snap, &spec, &opts).with_context(|| {
                 format!(
                     "training {pipeline} on the codes of index {}",
@@ -322,7 +324,7 @@ pub fn add(a: &AddArgs<'_>) -> Result<ExitCode> {
                 .with_context(|| format!("--lists {l}: expected label or nearest"))
         })
         .transpose()?;
-    let index = Index::open(a.dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
     let model = Model::from_model_file(index.model())?;
     let x = inputs::vectors_for(
         "--data",
@@ -411,7 +413,7 @@ pub fn delete(
     if let Some(f) = ids_file {
         ids.extend(codedb::io::read_ids(f)?);
     }
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let (live, missing) = if ignore_missing {
         // No writes are staged yet, so the snapshot is what the delete will see.
         let snap = index.snapshot();
@@ -469,8 +471,13 @@ pub fn delete(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+pub fn compact(dir: &Path, full: bool, deleted_threshold: f64, json: bool) -> Result<ExitCode> {
+    let policy = CompactionPolicy {
+        full,
+        max_deleted_fraction: deleted_threshold,
+        ..CompactionPolicy::default()
+    };
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let spinner = progress::spinner("compacting");
     // Rows still in the active log join the merge: seal them into a segment first.
     let log_rows = index.snapshot().active_log().map_or(0, |l| l.rows);
@@ -479,18 +486,19 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let policy = if full {
-        CompactionPolicy::full()
-    } else {
-        CompactionPolicy::default()
-    };
     let mut r = index.compact(&policy)?;
-    if sealed.is_some() && r.gc.is_none() {
+    if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
         // No merge ran (so no GC after it): remove the sealed log file now if no retained
         // version still names it.
-        r.gc = Some(index.gc()?);
+        match index.gc() {
+            Ok(g) => r.gc = Some(g),
+            Err(e) => r.gc_error = Some(e.to_string()),
+        }
     }
     spinner.finish_and_clear();
+    if let Some(e) = &r.gc_error {
+        errln!("codedb: warning: the compaction is committed, but garbage collection failed: {e}");
+    }
     if json {
         let mut v = serde_json::to_value(&r)?;
         if let Some(o) = v.as_object_mut() {
@@ -498,20 +506,41 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
             o.insert("sealed_version".into(), sealed.into());
         }
         outln!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        if let Some(v) = sealed {
-            outln!("sealed the active log ({log_rows} rows) into a segment: version {v}");
-        }
-        match r.version {
-            Some(v) => outln!("compacted: version {v}, {} merge(s)", r.merges.len()),
-            None => outln!("nothing to compact (version {})", r.based_on),
-        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(v) = sealed {
+        outln!("sealed the active log ({log_rows} rows) into a segment: version {v}");
+    }
+    for m in &r.merges {
+        outln!(
+            "merged {} segment(s) ({}): {} rows kept, {} deleted rows dropped",
+            m.sources.len(),
+            match m.reason {
+                MergeReason::Tier => "size tier",
+                MergeReason::Deletes => "deleted share at or above the threshold",
+                MergeReason::Full => "--full",
+            },
+            m.rows,
+            m.dropped
+        );
+    }
+    match r.version {
+        Some(v) => outln!("compacted: version {v}, {} merge(s)", r.merges.len()),
+        None => outln!("nothing to compact (version {})", r.based_on),
+    }
+    if r.deleted_rows_kept > 0 {
+        outln!(
+            "{} deleted row(s) stay stored: no segment holding them has {}% or more of its rows \
+             deleted (--deleted-threshold 0 or --full drops them)",
+            r.deleted_rows_kept,
+            deleted_threshold * 100.0
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let r = index.gc()?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
@@ -526,16 +555,54 @@ pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every manifest, a damaged one marked with its reason; exit 1 when any is damaged.
 pub fn versions(dir: &Path, json: bool) -> Result<ExitCode> {
     let v = list_versions(dir)?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for x in &v {
-            outln!("{:>8}  {}  {} rows", x.version, x.file, x.rows);
+            match (&x.error, x.rows, x.deleted) {
+                (None, Some(rows), Some(deleted)) => outln!(
+                    "{:>8}  {}  {rows} rows, {deleted} deleted",
+                    x.version,
+                    x.file
+                ),
+                (error, ..) => outln!(
+                    "{:>8}  {}  DAMAGED: {}",
+                    x.version,
+                    x.file,
+                    error.as_deref().unwrap_or("does not read")
+                ),
+            }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let damaged: Vec<_> = v.iter().filter(|x| x.is_damaged()).collect();
+    if damaged.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let readable = v.iter().rev().find(|x| !x.is_damaged()).map(|x| x.version);
+    let skipped: Vec<SkippedManifest> = damaged
+        .iter()
+        .filter(|x| readable.is_none_or(|r| x.version > r))
+        .map(|x| SkippedManifest {
+            version: x.version,
+            file: x.file.clone(),
+            error: x.error.clone().unwrap_or_default(),
+        })
+        .collect();
+    match readable {
+        Some(r) if !skipped.is_empty() => crate::recovery_cmd::warn_fell_back(dir, r, &skipped),
+        Some(r) => errln!(
+            "codedb: warning: {}: {} older manifest(s) do not read; garbage collection refuses \
+             until `codedb recover {} --to-version {r}` sets them aside (or they are restored)",
+            dir.display(),
+            damaged.len(),
+            dir.display()
+        ),
+        None => errln!("codedb: error: {}: no manifest reads", dir.display()),
+    }
+    Ok(ExitCode::from(1))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -18,6 +18,7 @@ mod eval_cmd;
 mod inputs;
 mod out;
 mod progress;
+mod recovery_cmd;
 mod search_cmd;
 
 use out::{errln, outln};
@@ -230,9 +231,15 @@ which deletes the live ones and lists the others. --json prints {\"deleted\": n,
     /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
     /// and `sealed_version` to the compaction report.
     #[command(after_help = "Examples:
-  codedb compact my-index           # seal the log, merge similar-sized segments
-  codedb compact my-index --full    # seal the log, merge every segment into one
-  codedb compact my-index --json")]
+  codedb compact my-index                        # merge similar-sized segments
+  codedb compact my-index --full                 # merge every segment into one
+  codedb compact my-index --deleted-threshold 0  # also drop every deleted row
+  codedb compact my-index --json
+
+The default (tiered) policy merges at least 4 segments of a similar size, and rewrites a segment
+on its own when 20% or more of its rows are deleted (--deleted-threshold); deleted rows of other
+segments stay stored, and the output says how many. --json reports each merge with its reason
+(tier, deletes, full) and deleted_rows_kept.")]
     Compact {
         /// The index directory.
         dir: PathBuf,
@@ -240,11 +247,17 @@ which deletes the live ones and lists the others. --json prints {\"deleted\": n,
         /// similar-sized segments).
         #[arg(long)]
         full: bool,
+        /// Rewrite a segment on its own when at least this fraction of its rows is deleted
+        /// (0 to 1; 0 = any deleted row).
+        #[arg(long, value_name = "FRACTION", default_value_t = 0.2,
+              value_parser = args::fraction, allow_negative_numbers = true)]
+        deleted_threshold: f64,
         /// Print the compaction report as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Remove files that no retained version references.
+    /// Remove files that no retained version references. Refuses while a manifest does not
+    /// read (which files it names is unknown): see `codedb recover`.
     #[command(after_help = "Examples:
   codedb gc my-index
   codedb gc my-index --json       # {removed, removed_bytes, kept_versions, ...}
@@ -257,14 +270,41 @@ Retained: the newest versions and recent ones (see README \"Retention\").")]
         #[arg(long)]
         json: bool,
     },
-    /// List the retained versions of an index.
+    /// List the versions (manifests) of an index; a manifest that does not read is listed as
+    /// DAMAGED with its reason, and the command then exits 1.
     #[command(after_help = "Examples:
   codedb versions my-index
-  codedb versions my-index --json | jq '.[-1].rows'")]
+  codedb versions my-index --json | jq '.[-1].rows'
+
+Exit codes: 0 every manifest reads, 1 a manifest does not read or DIR is not an index.")]
     Versions {
         /// The index directory.
         dir: PathBuf,
-        /// Print one object per version (version, file, rows, deleted, segments, …) as JSON.
+        /// Print one object per version (version, file, rows, deleted, segments, …, error) as
+        /// JSON; the counts are null for a manifest that does not read.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept the loss of versions whose manifests do not read: keep the newest version that
+    /// reads (named with --to-version), set the damaged manifests aside in DIR/recovered/ with
+    /// a record of what was dropped, and make the index writable again.
+    #[command(after_help = "Examples:
+  codedb recover my-index --to-version 3
+  codedb recover my-index --to-version 3 --json
+
+`codedb versions DIR` shows which version is damaged and which is the newest that reads.
+Until this runs, commands that read the index warn that they serve an older version, and every
+writer (add, delete, compact, gc, add-class) refuses. Restoring the damaged manifest from a
+backup instead needs no recover. Version numbers are never reused: the kept version is
+published again under a number above the dropped ones.")]
+    Recover {
+        /// The index directory.
+        dir: PathBuf,
+        /// The version to keep: the newest one whose manifest reads.
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = args::count_u64)]
+        to_version: u64,
+        /// Print the recovery record (kept_version, published_version, dropped, version) as
+        /// JSON.
         #[arg(long)]
         json: bool,
     },
@@ -646,7 +686,17 @@ fn run(command: Command) -> Result<ExitCode> {
             ignore_missing,
             json,
         } => commands::delete(&dir, ids, ids_file.as_deref(), ignore_missing, json),
-        Command::Compact { dir, full, json } => commands::compact(&dir, full, json),
+        Command::Compact {
+            dir,
+            full,
+            deleted_threshold,
+            json,
+        } => commands::compact(&dir, full, deleted_threshold, json),
+        Command::Recover {
+            dir,
+            to_version,
+            json,
+        } => recovery_cmd::recover(&dir, to_version, json),
         Command::Gc { dir, json } => commands::gc(&dir, json),
         Command::Versions { dir, json } => commands::versions(&dir, json),
         Command::Classes { dir, json } => class_cmd::classes(&dir, json),
@@ -734,6 +784,7 @@ fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
     }
     if path.is_dir() {
         let r = inspect_dir(path)?;
+        recovery_cmd::warn_fell_back(path, r.version, &r.skipped_manifests);
         if json {
             outln!("{}", serde_json::to_string_pretty(&r)?);
         } else {
@@ -756,6 +807,21 @@ fn inspect(path: &Path, json: bool) -> Result<ExitCode> {
 fn print_index(r: &IndexReport) {
     outln!("index      {}", r.dir.display());
     outln!("version    {}", r.version);
+    for s in &r.skipped_manifests {
+        outln!(
+            "skipped    version {} ({}) does not read: writes refused until codedb recover",
+            s.version,
+            s.file
+        );
+    }
+    for rec in &r.recoveries {
+        let dropped: Vec<String> = rec.dropped.iter().map(|d| d.version.to_string()).collect();
+        outln!(
+            "recovered  kept version {}, dropped damaged version(s) {} (see recovered/)",
+            rec.kept_version,
+            dropped.join(", ")
+        );
+    }
     outln!("rows       {} live, {} deleted", r.rows, r.deleted);
     outln!("segments   {}", r.segments);
     outln!("classes    {}", r.classes);
@@ -999,12 +1065,20 @@ fn verify(path: &Path, json: bool) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&report).context("JSON")?);
     } else {
         for p in &report.problems {
+            let by = if p.referenced_by.is_empty() {
+                String::new()
+            } else {
+                format!(" (named by {})", p.referenced_by.join(", "))
+            };
             outln!(
-                "PROBLEM {} [{}]: {}",
+                "PROBLEM {} [{}]: {}{by}",
                 p.path.display(),
                 p.section,
                 p.message
             );
+        }
+        for n in &report.notes {
+            outln!("note: {}: {}", n.path.display(), n.message);
         }
         if !report.unreferenced.is_empty() {
             outln!(

@@ -215,7 +215,7 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
     {
         usage!("--radius is a Hamming hash lookup; it does not take --mode {m}");
     }
-    let snap = Snapshot::open(a.dir)?;
+    let snap = crate::recovery_cmd::open_snapshot(a.dir)?;
     let model = Model::from_model_file(snap.model())
         .with_context(|| format!("the model of {}", a.dir.display()))?;
     let mode = match a.mode {
