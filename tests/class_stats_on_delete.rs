@@ -243,7 +243,7 @@ fn upserts_move_rows_between_classes_exactly() {
     let ids: Vec<u64> = (0..30).collect();
     let src: Vec<usize> = (n..n + 30).collect();
     let labels: Vec<u32> = src.iter().map(|&i| y[i]).collect();
-    let replaced = idx
+    let (_, replaced) = idx
         .upsert_descriptors(
             &m,
             x.select(Axis(0), &src).view(),
@@ -252,13 +252,12 @@ fn upserts_move_rows_between_classes_exactly() {
                 labels: Some(&labels),
                 ..AddOptions::default()
             },
-            ClassStats::Update,
         )
         .unwrap();
     assert_eq!(replaced, 30);
     let again = [n + 40];
     let again_label = [y[n + 40]];
-    idx.upsert_descriptors(
+    idx.upsert_descriptors_with(
         &m,
         x.select(Axis(0), &again).view(),
         &AddOptions {
@@ -315,7 +314,6 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
                 labels: Some(&[y[n]]),
                 ..AddOptions::default()
             },
-            ClassStats::Update,
         )
         .unwrap_err();
     assert!(
@@ -332,6 +330,30 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
     idx.commit().unwrap();
     assert_eq!(idx.snapshot().classes().unwrap(), &before);
     assert!(idx.snapshot().get(5).unwrap().is_none());
+    // So does an upsert told to: the replaced row stays in its class, the new one joins its.
+    let (_, replaced) = idx
+        .upsert_descriptors_with(
+            &m,
+            x.slice(ndarray::s![n..n + 1, ..]),
+            &AddOptions {
+                ids: Some(&[7]),
+                labels: Some(&[y[n]]),
+                ..AddOptions::default()
+            },
+            ClassStats::Keep,
+        )
+        .unwrap();
+    assert_eq!(replaced, 1);
+    idx.commit().unwrap();
+    let t = idx.snapshot().classes().unwrap().clone();
+    for c in &before.classes {
+        assert_eq!(
+            class(&t, c.id).0,
+            c.count + u64::from(c.id == y[n]),
+            "class {}",
+            c.id
+        );
+    }
     // Rows with no label, or a label that is no class, need nothing.
     let plain = tempfile::tempdir().unwrap();
     let i2 = Index::create(plain.path(), &m.to_model_file(), Config::default()).unwrap();

@@ -116,13 +116,6 @@ pub(crate) fn class_records_stored(
     sum_by_label(x, labels, stored, &|id| (id.to_string(), None))
 }
 
-/// Rows of descriptors made ready to add: their classes' count/sum deltas, list ids, codes.
-struct EncodedRows {
-    deltas: Vec<ClassRecord>,
-    lists: Option<Vec<u32>>,
-    codes: Vec<u8>,
-}
-
 impl Index {
     /// Encodes the rows of `x` with `model` (the index's model) and adds them, with their
     /// stored vectors when the index keeps vectors, their list ids per `opts.lists`, and — for
@@ -136,61 +129,54 @@ impl Index {
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
     ) -> Result<Vec<u64>> {
-        let EncodedRows {
-            deltas,
-            lists,
-            codes,
-        } = self.encode_descriptors(model, x, opts)?;
-        let batch = RowBatch {
-            ids: opts.ids,
-            labels: opts.labels,
-            lists: lists.as_deref(),
-            vectors: self.vector_spec().map(|_| x.view()),
-            ..RowBatch::new(&codes)
-        };
-        Ok(self.add_rows_with_classes(&batch, &deltas)?)
+        let p = self.prepare_descriptors(model, x, opts)?;
+        Ok(self.add_rows_with_classes(&p.batch(self, &x, opts), &p.deltas)?)
     }
 
-    /// [`Index::add_descriptors`] that replaces the live row of each given id (`opts.ids` is
-    /// required) instead of refusing it, in the same commit: a replaced row that counts in a
-    /// class leaves it per `stats` (its stored vector is subtracted, see [`ClassStats`]) and a
-    /// new labelled row joins its class. Returns how many rows were replaced. Everything is
-    /// checked first; on error nothing is staged.
+    /// [`Index::add_descriptors`] that replaces the live row of each given id instead of
+    /// refusing it (the old row is deleted in the same commit, [`Index::upsert_rows`]);
+    /// `opts.ids` is required. A replaced row that counts in a class leaves it (its stored
+    /// vector is subtracted) and a new labelled row joins its class: [`ClassStats::Update`],
+    /// see [`Index::upsert_descriptors_with`]. Returns the rows' ids and how many live rows
+    /// were replaced.
     pub fn upsert_descriptors(
         &self,
         model: &Model,
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
-        stats: ClassStats,
-    ) -> Result<u64> {
-        if opts.ids.is_none() {
-            return Err(ClassError::invalid(
-                "ids",
-                "an upsert replaces rows by id: give the ids of its rows",
-            ));
-        }
-        let EncodedRows {
-            deltas,
-            lists,
-            codes,
-        } = self.encode_descriptors(model, x, opts)?;
-        let batch = RowBatch {
-            ids: opts.ids,
-            labels: opts.labels,
-            lists: lists.as_deref(),
-            vectors: self.vector_spec().map(|_| x.view()),
-            ..RowBatch::new(&codes)
-        };
-        Ok(self.upsert_rows_with_classes(&batch, &deltas, stats)?)
+    ) -> Result<(Vec<u64>, u64)> {
+        self.upsert_descriptors_with(model, x, opts, ClassStats::Update)
     }
 
-    /// The class deltas, list ids and codes of rows `x` (see [`Index::add_descriptors`]).
-    fn encode_descriptors(
+    /// [`Index::upsert_descriptors`] with what happens to the classes of the replaced rows
+    /// ([`ClassStats`]; `Keep` for an index without stored vectors). Everything is checked
+    /// first; on error nothing is staged.
+    pub fn upsert_descriptors_with(
         &self,
         model: &Model,
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
-    ) -> Result<EncodedRows> {
+        stats: ClassStats,
+    ) -> Result<(Vec<u64>, u64)> {
+        let Some(ids) = opts.ids else {
+            return Err(ClassError::invalid(
+                "ids",
+                "an upsert needs the ids of its rows",
+            ));
+        };
+        let p = self.prepare_descriptors(model, x, opts)?;
+        let replaced = self.upsert_rows_with(&p.batch(self, &x, opts), &p.deltas, stats)?;
+        Ok((ids.to_vec(), replaced))
+    }
+
+    /// Checks, encodes and assigns lists for [`Index::add_descriptors`] and
+    /// [`Index::upsert_descriptors`]; stages nothing.
+    fn prepare_descriptors(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+    ) -> Result<PreparedRows> {
         if model.id() != self.model().model_id {
             return Err(ClassError::ModelMismatch {
                 expected: self.model().model_id.to_string(),
@@ -240,10 +226,10 @@ impl Index {
             Some(how) => Some(self.assign_lists(how, model, x, opts.labels)?),
         };
         let codes = model.encode(x)?;
-        Ok(EncodedRows {
-            deltas,
-            lists,
+        Ok(PreparedRows {
             codes,
+            lists,
+            deltas,
         })
     }
 
@@ -291,5 +277,29 @@ impl Index {
                 lists: None,
             },
         )
+    }
+}
+
+/// Rows ready to stage: their codes, list ids and per-class count/sum deltas.
+struct PreparedRows {
+    codes: Vec<u8>,
+    lists: Option<Vec<u32>>,
+    deltas: Vec<ClassRecord>,
+}
+
+impl PreparedRows {
+    fn batch<'a>(
+        &'a self,
+        index: &Index,
+        x: &'a ArrayView2<'_, f32>,
+        opts: &AddOptions<'a>,
+    ) -> RowBatch<'a> {
+        RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: self.lists.as_deref(),
+            vectors: index.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&self.codes)
+        }
     }
 }
