@@ -3,7 +3,7 @@
 # every file of at most 4 KiB (the parsers' -max_len): a file of another kind still exercises
 # the header and kind checks, and mutating its kind field (the targets also retry with fixed
 # checksums) reaches the section readers with foreign sections. `block_checks` also gets the
-# v1.3 segments (up to 32 KiB, run it with -max_len=32768): their columns span several 4 KiB
+# v1.4 segments (up to 32 KiB, run it with -max_len=32768): their columns span several 4 KiB
 # blocks. Corpus directories are git-ignored. Run from anywhere.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

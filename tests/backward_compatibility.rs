@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.3); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.4); older
 //! folders are never rewritten.
 
 mod common;
@@ -8,12 +8,15 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use codedb::format::{
-    ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, ListEntry, Manifest, ModelFile,
-    OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log, section_kind,
+    ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, FormatVersion, ListEntry,
+    Manifest, ModelFile, OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log,
+    section_kind,
 };
 use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
-use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13};
+use common::{
+    golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
+};
 
 /// The v1.0 folder (never rewritten).
 fn v1_0_dir() -> PathBuf {
@@ -30,14 +33,19 @@ fn bless_or_read_v1_2() -> PathBuf {
     g12::dir()
 }
 
-/// The current version's folder (v1.3), written first when `CODEDB_BLESS` is set.
+/// The v1.3 folder (never rewritten).
 fn bless_or_read_v1_3() -> PathBuf {
+    g13::dir()
+}
+
+/// The current version's folder (v1.4), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_4() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g13::dir();
+    let dir = g14::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g13::files() {
+            for (name, bytes) in g14::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -109,7 +117,11 @@ fn same_but_added_sections(name: &str, new: &[u8], old: &[u8], minor: u8, added:
     let new_c = Container::from_slice(new, n, None).unwrap();
     let old_c = Container::from_slice(old, o, None).unwrap();
     assert_eq!(old_c.version(), (1, minor as u16), "{name}");
-    assert_eq!(new_c.version(), (1, 3), "{name} is written as format 1.3");
+    assert_eq!(
+        new_c.version(),
+        (1, FormatVersion::MINOR),
+        "{name}: this build's version"
+    );
     assert_eq!(new_c.header().kind, old_c.header().kind, "{name}");
     assert_eq!(new_c.header().file_id, old_c.header().file_id, "{name}");
     let kept: Vec<usize> = (0..new_c.entries().len())
@@ -137,7 +149,11 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
     let seg_b = golden::name("seg", golden::SEG_B_ID, "seg");
     for (name, bytes) in golden::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 3, "{name} is written as format 1.3");
+        assert_eq!(
+            bytes[10] as u16,
+            FormatVersion::MINOR,
+            "{name}: this build's minor"
+        );
         if name == seg_b {
             let r = SegmentReader::from_bytes(&bytes, Path::new(&name)).unwrap();
             let e = |list, first_row| ListEntry { list, first_row };
@@ -173,7 +189,11 @@ fn v1_1_values_written_by_this_build_change_only_the_minor_version() {
     let dir = bless_or_read();
     for (name, bytes) in g11::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 3, "{name} is written as format 1.3");
+        assert_eq!(
+            bytes[10] as u16,
+            FormatVersion::MINOR,
+            "{name}: this build's minor"
+        );
         if name.starts_with("seg-") {
             let added = [section_kind::SEG_BLOCK_CHECKSUMS];
             same_but_added_sections(&name, &bytes, &on_disk, 1, &added);
@@ -197,17 +217,145 @@ fn v1_2_values_written_by_this_build_add_only_the_block_checksums() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_3_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.3 and add a new folder.
+fn v1_3_values_written_by_this_build_change_only_the_minor_version() {
+    // Format 1.4 changed no class-table byte (the v1.3 set holds class tables only).
     let dir = bless_or_read_v1_3();
     for (name, bytes) in g13::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            with_minor(bytes, 3) == on_disk,
+            "{name}: this build's bytes differ from 1.3 beyond the minor version"
+        );
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_4_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.4 and add a new folder.
+    let dir = bless_or_read_v1_4();
+    for (name, bytes) in g14::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
             "{name} differs from what this build writes"
         );
     }
+}
+
+#[test]
+fn v1_3_golden_class_delta_removes_images_exactly() {
+    let dir = bless_or_read_v1_3();
+    let base_path = dir.join(golden::name("classes", g13::BASE_ID, "cls"));
+    let delta_path = dir.join(golden::name("classes", g13::DELTA_ID, "cls"));
+    let mut base = ClassTable::open(&base_path).unwrap();
+    assert_eq!(base, g13::base());
+    let delta = ClassTable::open(&delta_path).unwrap();
+    assert_eq!(delta, g13::delta());
+    let bytes = std::fs::read(&delta_path).unwrap();
+    assert_eq!(bytes[10], 3, "written by format 1.3");
+    let c = codedb::format::Container::from_slice(&bytes, &delta_path, None).unwrap();
+    let removed = c
+        .entries()
+        .iter()
+        .find(|e| e.kind == section_kind::CLS_REMOVED)
+        .expect("the delta carries a removed section");
+    assert!(
+        removed.required(),
+        "a reader that does not know it must refuse the delta"
+    );
+    assert_eq!(removed.raw_len, 4 * 8);
+    // The base, which removes nothing, has no such section (its bytes are a 1.2 table's).
+    let b = std::fs::read(&base_path).unwrap();
+    let cb = codedb::format::Container::from_slice(&b, &base_path, None).unwrap();
+    assert!(
+        cb.entries()
+            .iter()
+            .all(|e| e.kind != section_kind::CLS_REMOVED)
+    );
+
+    base.fold(&delta, &dir).unwrap();
+    let got: Vec<(u32, u64, Vec<f64>)> = base
+        .classes
+        .iter()
+        .map(|c| (c.id, c.count, c.sum.clone()))
+        .collect();
+    let want: Vec<(u32, u64, Vec<f64>)> = g13::folded()
+        .into_iter()
+        .map(|(id, n, s)| (id, n, s.to_vec()))
+        .collect();
+    assert_eq!(got, want, "counts and sums after the removals, exactly");
+    assert!(
+        base.classes.iter().all(|c| c.removed == 0),
+        "a folded table holds counts"
+    );
+    let emptied = &base.classes[1];
+    assert!(emptied.sum.iter().all(|v| v.to_bits() == 0), "exactly +0.0");
+}
+
+#[test]
+fn class_removals_break_no_rule_unnoticed() {
+    let dir = bless_or_read_v1_3();
+    let delta_path = dir.join(golden::name("classes", g13::DELTA_ID, "cls"));
+    let good = std::fs::read(&delta_path).unwrap();
+    let corrupt = |bytes: &[u8], want: &str| {
+        let err = ClassTable::from_bytes(bytes, &delta_path).unwrap_err();
+        assert!(matches!(&err, FormatError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    // The section in a file that claims format 1.2, which does not define it.
+    corrupt(&with_minor(good.clone(), 2), "format 1.2 file");
+    // A 1.2 reader meets an unknown required section: rebuilt with kind 37 renamed to an
+    // unknown kind, this build refuses it the way 1.2 refuses kind 37.
+    let c = codedb::format::Container::from_slice(&good, &delta_path, None).unwrap();
+    let rebuild = |kind_of: &dyn Fn(u32) -> u32, delta: bool| {
+        let mut w = ContainerWriter::new(
+            Vec::new(),
+            FileKind::ClassTable,
+            c.header().file_id,
+            &delta_path,
+        )
+        .unwrap();
+        for (i, e) in c.entries().iter().enumerate() {
+            let mut bytes = c.stored(i).to_vec();
+            if e.kind == section_kind::META && !delta {
+                bytes[12..32].fill(0); // no DELTA flag, no base id
+            }
+            w.section(kind_of(e.kind), e.required(), &bytes).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let unknown = rebuild(
+        &|k| {
+            if k == section_kind::CLS_REMOVED {
+                39
+            } else {
+                k
+            }
+        },
+        true,
+    );
+    let err = ClassTable::from_bytes(&unknown, &delta_path).unwrap_err();
+    assert!(
+        matches!(&err, FormatError::UnknownRequiredSection { .. }),
+        "{err}"
+    );
+    // Removals in a base table.
+    corrupt(&rebuild(&|k| k, false), "removes no images");
+    // A delta that removes more images than the class has.
+    let mut base = g13::base();
+    let mut greedy = g13::delta();
+    greedy.classes[1].removed = 3;
+    let err = base.fold(&greedy, &dir).unwrap_err();
+    assert!(
+        err.to_string().contains("3 image(s) removed, it has 2"),
+        "{err}"
+    );
+    assert_eq!(base, g13::base(), "a refused fold changes nothing");
+    // Writers refuse removals in a base table too.
+    let mut b = g13::base();
+    b.classes[0].removed = 1;
+    assert!(b.to_bytes().is_err());
 }
 
 #[test]
@@ -491,10 +639,10 @@ fn unknown_major_version_is_refused_with_a_clear_error() {
     );
 }
 
-/// A golden v1.3 segment rebuilt section by section, with section kind `kind` replaced by
+/// A golden v1.4 segment rebuilt section by section, with section kind `kind` replaced by
 /// `with` (when given) and the header's minor version set to `minor`; checksums recomputed.
-fn v1_3_segment_with(id: u128, kind: u32, with: Option<&[u8]>, minor: u8) -> Vec<u8> {
-    let path = bless_or_read_v1_3().join(golden::name("seg", id, "seg"));
+fn v1_4_segment_with(id: u128, kind: u32, with: Option<&[u8]>, minor: u8) -> Vec<u8> {
+    let path = bless_or_read_v1_4().join(golden::name("seg", id, "seg"));
     let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
     let c = r.container();
     let mut w =
@@ -510,22 +658,22 @@ fn v1_3_segment_with(id: u128, kind: u32, with: Option<&[u8]>, minor: u8) -> Vec
 }
 
 #[test]
-fn v1_3_golden_segments_read_with_their_values_and_their_block_checksums() {
+fn v1_4_golden_segments_read_with_their_values_and_their_block_checksums() {
     use codedb::format::RowColumn;
     use codedb::format::block_checksums;
-    let dir = bless_or_read_v1_3();
-    let path_a = dir.join(golden::name("seg", g13::SEG_A_ID, "seg"));
-    let path_b = dir.join(golden::name("seg", g13::SEG_B_ID, "seg"));
+    let dir = bless_or_read_v1_4();
+    let path_a = dir.join(golden::name("seg", g14::SEG_A_ID, "seg"));
+    let path_b = dir.join(golden::name("seg", g14::SEG_B_ID, "seg"));
     let a = SegmentReader::open(&path_a, OpenOptions::default()).unwrap();
     let b = SegmentReader::open(&path_b, OpenOptions::default()).unwrap();
-    assert_eq!(a.container().header().minor, 3);
-    let rows = g13::ROWS;
-    assert_eq!(a.ids(), &(0..rows).map(g13::id_a).collect::<Vec<_>>()[..]);
+    assert_eq!(a.container().header().minor, 4);
+    let rows = g14::ROWS;
+    assert_eq!(a.ids(), &(0..rows).map(g14::id_a).collect::<Vec<_>>()[..]);
     assert_eq!(
         a.codes(),
-        &(0..rows).flat_map(g13::code_a).collect::<Vec<_>>()[..]
+        &(0..rows).flat_map(g14::code_a).collect::<Vec<_>>()[..]
     );
-    assert_eq!(a.labels().unwrap()[7], g13::label_a(7));
+    assert_eq!(a.labels().unwrap()[7], g14::label_a(7));
     assert_eq!(a.lists().unwrap()[599], 9);
     let e = |list, first_row| ListEntry { list, first_row };
     assert_eq!(
@@ -533,13 +681,13 @@ fn v1_3_golden_segments_read_with_their_values_and_their_block_checksums() {
         Some(&[e(0, 0), e(3, 150), e(6, 300), e(9, 450)][..])
     );
     let v = a.vector_column().unwrap();
-    let mut row = [0f32; g13::DIM];
-    assert!(v.row_into(599, g13::DIM, &mut row));
-    assert_eq!(row, g13::vector_a(599));
-    assert_eq!(b.ids()[599], g13::id_b(599));
-    assert_eq!(b.fastscan_codes().unwrap().1, g13::M_B);
+    let mut row = [0f32; g14::DIM];
+    assert!(v.row_into(599, g14::DIM, &mut row));
+    assert_eq!(row, g14::vector_a(599));
+    assert_eq!(b.ids()[599], g14::id_b(599));
+    assert_eq!(b.fastscan_codes().unwrap().1, g14::M_B);
     for r in [0, 31, 32, 599] {
-        assert_eq!(b.code(r).unwrap(), &g13::code_b(r), "row {r}");
+        assert_eq!(b.code(r).unwrap(), &g14::code_b(r), "row {r}");
     }
 
     // The section: optional, 4 KiB blocks, one entry per row column in file order.
@@ -655,7 +803,7 @@ fn v1_3_golden_segments_read_with_their_values_and_their_block_checksums() {
 #[test]
 fn block_checksum_sections_break_no_rule_unnoticed() {
     use codedb::format::block_checksums::{self, ColumnBlockCrcs};
-    let path = bless_or_read_v1_3().join(golden::name("seg", g13::SEG_B_ID, "seg"));
+    let path = bless_or_read_v1_4().join(golden::name("seg", g14::SEG_B_ID, "seg"));
     let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
     let c = r.container();
     let i = c
@@ -666,12 +814,12 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     let kind = section_kind::SEG_BLOCK_CHECKSUMS;
     let good = std::fs::read(&path).unwrap();
     assert!(
-        v1_3_segment_with(g13::SEG_B_ID, kind, None, 3) == good,
+        v1_4_segment_with(g14::SEG_B_ID, kind, None, 4) == good,
         "the rebuild is exact"
     );
     let refused = |cols: &[ColumnBlockCrcs], minor: u8, want: &str| {
-        let bytes = v1_3_segment_with(
-            g13::SEG_B_ID,
+        let bytes = v1_4_segment_with(
+            g14::SEG_B_ID,
             kind,
             Some(&block_checksums::encode(cols)),
             minor,
@@ -683,32 +831,32 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
         );
         assert!(err.to_string().contains(want), "{err}");
     };
-    // In a file that claims 1.2, which does not define the section.
-    refused(&cols, 2, "format 1.2 file");
+    // In a file that claims 1.3, which does not define the section.
+    refused(&cols, 3, "format 1.3 file");
     // Checksums of a column the segment does not have, or listed twice.
     let mut extra = cols.clone();
     extra.push(ColumnBlockCrcs {
         kind: 4,
         ..cols[0].clone()
     });
-    refused(&extra, 3, "labels, which is not a row column");
+    refused(&extra, 4, "labels, which is not a row column");
     let mut twice = cols.clone();
     twice.push(cols[0].clone());
-    refused(&twice, 3, "listed twice");
+    refused(&twice, 4, "listed twice");
     // A column length that is not the column's.
     let mut short = cols.clone();
     short[0].len -= 8;
     let n = short[0].len.div_ceil(4096) as usize;
     short[0].crcs.truncate(n);
-    refused(&short, 3, "the column has 4800 bytes");
+    refused(&short, 4, "the column has 4800 bytes");
     // A wrong checksum with a consistent section CRC: refused when every checksum is checked.
     let mut wrong = cols.clone();
     wrong[1].crcs[4] ^= 1;
-    let bytes = v1_3_segment_with(
-        g13::SEG_B_ID,
+    let bytes = v1_4_segment_with(
+        g14::SEG_B_ID,
         kind,
         Some(&block_checksums::encode(&wrong)),
-        3,
+        4,
     );
     let err = SegmentReader::from_bytes(&bytes, &path).unwrap_err();
     assert!(
@@ -716,7 +864,7 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
             .contains("codes_fastscan block 4 (rows 512..600)"),
         "{err}"
     );
-    // Without the section (as a 1.2 writer would have written it) the file still reads, one
+    // Without the section (as a 1.3 writer would have written it) the file still reads, one
     // block per column.
     let w = {
         let mut w =

@@ -233,13 +233,13 @@ fn model_writer_refuses_what_the_reader_refuses() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The append-log and block-check targets (format 1.3)
+// The append-log and block-check targets (format 1.4)
 
 /// Every golden file of every version, by folder.
 fn all_golden_files() -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden");
     let mut out = Vec::new();
-    for v in ["v1.0", "v1.1", "v1.2", "v1.3"] {
+    for v in ["v1.0", "v1.1", "v1.2", "v1.3", "v1.4"] {
         let mut names: Vec<_> = std::fs::read_dir(root.join(v))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -309,7 +309,7 @@ fn block_checks_report_every_damaged_block_of_the_v1_3_golden_segments() {
     use codedb::format::section_kind::{SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_VECTORS};
     let segs: Vec<_> = all_golden_files()
         .into_iter()
-        .filter(|(p, _)| p.parent().unwrap().ends_with("v1.3"))
+        .filter(|(p, _)| p.parent().unwrap().ends_with("v1.4"))
         .collect();
     assert_eq!(segs.len(), 2);
     for (_, good) in segs {

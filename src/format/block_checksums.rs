@@ -1,12 +1,12 @@
 //! Per-block checksums of a segment's row columns (section `block_checksums`, FORMAT.md §3.5,
-//! format 1.3) and the record of which blocks a reader has checked.
+//! format 1.4) and the record of which blocks a reader has checked.
 //!
 //! Why: a large segment is opened without checksumming its columns, so that opening stays O(1);
 //! but no answer may be computed from bytes nobody checked. Each row column is cut into blocks
 //! of [`BLOCK_BYTES`] with one CRC-32 per block; a reader checks the blocks a scan touches the
 //! first time it touches them and remembers them in an atomic bitset ([`ColumnCheck`]), so the
 //! first scan pays the checksums once and later scans one atomic load per block. Columns of
-//! segments written before 1.3 have no block checksums: they count as a single block whose CRC
+//! segments written before 1.4 have no block checksums: they count as a single block whose CRC
 //! is the column's own section checksum, checked as a whole on first touch.
 
 use std::ops::Range;

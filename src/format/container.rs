@@ -41,17 +41,22 @@ pub enum FormatVersion {
     /// `codes_fastscan`, FORMAT.md §3.4) instead of row-major (section 3). A 1.1 reader refuses
     /// such a segment as an unknown required section; every 1.1 file is a valid 1.2 file.
     V1_2,
-    /// 1.3: segments carry one CRC-32 per 64 KiB block of every row column (optional section
-    /// 9, `block_checksums`, FORMAT.md §3.5), so a reader that opened a large segment without
-    /// checksumming its columns checks exactly the blocks a scan touches, once. A 1.2 reader
-    /// skips the section; every 1.2 file is a valid 1.3 file.
+    /// 1.3: class-table deltas may remove images from classes (section 37, `removed`,
+    /// FORMAT.md §5.2), so deletes and upserts of labelled rows keep class means exact. A 1.2
+    /// reader refuses such a delta as an unknown required section; every 1.2 file is a valid
+    /// 1.3 file.
     V1_3,
+    /// 1.4: segments carry one CRC-32 per 64 KiB block of every row column (optional section
+    /// 9, `block_checksums`, FORMAT.md §3.5), so a reader that opened a large segment without
+    /// checksumming its columns checks exactly the blocks a scan touches, once. A 1.3 reader
+    /// skips the section; every 1.3 file is a valid 1.4 file.
+    V1_4,
 }
 
 impl FormatVersion {
-    pub const CURRENT: FormatVersion = FormatVersion::V1_3;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_4;
     pub const MAJOR: u16 = 1;
-    pub const MINOR: u16 = 3;
+    pub const MINOR: u16 = 4;
 
     pub fn numbers(self) -> (u16, u16) {
         match self {
@@ -59,6 +64,7 @@ impl FormatVersion {
             FormatVersion::V1_1 => (1, 1),
             FormatVersion::V1_2 => (1, 2),
             FormatVersion::V1_3 => (1, 3),
+            FormatVersion::V1_4 => (1, 4),
         }
     }
 }

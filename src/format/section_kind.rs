@@ -20,7 +20,7 @@ pub const SEG_LIST_INDEX: u32 = 7;
 /// The code column of a 4-bit PQ segment in the block-interleaved fast-scan layout (format
 /// 1.2, required; replaces [`SEG_CODES`] in such segments, FORMAT.md §3.4).
 pub const SEG_CODES_FASTSCAN: u32 = 8;
-/// One CRC-32 per block of every row column (format 1.3, optional: a reader that does not know
+/// One CRC-32 per block of every row column (format 1.4, optional: a reader that does not know
 /// it checks whole columns instead; FORMAT.md §3.5).
 pub const SEG_BLOCK_CHECKSUMS: u32 = 9;
 
@@ -33,6 +33,9 @@ pub const CLS_NAMES: u32 = 33;
 pub const CLS_SUMS: u32 = 34;
 pub const CLS_CENTROIDS: u32 = 35;
 pub const CLS_CENTROID_WEIGHTS: u32 = 36;
+/// Images each record of a delta removes from its class (format 1.3, required; only in deltas
+/// that remove images, FORMAT.md §5.2).
+pub const CLS_REMOVED: u32 = 37;
 
 // deletion bitmap (§6)
 pub const DEL_BITS: u32 = 48;
@@ -66,6 +69,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::ClassTable, CLS_SUMS) => "sums",
         (FileKind::ClassTable, CLS_CENTROIDS) => "centroids",
         (FileKind::ClassTable, CLS_CENTROID_WEIGHTS) => "centroid_weights",
+        (FileKind::ClassTable, CLS_REMOVED) => "removed",
         (FileKind::DeletionBitmap, DEL_BITS) => "bits",
         (FileKind::Manifest, MAN_STRINGS) => "strings",
         (FileKind::Manifest, MAN_SEGMENTS) => "segments",

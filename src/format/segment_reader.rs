@@ -14,7 +14,7 @@
 //! **Checked bytes.** The column views are the file's bytes as they are: a reader opened with
 //! `ChecksumPolicy::All` checked every one of them, one opened with `SkipColumns` (large segments,
 //! O(1) open) none. [`SegmentReader::check_rows`] checks the blocks of a column that hold some rows
-//! against the segment's block checksums (FORMAT.md §3.5; a segment older than 1.3 has one block
+//! against the segment's block checksums (FORMAT.md §3.5; a segment older than 1.4 has one block
 //! per column, its section CRC) and remembers the blocks it found good, so each block is
 //! checksummed at most once per open segment. Code that answers queries from a segment reads its
 //! rows through the checked accessors of `storage::Block`, which call it first.
@@ -335,7 +335,7 @@ impl SegmentReader {
             .map_or((0, 0), |(_, _, chk)| (chk.good_count(), chk.count()))
     }
 
-    /// Whether column `col` has block checksums (format 1.3), rather than one checksum for the
+    /// Whether column `col` has block checksums (format 1.4), rather than one checksum for the
     /// whole column.
     pub fn has_block_checksums(&self, col: RowColumn) -> bool {
         self.checks
@@ -625,11 +625,11 @@ fn column_checks(
     let mut stored = match c.find_one(SEG_BLOCK_CHECKSUMS)? {
         None => Vec::new(),
         Some(i) => {
-            if c.version() < (1, 3) {
+            if c.version() < (1, 4) {
                 return Err(c.corrupt(
                     "block_checksums",
                     &format!(
-                        "block checksums in a format {}.{} file (defined by 1.3)",
+                        "block checksums in a format {}.{} file (defined by 1.4)",
                         c.version().0,
                         c.version().1
                     ),

@@ -3,7 +3,7 @@
 //! Columns are written one after another, each streamed in chunks of any size, so a segment of
 //! a billion codes never sits in memory: ids, then codes, then the optional labels, list ids and
 //! stored vectors; then the per-block checksums of those columns, computed on the way out
-//! ([`super::block_checksums`], format 1.3); the 64-byte metadata goes last because only then
+//! ([`super::block_checksums`], format 1.4); the 64-byte metadata goes last because only then
 //! are the row count and the id range known. The writer checks that every column has the same
 //! number of rows.
 //!

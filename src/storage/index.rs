@@ -28,8 +28,10 @@ use crate::format::{
     FileRef, LogBatch, LogMeta, Manifest, ModelFile, SegmentEntry, SegmentLayout, SegmentWriter,
     VectorBuf, VectorSpec,
     append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS, NO_LABEL, NO_LIST},
+    class_table::class_name_problem,
 };
 
+use super::class_accounting::ClassStats;
 use super::config::{Config, CreateOptions};
 use super::error::{Result, StorageError};
 use super::fs::WriteFile;
@@ -38,8 +40,8 @@ use super::lock::DirLock;
 use super::log_rows::{LogBatchEntry, LogView, find_live};
 use super::open_segment::OpenSegment;
 use super::publish::{publish, sync_dir};
-use super::recovery::{LogTailReport, RecoveryReport};
-use super::row_batch::{RowBatch, check_batch};
+use super::recovery::{LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest};
+use super::row_batch::{CheckedRows, RowBatch, check_batch};
 use super::snapshot::Snapshot;
 use super::version::{SegmentSlot, VersionState, choose_manifest, load_version};
 
@@ -65,14 +67,20 @@ pub(crate) struct Shared {
     /// Held for a whole compaction or garbage collection (one at a time).
     pub compaction: Mutex<()>,
     pub recovery: RecoveryReport,
+    /// `recovery.skipped_manifests`, shared with every snapshot of this handle.
+    pub skipped: Arc<[SkippedManifest]>,
     /// Every version created by this handle that may still be alive (pinned by snapshots).
     pub versions: Mutex<Vec<Weak<VersionState>>>,
 }
 
 /// A live row as the writer sees it (committed state plus uncommitted changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WLoc {
-    Segment,
+pub(crate) enum WLoc {
+    /// Row `row` of the committed version's segment `slot`.
+    Segment {
+        slot: usize,
+        row: u64,
+    },
     Log(u64),
 }
 
@@ -110,7 +118,7 @@ impl std::fmt::Debug for LogWriter {
 }
 
 impl LogWriter {
-    fn is_deleted(&self, row: u64) -> bool {
+    pub(crate) fn is_deleted(&self, row: u64) -> bool {
         self.deleted
             .get((row / 64) as usize)
             .is_some_and(|w| w >> (row % 64) & 1 == 1)
@@ -152,10 +160,22 @@ pub(crate) struct Writer {
     pub log: Option<LogWriter>,
     pub pending: Pending,
     pub poisoned: Option<String>,
+    /// `(opened version, newer manifests that do not read)` when the handle fell back: then it
+    /// refuses every write.
+    pub fell_back: Option<(u64, Vec<SkippedManifest>)>,
 }
 
 impl Writer {
+    /// Refuses a write on a handle that fell back from damaged manifests ([`StorageError::FellBack`])
+    /// or that an earlier failure poisoned ([`StorageError::Poisoned`]).
     pub(crate) fn check_poisoned(&self, dir: &Path) -> Result<()> {
+        if let Some((version, skipped)) = &self.fell_back {
+            return Err(StorageError::FellBack {
+                dir: dir.to_path_buf(),
+                version: *version,
+                skipped: skipped.clone(),
+            });
+        }
         match &self.poisoned {
             Some(cause) => Err(StorageError::Poisoned {
                 dir: dir.to_path_buf(),
@@ -176,8 +196,8 @@ impl Writer {
         let segs = self
             .committed
             .find_in_segments(id, |x| self.pending.segment_deletes.contains(&x))?;
-        if segs.is_some() {
-            return Ok(Some(WLoc::Segment));
+        if let Some((slot, row)) = segs {
+            return Ok(Some(WLoc::Segment { slot, row }));
         }
         Ok(self
             .log
@@ -277,18 +297,28 @@ impl Index {
     }
 
     /// Opens the index in `dir` for writing: takes the lock, picks the newest manifest that
-    /// reads (reporting newer ones that do not), removes temporary files of interrupted
-    /// writes, and cuts off the active log's tail past its committed length. What it found is
-    /// in [`Index::recovery`].
+    /// reads, removes temporary files of interrupted writes, and cuts off the active log's tail
+    /// past its committed length. What it found is in [`Index::recovery`].
+    ///
+    /// When newer manifests do not read, the handle *falls back*: it opens at the newest
+    /// version that reads, lists the others in `recovery().skipped_manifests`, repairs nothing,
+    /// and refuses every write with [`StorageError::FellBack`] (its snapshots still read).
+    /// [`Index::recover`] accepts the loss explicitly. A directory without a manifest is
+    /// refused before anything is created in it.
     pub fn open(dir: &Path, config: Config) -> Result<Index> {
         config.validate(dir)?;
-        if !dir.is_dir() {
-            return Err(StorageError::NotAnIndex {
-                dir: dir.to_path_buf(),
-                detail: "no such directory".into(),
-            });
-        }
+        check_is_index(dir)?;
         let lock = DirLock::acquire(dir, config.lock_wait)?;
+        Index::open_locked(dir, config, lock, None)
+    }
+
+    /// [`Index::open`] once the lock is held; `recovered` is what [`Index::recover`] just did.
+    pub(crate) fn open_locked(
+        dir: &Path,
+        config: Config,
+        lock: DirLock,
+        recovered: Option<RecoveryRecord>,
+    ) -> Result<Index> {
         let choice = choose_manifest(dir)?;
         let Some((_, manifest, log_entry)) = choice.newest else {
             return Err(StorageError::NotAnIndex {
@@ -299,7 +329,14 @@ impl Index {
                 },
             });
         };
-        let removed_temp_files = remove_temp_files(&config, dir)?;
+        // A fallen-back handle changes nothing: the log bytes past this version's committed
+        // length may be rows a skipped manifest committed.
+        let fell_back = !choice.skipped.is_empty();
+        let removed_temp_files = if fell_back {
+            Vec::new()
+        } else {
+            remove_temp_files(&config, dir)?
+        };
         let loaded = load_version(dir, manifest, log_entry, &config.read, true)?;
         let state = loaded.state;
         let fs = &*config.fs;
@@ -313,6 +350,7 @@ impl Index {
                     .map_err(StorageError::io(&path, "open for append"))?;
                 if let Some((tail, file_len)) = &loaded.log_tail
                     && tail.bytes > 0
+                    && !fell_back
                 {
                     handle
                         .truncate(view.entry.committed_len)
@@ -359,6 +397,7 @@ impl Index {
             skipped_manifests: choice.skipped,
             removed_temp_files,
             log_tail,
+            recovered,
         };
         let next_version = choice.max_version_seen.max(state.version()) + 1;
         Ok(Index::assemble(
@@ -385,6 +424,9 @@ impl Index {
         let vectors = state.manifest.vectors;
         let next_auto_id = state.manifest.next_auto_id;
         let state = Arc::new(state);
+        let fell_back = (!recovery.skipped_manifests.is_empty())
+            .then(|| (recovery.version, recovery.skipped_manifests.clone()));
+        let skipped: Arc<[SkippedManifest]> = Arc::from(recovery.skipped_manifests.clone());
         Index {
             shared: Arc::new(Shared {
                 dir: dir.to_path_buf(),
@@ -401,9 +443,11 @@ impl Index {
                     log,
                     pending: Pending::default(),
                     poisoned: None,
+                    fell_back,
                 }),
                 compaction: Mutex::new(()),
                 recovery,
+                skipped,
             }),
         }
     }
@@ -436,9 +480,21 @@ impl Index {
         self.shared.current.read().version()
     }
 
-    /// Pins the newest committed version. Never waits for a writer.
+    /// Pins the newest committed version. Never waits for a writer. Its
+    /// [`Snapshot::skipped_manifests`] are this handle's (non-empty when it fell back).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::from_state(self.shared.current.read().clone())
+        Snapshot::from_state(
+            self.shared.current.read().clone(),
+            self.shared.skipped.clone(),
+        )
+    }
+
+    /// Whether the handle accepts writes: `Err(`[`StorageError::FellBack`]`)` when it opened at
+    /// an older version because newer manifests do not read, `Err(`[`StorageError::Poisoned`]`)`
+    /// after a failed write. Every write method checks this itself; call it to fail before
+    /// expensive preparation (encoding rows, say).
+    pub fn check_writable(&self) -> Result<()> {
+        self.shared.writer.lock().check_poisoned(&self.shared.dir)
     }
 
     /// Whether changes were staged since the last commit.
@@ -446,7 +502,7 @@ impl Index {
         self.shared.writer.lock().pending.changed
     }
 
-    fn invalid(&self, argument: &str, detail: impl Into<String>) -> StorageError {
+    pub(crate) fn invalid(&self, argument: &str, detail: impl Into<String>) -> StorageError {
         StorageError::invalid(&self.shared.dir, argument, detail)
     }
 
@@ -506,9 +562,21 @@ impl Index {
             self.shared.vectors,
             batch,
         )?;
+        self.add_checked_rows(batch, checked, classes)
+    }
+
+    /// [`Index::add_rows_with_classes`] of a batch [`check_batch`] already passed against this
+    /// index's model and vector setting (`codedb build` checks before it creates the index).
+    pub(crate) fn add_checked_rows(
+        &self,
+        batch: &RowBatch<'_>,
+        checked: CheckedRows,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
         let rows = checked.rows;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        self.check_labels_counted(&w, batch.labels, classes)?;
         let staged_classes = if classes.is_empty() {
             None
         } else {
@@ -554,8 +622,33 @@ impl Index {
 
     /// [`Index::add_rows`] that replaces the live row of each given id instead of refusing it
     /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
-    /// rows were replaced.
+    /// rows were replaced. [`Index::upsert_rows_with_classes`] with no class records and
+    /// [`ClassStats::Update`].
     pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
+        self.upsert_rows_with(batch, &[], ClassStats::Update)
+    }
+
+    /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]): [`Index::upsert_rows_with`] with
+    /// [`ClassStats::Update`].
+    pub fn upsert_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<u64> {
+        self.upsert_rows_with(batch, classes, ClassStats::Update)
+    }
+
+    /// [`Index::upsert_rows_with_classes`] with what happens to the classes of the replaced
+    /// rows: a replaced row that counts in a class leaves it (per `stats`, see [`ClassStats`];
+    /// its stored vector is subtracted), and `classes` count the new rows (as for
+    /// [`Index::add_rows_with_classes`]). Everything is checked before anything is staged.
+    pub fn upsert_rows_with(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+        stats: ClassStats,
+    ) -> Result<u64> {
         let Some(ids) = batch.ids else {
             return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
         };
@@ -573,9 +666,27 @@ impl Index {
                 found.push((id, loc));
             }
         }
-        for &(id, loc) in &found {
+        self.check_labels_counted(&w, batch.labels, classes)?;
+        let mut records = self.removal_records(&w, &found, stats)?;
+        records.extend_from_slice(classes);
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &found);
+        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
+        Ok(found.len() as u64)
+    }
+
+    /// Marks located live rows deleted (segment rows by id, resolved at commit).
+    fn stage_deletes(w: &mut Writer, rows: &[(u64, WLoc)]) {
+        for &(id, loc) in rows {
             match loc {
-                WLoc::Segment => {
+                WLoc::Segment { .. } => {
                     w.pending.segment_deletes.insert(id);
                 }
                 WLoc::Log(row) => {
@@ -585,14 +696,22 @@ impl Index {
                 }
             }
         }
-        w.pending.changed |= !found.is_empty();
-        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
-        Ok(found.len() as u64)
+        w.pending.changed |= !rows.is_empty();
     }
 
     /// Deletes the live rows with these ids (visible at the next commit). An id that is not
-    /// live is [`StorageError::UnknownId`] and nothing is deleted.
+    /// live is [`StorageError::UnknownId`] and nothing is deleted. A deleted row that counts in
+    /// a class leaves it in the same commit: [`Index::delete_with`] and [`ClassStats::Update`].
     pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        self.delete_with(ids, ClassStats::Update)
+    }
+
+    /// [`Index::delete`], with what happens to the class statistics of deleted labelled rows
+    /// (see [`ClassStats`]): with `Update`, each one's stored vector is subtracted from its
+    /// class's sum and the class's count drops by one, and an index without stored vectors
+    /// refuses ([`StorageError::ClassStatsNeedVectors`]); with `Keep` the classes stay as they
+    /// are. Everything is checked before anything is staged.
+    pub fn delete_with(&self, ids: &[u64], stats: ClassStats) -> Result<()> {
         if ids.is_empty() {
             return Err(self.invalid("ids", "no ids given"));
         }
@@ -614,19 +733,16 @@ impl Index {
                 }
             }
         }
-        for (id, loc) in locs {
-            match loc {
-                WLoc::Segment => {
-                    w.pending.segment_deletes.insert(id);
-                }
-                WLoc::Log(row) => {
-                    if let Some(l) = w.log.as_mut() {
-                        l.delete(row);
-                    }
-                }
-            }
+        let records = self.removal_records(&w, &locs, stats)?;
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &locs);
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
         }
-        w.pending.changed = true;
         Ok(())
     }
 
@@ -683,6 +799,18 @@ impl Index {
             .map(|t| t.dim)
             .or(w.pending.classes.as_ref().map(|t| t.dim))
             .unwrap_or(first.sum.len() as u32);
+        let exists = |id: u32| {
+            let has = |t: &ClassTable| t.classes.iter().any(|c| c.id == id);
+            committed.as_deref().is_some_and(has) || w.pending.classes.as_ref().is_some_and(has)
+        };
+        if let Some(problem) = classes
+            .iter()
+            .filter(|c| !exists(c.id))
+            .find_map(|c| class_name_problem(&c.name))
+        {
+            return Err(self.invalid("classes", format!("class name {problem}")));
+        }
+        self.check_new_class_ids(w, classes)?;
         if let Some(c) = classes.iter().find(|c| c.sum.len() != dim as usize) {
             return Err(self.invalid(
                 "classes",
@@ -1300,6 +1428,24 @@ fn bit_rows(words: &[u64]) -> Vec<u64> {
         }
     }
     out
+}
+
+/// Refuses a directory that is not an index (missing, or without any manifest) before a writer
+/// creates anything in it (the lock file included).
+pub(crate) fn check_is_index(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no such directory".into(),
+        });
+    }
+    if list_manifests(dir)?.is_empty() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no manifest found".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Removes `*.tmp` files (interrupted writes); only a lock holder may, since only it writes them.

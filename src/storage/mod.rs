@@ -6,6 +6,7 @@
 //! is the model layer's job. Durability and concurrency guarantees are stated in
 //! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
 
+mod class_accounting;
 pub mod compaction;
 pub mod config;
 pub mod error;
@@ -16,6 +17,8 @@ pub mod inspect;
 pub mod layout;
 mod lock;
 mod log_rows;
+pub mod manifest_recovery;
+pub mod merge_policy;
 pub mod open_segment;
 mod publish;
 pub mod recovery;
@@ -25,13 +28,18 @@ pub mod verify;
 mod version;
 pub mod versions;
 
+pub use class_accounting::ClassStats;
 pub use compaction::{CompactionReport, MergeReport};
 pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention};
 pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use gc::GcReport;
 pub use index::Index;
-pub use recovery::{LogTailReport, RecoveryReport, SkippedManifest};
+pub use manifest_recovery::recovery_records;
+pub use merge_policy::MergeReason;
+pub use recovery::{
+    DroppedManifest, LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest,
+};
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};
 pub use versions::{VersionInfo, list_versions};

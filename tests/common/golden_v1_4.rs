@@ -1,4 +1,4 @@
-//! The format 1.3 golden set: two segments with per-block checksums of their row columns
+//! The format 1.4 golden set: two segments with per-block checksums of their row columns
 //! (section 9, `block_checksums`, FORMAT.md §3.5), written with 4 KiB blocks so that every
 //! column but the small ones spans several blocks, the last one short:
 //!
@@ -10,7 +10,7 @@
 //!   but ids.
 //!
 //! Fixed ids and contents, so the bytes are reproducible; `tests/backward_compatibility.rs`
-//! reads the checked-in copy in `format/golden/v1.3/` and checks every value.
+//! reads the checked-in copy in `format/golden/v1.4/` and checks every value.
 
 #![allow(dead_code)]
 
@@ -22,9 +22,9 @@ use codedb::format::{
 
 use super::golden::name;
 
-pub const SEG_A_ID: u128 = 0x1_3301;
-pub const SEG_B_ID: u128 = 0x1_3302;
-pub const MODEL_ID: u128 = 0x1_3201;
+pub const SEG_A_ID: u128 = 0x1_4401;
+pub const SEG_B_ID: u128 = 0x1_4402;
+pub const MODEL_ID: u128 = 0x1_4201;
 pub const ROWS: usize = 600;
 pub const BLOCK: u64 = 4096;
 pub const DIM: usize = 8;
@@ -120,5 +120,5 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
 }
 
 pub fn dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden/v1.3")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden/v1.4")
 }

@@ -149,6 +149,7 @@ pub fn class(
         count,
         sum: vec![v; dim],
         centroids: vec![],
+        removed: 0,
     }
 }
 
