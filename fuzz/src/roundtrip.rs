@@ -185,7 +185,8 @@ pub fn manifest(data: &[u8]) {
 /// lengths (as the engine reads the log a manifest names): records re-encode to the exact bytes
 /// they were read from; a committed length at a record boundary gives exactly the records
 /// before it and counts the rest as an uncommitted tail; one past the valid records, inside a
-/// record, or past the end of the file is an error.
+/// record, or past the end of the file is an error; `records_after` (verify's search for valid
+/// records after damage) stays inside the file.
 pub fn append_log(data: &[u8]) {
     let p = Path::new(INPUT);
     let len = data.len() as u64;
@@ -266,6 +267,17 @@ pub fn append_log(data: &[u8]) {
         append_log::read_log(data, p, Some(len + 1)).is_err(),
         "past the file"
     );
+    // `codedb verify`'s search for whole records after the damaged one.
+    let later = append_log::records_after(data, &whole.meta, end);
+    assert_eq!(later.first_offset.is_some(), later.records > 0);
+    assert!(later.rows >= later.records, "every record holds a row");
+    if let Some(at) = later.first_offset {
+        assert!(
+            at > end && at < len,
+            "a later record at {at} (damage at {end})"
+        );
+        assert_eq!((at - end) % 8, 0, "records start 8-byte aligned");
+    }
 }
 
 /// The row columns of a segment and their section kinds.
