@@ -685,7 +685,7 @@ pub fn bench_scan(
                                 .unwrap_or_default()
                         );
                         if let Some(c) = r.checked {
-                            println!(
+                            outln!(
                                 "{:<10} checked scans (s/batch): first {:.6} (checksums {:.6}), later {:.6}; unchecked: first {:.6}, later {:.6}",
                                 r.kind,
                                 c.checked_first_s,
