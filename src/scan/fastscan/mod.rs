@@ -27,7 +27,7 @@ use super::error::{Result, ScanError};
 use super::lut::Tables;
 use super::lut::scalar::bound_score;
 use super::rows::{Sink, TopKSink};
-use super::schedule::{ScanOptions, block_rows, run};
+use super::schedule::{ScanOptions, block_rows, run_blocks};
 use super::topk::{Direction, TopK, f32_to_key};
 use crate::scan::hamming::merge_parts;
 use crate::scan::lut::to_scores;
@@ -235,16 +235,53 @@ fn scan_with<S: Sink>(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
-            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2.
+            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2
+            // and bmi2.
             unsafe { x86::scan_avx2(packed, m, rows, ql, sink) }
         }
         _ => scan_scalar(packed, m, rows, ql, sink),
     }
 }
 
+/// Scans `rows` for every query (`quant[q]` collects into `sinks[q]`). AVX-512 scores up to
+/// four queries per pass over the codes (one split of the nibbles serves them all); AVX2 and
+/// the scalar twin run one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
+/// than the AVX2 one at every M and nq measured (BENCHMARKS.md), so `Auto` uses it wherever
+/// the CPU has it.
+fn scan_queries<S: Sink>(
+    isa: Isa,
+    packed: &[u8],
+    m: usize,
+    rows: Range<usize>,
+    quant: &[QuantLut<'_>],
+    sinks: &mut [Result<S>],
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            for (qls, group) in quant.chunks(x86::GROUP).zip(sinks.chunks_mut(x86::GROUP)) {
+                let qls: Vec<&QuantLut<'_>> = qls.iter().collect();
+                let mut group: Vec<&mut S> =
+                    group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                if group.len() == qls.len() {
+                    // SAFETY: `Isa::Avx512` is only produced after the runtime probe found
+                    // avx512f, avx512bw and avx2.
+                    unsafe { x86::scan_avx512(packed, m, rows.clone(), &qls, &mut group) }
+                }
+            }
+        }
+        _ => {
+            for (ql, sink) in quant.iter().zip(sinks) {
+                if let Ok(sink) = sink {
+                    scan_with(isa, packed, m, rows.clone(), ql, sink);
+                }
+            }
+        }
+    }
+}
+
 /// Fast-scan top-k for nq queries: `luts` holds nq × `m` tables of 16 f32 (as for
-/// [`crate::scan::lut4_topk_batch`], whose results this returns exactly). AVX-512 machines run
-/// the AVX2 kernel.
+/// [`crate::scan::lut4_topk_batch`], whose results this returns exactly).
 pub fn fastscan_topk_batch(
     rows: &FastScanRows<'_>,
     luts: &[f32],
@@ -259,19 +296,17 @@ pub fn fastscan_topk_batch(
     let nq = tables.nq();
     let quant: Vec<QuantLut<'_>> = (0..nq).map(|q| QuantLut::new(tables.query(q))).collect();
     let r = *rows;
-    // Blocks of rows must start on a 32-row boundary: `run` cuts at multiples of 64.
+    // Blocks of rows must start on a 32-row boundary: `run_blocks` cuts at multiples of 64.
     let block = block_rows(block_bytes(m) / BLOCK_ROWS, nq);
-    let parts = run(
+    let parts = run_blocks(
         r.len(),
         nq,
         opts.threads,
         block,
         |_| TopKSink::new(k, r.ids, r.deleted),
-        |range, q, sink: &mut Result<TopKSink<'_>>| {
-            if let (Ok(sink), Some(ql)) = (sink, quant.get(q)) {
-                debug_assert!(range.start.is_multiple_of(BLOCK_ROWS));
-                scan_with(isa, r.packed, m, range, ql, sink);
-            }
+        |range, sinks: &mut [Result<TopKSink<'_>>]| {
+            debug_assert!(range.start.is_multiple_of(BLOCK_ROWS));
+            scan_queries(isa, r.packed, m, range, &quant, sinks);
         },
     );
     Ok(to_scores(merge_parts(parts, nq, k)?, direction))
