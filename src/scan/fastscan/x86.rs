@@ -147,50 +147,48 @@ impl Acc {
         self.hi_odd = _mm512_add_epi16(self.hi_odd, _mm512_srli_epi16::<8>(hi));
     }
 
-    /// The 32 row sums as u16 lanes in row order. Lane `L` (128 bits) of each accumulator
-    /// holds the sub-quantisers `j ≡ L (mod 4)`; word `w` of the low accumulators is rows
-    /// `2w` / `2w + 1`, of the high ones rows `16 + 2w` / `17 + 2w`.
+    /// Which of the 32 rows have a sum `<= t` (u16 lanes of `t`), as a mask in the order
+    /// `[even rows 0-14, odd rows 1-15, even rows 16-30, odd rows 17-31]` ([`row_mask`]
+    /// turns it into row order). Lane `L` (128 bits) of each accumulator holds the
+    /// sub-quantisers `j ≡ L (mod 4)`; word `w` of the low accumulators is rows `2w` and
+    /// `2w + 1`, of the high ones rows `16 + 2w` and `17 + 2w`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn row_sums(&self, order: __m512i) -> __m512i {
-        let e = _mm512_sub_epi16(self.lo, _mm512_slli_epi16::<8>(self.lo_odd));
-        let o = self.lo_odd;
-        let e2 = _mm512_sub_epi16(self.hi, _mm512_slli_epi16::<8>(self.hi_odd));
-        let o2 = self.hi_odd;
-        // [e0 + e2, e1 + e3, o0 + o2, o1 + o3] (lanes), and the same for the high rows.
+    fn within(&self, t: __m512i) -> u32 {
+        // [lo0 + lo2, lo1 + lo3, odd0 + odd2, odd1 + odd3] (128-bit lanes), then the same
+        // for the high rows; then the four lane sums [Σlo, Σodd, Σhi, Σhi_odd].
         let s = _mm512_add_epi16(
-            _mm512_shuffle_i64x2::<0b01_00_01_00>(e, o),
-            _mm512_shuffle_i64x2::<0b11_10_11_10>(e, o),
+            _mm512_shuffle_i64x2::<0b01_00_01_00>(self.lo, self.lo_odd),
+            _mm512_shuffle_i64x2::<0b11_10_11_10>(self.lo, self.lo_odd),
         );
         let s2 = _mm512_add_epi16(
-            _mm512_shuffle_i64x2::<0b01_00_01_00>(e2, o2),
-            _mm512_shuffle_i64x2::<0b11_10_11_10>(e2, o2),
+            _mm512_shuffle_i64x2::<0b01_00_01_00>(self.hi, self.hi_odd),
+            _mm512_shuffle_i64x2::<0b11_10_11_10>(self.hi, self.hi_odd),
         );
-        // [Σe, Σo, Σe2, Σo2]: even rows 0-14, odd rows 1-15, even 16-30, odd 17-31.
         let v = _mm512_add_epi16(
             _mm512_shuffle_i64x2::<0b10_00_10_00>(s, s2),
             _mm512_shuffle_i64x2::<0b11_01_11_01>(s, s2),
         );
-        _mm512_permutexvar_epi16(order, v)
+        // Even rows: the words minus 256 × the odd bytes, in lanes 0 and 2 (mod 2¹⁶, exact
+        // because the true sums are below 2¹⁶).
+        let v256 = _mm512_slli_epi16::<8>(v);
+        let odd256 = _mm512_shuffle_i64x2::<0b11_11_01_01>(v256, v256);
+        let sums = _mm512_mask_sub_epi16(v, 0x00ff_00ff, v, odd256);
+        _mm512_cmple_epu16_mask(sums, t)
     }
 }
 
-/// Word index of row `r` in the `[Σe, Σo, Σe2, Σo2]` vector of [`Acc::row_sums`].
-const ROW_ORDER: [u16; 32] = {
-    let mut o = [0u16; 32];
-    let mut r = 0;
-    while r < 32 {
-        let half = (r / 16) * 16;
-        let i = r % 16;
-        o[r] = (half + (i % 2) * 8 + i / 2) as u16;
-        r += 1;
-    }
-    o
-};
+/// A [`Acc::within`] mask in row order (bit `i` = row `i` of the block).
+#[inline]
+#[target_feature(enable = "bmi2")]
+fn row_mask(m: u32) -> u32 {
+    _pdep_u32(_pext_u32(m, 0x00ff_00ff), 0x5555_5555)
+        | _pdep_u32(_pext_u32(m, 0xff00_ff00), 0xaaaa_aaaa)
+}
 
 /// AVX-512 scan of rows `rows` (start on a block boundary) for `Q` queries at once (`Q` =
 /// `qls.len()` = `sinks.len()`, 1 to [`GROUP`]).
-#[target_feature(enable = "avx512f,avx512bw,avx2")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,bmi2")]
 pub(crate) fn scan_avx512<S: Sink>(
     packed: &[u8],
     m: usize,
@@ -213,7 +211,7 @@ pub(crate) fn scan_avx512<S: Sink>(
 
 /// [`scan_avx512`] for exactly `Q` queries.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx2")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,bmi2")]
 fn group_avx512<S: Sink, const Q: usize>(
     packed: &[u8],
     m: usize,
@@ -239,8 +237,6 @@ fn group_avx512<S: Sink, const Q: usize>(
         return;
     }
     let low = _mm512_set1_epi8(0x0f);
-    // SAFETY: ROW_ORDER is 64 readable bytes; `loadu` has no alignment requirement.
-    let order = unsafe { _mm512_loadu_si512(ROW_ORDER.as_ptr().cast()) };
     let mut tq: [u16; Q] = core::array::from_fn(|i| qls[i].q_bound(sinks[i].bound()));
     let mut tv: [__m512i; Q] = core::array::from_fn(|i| _mm512_set1_epi16(tq[i] as i16));
     for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
@@ -267,11 +263,15 @@ fn group_avx512<S: Sink, const Q: usize>(
                 a.add(t, lo_idx, hi_idx);
             }
         }
-        for i in 0..Q {
-            let pass = _mm512_cmple_epu16_mask(acc[i].row_sums(order), tv[i]);
-            if pass != 0 {
-                tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
-                tv[i] = _mm512_set1_epi16(tq[i] as i16);
+        // All masks first, so no accumulator lives across a re-scoring call (the rare path).
+        let pass: [u32; Q] = core::array::from_fn(|i| acc[i].within(tv[i]));
+        if pass.iter().any(|&p| p != 0) {
+            for i in 0..Q {
+                if pass[i] != 0 {
+                    let pass = row_mask(pass[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tv[i] = _mm512_set1_epi16(tq[i] as i16);
+                }
             }
         }
     }
