@@ -63,6 +63,9 @@ impl Isa {
 
 struct Probe {
     best: Isa,
+    /// 512-bit operations run at full width (false on AMD Zen 4, which splits them in two
+    /// 256-bit halves).
+    full_width_512: bool,
     /// What `Auto` resolves to: `best`, scalar under `CODEDB_FORCE_SCALAR=1`, or the level
     /// `CODEDB_SCAN_ISA` names (an error if that is unknown or unavailable).
     auto: Result<Isa>,
@@ -79,7 +82,11 @@ fn probe() -> &'static Probe {
             (false, None) => Ok(best),
             (false, Some(v)) => auto_cap(&v, best),
         };
-        Probe { best, auto }
+        Probe {
+            best,
+            auto,
+            full_width_512: full_width_512(),
+        }
     })
 }
 
@@ -132,6 +139,27 @@ fn best_isa() -> Isa {
     }
 }
 
+/// False on AMD family 19h (Zen 3/Zen 4; only Zen 4 has AVX-512), whose vector units are 256
+/// bits wide and run a 512-bit instruction as two halves: there a 512-bit kernel has no more
+/// arithmetic throughput than a 256-bit one. Intel's AVX-512 cores (two 512-bit FMA ports on
+/// Xeon) and AMD Zen 5 (family 1Ah, 512-bit datapaths) run them at full width.
+#[cfg(target_arch = "x86_64")]
+fn full_width_512() -> bool {
+    use core::arch::x86_64::__cpuid;
+    let v = __cpuid(0);
+    // "AuthenticAMD" in ebx, edx, ecx.
+    let amd = (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163);
+    let eax = __cpuid(1).eax;
+    let base = (eax >> 8) & 0xf;
+    let family = base + if base == 0xf { (eax >> 20) & 0xff } else { 0 };
+    !(amd && family == 0x19)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn full_width_512() -> bool {
+    false
+}
+
 #[cfg(target_arch = "aarch64")]
 fn best_isa() -> Isa {
     if std::arch::is_aarch64_feature_detected!("neon") {
@@ -149,6 +177,12 @@ fn best_isa() -> Isa {
 /// The best instruction set this CPU offers to the scan kernels (ignores `CODEDB_FORCE_SCALAR`).
 pub fn best_available() -> Isa {
     probe().best
+}
+
+/// Whether this CPU runs 512-bit vector instructions at full width (see the module docs:
+/// kernels bound by vector arithmetic pick AVX-512 under `Auto` only where this holds).
+pub fn avx512_full_width() -> bool {
+    probe().full_width_512
 }
 
 /// What `Dispatch::Auto` runs with on this machine, as a short name for benchmark output

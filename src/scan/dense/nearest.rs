@@ -10,16 +10,26 @@
 //! (8 / 16 centroids per register; AVX-512 where K is a multiple of 16) and the scalar twin
 //! pick the same centroid, bit for bit; the tests check it.
 
-use super::super::dispatch::{Dispatch, Isa};
+use super::super::dispatch::{Dispatch, Isa, avx512_full_width};
 
 /// Index of the nearest of `k` centroids to `x` (`ct` holds `x.len() × k` values, transposed).
 /// `k` must be ≥ 1 and `ct.len() == x.len() * k` (callers guarantee it; debug-asserted).
 #[inline]
 pub fn nearest_centroid_l2(x: &[f32], ct: &[f32], k: usize) -> usize {
     debug_assert!(k >= 1 && ct.len() == x.len() * k);
-    // `Auto` never fails to resolve.
-    let isa = Dispatch::Auto.resolve().unwrap_or(Isa::Scalar);
-    nearest_with(isa, x, ct, k)
+    nearest_with(auto_isa(), x, ct, k)
+}
+
+/// The kernels `Auto` runs. The loop is bound by its subtract and FMA per centroid coordinate,
+/// so AVX-512 only pays where 512-bit arithmetic runs at full width: on AMD Zen 4 (two 256-bit
+/// halves) the AVX-512 pair kernel measured 0.89× the AVX2 one, so `Auto` stays on AVX2 there
+/// ([`crate::scan::dispatch::avx512_full_width`]). An invalid `CODEDB_SCAN_ISA` (an error for
+/// scans) runs the scalar twin here, which gives the same answers.
+fn auto_isa() -> Isa {
+    match Dispatch::Auto.resolve().unwrap_or(Isa::Scalar) {
+        Isa::Avx512 if !avx512_full_width() => Isa::Avx2,
+        isa => isa,
+    }
 }
 
 /// [`nearest_centroid_l2`] with an explicit kernel choice (tests compare the paths).
@@ -32,9 +42,7 @@ pub fn nearest_centroid_l2_with(x: &[f32], ct: &[f32], k: usize, dispatch: Dispa
 /// centroid vector serves both rows. Each answer is exactly the one-row answer.
 #[inline]
 pub fn nearest_centroid_l2_pair(x0: &[f32], x1: &[f32], ct: &[f32], k: usize) -> [usize; 2] {
-    // `Auto` never fails to resolve.
-    let isa = Dispatch::Auto.resolve().unwrap_or(Isa::Scalar);
-    nearest_pair_with(isa, x0, x1, ct, k)
+    nearest_pair_with(auto_isa(), x0, x1, ct, k)
 }
 
 /// [`nearest_centroid_l2_pair`] with an explicit kernel choice (tests compare the paths).

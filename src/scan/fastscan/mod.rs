@@ -9,9 +9,13 @@
 //! on the same codes; quantisation only changes how many rows are re-scored.
 //!
 //! Quantisation (per query, after negating tables for larger-is-better): table `j` minus its
-//! minimum `m_j`, times one global scale `a = 255 / max_j (max_j − m_j)`, rounded:
-//! `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 255]`, so a row's `Q = Σ_j q_j ≤ 255 M2` fits u16 for
-//! `M ≤ 256`. Since `t_j(i) − m_j ≥ (q_j(i) − ½) / a`, the real sum `S ≥ (Q − ½M)/a + Σ m_j`;
+//! minimum `m_j`, times one global scale `a = L / max_j (max_j − m_j)` with `L` =
+//! [`LEVELS`] `= 63`, rounded: `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 63]`, so four lookups
+//! add in one byte without overflow (the AVX-512 kernel sums four sub-quantisers in u8 before
+//! widening) and a row's `Q = Σ_j q_j ≤ 63 M2` fits u16 for `M ≤ 256`. Six bits instead of
+//! FAISS's eight only widen the band of rows that are re-scored: the filter's slack is ½ level
+//! per table either way, and with random tables at M = 16 that band holds well under one row
+//! per 10⁶ beyond the true top-k. Since `t_j(i) − m_j ≥ (q_j(i) − ½) / a`, the real sum `S ≥ (Q − ½M)/a + Σ m_j`;
 //! with `γ` bounding the f32 rounding of the exact sum (`γ = M · 2⁻²³ · Σ_j max|t_j|`), a row
 //! can only have exact score `≤ θ` (the k-th) if `Q ≤ (θ + γ − Σ m_j)·a + ½M` (+1 for the f64
 //! arithmetic of this bound). Rows over that bound are skipped.
@@ -97,6 +101,9 @@ impl<'a> FastScanRows<'a> {
     }
 }
 
+/// Levels of the quantised tables (entries `0..=LEVELS`): four entries sum to at most 252.
+pub(crate) const LEVELS: u8 = 63;
+
 /// One query's tables: exact f32 (ranked smaller-is-better) and the u8 quantised copy.
 pub(crate) struct QuantLut<'t> {
     exact: &'t [[f32; 16]],
@@ -119,11 +126,12 @@ impl<'t> QuantLut<'t> {
             .zip(&mins)
             .map(|(t, &mn)| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x) - mn)))
             .fold(0.0f64, f64::max);
-        let scale = if range > 0.0 { 255.0 / range } else { 1.0 };
+        let levels = f64::from(LEVELS);
+        let scale = if range > 0.0 { levels / range } else { 1.0 };
         let mut q = vec![0u8; padded_m(m) * 16];
         for (j, (t, &mn)) in exact.iter().zip(&mins).enumerate() {
             for (i, &x) in t.iter().enumerate() {
-                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, 255.0) as u8;
+                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, levels) as u8;
             }
         }
         let abs_sum: f64 = exact

@@ -6,13 +6,16 @@
 //! are compared with the quantised bound in registers.
 //!
 //! **AVX-512 (BW)**: four sub-quantisers per 64-byte load, their four tables in one register
-//! (one per 128-bit lane, so `vpshufb zmm` looks all four up at once). No widening: the looked-up
-//! bytes are added as u16 words (`even + 256·odd`) and, shifted right by 8, as the odd bytes
-//! alone; `even = words − 256·odd` at the end of the block, exact in u16 arithmetic because the
-//! true sums stay below 2¹⁶ (as in FAISS's fast-scan accumulators). That is 13 instructions per
-//! 64 bytes of codes against 14 per 32 bytes for AVX2. The kernel scores up to
-//! [`GROUP`] queries per pass: the nibble planes are split once per load and looked up in each
-//! query's tables, so several queries cost little more than one in loads and bit operations.
+//! (one per 128-bit lane, so `vpshufb zmm` looks all four up at once). The lookups of up to
+//! four loads (16 sub-quantisers) are added as bytes — table entries are at most
+//! [`super::LEVELS`] = 63, so four sum to at most 252 — and only then widened: the bytes are
+//! added as u16 words (`even + 256·odd`) and, shifted right by 8, as the odd bytes alone;
+//! `even = words − 256·odd` at the end of the block, exact in u16 arithmetic because the true
+//! sums stay below 2¹⁶ (FAISS's fast-scan accumulators use the same trick). Per 256 bytes of
+//! codes and query that is 8 shuffles, 6 byte adds and 6 widening operations, against 32
+//! shuffles/unpacks and 32 adds for AVX2. The kernel scores up to [`GROUP`] queries per pass:
+//! the nibble planes are split once per load and looked up in each query's tables, so several
+//! queries cost little more than one in loads and bit operations.
 
 use core::arch::x86_64::*;
 use std::ops::Range;
@@ -135,12 +138,10 @@ impl Acc {
         }
     }
 
-    /// Adds the lookups of four sub-quantisers' tables `t` at the nibbles `lo_idx`, `hi_idx`.
+    /// Adds byte sums `lo` (rows 0-15) and `hi` (rows 16-31) of lookups.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn add(&mut self, t: __m512i, lo_idx: __m512i, hi_idx: __m512i) {
-        let lo = _mm512_shuffle_epi8(t, lo_idx);
-        let hi = _mm512_shuffle_epi8(t, hi_idx);
+    fn add(&mut self, lo: __m512i, hi: __m512i) {
         self.lo = _mm512_add_epi16(self.lo, lo);
         self.lo_odd = _mm512_add_epi16(self.lo_odd, _mm512_srli_epi16::<8>(lo));
         self.hi = _mm512_add_epi16(self.hi, hi);
@@ -245,14 +246,24 @@ fn group_avx512<S: Sink, const Q: usize>(
         };
         let (c64, rest) = blk.as_chunks::<64>();
         let mut acc = [Acc::zero(); Q];
-        for (c, v) in c64.iter().enumerate() {
-            let v = load64(v);
-            let lo_idx = _mm512_and_si512(v, low);
-            let hi_idx = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
-            for (a, t) in acc.iter_mut().zip(&t64) {
-                if let Some(t) = t.get(c) {
-                    a.add(load64(t), lo_idx, hi_idx);
+        // Groups of four loads: their lookups add in bytes (4 × 63 ≤ 255), then widen once.
+        for (gi, grp) in c64.chunks(4).enumerate() {
+            let mut lo = [_mm512_setzero_si512(); Q];
+            let mut hi = [_mm512_setzero_si512(); Q];
+            for (ci, v) in grp.iter().enumerate() {
+                let v = load64(v);
+                let lo_idx = _mm512_and_si512(v, low);
+                let hi_idx = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+                for i in 0..Q {
+                    if let Some(t) = t64[i].get(4 * gi + ci) {
+                        let t = load64(t);
+                        lo[i] = _mm512_add_epi8(lo[i], _mm512_shuffle_epi8(t, lo_idx));
+                        hi[i] = _mm512_add_epi8(hi[i], _mm512_shuffle_epi8(t, hi_idx));
+                    }
                 }
+            }
+            for i in 0..Q {
+                acc[i].add(lo[i], hi[i]);
             }
         }
         if let Some(v) = rest.as_chunks::<32>().0.first() {
@@ -260,7 +271,7 @@ fn group_avx512<S: Sink, const Q: usize>(
             let lo_idx = _mm512_and_si512(v, low);
             let hi_idx = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
             for (a, &t) in acc.iter_mut().zip(&t32) {
-                a.add(t, lo_idx, hi_idx);
+                a.add(_mm512_shuffle_epi8(t, lo_idx), _mm512_shuffle_epi8(t, hi_idx));
             }
         }
         // All masks first, so no accumulator lives across a re-scoring call (the rare path).
