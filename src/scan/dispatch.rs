@@ -251,7 +251,11 @@ mod tests {
         assert_eq!(auto_cap("avx512", Isa::Avx512), Ok(Isa::Avx512));
         assert_eq!(auto_cap("scalar", Isa::Neon), Ok(Isa::Scalar));
         assert_eq!(auto_cap("neon", Isa::Neon), Ok(Isa::Neon));
-        for (v, best) in [("avx512", Isa::Avx2), ("avx2", Isa::Neon), ("neon", Isa::Avx512)] {
+        for (v, best) in [
+            ("avx512", Isa::Avx2),
+            ("avx2", Isa::Neon),
+            ("neon", Isa::Avx512),
+        ] {
             assert!(
                 matches!(auto_cap(v, best), Err(ScanError::IsaUnavailable { .. })),
                 "{v} on {best:?}"

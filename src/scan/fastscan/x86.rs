@@ -271,7 +271,10 @@ fn group_avx512<S: Sink, const Q: usize>(
             let lo_idx = _mm512_and_si512(v, low);
             let hi_idx = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
             for (a, &t) in acc.iter_mut().zip(&t32) {
-                a.add(_mm512_shuffle_epi8(t, lo_idx), _mm512_shuffle_epi8(t, hi_idx));
+                a.add(
+                    _mm512_shuffle_epi8(t, lo_idx),
+                    _mm512_shuffle_epi8(t, hi_idx),
+                );
             }
         }
         // All masks first, so no accumulator lives across a re-scoring call (the rare path).
