@@ -244,11 +244,13 @@ pub fn run_demo(
         mode_of(&model),
         1,
     )?;
-    steps.push(format!(
-        "query row {} finds id {:?} first after the append",
-        q_ids[0],
-        hit.first().and_then(|l| l.first()).map(|h| h.id)
-    ));
+    steps.push(match hit.first().and_then(|l| l.first()) {
+        Some(h) => format!(
+            "query row {} finds id {} first after the append",
+            q_ids[0], h.id
+        ),
+        None => format!("query row {} finds nothing after the append", q_ids[0]),
+    });
     for s in &steps {
         say(s);
     }

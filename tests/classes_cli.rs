@@ -232,5 +232,5 @@ fn add_classes_and_classify_through_the_cli() {
         "--top",
         "0",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
 }

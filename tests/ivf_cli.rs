@@ -208,10 +208,9 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
         &["search", s(&dir), "--queries", q, "--classes", "sneaker"],
         "--classes sneaker",
     );
-    fails(
-        &["search", s(&dir), "--queries", q, "--nprobe", "0"],
-        "nprobe",
-    );
+    let o = codedb(&["search", s(&dir), "--queries", q, "--nprobe", "0"]);
+    assert_eq!(o.status.code(), Some(2), "--nprobe 0 is a usage error");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("must be ≥ 1"));
     // A model whose index has no class table: --nprobe and --lists nearest explain why.
     let plain = file("plain");
     ok(&[

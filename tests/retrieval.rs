@@ -232,7 +232,8 @@ fn cli_train_build_search_add_delete_round_trip() {
     assert_eq!(v["rows"], 2 * 1797 - 3);
     ok(codedb(&["compact", &s(&dir)]));
     ok(codedb(&["verify", &s(&dir)]));
-    // Errors: unknown pipeline token, model file already there, k = 0, unknown id.
+    // Errors: unknown pipeline token and k = 0 (usage, 2), model file already there and
+    // unknown id (1).
     let o = codedb(&[
         "train",
         "--data",
@@ -242,7 +243,7 @@ fn cli_train_build_search_add_delete_round_trip() {
         "--out",
         &s(&tmp.path().join("z")),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("8xz"));
     assert_eq!(
         codedb(&[
@@ -262,7 +263,7 @@ fn cli_train_build_search_add_delete_round_trip() {
         codedb(&["search", &s(&dir), "--queries", &s(&data), "-k", "0"])
             .status
             .code(),
-        Some(1)
+        Some(2)
     );
     assert_eq!(
         codedb(&["delete", &s(&dir), "--ids", "999999"])

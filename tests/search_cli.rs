@@ -231,7 +231,11 @@ fn search_errors_are_clear() {
     n[[1, 5]] = f32::NAN;
     codedb::io::write_npy_f32(&nan, n.view()).unwrap();
     let (d, q) = (s(&dir), s(&qf));
-    fails(&["search", &d, "--queries", &q, "-k", "0"], 1, "k");
+    fails(
+        &["search", &d, "--queries", &q, "-k", "0"],
+        2,
+        "must be ≥ 1",
+    );
     fails(
         &["search", &d, "--queries", &q, "--rerank", "50"],
         1,
@@ -278,7 +282,7 @@ fn search_errors_are_clear() {
             "--mode",
             "asym",
         ],
-        1,
+        2,
         "--radius",
     );
     fails(&["search", &d, "--queries", &s(&narrow)], 1, "64-D");

@@ -292,3 +292,46 @@ fn flip_byte(path: &Path, offset: usize) {
     std::fs::set_permissions(path, p).unwrap();
     std::fs::write(path, b).unwrap();
 }
+
+#[test]
+fn deleted_rows_are_reclaimed_from_the_threshold_on_and_the_report_says_why() {
+    use codedb::storage::MergeReason;
+    let dir = scratch_dir();
+    let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
+    add_commit(&idx, &(0..100).collect::<Vec<_>>());
+    idx.delete(&(0..19).collect::<Vec<_>>()).unwrap();
+    idx.commit().unwrap();
+    let policy = CompactionPolicy::default();
+    assert_eq!(policy.max_deleted_fraction, 0.2);
+    let r = idx.compact(&policy).unwrap();
+    assert_eq!(
+        (r.version, r.deleted_rows_kept),
+        (None, 19),
+        "19 % is below 20 %"
+    );
+
+    idx.delete(&[19]).unwrap();
+    idx.commit().unwrap();
+    let r = idx.compact(&policy).unwrap();
+    assert!(r.version.is_some(), "exactly 20 % deleted is reclaimed");
+    assert_eq!(r.merges.len(), 1);
+    assert_eq!(r.merges[0].reason, MergeReason::Deletes);
+    assert_eq!((r.merges[0].rows, r.merges[0].dropped), (80, 20));
+    assert_eq!(r.deleted_rows_kept, 0);
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["merges"][0]["reason"], "deletes");
+
+    // Threshold 0 reclaims a single deleted row; without deleted rows nothing is due.
+    idx.delete(&[50]).unwrap();
+    idx.commit().unwrap();
+    assert_eq!(idx.compact(&policy).unwrap().deleted_rows_kept, 1);
+    let any = CompactionPolicy {
+        max_deleted_fraction: 0.0,
+        ..CompactionPolicy::default()
+    };
+    let r = idx.compact(&any).unwrap();
+    assert_eq!((r.merges.len(), r.deleted_rows_kept), (1, 0));
+    assert_eq!(idx.compact(&any).unwrap().version, None);
+    drop(idx);
+    assert_verifies(dir.path());
+}

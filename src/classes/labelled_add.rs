@@ -107,6 +107,38 @@ impl Index {
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
     ) -> Result<Vec<u64>> {
+        let p = self.prepare_descriptors(model, x, opts)?;
+        Ok(self.add_rows_with_classes(&p.batch(self, &x, opts), &p.deltas)?)
+    }
+
+    /// [`Index::add_descriptors`] that replaces the live row of each given id instead of
+    /// refusing it (the old row is deleted in the same commit, [`Index::upsert_rows`]);
+    /// `opts.ids` is required. Returns the rows' ids and how many live rows were replaced.
+    pub fn upsert_descriptors(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+    ) -> Result<(Vec<u64>, u64)> {
+        let Some(ids) = opts.ids else {
+            return Err(ClassError::invalid(
+                "ids",
+                "an upsert needs the ids of its rows",
+            ));
+        };
+        let p = self.prepare_descriptors(model, x, opts)?;
+        let replaced = self.upsert_rows_with_classes(&p.batch(self, &x, opts), &p.deltas)?;
+        Ok((ids.to_vec(), replaced))
+    }
+
+    /// Checks, encodes and assigns lists for [`Index::add_descriptors`] and
+    /// [`Index::upsert_descriptors`]; stages nothing.
+    fn prepare_descriptors(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+    ) -> Result<PreparedRows> {
         if model.id() != self.model().model_id {
             return Err(ClassError::ModelMismatch {
                 expected: self.model().model_id.to_string(),
@@ -156,14 +188,11 @@ impl Index {
             Some(how) => Some(self.assign_lists(how, model, x, opts.labels)?),
         };
         let codes = model.encode(x)?;
-        let batch = RowBatch {
-            ids: opts.ids,
-            labels: opts.labels,
-            lists: lists.as_deref(),
-            vectors: self.vector_spec().map(|_| x.view()),
-            ..RowBatch::new(&codes)
-        };
-        Ok(self.add_rows_with_classes(&batch, &deltas)?)
+        Ok(PreparedRows {
+            codes,
+            lists,
+            deltas,
+        })
     }
 
     /// Encodes the rows of `x` with `model` (the index's model), adds them with their class
@@ -210,5 +239,29 @@ impl Index {
                 lists: None,
             },
         )
+    }
+}
+
+/// Rows ready to stage: their codes, list ids and per-class count/sum deltas.
+struct PreparedRows {
+    codes: Vec<u8>,
+    lists: Option<Vec<u32>>,
+    deltas: Vec<ClassRecord>,
+}
+
+impl PreparedRows {
+    fn batch<'a>(
+        &'a self,
+        index: &Index,
+        x: &'a ArrayView2<'_, f32>,
+        opts: &AddOptions<'a>,
+    ) -> RowBatch<'a> {
+        RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: self.lists.as_deref(),
+            vectors: index.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&self.codes)
+        }
     }
 }

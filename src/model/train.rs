@@ -51,8 +51,14 @@ const STREAM_ROWS: usize = 4096;
 /// A training progress event (for progress bars and `--verbose`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrainEvent {
-    /// `done` of `total` units of step `step` are finished (rows, iterations, sub-quantisers).
-    Progress { step: String, done: u64, total: u64 },
+    /// `done` of `total` `unit`s of step `step` are finished (`unit`: "rows", "iterations",
+    /// "epochs", "sub-quantisers" or "steps", plural, for display).
+    Progress {
+        step: String,
+        unit: &'static str,
+        done: u64,
+        total: u64,
+    },
     /// A line of detail (ITQ loss per iteration, ...), sent only when `verbose` is set.
     Message(String),
 }
@@ -228,9 +234,10 @@ impl Ctx<'_> {
             p(&e);
         }
     }
-    fn progress(&self, step: &str, done: u64, total: u64) {
+    fn progress(&self, step: &str, unit: &'static str, done: u64, total: u64) {
         self.emit(TrainEvent::Progress {
             step: step.to_string(),
+            unit,
             done,
             total,
         });
@@ -279,9 +286,9 @@ fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
     let pca = if dim > n {
         // SVD path: needs the rows.
         let x = state.materialize();
-        ctx.progress(&name, 0, 1);
+        ctx.progress(&name, "steps", 0, 1);
         let p = Pca::fit(view(x, dim)?, c)?;
-        ctx.progress(&name, 1, 1);
+        ctx.progress(&name, "steps", 1, 1);
         p
     } else {
         let mut acc = CovarianceAccumulator::new(dim)?;
@@ -291,7 +298,7 @@ fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
             let y = state.pending(chunk);
             acc.add_rows(&y);
             done += (chunk.len() / d0) as u64;
-            ctx.progress(&name, done, n as u64);
+            ctx.progress(&name, "rows", done, n as u64);
         }
         Pca::from_covariance(&acc.finish()?, c)?
     };
@@ -330,7 +337,7 @@ fn fit_ncmml(state: &mut State, c: usize, seed: u64, ctx: &mut Ctx) -> Result<()
     opts.sgd.seed = seed;
     let max = opts.sgd.max_epochs as u64;
     let mut cb = |e: &super::classify::EpochReport| {
-        ctx.progress(&name, e.epoch as u64, max);
+        ctx.progress(&name, "epochs", e.epoch as u64, max);
         ctx.message(format!(
             "{name} epoch {:>3}: loss {:.6}, validation top-1 {:.4} top-5 {:.4}",
             e.epoch, e.train_loss, e.val_top1, e.val_top5
@@ -381,7 +388,7 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
             let x = state.materialize();
             let v = view(x, dim)?;
             let itq = train_itq(v, iters, seed, |t, loss| {
-                ctx.progress("itq", t as u64, iters as u64);
+                ctx.progress("itq", "iterations", t as u64, iters as u64);
                 ctx.message(format!("itq iteration {t:>3}: quantisation loss {loss:.6}"));
             })?;
             ctx.report.itq_loss = itq.losses;
@@ -421,8 +428,9 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
         QuantizerSpec::Pq { m, nbits } => {
             let name = format!("pq:{m}x{nbits}");
             let x = state.materialize().to_vec();
+            ctx.progress(&name, "sub-quantisers", 0, m as u64);
             let t = ProductQuantizer::train_rows(&x, dim, m, nbits, &kopts, None, &mut |s| {
-                ctx.progress(&name, s as u64 + 1, m as u64);
+                ctx.progress(&name, "sub-quantisers", s as u64 + 1, m as u64);
             })?;
             let (_, mse) = reconstruct(&t.pq, &x, dim);
             ctx.message(format!(
@@ -452,8 +460,9 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
             };
             let x = state.materialize().to_vec();
             let iters = oopts.iterations as u64;
+            ctx.progress(&name, "iterations", 0, iters);
             let t = train_opq_rows(&x, dim, m, nbits, &oopts, |it, mse| {
-                ctx.progress(&name, it as u64 + 1, iters);
+                ctx.progress(&name, "iterations", it as u64 + 1, iters);
                 ctx.message(format!("{name} iteration {it:>3}: MSE {mse:.6}"));
             })?;
             ctx.message(format!("{name}: final MSE {:.6}", t.final_mse));

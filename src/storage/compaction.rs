@@ -22,7 +22,7 @@
 //! An error before the manifest is published leaves the index as it was (the merged files
 //! are removed) and does not poison the writer; an error after it (the directory fsync) does.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -38,12 +38,16 @@ use super::error::{Result, StorageError};
 use super::gc::GcReport;
 use super::index::{Column, Index, SegmentColumns, Writer, now_ms};
 use super::layout::data_file_name;
+use super::merge_policy::{MergeReason, PlannedMerge, plan};
 use super::publish::{publish, sync_dir};
 use super::version::{SegmentSlot, VersionState};
 
 /// One merge of a compaction.
 #[derive(Debug, Clone, Serialize)]
 pub struct MergeReport {
+    /// Why the policy chose these segments: `tier` (similar sizes), `deletes` (one segment
+    /// whose deleted share reached `max_deleted_fraction`), `full`.
+    pub reason: MergeReason,
     /// The merged segments' file names.
     pub sources: Vec<String>,
     /// The new segment (`None` when every source row was deleted).
@@ -68,6 +72,9 @@ pub struct CompactionReport {
     pub merges: Vec<MergeReport>,
     /// Class files folded into a new base table (0: none).
     pub folded_class_files: usize,
+    /// Deleted rows still stored after this compaction (in segments below the policy's
+    /// `max_deleted_fraction`, and in the active log).
+    pub deleted_rows_kept: u64,
     /// Garbage collection after the compaction (when `config.auto_gc`).
     pub gc: Option<GcReport>,
     /// A garbage-collection failure (the compaction itself succeeded).
@@ -80,72 +87,6 @@ struct Merged {
     sources: Vec<usize>,
     slot: Option<SegmentSlot>,
     report: MergeReport,
-}
-
-/// Chooses the groups of segments to merge (indices into `v.segments`).
-///
-/// Only segments with the same columns shape are merged together: with or without list ids,
-/// and with the same stored vectors (type and dimension, or none). Segments whose vectors are
-/// zstd-compressed (never written by the engine) are left alone: reading them needs the whole
-/// column decoded, which would break the merge's bounded memory.
-pub(crate) fn plan(v: &VersionState, policy: &CompactionPolicy) -> Vec<Vec<usize>> {
-    let mut classes: BTreeMap<(bool, u8, u32), Vec<usize>> = BTreeMap::new();
-    for (i, s) in v.segments.iter().enumerate() {
-        let r = s.seg.reader();
-        if r.vectors_compressed() {
-            continue;
-        }
-        let (t, d) = r.meta().vectors.map_or((0, 0), |(t, d)| (t as u8, d));
-        classes
-            .entry((r.lists().is_some(), t, d))
-            .or_default()
-            .push(i);
-    }
-    let mut groups = Vec::new();
-    for cands in classes.into_values() {
-        let deleted_frac = |i: usize| {
-            let e = &v.segments[i].entry;
-            if e.rows == 0 {
-                1.0
-            } else {
-                e.deleted as f64 / e.rows as f64
-            }
-        };
-        if policy.full {
-            let dirty = cands.iter().any(|&i| v.segments[i].entry.deleted > 0);
-            if cands.len() >= 2 || (cands.len() == 1 && dirty) {
-                groups.push(cands);
-            }
-            continue;
-        }
-        let mut tiers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for &i in &cands {
-            tiers
-                .entry(policy.tier(v.segments[i].seg.file_len()))
-                .or_default()
-                .push(i);
-        }
-        let mut used = HashSet::new();
-        for (_, mut t) in tiers {
-            t.sort_by_key(|&i| (v.segments[i].seg.file_len(), i));
-            while t.len() >= policy.min_merge {
-                let n = t.len().min(policy.max_merge);
-                let g: Vec<usize> = t.drain(..n).collect();
-                used.extend(g.iter().copied());
-                groups.push(g);
-            }
-        }
-        for &i in &cands {
-            if !used.contains(&i) && deleted_frac(i) > policy.max_deleted_fraction {
-                groups.push(vec![i]);
-            }
-        }
-    }
-    for g in &mut groups {
-        g.sort_unstable();
-    }
-    groups.sort_unstable();
-    groups
 }
 
 /// One source of a merge: its key columns and deletions.
@@ -563,6 +504,7 @@ impl Index {
                 based_on: base.version(),
                 merges: Vec::new(),
                 folded_class_files: 0,
+                deleted_rows_kept: base.manifest.deleted_rows_with(base.log_entry()),
                 gc: None,
                 gc_error: None,
             });
@@ -624,9 +566,13 @@ impl Index {
     fn merge_group(
         &self,
         base: &VersionState,
-        group: Vec<usize>,
+        planned: PlannedMerge,
         policy: &CompactionPolicy,
     ) -> Result<Merged> {
+        let PlannedMerge {
+            segments: group,
+            reason,
+        } = planned;
         let slots: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
         let readers: Vec<_> = slots.iter().map(|s| s.seg.reader()).collect();
         let has_lists = readers.iter().all(|r| r.lists().is_some());
@@ -651,6 +597,7 @@ impl Index {
             vectors,
         };
         let mut report = MergeReport {
+            reason,
             sources: slots.iter().map(|s| s.entry.segment.name.clone()).collect(),
             output: None,
             rows: live,
@@ -904,12 +851,14 @@ impl Index {
             classes,
         };
         w.next_version += 1;
+        let deleted_rows_kept = state.manifest.deleted_rows_with(state.log_entry());
         let version = self.install(w, state);
         Ok(CompactionReport {
             version: Some(version),
             based_on: cur.version(),
             merges: merged.iter().map(|m| m.report.clone()).collect(),
             folded_class_files,
+            deleted_rows_kept,
             gc: None,
             gc_error: None,
         })

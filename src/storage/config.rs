@@ -128,15 +128,17 @@ pub struct CreateOptions {
 /// Each mergeable segment is put in a size tier by its stored bytes: tier 0 below
 /// `tier_floor_bytes`, then tier *t* for `[floor · factor^(t-1), floor · factor^t)`. A tier
 /// holding at least `min_merge` segments has its smallest `max_merge` merged into one segment,
-/// so every row is rewritten O(log_factor(N)) times over the life of an index. A segment whose
-/// deleted fraction exceeds `max_deleted_fraction` is rewritten even alone, to drop its deleted
-/// rows. `full` merges every mergeable segment into one.
+/// so every row is rewritten O(log_factor(N)) times over the life of an index. A segment with
+/// deleted rows making up at least `max_deleted_fraction` of it is rewritten even alone, to drop
+/// them. `full` merges every mergeable segment into one. The choice is `merge_policy::plan`'s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionPolicy {
     pub min_merge: usize,
     pub max_merge: usize,
     pub tier_factor: u64,
     pub tier_floor_bytes: u64,
+    /// Rewrite a segment on its own once at least this share of its rows is deleted (default
+    /// 0.2, i.e. 20 %; 0 = any deleted row; 1 = only fully deleted segments).
     pub max_deleted_fraction: f64,
     /// Fold class-table deltas into a new base table.
     pub fold_classes: bool,

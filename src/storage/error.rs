@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::format::FormatError;
 
+use super::recovery::SkippedManifest;
+
 /// An error from an index operation.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -51,6 +53,36 @@ pub enum StorageError {
     #[error("{dir}: already holds a codedb index (open it instead)")]
     AlreadyExists { dir: PathBuf },
 
+    /// The newest manifest(s) do not read, so the index opened at an older version: the writes
+    /// of the skipped versions are not visible. Every write is refused until the loss is
+    /// accepted explicitly ([`crate::storage::Index::recover`], `codedb recover`) or the damaged
+    /// files are restored, so nothing is built on the older version and nothing the skipped
+    /// manifests name is removed.
+    #[error(
+        "{dir}: the index fell back to version {version} because {}; writes are refused so nothing is built on the older version: run `codedb recover {dir} --to-version {version}` to accept the loss, or restore the damaged file",
+        describe_skipped(skipped)
+    )]
+    FellBack {
+        dir: PathBuf,
+        /// The version the index opened at (the newest manifest that reads).
+        version: u64,
+        /// The newer manifests that do not read.
+        skipped: Vec<SkippedManifest>,
+    },
+
+    /// Garbage collection found manifests that do not read: which files they name is unknown,
+    /// so it removes nothing until they are restored or set aside by `codedb recover`.
+    #[error(
+        "{dir}: garbage collection refused: {}, so which files it names is unknown; run `codedb recover {dir} --to-version {version}` to set the damaged manifest aside, or restore it",
+        describe_skipped(damaged)
+    )]
+    DamagedManifest {
+        dir: PathBuf,
+        /// The newest version that reads.
+        version: u64,
+        damaged: Vec<SkippedManifest>,
+    },
+
     /// An earlier write failed part-way; the handle refuses further writes. Reopening the index
     /// recovers the last committed version.
     #[error(
@@ -91,6 +123,20 @@ impl StorageError {
         };
         kind == std::io::ErrorKind::NotFound
     }
+}
+
+/// "manifest v4 (v000…4.manifest) does not read (reason)", for each manifest, joined.
+pub(crate) fn describe_skipped(skipped: &[SkippedManifest]) -> String {
+    let each: Vec<String> = skipped
+        .iter()
+        .map(|s| {
+            format!(
+                "manifest version {} ({}) does not read ({})",
+                s.version, s.file, s.error
+            )
+        })
+        .collect();
+    each.join("; ")
 }
 
 /// Shorthand used throughout the storage engine.

@@ -27,7 +27,7 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WriteFile>>;
     /// Opens an existing file to append to it (the active log).
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>>;
-    /// Atomically renames `from` to `to` (same directory).
+    /// Atomically renames `from` to `to` (within the index directory, or into its `recovered/`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Unlinks a file (mappings of it stay valid on POSIX systems).
     fn remove_file(&self, path: &Path) -> io::Result<()>;

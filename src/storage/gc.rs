@@ -8,6 +8,10 @@
 //! class files and logs they alone named, `*.tmp` leftovers — is unlinked: manifests first
 //! (so a crash part-way never leaves a manifest naming a removed file), then the rest.
 //!
+//! A manifest that does not read might name any file, so while one is in the directory GC
+//! removes nothing ([`StorageError::DamagedManifest`]) until it is restored or set aside by
+//! [`Index::recover`].
+//!
 //! GC holds the compaction lock and the writer mutex, so it never races a commit or a merge.
 
 use std::collections::HashSet;
@@ -22,6 +26,8 @@ use super::layout::{
     LOCK_FILE, TMP_SUFFIX, manifest_file_name, parse_data_file_name, parse_manifest_file_name,
 };
 use super::publish::sync_dir;
+use super::recovery::SkippedManifest;
+use super::version::read_manifest;
 
 /// What a garbage collection kept and removed.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -57,11 +63,20 @@ impl Index {
         let mut unreadable = Vec::new();
         for (name, _) in &files {
             if let Some(v) = parse_manifest_file_name(name) {
-                match Manifest::open_with_log(&dir.join(name)) {
-                    Ok((m, log)) if m.version == v => valid.push((v, m, log)),
-                    _ => unreadable.push(v),
+                let path = dir.join(name);
+                match read_manifest(&path, v) {
+                    Ok((m, log)) => valid.push((v, m, log)),
+                    Err(e) => unreadable.push(SkippedManifest::new(v, &path, &e)),
                 }
             }
+        }
+        if !unreadable.is_empty() {
+            unreadable.sort_by_key(|s| s.version);
+            return Err(StorageError::DamagedManifest {
+                dir: dir.clone(),
+                version: w.committed.version(),
+                damaged: unreadable,
+            });
         }
         valid.sort_by_key(|b| std::cmp::Reverse(b.0));
         let pinned: HashSet<u64> = self
@@ -109,14 +124,6 @@ impl Index {
                 }
             }
         }
-        // An unreadable manifest older than a readable one can never be opened again.
-        let newest_valid = valid.first().map_or(0, |v| v.0);
-        drop_manifests.extend(
-            unreadable
-                .into_iter()
-                .filter(|&v| v < newest_valid)
-                .map(manifest_file_name),
-        );
         let size = |n: &str| files.iter().find(|f| f.0 == n).map_or(0, |f| f.1);
         let mut report = GcReport {
             kept_versions,

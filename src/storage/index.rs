@@ -38,7 +38,7 @@ use super::lock::DirLock;
 use super::log_rows::{LogBatchEntry, LogView, find_live};
 use super::open_segment::OpenSegment;
 use super::publish::{publish, sync_dir};
-use super::recovery::{LogTailReport, RecoveryReport};
+use super::recovery::{LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest};
 use super::row_batch::{RowBatch, check_batch};
 use super::snapshot::Snapshot;
 use super::version::{SegmentSlot, VersionState, choose_manifest, load_version};
@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     /// Held for a whole compaction or garbage collection (one at a time).
     pub compaction: Mutex<()>,
     pub recovery: RecoveryReport,
+    /// `recovery.skipped_manifests`, shared with every snapshot of this handle.
+    pub skipped: Arc<[SkippedManifest]>,
     /// Every version created by this handle that may still be alive (pinned by snapshots).
     pub versions: Mutex<Vec<Weak<VersionState>>>,
 }
@@ -152,10 +154,22 @@ pub(crate) struct Writer {
     pub log: Option<LogWriter>,
     pub pending: Pending,
     pub poisoned: Option<String>,
+    /// `(opened version, newer manifests that do not read)` when the handle fell back: then it
+    /// refuses every write.
+    pub fell_back: Option<(u64, Vec<SkippedManifest>)>,
 }
 
 impl Writer {
+    /// Refuses a write on a handle that fell back from damaged manifests ([`StorageError::FellBack`])
+    /// or that an earlier failure poisoned ([`StorageError::Poisoned`]).
     pub(crate) fn check_poisoned(&self, dir: &Path) -> Result<()> {
+        if let Some((version, skipped)) = &self.fell_back {
+            return Err(StorageError::FellBack {
+                dir: dir.to_path_buf(),
+                version: *version,
+                skipped: skipped.clone(),
+            });
+        }
         match &self.poisoned {
             Some(cause) => Err(StorageError::Poisoned {
                 dir: dir.to_path_buf(),
@@ -277,18 +291,28 @@ impl Index {
     }
 
     /// Opens the index in `dir` for writing: takes the lock, picks the newest manifest that
-    /// reads (reporting newer ones that do not), removes temporary files of interrupted
-    /// writes, and cuts off the active log's tail past its committed length. What it found is
-    /// in [`Index::recovery`].
+    /// reads, removes temporary files of interrupted writes, and cuts off the active log's tail
+    /// past its committed length. What it found is in [`Index::recovery`].
+    ///
+    /// When newer manifests do not read, the handle *falls back*: it opens at the newest
+    /// version that reads, lists the others in `recovery().skipped_manifests`, repairs nothing,
+    /// and refuses every write with [`StorageError::FellBack`] (its snapshots still read).
+    /// [`Index::recover`] accepts the loss explicitly. A directory without a manifest is
+    /// refused before anything is created in it.
     pub fn open(dir: &Path, config: Config) -> Result<Index> {
         config.validate(dir)?;
-        if !dir.is_dir() {
-            return Err(StorageError::NotAnIndex {
-                dir: dir.to_path_buf(),
-                detail: "no such directory".into(),
-            });
-        }
+        check_is_index(dir)?;
         let lock = DirLock::acquire(dir, config.lock_wait)?;
+        Index::open_locked(dir, config, lock, None)
+    }
+
+    /// [`Index::open`] once the lock is held; `recovered` is what [`Index::recover`] just did.
+    pub(crate) fn open_locked(
+        dir: &Path,
+        config: Config,
+        lock: DirLock,
+        recovered: Option<RecoveryRecord>,
+    ) -> Result<Index> {
         let choice = choose_manifest(dir)?;
         let Some((_, manifest, log_entry)) = choice.newest else {
             return Err(StorageError::NotAnIndex {
@@ -299,7 +323,14 @@ impl Index {
                 },
             });
         };
-        let removed_temp_files = remove_temp_files(&config, dir)?;
+        // A fallen-back handle changes nothing: the log bytes past this version's committed
+        // length may be rows a skipped manifest committed.
+        let fell_back = !choice.skipped.is_empty();
+        let removed_temp_files = if fell_back {
+            Vec::new()
+        } else {
+            remove_temp_files(&config, dir)?
+        };
         let loaded = load_version(dir, manifest, log_entry, &config.read, true)?;
         let state = loaded.state;
         let fs = &*config.fs;
@@ -313,6 +344,7 @@ impl Index {
                     .map_err(StorageError::io(&path, "open for append"))?;
                 if let Some((tail, file_len)) = &loaded.log_tail
                     && tail.bytes > 0
+                    && !fell_back
                 {
                     handle
                         .truncate(view.entry.committed_len)
@@ -359,6 +391,7 @@ impl Index {
             skipped_manifests: choice.skipped,
             removed_temp_files,
             log_tail,
+            recovered,
         };
         let next_version = choice.max_version_seen.max(state.version()) + 1;
         Ok(Index::assemble(
@@ -385,6 +418,9 @@ impl Index {
         let vectors = state.manifest.vectors;
         let next_auto_id = state.manifest.next_auto_id;
         let state = Arc::new(state);
+        let fell_back = (!recovery.skipped_manifests.is_empty())
+            .then(|| (recovery.version, recovery.skipped_manifests.clone()));
+        let skipped: Arc<[SkippedManifest]> = Arc::from(recovery.skipped_manifests.clone());
         Index {
             shared: Arc::new(Shared {
                 dir: dir.to_path_buf(),
@@ -401,9 +437,11 @@ impl Index {
                     log,
                     pending: Pending::default(),
                     poisoned: None,
+                    fell_back,
                 }),
                 compaction: Mutex::new(()),
                 recovery,
+                skipped,
             }),
         }
     }
@@ -436,9 +474,21 @@ impl Index {
         self.shared.current.read().version()
     }
 
-    /// Pins the newest committed version. Never waits for a writer.
+    /// Pins the newest committed version. Never waits for a writer. Its
+    /// [`Snapshot::skipped_manifests`] are this handle's (non-empty when it fell back).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::from_state(self.shared.current.read().clone())
+        Snapshot::from_state(
+            self.shared.current.read().clone(),
+            self.shared.skipped.clone(),
+        )
+    }
+
+    /// Whether the handle accepts writes: `Err(`[`StorageError::FellBack`]`)` when it opened at
+    /// an older version because newer manifests do not read, `Err(`[`StorageError::Poisoned`]`)`
+    /// after a failed write. Every write method checks this itself; call it to fail before
+    /// expensive preparation (encoding rows, say).
+    pub fn check_writable(&self) -> Result<()> {
+        self.shared.writer.lock().check_poisoned(&self.shared.dir)
     }
 
     /// Whether changes were staged since the last commit.
@@ -556,6 +606,16 @@ impl Index {
     /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
     /// rows were replaced.
     pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
+        self.upsert_rows_with_classes(batch, &[])
+    }
+
+    /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]).
+    pub fn upsert_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<u64> {
         let Some(ids) = batch.ids else {
             return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
         };
@@ -567,6 +627,11 @@ impl Index {
         )?;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        let staged_classes = if classes.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, classes)?)
+        };
         let mut found = Vec::new();
         for &id in ids {
             if let Some(loc) = w.find(id)? {
@@ -587,6 +652,9 @@ impl Index {
         }
         w.pending.changed |= !found.is_empty();
         self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
         Ok(found.len() as u64)
     }
 
@@ -1300,6 +1368,24 @@ fn bit_rows(words: &[u64]) -> Vec<u64> {
         }
     }
     out
+}
+
+/// Refuses a directory that is not an index (missing, or without any manifest) before a writer
+/// creates anything in it (the lock file included).
+pub(crate) fn check_is_index(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no such directory".into(),
+        });
+    }
+    if list_manifests(dir)?.is_empty() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no manifest found".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Removes `*.tmp` files (interrupted writes); only a lock holder may, since only it writes them.

@@ -11,6 +11,9 @@ use crate::format::{
 };
 
 use super::layout::list_manifests;
+use super::manifest_recovery::recovery_records;
+use super::recovery::{RecoveryRecord, SkippedManifest};
+use super::version::{choose_manifest, read_manifest};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SectionReport {
@@ -386,12 +389,18 @@ pub struct ModelSummary {
     pub stages: Vec<String>,
 }
 
-/// An index directory at its newest version. The top-level keys `version`, `rows`, `deleted`,
-/// `segments`, `classes`, `model` and `bytes` are a stable contract for scripts.
+/// An index directory at the version readers open (the newest that reads). The top-level keys
+/// `version`, `rows`, `deleted`, `segments`, `classes`, `model`, `bytes`, `skipped_manifests`
+/// and `recoveries` are a stable contract for scripts.
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexReport {
     pub dir: PathBuf,
     pub version: u64,
+    /// Manifests newer than `version` that do not read: when not empty the index *fell back*
+    /// (their writes are not visible, and writers refuse until `codedb recover`).
+    pub skipped_manifests: Vec<SkippedManifest>,
+    /// Past recoveries (`codedb recover`): the versions they dropped, oldest first.
+    pub recoveries: Vec<RecoveryRecord>,
     /// Live rows.
     pub rows: u64,
     /// Deleted rows still stored.
@@ -407,20 +416,37 @@ pub struct IndexReport {
     pub files: Vec<FileReport>,
 }
 
-/// Reports on an index directory: its newest version, all retained versions, every file.
+/// Reports on an index directory: the version readers open (and the newer manifests that do
+/// not read), all retained versions, every file, past recoveries.
 pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
     let manifests = list_manifests(dir)?;
-    let Some((_, newest_path)) = manifests.last() else {
+    if manifests.is_empty() {
         return Err(FormatError::InvalidArgument {
             path: dir.to_path_buf(),
             argument: "PATH".into(),
             detail: "directory holds no manifest: not a codedb index".into(),
         });
+    }
+    let choice = choose_manifest(dir)?;
+    let Some((_, newest, newest_log)) = choice.newest else {
+        let why = choice
+            .skipped
+            .first()
+            .map_or(String::new(), |s| s.error.clone());
+        return Err(FormatError::InvalidArgument {
+            path: dir.to_path_buf(),
+            argument: "PATH".into(),
+            detail: format!("no manifest reads (newest: {why})"),
+        });
     };
-    let (newest, newest_log) = Manifest::open_with_log(newest_path)?;
+    let mut recoveries: Vec<RecoveryRecord> = recovery_records(dir)
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .collect();
+    recoveries.sort_by_key(|r| r.recovered_unix_ms);
     let mut versions = Vec::new();
     for (v, p) in &manifests {
-        if let Ok((m, log)) = Manifest::open_with_log(p) {
+        if let Ok((m, log)) = read_manifest(p, *v) {
             versions.push(VersionReport {
                 version: *v,
                 manifest: file_name(p),
@@ -458,6 +484,8 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
     Ok(IndexReport {
         dir: dir.to_path_buf(),
         version: newest.version,
+        skipped_manifests: choice.skipped,
+        recoveries,
         rows: newest.live_rows_with(newest_log.as_ref()),
         deleted: newest.deleted_rows_with(newest_log.as_ref()),
         segments: newest.segments.len(),

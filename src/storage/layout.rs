@@ -10,6 +10,7 @@
 //!   log-<id>.log                     the active append log (the only file that grows)
 //!   LOCK                             the writer lock (an OS file lock; empty)
 //!   *.tmp                            files being written; never read, removed on open and by GC
+//!   recovered/                       damaged manifests set aside by a recovery, and its records
 //! ```
 //! Names carry the file id so two files never share a name, and a file is never rewritten.
 
@@ -22,6 +23,9 @@ pub const MANIFEST_EXT: &str = "manifest";
 pub const LOCK_FILE: &str = "LOCK";
 /// Suffix of a file still being written (FORMAT.md §11.1).
 pub const TMP_SUFFIX: &str = ".tmp";
+/// The subdirectory where a recovery sets damaged manifests aside and keeps its records
+/// (FORMAT.md §11.7); nothing reads it to open the index.
+pub const RECOVERED_DIR: &str = "recovered";
 
 /// `v00000000000000000007.manifest` for version 7.
 pub fn manifest_file_name(version: u64) -> String {

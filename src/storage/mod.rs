@@ -16,6 +16,8 @@ pub mod inspect;
 pub mod layout;
 mod lock;
 mod log_rows;
+pub mod manifest_recovery;
+pub mod merge_policy;
 pub mod open_segment;
 mod publish;
 pub mod recovery;
@@ -31,7 +33,11 @@ pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use gc::GcReport;
 pub use index::Index;
-pub use recovery::{LogTailReport, RecoveryReport, SkippedManifest};
+pub use manifest_recovery::recovery_records;
+pub use merge_policy::MergeReason;
+pub use recovery::{
+    DroppedManifest, LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest,
+};
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};
 pub use versions::{VersionInfo, list_versions};

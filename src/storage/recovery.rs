@@ -1,10 +1,11 @@
 //! What opening an index found and repaired: manifests that did not read, temporary files of
-//! interrupted commits, and the uncommitted or torn tail cut off the active log.
+//! interrupted commits, and the uncommitted or torn tail cut off the active log; and the record
+//! an explicit recovery from damaged manifests leaves (FORMAT.md §11.7).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// A manifest newer than the opened version that could not be used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A manifest that could not be used (one newer than the opened version, for a reader).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedManifest {
     pub version: u64,
     pub file: String,
@@ -35,12 +36,46 @@ pub struct RecoveryReport {
     /// The version opened.
     pub version: u64,
     /// Newer manifests that did not read (damaged files): the index opened at an older
-    /// version, and the writes of the skipped versions are not visible.
+    /// version, and the writes of the skipped versions are not visible. When this is not
+    /// empty the handle refuses every write ([`crate::storage::StorageError::FellBack`]) and
+    /// repaired nothing (no temporary file removed, no log tail cut).
     pub skipped_manifests: Vec<SkippedManifest>,
     /// `*.tmp` files of interrupted writes, removed.
     pub removed_temp_files: Vec<String>,
     /// The active log's tail past its committed length, cut off.
     pub log_tail: Option<LogTailReport>,
+    /// What [`crate::storage::Index::recover`] set aside before this open (`None` for
+    /// [`crate::storage::Index::open`]).
+    pub recovered: Option<RecoveryRecord>,
+}
+
+/// The record of one explicit recovery (`codedb recover`, [`crate::storage::Index::recover`]),
+/// kept as JSON in `DIR/recovered/` beside the manifests it set aside (FORMAT.md §11.7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryRecord {
+    /// Version of the record's layout (1).
+    pub format: u32,
+    pub recovered_unix_ms: u64,
+    /// The version whose contents the index keeps: the newest manifest that read.
+    pub kept_version: u64,
+    /// The manifest the recovery published with the kept version's contents, numbered above
+    /// every dropped version so no version number is used twice (`None` when every damaged
+    /// manifest was older than the kept version, so nothing newer was lost).
+    pub published_version: Option<u64>,
+    /// The manifests set aside, oldest first.
+    pub dropped: Vec<DroppedManifest>,
+}
+
+/// A damaged manifest a recovery set aside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedManifest {
+    pub version: u64,
+    /// Its file name in the index directory.
+    pub file: String,
+    /// Why it did not read.
+    pub error: String,
+    /// Where it is now, relative to the index directory (`recovered/<file>`).
+    pub moved_to: String,
 }
 
 impl RecoveryReport {
@@ -49,5 +84,6 @@ impl RecoveryReport {
         self.skipped_manifests.is_empty()
             && self.removed_temp_files.is_empty()
             && self.log_tail.is_none()
+            && self.recovered.is_none()
     }
 }

@@ -218,17 +218,15 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn from_state(v: Arc<VersionState>) -> Snapshot {
-        Snapshot {
-            v,
-            skipped: Arc::from(Vec::new()),
-        }
+    pub(crate) fn from_state(v: Arc<VersionState>, skipped: Arc<[SkippedManifest]>) -> Snapshot {
+        Snapshot { v, skipped }
     }
 
     /// Opens the newest version of the index in `dir` for reading, without any lock (readers
     /// in any number of processes). A newer manifest that does not read is skipped and listed
-    /// in [`Snapshot::skipped_manifests`]; if garbage collection removes a file while this
-    /// runs, it retries with the newest version.
+    /// in [`Snapshot::skipped_manifests`] — the snapshot then shows an older version than the
+    /// newest one written, and callers should say so; if garbage collection removes a file
+    /// while this runs, it retries with the newest version.
     pub fn open(dir: &Path) -> Result<Snapshot> {
         Snapshot::open_with(dir, &ReadOptions::default())
     }
@@ -311,7 +309,9 @@ impl Snapshot {
         self.v.classes.as_deref()
     }
 
-    /// Newer manifests that did not read when this snapshot was opened from disk.
+    /// Newer manifests that did not read when this snapshot (or the [`crate::storage::Index`]
+    /// it came from) was opened: when not empty, the snapshot shows an older version than the
+    /// newest one written, without those versions' writes.
     pub fn skipped_manifests(&self) -> &[SkippedManifest] {
         &self.skipped
     }

@@ -4,8 +4,13 @@
 //! For the newest version it also checks the index-wide invariants the writer keeps: no id is
 //! live twice, and `next_auto_id` is above every stored id (so an assigned id never collides).
 //! That check holds one u64 per live row in memory.
+//!
+//! An append log is judged by what says which of its bytes are committed. In an index, the
+//! manifests do: damage inside a committed length is a problem, bytes past the newest one are a
+//! crash tail (a note). Given on its own, nothing does, so every byte must belong to a whole,
+//! valid record (FORMAT.md §10.3).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -15,7 +20,9 @@ use crate::format::{
     Header, LoadMode, Manifest, ModelFile, SegmentReader, append_log,
 };
 
-use super::layout::list_manifests;
+use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
+use super::manifest_recovery::recovery_records;
+use super::version::read_manifest;
 
 /// One thing wrong, with where it is.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -23,6 +30,17 @@ pub struct Problem {
     pub path: PathBuf,
     /// Section, field or cross-reference the problem is in.
     pub section: String,
+    pub message: String,
+    /// The manifests of the index that name this file (empty for a file no manifest names, a
+    /// manifest, or the directory): each problem is listed once, however many versions share
+    /// the file.
+    pub referenced_by: Vec<String>,
+}
+
+/// Something worth knowing that is not a problem (a log's crash tail).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Note {
+    pub path: PathBuf,
     pub message: String,
 }
 
@@ -32,6 +50,7 @@ pub struct VerifyReport {
     pub bytes_checked: u64,
     pub manifests_checked: usize,
     pub problems: Vec<Problem>,
+    pub notes: Vec<Note>,
     /// Files that no manifest references (left for garbage collection; not a problem).
     pub unreferenced: Vec<String>,
 }
@@ -42,17 +61,21 @@ impl VerifyReport {
     }
 
     fn push_err(&mut self, e: &FormatError) {
-        self.problems.push(Problem {
-            path: e.path().to_path_buf(),
-            section: e.section().unwrap_or("file").to_string(),
-            message: e.to_string(),
-        });
+        self.push(e.path(), e.section().unwrap_or("file"), e.to_string());
     }
 
     fn push(&mut self, path: &Path, section: &str, message: String) {
         self.problems.push(Problem {
             path: path.to_path_buf(),
             section: section.to_string(),
+            message,
+            referenced_by: Vec::new(),
+        });
+    }
+
+    fn note(&mut self, path: &Path, message: String) {
+        self.notes.push(Note {
+            path: path.to_path_buf(),
             message,
         });
     }
@@ -96,21 +119,69 @@ fn is_append_log(path: &Path) -> bool {
         && Header::decode(&head, path).is_ok_and(|h| h.kind == FileKind::AppendLog)
 }
 
-/// Checks an append log on its own: prelude and every record up to the first invalid one (a
-/// torn tail is not a problem by itself: only a manifest says which bytes were committed).
-fn verify_log_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u64)) {
+/// Reads a log file whole, counting its bytes as checked (`None`, reported, when it cannot).
+fn read_log_file(
+    path: &Path,
+    report: &mut VerifyReport,
+    progress: &mut dyn FnMut(u64),
+) -> Option<Vec<u8>> {
     match std::fs::read(path) {
         Ok(bytes) => {
             report.bytes_checked += bytes.len() as u64;
             progress(bytes.len() as u64);
-            if let Err(e) = append_log::read_log(&bytes, path, None) {
-                report.push_err(&e);
-            }
+            Some(bytes)
         }
-        Err(source) => report.push_err(&FormatError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(source) => {
+            report.push_err(&FormatError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+            None
+        }
+    }
+}
+
+/// Checks an append log given on its own. Nothing says how much of it was committed, so it
+/// passes only when it is its prelude and one or more whole, valid records to its last byte.
+/// Bytes that are not a whole record are reported with their offset and count, and as
+/// corruption, naming the record, when valid records follow them.
+fn verify_log_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u64)) {
+    let Some(bytes) = read_log_file(path, report, progress) else {
+        return;
+    };
+    let c = match append_log::read_log(&bytes, path, None) {
+        Ok(c) => c,
+        Err(e) => return report.push_err(&e),
+    };
+    let record = c.batches.len();
+    if c.tail.bytes > 0 {
+        let section = format!("log record {record} at offset {}", c.end);
+        let reason = c.tail.torn_reason.as_deref().unwrap_or("not a record");
+        let later = append_log::records_after(&bytes, &c.meta, c.end);
+        let message = match later.first_offset {
+            Some(at) => format!(
+                "record {record} at offset {} is damaged ({reason}), and {} valid record(s) \
+                 ({} rows) follow it from offset {at}: corruption inside the log, not a torn tail",
+                c.end, later.records, later.rows
+            ),
+            None => format!(
+                "the last {} bytes, from offset {} (record {record}), are not a valid whole \
+                 record ({reason}) and no valid record follows: a torn tail, as a crash during an \
+                 append leaves, and as a cut copy or damage to the last record leave too; without \
+                 a manifest nothing says whether they held committed rows ({} rows in {record} \
+                 whole record(s) before them)",
+                c.tail.bytes, c.end, c.rows
+            ),
+        };
+        report.push(path, &section, message);
+    } else if c.batches.is_empty() {
+        report.push(
+            path,
+            "log",
+            "holds no record: the engine commits only logs that hold rows (FORMAT.md §10.4), so \
+             this is a log whose first append never completed, or a copy cut after its prelude"
+                .into(),
+        );
     }
 }
 
@@ -165,6 +236,29 @@ fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(
     }
 }
 
+/// What the manifests of a directory say about its files, gathered while checking them.
+#[derive(Default)]
+struct Referenced {
+    /// File name → the manifests (file names) that name it.
+    by: BTreeMap<String, Vec<String>>,
+    /// Log name → (largest committed length of a readable manifest, bytes past it, whole
+    /// uncommitted records and rows in them, torn bytes and why).
+    log_tails: HashMap<String, (u64, append_log::LogTail)>,
+}
+
+impl Referenced {
+    fn add(&mut self, name: &str, manifest: &Path) {
+        let m = manifest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let list = self.by.entry(name.to_string()).or_default();
+        if !list.contains(&m) {
+            list.push(m);
+        }
+    }
+}
+
 fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u64)) {
     let manifests = match list_manifests(dir) {
         Ok(m) => m,
@@ -197,17 +291,56 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
     };
     names.sort();
     for n in &names {
-        if n.ends_with(".tmp") || n == "LOCK" {
+        if n.ends_with(TMP_SUFFIX) || n == LOCK_FILE {
             continue;
         }
-        verify_file(&dir.join(n), report, progress);
+        let path = dir.join(n);
+        if is_append_log(&path) {
+            // Its records are judged against the manifests that commit them (check_log).
+            report.files_checked += 1;
+            if let Some(bytes) = read_log_file(&path, report, progress)
+                && let Err(e) = append_log::read_prelude(&bytes, &path)
+            {
+                report.push_err(&e);
+            }
+            continue;
+        }
+        verify_file(&path, report, progress);
     }
-    let mut referenced = HashSet::new();
+    let mut refs = Referenced::default();
+    let readable: Vec<bool> = manifests
+        .iter()
+        .map(|(v, p)| read_manifest(p, *v).is_ok())
+        .collect();
     let newest_readable = manifests
         .iter()
+        .zip(&readable)
         .rev()
-        .find(|(_, p)| Manifest::open(p).is_ok())
-        .map(|(v, _)| *v);
+        .find(|(_, ok)| **ok)
+        .map(|((v, _), _)| *v);
+    let skipped: Vec<u64> = manifests
+        .iter()
+        .zip(&readable)
+        .filter(|((v, _), ok)| !**ok && newest_readable.is_none_or(|n| *v > n))
+        .map(|((v, _), _)| *v)
+        .collect();
+    if !skipped.is_empty() {
+        let list: Vec<String> = skipped.iter().map(u64::to_string).collect();
+        report.push(
+            dir,
+            "manifests",
+            match newest_readable {
+                Some(n) => format!(
+                    "the newest manifest(s), version(s) {}, do not read: readers serve version \
+                     {n} without their writes, and writers refuse until `codedb recover {} \
+                     --to-version {n}` accepts the loss (or the files are restored)",
+                    list.join(", "),
+                    dir.display()
+                ),
+                None => "no manifest reads".into(),
+            },
+        );
+    }
     for (version, path) in &manifests {
         report.manifests_checked += 1;
         let (m, log) = match Manifest::open_with_log(path) {
@@ -225,17 +358,61 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
             );
         }
         let newest = Some(*version) == newest_readable;
-        check_manifest(dir, path, &m, log.as_ref(), newest, report, &mut referenced);
+        check_manifest(dir, path, &m, log.as_ref(), newest, report, &mut refs);
+    }
+    for (name, (committed, tail)) in &refs.log_tails {
+        if tail.bytes == 0 {
+            continue;
+        }
+        let torn = match &tail.torn_reason {
+            Some(r) => format!(", {} torn bytes ({r})", tail.torn_bytes),
+            None => String::new(),
+        };
+        report.note(
+            &dir.join(name),
+            format!(
+                "{} bytes past the committed length {committed} ({} whole uncommitted record(s) \
+                 of {} rows{torn}): a crash tail, which a writer cuts off when it opens the index",
+                tail.bytes, tail.complete_batches, tail.complete_rows
+            ),
+        );
+    }
+    verify_recovery_records(dir, report);
+    // One problem per file, section and message, naming every manifest that names the file.
+    let mut seen = HashSet::new();
+    report
+        .problems
+        .retain(|p| seen.insert((p.path.clone(), p.section.clone(), p.message.clone())));
+    for p in &mut report.problems {
+        if p.path.parent() == Some(dir)
+            && let Some(n) = p.path.file_name()
+            && let Some(by) = refs.by.get(n.to_string_lossy().as_ref())
+        {
+            p.referenced_by = by.clone();
+        }
     }
     for (_, p) in &manifests {
         if let Some(n) = p.file_name() {
-            referenced.insert(n.to_string_lossy().into_owned());
+            refs.by.entry(n.to_string_lossy().into_owned()).or_default();
         }
     }
     report.unreferenced = names
         .into_iter()
-        .filter(|n| !referenced.contains(n) && n != "LOCK")
+        .filter(|n| !refs.by.contains_key(n) && n != LOCK_FILE)
         .collect();
+}
+
+/// The records of past recoveries (`recovered/`, FORMAT.md §11.7) parse.
+fn verify_recovery_records(dir: &Path, report: &mut VerifyReport) {
+    for (path, r) in recovery_records(dir) {
+        if let Err(e) = r {
+            report.push(
+                &path,
+                RECOVERED_DIR,
+                format!("recovery record does not read: {e}"),
+            );
+        }
+    }
 }
 
 /// Cross-references of one manifest: every file exists, has the recorded identity, and agrees on
@@ -247,7 +424,7 @@ fn check_manifest(
     log: Option<&ActiveLogEntry>,
     newest: bool,
     report: &mut VerifyReport,
-    referenced: &mut HashSet<String>,
+    refs: &mut Referenced,
 ) {
     // Live ids and the largest stored id, for the newest version's invariants.
     let mut live_ids: Vec<u64> = Vec::new();
@@ -266,7 +443,22 @@ fn check_manifest(
             .map_err(|e| report.push_err(&e))
             .ok()
     };
-    referenced.insert(m.model.name.clone());
+    refs.add(&m.model.name, mpath);
+    for s in &m.segments {
+        refs.add(&s.segment.name, mpath);
+        if let Some(d) = &s.deletions {
+            refs.add(&d.name, mpath);
+        }
+    }
+    for cf in &m.class_files {
+        refs.add(&cf.file.name, mpath);
+    }
+    if let Some(l) = log {
+        refs.add(&l.log.name, mpath);
+        if let Some(d) = &l.deletions {
+            refs.add(&d.name, mpath);
+        }
+    }
     let model = open_container(&m.model.name, FileKind::Model, report).and_then(|c| {
         if c.header().file_id != m.model.id {
             report.push(
@@ -278,7 +470,6 @@ fn check_manifest(
         ModelFile::from_container(&c).ok()
     });
     for (i, s) in m.segments.iter().enumerate() {
-        referenced.insert(s.segment.name.clone());
         let spath = dir.join(&s.segment.name);
         let Some(c) = open_container(&s.segment.name, FileKind::Segment, report) else {
             continue;
@@ -334,7 +525,6 @@ fn check_manifest(
             );
         }
         if let Some(d) = &s.deletions {
-            referenced.insert(d.name.clone());
             let dpath = dir.join(&d.name);
             if let Some(c) = open_container(&d.name, FileKind::DeletionBitmap, report)
                 && let Ok(bm) = DeletionBitmap::from_container(&c)
@@ -392,7 +582,7 @@ fn check_manifest(
             l,
             model.as_ref(),
             report,
-            referenced,
+            refs,
             &mut live_ids,
             &mut max_id,
         );
@@ -421,7 +611,6 @@ fn check_manifest(
     }
     let mut tables: HashMap<usize, ClassTable> = HashMap::new();
     for (i, cf) in m.class_files.iter().enumerate() {
-        referenced.insert(cf.file.name.clone());
         if let Some(c) = open_container(&cf.file.name, FileKind::ClassTable, report)
             && let Ok(t) = ClassTable::from_container(&c)
         {
@@ -456,11 +645,10 @@ fn check_log(
     l: &ActiveLogEntry,
     model: Option<&ModelFile>,
     report: &mut VerifyReport,
-    referenced: &mut HashSet<String>,
+    refs: &mut Referenced,
     live_ids: &mut Vec<u64>,
     max_id: &mut Option<u64>,
 ) {
-    referenced.insert(l.log.name.clone());
     let lpath = dir.join(&l.log.name);
     let bytes = match std::fs::read(&lpath) {
         Ok(b) => b,
@@ -480,6 +668,13 @@ fn check_log(
             return;
         }
     };
+    let tail = refs
+        .log_tails
+        .entry(l.log.name.clone())
+        .or_insert((0, Default::default()));
+    if l.committed_len >= tail.0 {
+        *tail = (l.committed_len, contents.tail.clone());
+    }
     if contents.file_id != l.log.id {
         report.push(
             &lpath,
@@ -520,7 +715,6 @@ fn check_log(
     }
     let mut bitmap = None;
     if let Some(d) = &l.deletions {
-        referenced.insert(d.name.clone());
         let dpath = dir.join(&d.name);
         match DeletionBitmap::open(&dpath) {
             Err(e) => report.push_err(&e),

@@ -16,6 +16,7 @@ use super::error::{Result, StorageError};
 use super::layout::list_manifests;
 use super::log_rows::{LogBatchEntry, LogView};
 use super::open_segment::OpenSegment;
+use super::recovery::SkippedManifest;
 
 /// A segment of a version with the deletion bitmap that version gives it.
 #[derive(Debug, Clone)]
@@ -103,14 +104,44 @@ pub(crate) struct ManifestChoice {
     /// The largest version number of any manifest file, readable or not (the next version is
     /// numbered past it, so a damaged file's name is never reused).
     pub max_version_seen: u64,
-    pub skipped: Vec<super::recovery::SkippedManifest>,
+    pub skipped: Vec<SkippedManifest>,
 }
 
-/// Picks the newest manifest that reads: checksums valid, structure valid, and the version in
-/// the file matches its name. Newer manifests that fail are reported, not silently ignored. A
-/// manifest that vanishes between listing and reading (a concurrent GC in another process) is
-/// not damage: the listing is taken again.
-pub(crate) fn choose_manifest(dir: &Path) -> Result<ManifestChoice> {
+/// Reads the manifest file `path`, named for version `v`: the manifest and its active log entry.
+/// A manifest whose contents carry another version than its name does not read either (a
+/// copied or renamed file must not pose as another version).
+pub(crate) fn read_manifest(
+    path: &Path,
+    v: u64,
+) -> std::result::Result<(Manifest, Option<ActiveLogEntry>), FormatError> {
+    let (m, log) = Manifest::open_with_log(path)?;
+    if m.version != v {
+        return Err(FormatError::Corrupt {
+            path: path.to_path_buf(),
+            section: "meta.version".into(),
+            detail: format!("file name says version {v}, contents say {}", m.version),
+        });
+    }
+    Ok((m, log))
+}
+
+impl SkippedManifest {
+    pub(crate) fn new(version: u64, path: &Path, error: &FormatError) -> SkippedManifest {
+        SkippedManifest {
+            version,
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            error: error.to_string(),
+        }
+    }
+}
+
+/// Picks the newest manifest that reads ([`read_manifest`]). Newer manifests that fail are
+/// reported, not silently ignored. A manifest that vanishes between listing and reading (a
+/// concurrent GC or recovery in another process) is not damage: the listing is taken again.
+pub(crate) fn choose_manifest(dir: &Path) -> std::result::Result<ManifestChoice, FormatError> {
     const ATTEMPTS: usize = 10;
     let mut attempt = 0;
     'relist: loop {
@@ -119,16 +150,7 @@ pub(crate) fn choose_manifest(dir: &Path) -> Result<ManifestChoice> {
         let max_version_seen = all.last().map_or(0, |(v, _)| *v);
         let mut skipped = Vec::new();
         for (v, path) in all.into_iter().rev() {
-            let file = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            match Manifest::open_with_log(&path) {
-                Ok((m, _)) if m.version != v => skipped.push(super::recovery::SkippedManifest {
-                    version: v,
-                    file,
-                    error: format!("file name says version {v}, contents say {}", m.version),
-                }),
+            match read_manifest(&path, v) {
                 Ok((m, log)) => {
                     return Ok(ManifestChoice {
                         newest: Some((path, m, log)),
@@ -141,11 +163,7 @@ pub(crate) fn choose_manifest(dir: &Path) -> Result<ManifestChoice> {
                 {
                     continue 'relist;
                 }
-                Err(e) => skipped.push(super::recovery::SkippedManifest {
-                    version: v,
-                    file,
-                    error: e.to_string(),
-                }),
+                Err(e) => skipped.push(SkippedManifest::new(v, &path, &e)),
             }
         }
         return Ok(ManifestChoice {

@@ -4,59 +4,78 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::format::Manifest;
-
-use super::error::Result;
+use super::error::{Result, StorageError};
 use super::layout::list_manifests;
+use super::version::read_manifest;
 
-/// One manifest file of an index directory.
+/// One manifest file of an index directory. The counts are `None` for a manifest that does not
+/// read (then `error` says why): what it held is unknown, not zero.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VersionInfo {
     pub version: u64,
     pub file: String,
-    /// `None` when the manifest does not read (then `error` says why).
     pub created_unix_ms: Option<u64>,
     /// Live rows (sealed segments and the active log).
-    pub rows: u64,
+    pub rows: Option<u64>,
     /// Deleted rows still stored.
-    pub deleted: u64,
-    pub segments: usize,
+    pub deleted: Option<u64>,
+    pub segments: Option<usize>,
     /// Rows in the active log (included in `rows` and `deleted`).
-    pub log_rows: u64,
-    pub class_files: usize,
+    pub log_rows: Option<u64>,
+    pub class_files: Option<usize>,
+    /// Why the manifest does not read (`None`: it reads).
     pub error: Option<String>,
 }
 
-/// Every manifest in `dir`, oldest first.
+impl VersionInfo {
+    pub fn is_damaged(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// Every manifest in `dir`, oldest first. A directory without any manifest is
+/// [`StorageError::NotAnIndex`].
 pub fn list_versions(dir: &Path) -> Result<Vec<VersionInfo>> {
+    if !dir.is_dir() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no such directory".into(),
+        });
+    }
+    let manifests = list_manifests(dir)?;
+    if manifests.is_empty() {
+        return Err(StorageError::NotAnIndex {
+            dir: dir.to_path_buf(),
+            detail: "no manifest found".into(),
+        });
+    }
     let mut out = Vec::new();
-    for (v, path) in list_manifests(dir)? {
+    for (v, path) in manifests {
         let file = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        out.push(match Manifest::open_with_log(&path) {
+        out.push(match read_manifest(&path, v) {
             Ok((m, log)) => VersionInfo {
                 version: v,
                 file,
                 created_unix_ms: Some(m.created_unix_ms),
-                rows: m.live_rows_with(log.as_ref()),
-                deleted: m.deleted_rows_with(log.as_ref()),
-                segments: m.segments.len(),
-                log_rows: log.as_ref().map_or(0, |l| l.rows),
-                class_files: m.class_files.len(),
-                error: (m.version != v)
-                    .then(|| format!("file name says version {v}, contents say {}", m.version)),
+                rows: Some(m.live_rows_with(log.as_ref())),
+                deleted: Some(m.deleted_rows_with(log.as_ref())),
+                segments: Some(m.segments.len()),
+                log_rows: Some(log.as_ref().map_or(0, |l| l.rows)),
+                class_files: Some(m.class_files.len()),
+                error: None,
             },
             Err(e) => VersionInfo {
                 version: v,
                 file,
                 created_unix_ms: None,
-                rows: 0,
-                deleted: 0,
-                segments: 0,
-                log_rows: 0,
-                class_files: 0,
+                rows: None,
+                deleted: None,
+                segments: None,
+                log_rows: None,
+                class_files: None,
                 error: Some(e.to_string()),
             },
         });

@@ -1,15 +1,18 @@
-//! `codedb add-class` and `codedb classify`: argument plumbing over `codedb::classes`.
+//! `codedb add-class`, `codedb classify` and `codedb classes`: argument plumbing over
+//! `codedb::classes`.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use codedb::classes::{
-    ClassRef, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass,
-    PriorScope, choose_prior_weight,
+    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
+    NewClass, PriorScope, choose_prior_weight,
 };
 use codedb::model::Model;
-use codedb::storage::{Config, Index, Snapshot};
+
+use crate::inputs;
+use crate::out::outln;
 
 /// Options of `codedb add-class`.
 pub struct AddClassArgs<'a> {
@@ -34,27 +37,29 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
             a.prior_scope
         )
     })?;
-    if a.validation.is_some() != a.validation_labels.is_some() {
-        bail!("--validation and --validation-labels go together");
-    }
-    if a.validation.is_some() && (a.data.is_none() || a.parent.is_none()) {
-        bail!("--validation chooses the prior weight of a class with --data and --parent");
-    }
-    if a.validation.is_some() && a.prior_weight.is_some() {
-        bail!("give --prior-weight or --validation, not both");
-    }
-    let data = a.data.map(codedb::io::load_vectors).transpose()?;
+    // Argument combinations (--validation with its labels, --data and --parent, not with
+    // --prior-weight; --data or --mean) are checked by clap.
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
+    let dim = Model::from_model_file(index.model())?.input_dim();
+    let whom = inputs::index_model(a.dir);
+    let data = a
+        .data
+        .map(|p| inputs::vectors_for("--data", p, dim, &whom))
+        .transpose()?;
     let mean = match a.mean {
         None => None,
         Some(p) => {
-            let m = codedb::io::load_vectors(p)?;
+            let m = inputs::vectors_for("--mean", p, dim, &whom)?;
             if m.nrows() != 1 {
-                bail!("{}: a mean is one row, got {} rows", p.display(), m.nrows());
+                bail!(
+                    "--mean {}: a mean is one row, got {} rows",
+                    p.display(),
+                    m.nrows()
+                );
             }
             Some(m.row(0).to_vec())
         }
     };
-    let index = Index::open(a.dir, Config::default())?;
     // The prior weight: given, chosen on validation data, or the documented default.
     let mut choice = None;
     let weight = match (a.prior_weight, a.validation, a.validation_labels, &data) {
@@ -64,7 +69,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
             let table = index
                 .staged_classes()?
                 .context("--validation: the index has no class table to validate on")?;
-            let vx = codedb::io::load_vectors(v)?;
+            let vx = inputs::vectors_for("--validation", v, dim, &whom)?;
             let vl = codedb::demo::labels_u32(&codedb::io::load_labels(l)?)
                 .with_context(|| l.display().to_string())?;
             let c = choose_prior_weight(
@@ -114,7 +119,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
         }
     };
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "name": p.record.name, "id": p.record.id, "parent": p.record.parent,
@@ -125,41 +130,148 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     } else {
         if let Some(c) = &choice {
             for (m, e) in &c.top1_error {
-                println!("prior weight m = {m:<4} top-1 error {e:.4}");
+                outln!("prior weight m = {m:<4} top-1 error {e:.4}");
             }
-            println!(
+            outln!(
                 "chose m = {} on {} held-out images of {} classes",
-                c.weight, c.test_images, c.episodes
+                c.weight,
+                c.test_images,
+                c.episodes
             );
         }
-        println!(
+        outln!(
             "added class {:?} (id {}): {how}; version {version}",
-            p.record.name, p.record.id
+            p.record.name,
+            p.record.id
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
-    let snap = Snapshot::open(dir)?;
-    let x = codedb::io::load_vectors(data)?;
-    let res = snap.classify(x.view(), top)?;
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+    let dim = Model::from_model_file(snap.model())?.input_dim();
+    let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
+    let res = snap
+        .classify(x.view(), top)
+        .with_context(|| format!("classifying {} with {}", data.display(), dir.display()))?;
+    if let Err(e) = write_classes(&res, format) {
+        crate::out::failed(&e);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The classification in the output format, in the order the help documents.
+fn write_classes(res: &[Vec<ClassScore>], format: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        row: usize,
+        classes: &'a [ClassScore],
+    }
+    let mut o = std::io::BufWriter::new(std::io::stdout().lock());
     if format == "json" {
-        let out: Vec<_> = res
+        let out: Vec<Row<'_>> = res
             .iter()
             .enumerate()
-            .map(|(i, l)| serde_json::json!({"row": i, "classes": l}))
+            .map(|(row, classes)| Row { row, classes })
             .collect();
-        println!("{}", serde_json::to_string(&out)?);
+        serde_json::to_writer(&mut o, &out)?;
+        writeln!(o)?;
     } else {
-        use std::io::Write;
-        let mut o = std::io::BufWriter::new(std::io::stdout().lock());
         writeln!(o, "row\trank\tid\tname\tscore")?;
         for (i, l) in res.iter().enumerate() {
             for (r, c) in l.iter().enumerate() {
-                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, c.name, c.score)?;
+                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, printable(&c.name), c.score)?;
             }
         }
+    }
+    o.flush()
+}
+
+/// A class name for one-line text output: control characters (tab, newline, ESC …) escaped,
+/// so they can neither break columns nor reach the terminal.
+fn printable(name: &str) -> String {
+    let mut s = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_control() {
+            s.extend(c.escape_default());
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// `codedb classes`: the class table of the newest version, in id order.
+pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        id: u32,
+        name: &'a str,
+        parent: Option<u32>,
+        parent_name: Option<&'a str>,
+        count: u64,
+        centroids: usize,
+    }
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+    let Some(table) = snap.classes() else {
+        if json {
+            outln!("[]");
+        } else {
+            outln!(
+                "{}: no class table (build with --labels, or codedb add-class)",
+                dir.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let name_of = |id: u32| {
+        table
+            .classes
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.name.as_str())
+    };
+    let mut entries: Vec<Entry<'_>> = table
+        .classes
+        .iter()
+        .map(|c| Entry {
+            id: c.id,
+            name: &c.name,
+            parent: c.parent,
+            parent_name: c.parent.and_then(name_of),
+            count: c.count,
+            centroids: c.centroids.len(),
+        })
+        .collect();
+    entries.sort_by_key(|e| e.id);
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{:<10}  {:<24}  {:<24}  {:>12}  {:>9}",
+        "id",
+        "name",
+        "parent",
+        "count",
+        "centroids"
+    );
+    for e in &entries {
+        let parent = match (e.parent, e.parent_name) {
+            (Some(p), Some(n)) => format!("{} ({p})", printable(n)),
+            (Some(p), None) => p.to_string(),
+            (None, _) => "-".into(),
+        };
+        outln!(
+            "{:<10}  {:<24}  {:<24}  {:>12}  {:>9}",
+            e.id,
+            printable(e.name),
+            parent,
+            e.count,
+            e.centroids
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,27 +1,21 @@
 //! The write and query commands: argument plumbing over the library, nothing more.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use codedb::classes::{AddOptions, ListAssignment};
+use codedb::classes::{AddOptions, ClassError, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
-use codedb::storage::{CompactionPolicy, Config, Index, list_versions};
+use codedb::storage::{
+    CompactionPolicy, MergeReason, SkippedManifest, StorageError, list_versions,
+};
 
-fn load_labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
-    path.map(|p| -> Result<Vec<u32>> {
-        let l = codedb::io::load_labels(p)?;
-        labels_u32(&l).with_context(|| format!("{}", p.display()))
-    })
-    .transpose()
-}
-
-fn load_ids(path: Option<&Path>) -> Result<Option<Vec<u64>>> {
-    Ok(path.map(codedb::io::read_ids).transpose()?)
-}
+use crate::args::usage;
+use crate::inputs;
+use crate::out::{errln, outln};
+use crate::progress;
 
 pub fn demo(
     dir: Option<PathBuf>,
@@ -55,10 +49,13 @@ pub fn demo(
         }
         Some(p) => {
             let Some(l) = labels else {
-                bail!("--data {} needs --labels", p.display());
+                usage!(
+                    "--data {}: not a Fashion-MNIST directory, so it needs --labels",
+                    p.display()
+                );
             };
             let x = codedb::io::load_vectors(&p)?;
-            let y = load_labels(Some(&l))?.unwrap_or_default();
+            let y = inputs::labels(Some(&l))?.unwrap_or_default();
             if y.len() != x.nrows() {
                 bail!("{}: {} labels for {} rows", l.display(), y.len(), x.nrows());
             }
@@ -68,14 +65,14 @@ pub fn demo(
     let quiet = json;
     let report = codedb::demo::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
         if !quiet {
-            eprintln!("{s}");
+            errln!("{s}");
         }
     })?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "\n{}: {} database rows, {} queries, {}-D; k = {}",
         report.data,
         report.database_rows,
@@ -83,12 +80,19 @@ pub fn demo(
         report.dim,
         codedb::demo::DEMO_K
     );
-    println!(
+    outln!(
         "{:<18} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10}",
-        "pipeline", "bytes", "mAP", "recall@10", "class P@10", "train s", "build s", "ms/query"
+        "pipeline",
+        "bytes",
+        "mAP",
+        "recall@10",
+        "class P@10",
+        "train s",
+        "build s",
+        "ms/query"
     );
     for r in &report.rows {
-        println!(
+        outln!(
             "{:<18} {:>6} {:>10.3} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>10.4}",
             r.pipeline,
             r.bytes_per_code,
@@ -100,18 +104,22 @@ pub fn demo(
             r.query_ms
         );
     }
-    println!(
+    outln!(
         "(mAP: ITQ's Euclidean protocol against exact float search, neighbours within the mean \
          50th-neighbour distance; recall@10: share of the exact float 10 nearest neighbours \
          found in the top 10)\n"
     );
-    println!("inspect {}:", report.index_dir.display());
+    outln!("inspect {}:", report.index_dir.display());
     let r = codedb::storage::inspect::inspect_dir(&report.index_dir)?;
-    println!(
+    outln!(
         "  version {}, {} live rows, {} deleted, {} segments, {} bytes on disk",
-        r.version, r.rows, r.deleted, r.segments, r.bytes
+        r.version,
+        r.rows,
+        r.deleted,
+        r.segments,
+        r.bytes
     );
-    println!(
+    outln!(
         "\nThe indexes are in {} — try: codedb inspect {}",
         dir.display(),
         report.index_dir.display()
@@ -130,40 +138,67 @@ pub enum TrainSource {
     Index(PathBuf),
 }
 
-pub fn train(
-    source: &TrainSource,
-    pipeline: &str,
-    out: &Path,
-    seed: u64,
-    sample: Option<usize>,
-    verbose: bool,
-    json: bool,
-) -> Result<ExitCode> {
-    let spec = PipelineSpec::parse(pipeline).context("--pipeline")?;
-    if out.exists() {
+/// Arguments of `codedb train`.
+pub struct TrainArgs<'a> {
+    pub source: &'a TrainSource,
+    pub pipeline: &'a str,
+    pub out: &'a Path,
+    pub force: bool,
+    pub seed: u64,
+    pub sample: Option<usize>,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+/// A training progress bar: one bar whose label and unit follow the step being trained.
+fn train_progress() -> (indicatif::ProgressBar, codedb::model::ProgressFn) {
+    let bar = progress::spinner("training");
+    let b = bar.clone();
+    let unit: Mutex<&'static str> = Mutex::new("");
+    let f: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
+        TrainEvent::Progress {
+            step,
+            unit: u,
+            done,
+            total,
+        } => {
+            if let Ok(mut last) = unit.lock()
+                && *last != *u
+            {
+                b.set_style(progress::counted(u));
+                *last = u;
+            }
+            b.set_length(*total);
+            b.set_position(*done);
+            b.set_message(step.clone());
+        }
+        // Shown whether or not the bar is (a hidden bar's `println` drops lines).
+        TrainEvent::Message(m) => b.suspend(|| errln!("{m}")),
+    });
+    (bar, f)
+}
+
+pub fn train(a: &TrainArgs<'_>) -> Result<ExitCode> {
+    let pipeline = a.pipeline;
+    let spec = match PipelineSpec::parse(pipeline) {
+        Ok(s) => s,
+        Err(e) => usage!("--pipeline {pipeline}: {e}"),
+    };
+    if a.out.exists() && !a.force {
         bail!(
-            "{}: already exists (model files are never overwritten)",
-            out.display()
+            "{}: already exists (pass --force to replace it)",
+            a.out.display()
         );
     }
-    let bar = crate::progress_bar(0, "training");
-    let b2 = bar.clone();
-    let progress: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
-        TrainEvent::Progress { step, done, total } => {
-            b2.set_length(*total);
-            b2.set_position(*done);
-            b2.set_message(step.clone());
-        }
-        TrainEvent::Message(m) => b2.println(m),
-    });
+    let (bar, progress) = train_progress();
     let opts = TrainOptions {
-        seed,
-        sample,
-        verbose,
+        seed: a.seed,
+        sample: a.sample,
+        verbose: a.verbose,
         progress: Some(progress),
         ..TrainOptions::default()
     };
-    let (model, report) = match source {
+    let (model, report) = match a.source {
         TrainSource::Data { data, labels } => {
             let x = codedb::io::load_vectors(data)?;
             let labels = labels
@@ -177,27 +212,32 @@ pub fn train(
                 })
                 .transpose()?;
             if spec.is_supervised() && labels.is_none() {
-                bail!("--pipeline {pipeline}: learns from class labels: pass --labels");
+                usage!("--pipeline {pipeline}: learns from class labels: pass --labels");
             }
-            train_model(&spec, x.view(), &TrainOptions { labels, ..opts })?
+            train_model(&spec, x.view(), &TrainOptions { labels, ..opts })
+                .with_context(|| format!("training {pipeline} on {}", data.display()))?
         }
         TrainSource::Index(dir) => {
-            let snap = codedb::storage::Snapshot::open(dir)?;
-            codedb::model::classify::train_from_index(&snap, &spec, &opts)?
+            let snap = crate::recovery_cmd::open_snapshot(dir)?;
+            codedb::model::classify::train_from_index(&snap, &spec, &opts).with_context(|| {
+                format!(
+                    "training {pipeline} on the codes of index {}",
+                    dir.display()
+                )
+            })?
         }
     };
     bar.finish_and_clear();
-    if verbose && !json {
+    if a.verbose && !a.json {
         for (i, l) in report.itq_loss.iter().enumerate() {
-            println!("itq iteration {i}: quantisation loss {l:.6}");
+            outln!("itq iteration {i}: quantisation loss {l:.6}");
         }
     }
     let bytes = model.to_model_file().to_bytes()?;
-    let tmp = out.with_extension("model.tmp");
-    std::fs::write(&tmp, &bytes).with_context(|| tmp.display().to_string())?;
-    std::fs::rename(&tmp, out).with_context(|| out.display().to_string())?;
-    if json {
-        println!(
+    write_new_file(a.out, &bytes, a.force)?;
+    let out = a.out;
+    if a.json {
+        outln!(
             "{}",
             serde_json::json!({
                 "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
@@ -215,7 +255,7 @@ pub fn train(
             })
         );
     } else {
-        println!(
+        outln!(
             "wrote {} ({}: {}-D -> {} codes of {} bytes, trained on {} rows)",
             out.display(),
             report.canonical,
@@ -226,6 +266,32 @@ pub fn train(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it, synced, then
+/// renamed over `path` (`replace`) or linked to it only if `path` still does not exist.
+fn write_new_file(path: &Path, bytes: &[u8], replace: bool) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let what = || path.display().to_string();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".codedb-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(what)?;
+    tmp.write_all(bytes).with_context(what)?;
+    tmp.as_file().sync_all().with_context(what)?;
+    if replace {
+        tmp.persist(path).map_err(|e| e.error).with_context(what)?;
+    } else {
+        tmp.persist_noclobber(path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("{}: already exists? (pass --force to replace it)", what()))?;
+    }
+    Ok(())
 }
 
 /// The rows of the last PCA projection (a linear stage that carries eigenvalues), for peer
@@ -239,53 +305,180 @@ fn pca_components(model: &Model) -> Option<Vec<Vec<f32>>> {
     })
 }
 
-pub fn add(
-    dir: &Path,
-    data: &Path,
-    labels: Option<&Path>,
-    ids: Option<&Path>,
-    lists: Option<&str>,
-) -> Result<ExitCode> {
-    let lists = lists
+/// Arguments of `codedb add`.
+pub struct AddArgs<'a> {
+    pub dir: &'a Path,
+    pub data: &'a Path,
+    pub labels: Option<&'a Path>,
+    pub ids: Option<&'a Path>,
+    pub upsert: bool,
+    pub lists: Option<&'a str>,
+    pub json: bool,
+}
+
+pub fn add(a: &AddArgs<'_>) -> Result<ExitCode> {
+    let lists = a
+        .lists
         .map(|l| {
             ListAssignment::parse(l)
                 .with_context(|| format!("--lists {l}: expected label or nearest"))
         })
         .transpose()?;
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
     let model = Model::from_model_file(index.model())?;
-    let x = codedb::io::load_vectors(data)?;
-    let labels = load_labels(labels)?;
-    let ids = load_ids(ids)?;
-    let added = index
-        .add_descriptors(
-            &model,
-            x.view(),
-            &AddOptions {
-                ids: ids.as_deref(),
-                labels: labels.as_deref(),
-                lists,
-            },
-        )
-        .with_context(|| format!("adding {} to {}", data.display(), dir.display()))?;
-    let v = index.commit()?;
-    println!("added {} rows, version {v}", added.len());
+    let x = inputs::vectors_for(
+        "--data",
+        a.data,
+        model.input_dim(),
+        &inputs::index_model(a.dir),
+    )?;
+    let labels = inputs::labels(a.labels)?;
+    let ids = inputs::ids(a.ids)?;
+    let opts = AddOptions {
+        ids: ids.as_deref(),
+        labels: labels.as_deref(),
+        lists,
+    };
+    let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
+    let added = if a.upsert {
+        index.upsert_descriptors(&model, x.view(), &opts)
+    } else {
+        index
+            .add_descriptors(&model, x.view(), &opts)
+            .map(|ids| (ids, 0))
+    };
+    let (ids, replaced) = match added {
+        Err(ClassError::Storage(StorageError::DuplicateId { dir, id })) => bail!(
+            "{}: id {id} is already a live row (add --upsert replaces live rows); nothing added",
+            dir.display()
+        ),
+        r => r.with_context(|| format!("adding {} to {}", a.data.display(), a.dir.display()))?,
+    };
+    let version = index.commit()?;
+    spinner.finish_and_clear();
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "added": ids.len(), "ids": ids, "replaced": replaced, "version": version,
+            })
+        );
+    } else {
+        outln!(
+            "added {} rows ({}{}), version {version}",
+            ids.len(),
+            id_summary(&ids),
+            if a.upsert {
+                format!("; replaced {replaced} live rows")
+            } else {
+                String::new()
+            }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn delete(dir: &Path, mut ids: Vec<u64>, ids_file: Option<&Path>) -> Result<ExitCode> {
+/// Ids for a one-line report: a range when consecutive, else the first few.
+fn id_summary(ids: &[u64]) -> String {
+    const SHOWN: usize = 10;
+    match ids {
+        [] => "no ids".into(),
+        [one] => format!("id {one}"),
+        [first, .., last] if ids.windows(2).all(|w| w[1] == w[0] + 1) => {
+            format!("ids {first}..={last}")
+        }
+        _ if ids.len() <= SHOWN => format!("ids {}", join(ids)),
+        _ => format!(
+            "ids {}, … ({} in all; --json lists them)",
+            join(&ids[..SHOWN]),
+            ids.len()
+        ),
+    }
+}
+
+fn join(ids: &[u64]) -> String {
+    ids.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn delete(
+    dir: &Path,
+    mut ids: Vec<u64>,
+    ids_file: Option<&Path>,
+    ignore_missing: bool,
+    json: bool,
+) -> Result<ExitCode> {
     if let Some(f) = ids_file {
         ids.extend(codedb::io::read_ids(f)?);
     }
-    let index = Index::open(dir, Config::default())?;
-    index.delete(&ids)?;
-    let v = index.commit()?;
-    println!("deleted {} rows, version {v}", ids.len());
+    let index = crate::recovery_cmd::open_writer(dir)?;
+    let (live, missing) = if ignore_missing {
+        // No writes are staged yet, so the snapshot is what the delete will see.
+        let snap = index.snapshot();
+        let mut live = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        for id in ids {
+            if snap.get(id)?.is_some() {
+                live.push(id);
+            } else {
+                missing.push(id);
+            }
+        }
+        (live, missing)
+    } else {
+        (ids, Vec::new())
+    };
+    let version = if live.is_empty() && ignore_missing {
+        index.version()
+    } else {
+        match index.delete(&live) {
+            Err(StorageError::UnknownId { dir, id }) => bail!(
+                "{}: id {id} is not a live row; nothing deleted (--ignore-missing skips such ids)",
+                dir.display()
+            ),
+            r => r?,
+        }
+        index.commit()?
+    };
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({"deleted": live.len(), "missing": missing, "version": version})
+        );
+    } else {
+        let skipped = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped {} not live: {}",
+                missing.len(),
+                id_summary(&missing)
+            )
+        };
+        let committed = if live.is_empty() {
+            format!("nothing to commit (version {version})")
+        } else {
+            format!("version {version}")
+        };
+        outln!(
+            "deleted {} row{}{skipped}, {committed}",
+            live.len(),
+            if live.len() == 1 { "" } else { "s" }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+pub fn compact(dir: &Path, full: bool, deleted_threshold: f64, json: bool) -> Result<ExitCode> {
+    let policy = CompactionPolicy {
+        full,
+        max_deleted_fraction: deleted_threshold,
+        ..CompactionPolicy::default()
+    };
+    let index = crate::recovery_cmd::open_writer(dir)?;
+    let spinner = progress::spinner("compacting");
     // Rows still in the active log join the merge: seal them into a segment first.
     let log_rows = index.snapshot().active_log().map_or(0, |l| l.rows);
     let sealed = if log_rows > 0 {
@@ -293,16 +486,18 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let policy = if full {
-        CompactionPolicy::full()
-    } else {
-        CompactionPolicy::default()
-    };
     let mut r = index.compact(&policy)?;
-    if sealed.is_some() && r.gc.is_none() {
+    if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
         // No merge ran (so no GC after it): remove the sealed log file now if no retained
         // version still names it.
-        r.gc = Some(index.gc()?);
+        match index.gc() {
+            Ok(g) => r.gc = Some(g),
+            Err(e) => r.gc_error = Some(e.to_string()),
+        }
+    }
+    spinner.finish_and_clear();
+    if let Some(e) = &r.gc_error {
+        errln!("codedb: warning: the compaction is committed, but garbage collection failed: {e}");
     }
     if json {
         let mut v = serde_json::to_value(&r)?;
@@ -310,26 +505,47 @@ pub fn compact(dir: &Path, full: bool, json: bool) -> Result<ExitCode> {
             o.insert("sealed_log_rows".into(), log_rows.into());
             o.insert("sealed_version".into(), sealed.into());
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        if let Some(v) = sealed {
-            println!("sealed the active log ({log_rows} rows) into a segment: version {v}");
-        }
-        match r.version {
-            Some(v) => println!("compacted: version {v}, {} merge(s)", r.merges.len()),
-            None => println!("nothing to compact (version {})", r.based_on),
-        }
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(v) = sealed {
+        outln!("sealed the active log ({log_rows} rows) into a segment: version {v}");
+    }
+    for m in &r.merges {
+        outln!(
+            "merged {} segment(s) ({}): {} rows kept, {} deleted rows dropped",
+            m.sources.len(),
+            match m.reason {
+                MergeReason::Tier => "size tier",
+                MergeReason::Deletes => "deleted share at or above the threshold",
+                MergeReason::Full => "--full",
+            },
+            m.rows,
+            m.dropped
+        );
+    }
+    match r.version {
+        Some(v) => outln!("compacted: version {v}, {} merge(s)", r.merges.len()),
+        None => outln!("nothing to compact (version {})", r.based_on),
+    }
+    if r.deleted_rows_kept > 0 {
+        outln!(
+            "{} deleted row(s) stay stored: no segment holding them has {}% or more of its rows \
+             deleted (--deleted-threshold 0 or --full drops them)",
+            r.deleted_rows_kept,
+            deleted_threshold * 100.0
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
-    let index = Index::open(dir, Config::default())?;
+    let index = crate::recovery_cmd::open_writer(dir)?;
     let r = index.gc()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!(
+        outln!(
             "removed {} file(s), {} bytes; kept versions {:?}",
             r.removed.len(),
             r.removed_bytes,
@@ -339,16 +555,54 @@ pub fn gc(dir: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every manifest, a damaged one marked with its reason; exit 1 when any is damaged.
 pub fn versions(dir: &Path, json: bool) -> Result<ExitCode> {
     let v = list_versions(dir)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for x in &v {
-            println!("{:>8}  {}  {} rows", x.version, x.file, x.rows);
+            match (&x.error, x.rows, x.deleted) {
+                (None, Some(rows), Some(deleted)) => outln!(
+                    "{:>8}  {}  {rows} rows, {deleted} deleted",
+                    x.version,
+                    x.file
+                ),
+                (error, ..) => outln!(
+                    "{:>8}  {}  DAMAGED: {}",
+                    x.version,
+                    x.file,
+                    error.as_deref().unwrap_or("does not read")
+                ),
+            }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let damaged: Vec<_> = v.iter().filter(|x| x.is_damaged()).collect();
+    if damaged.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let readable = v.iter().rev().find(|x| !x.is_damaged()).map(|x| x.version);
+    let skipped: Vec<SkippedManifest> = damaged
+        .iter()
+        .filter(|x| readable.is_none_or(|r| x.version > r))
+        .map(|x| SkippedManifest {
+            version: x.version,
+            file: x.file.clone(),
+            error: x.error.clone().unwrap_or_default(),
+        })
+        .collect();
+    match readable {
+        Some(r) if !skipped.is_empty() => crate::recovery_cmd::warn_fell_back(dir, r, &skipped),
+        Some(r) => errln!(
+            "codedb: warning: {}: {} older manifest(s) do not read; garbage collection refuses \
+             until `codedb recover {} --to-version {r}` sets them aside (or they are restored)",
+            dir.display(),
+            damaged.len(),
+            dir.display()
+        ),
+        None => errln!("codedb: error: {}: no manifest reads", dir.display()),
+    }
+    Ok(ExitCode::from(1))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -365,9 +619,7 @@ pub fn bench_scan(
     json: bool,
 ) -> Result<ExitCode> {
     use codedb::bench::scan_case::{BenchKind, ScanBench, run_scan_bench};
-    if codes == 0 || k == 0 {
-        bail!("--codes and --k must be at least 1");
-    }
+    let threads = crate::args::thread_list(threads);
     let caches: Vec<&'static str> = match cache {
         "both" => vec!["hot", "cold"],
         "cold" => vec!["cold"],
@@ -375,14 +627,12 @@ pub fn bench_scan(
     };
     let mut all = Vec::new();
     for kname in kinds {
-        let kind = BenchKind::parse(kname)
-            .with_context(|| format!("--kind {kname}: expected hammingB, pq8xM or pq4xM"))?;
-        for &t in threads {
+        let Some(kind) = BenchKind::parse(kname) else {
+            usage!("--kind {kname}: expected hammingB, pq8xM or pq4xM");
+        };
+        for &t in &threads {
             for &nq in queries {
-                if nq == 0 || t == 0 {
-                    bail!("--queries and --threads must be at least 1");
-                }
-                let bar = crate::progress_bar(codes, "generating codes");
+                let bar = progress::bar(codes, "generating codes", "rows");
                 let b = ScanBench {
                     kind,
                     codes,
@@ -396,7 +646,7 @@ pub fn bench_scan(
                 bar.finish_and_clear();
                 for r in res {
                     if !json {
-                        println!(
+                        outln!(
                             "{:<10} codes {:>11} nq {:>4} threads {} {:<4} {:>10.6} s/query {:>10.3e} codes/s {:>7.2} GB/s = {:>5.1}% of {:.2} GB/s read bandwidth [{}]{}",
                             r.kind,
                             r.codes,
@@ -421,7 +671,7 @@ pub fn bench_scan(
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -436,20 +686,19 @@ pub fn bench_encode(
     json: bool,
 ) -> Result<ExitCode> {
     use codedb::bench::encode_case::{EncodeBench, run_encode_bench};
+    for p in pipelines {
+        if let Err(e) = PipelineSpec::parse(p.trim()) {
+            usage!("--pipeline {}: {e}", p.trim());
+        }
+    }
+    let threads = crate::args::thread_list(threads);
     let mut all = Vec::new();
     for p in pipelines {
-        for &t in threads {
-            let spinner = if std::io::stderr().is_terminal() {
-                let s = indicatif::ProgressBar::new_spinner();
-                s.set_message(format!(
-                    "training and encoding {} on {t} thread(s)",
-                    p.trim()
-                ));
-                s.enable_steady_tick(std::time::Duration::from_millis(120));
-                s
-            } else {
-                indicatif::ProgressBar::hidden()
-            };
+        for &t in &threads {
+            let spinner = progress::spinner(&format!(
+                "training and encoding {} on {t} thread(s)",
+                p.trim()
+            ));
             let r = run_encode_bench(&EncodeBench {
                 pipeline: p.trim().to_string(),
                 dim,
@@ -461,7 +710,7 @@ pub fn bench_encode(
             spinner.finish_and_clear();
             let r = r.with_context(|| format!("bench encode --pipeline {p}"))?;
             if !json {
-                println!(
+                outln!(
                     "{:<16} dim {:>5} rows {:>11} threads {} code {:>4} B  train {:>8.3} s  encode {:>8.3} s  {:>10.3e} rows/s",
                     r.pipeline,
                     r.dim,
@@ -477,7 +726,7 @@ pub fn bench_encode(
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?);
     }
     Ok(ExitCode::SUCCESS)
 }

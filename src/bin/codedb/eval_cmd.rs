@@ -1,6 +1,5 @@
 //! `codedb eval`: argument plumbing over `codedb::eval::retrieval_eval`, a table or JSON out.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -8,16 +7,20 @@ use anyhow::{Context, Result, bail};
 use codedb::eval::{EvalProgress, PipelineScores, RetrievalData, RetrievalOptions};
 use codedb::model::PipelineSpec;
 
+use crate::args::{self, usage};
+use crate::out::outln;
+use crate::progress;
+
 /// The arguments of `codedb eval`.
 #[derive(clap::Args)]
 pub struct EvalArgs {
     /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols; pipelines are model SPECs)
     /// or `classify` (Mensink et al. §5.1 flat top-1/top-5 error; pipelines are classifier
     /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge).
-    #[arg(long, default_value = "retrieve")]
+    #[arg(long, default_value = "retrieve", value_parser = ["retrieve", "classify"])]
     pub task: String,
     /// Descriptors (.npy, .fvecs, .bvecs, IDX, or a Fashion-MNIST directory, which brings its
-    /// own labels and train/test split).
+    /// own labels and train/test split; Debian package dataset-fashion-mnist).
     #[arg(long)]
     pub data: PathBuf,
     /// Class labels (.npy int32/int64 or IDX labels), one per row.
@@ -31,28 +34,29 @@ pub struct EvalArgs {
     #[arg(long)]
     pub pipelines: String,
     /// Queries per run.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = args::count)]
     pub queries: usize,
     /// Random partitions to average over (the paper uses 5).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count)]
     pub runs: usize,
-    #[arg(long, default_value_t = 1234)]
+    /// Seed of every random choice (partitions, samples, training).
+    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// k of class-label precision@k.
-    #[arg(short, long, default_value_t = 500)]
+    #[arg(short, long, default_value_t = 500, allow_negative_numbers = true, value_parser = args::count)]
     pub k: usize,
     /// The R values of recall@R (1-NN in the top R), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100", allow_negative_numbers = true, value_parser = args::count)]
     pub recall: Vec<usize>,
     /// Hamming radius of the hash-lookup precision/recall (binary codes).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = args::u32_0)]
     pub radius: u32,
     /// Train each pipeline on this many database rows, sampled with the seed (default: all,
     /// up to 100,000).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
     pub train_sample: Option<usize>,
     /// Database rows whose 50th-NN distance sets the Euclidean threshold.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = args::count)]
     pub truth_sample: usize,
     /// Print a JSON list, one object per pipeline.
     #[arg(long)]
@@ -71,34 +75,14 @@ fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
     Ok(s.into_iter().map(|v| v != 0).collect())
 }
 
-fn progress_bar() -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg:30} [{bar:40}] {pos}/{len} ({elapsed})")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
-}
-
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
-    match a.task.as_str() {
-        "retrieve" => {}
-        "classify" => return eval_classify(&a),
-        other => {
-            eprintln!("codedb: usage error: --task {other}: expected retrieve or classify");
-            return Ok(ExitCode::from(2));
-        }
+    // clap allows only these two tasks.
+    if a.task == "classify" {
+        return eval_classify(&a);
     }
     let specs = match PipelineSpec::parse_list(&a.pipelines) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("codedb: usage error: --pipelines: {e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(e) => usage!("--pipelines: {e}"),
     };
     let (x, mut labels, mut split, name) = if codedb::io::is_fashion_mnist_dir(&a.data) {
         let lv = codedb::io::load_fashion_mnist(&a.data)?;
@@ -140,7 +124,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
         truth_sample: a.truth_sample,
         ..RetrievalOptions::default()
     };
-    let bar = progress_bar();
+    let bar = progress::bar(0, "evaluating", "steps");
     let report = codedb::eval::retrieval_eval(
         RetrievalData {
             vectors: x.view(),
@@ -157,10 +141,10 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     )?;
     bar.finish_and_clear();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report.pipelines)?);
+        outln!("{}", serde_json::to_string_pretty(&report.pipelines)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{name}: {} database rows, {} queries per run, {} run(s); Euclidean neighbours within \
          {:.4} (mean 50-NN distance), {:.1} per query on average",
         report.database_rows,
@@ -207,7 +191,7 @@ fn print_table(rows: &[PipelineScores], opts: &RetrievalOptions) {
         "ms/query",
         "scan"
     ));
-    println!("{head}");
+    outln!("{head}");
     for p in rows {
         let mut line = format!(
             "{:<20} {:>5} {:>5} {:>8.4} {:>8} {:>8}",
@@ -234,9 +218,9 @@ fn print_table(rows: &[PipelineScores], opts: &RetrievalOptions) {
             " {:>8} {:>8} {:>9.3} {:>8.3} {:>8.3} {:>8}",
             lp, lr, p.train_s, p.encode_s, p.query_ms, p.scan
         ));
-        println!("{line}");
+        outln!("{line}");
     }
-    println!(
+    outln!(
         "(mAP-euc: Euclidean-neighbour mAP; mAP-cls, P@k: class labels; R@R: exact 1-NN in the \
          top R; r{r}-P/R: Hamming-ball radius {r} precision/recall, Euclidean truth; ms/query: \
          encode + top-{k} scan)",
@@ -253,8 +237,7 @@ fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
     use codedb::eval::classify_eval;
     use codedb::model::classify::{ClassifierSpec, ClassifyOptions};
     if let Err(e) = ClassifierSpec::parse_list(&a.pipelines) {
-        eprintln!("codedb: usage error: --pipelines: {e}");
-        return Ok(ExitCode::from(2));
+        usage!("--pipelines: {e}");
     }
     let (x, mut labels, mut split) = if codedb::io::is_fashion_mnist_dir(&a.data) {
         let lv = codedb::io::load_fashion_mnist(&a.data)?;
@@ -269,10 +252,7 @@ fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
             Some(codedb::io::load_labels(p).with_context(|| format!("--labels {}", p.display()))?);
     }
     let Some(labels) = labels else {
-        eprintln!(
-            "codedb: usage error: --task classify needs --labels (or a Fashion-MNIST directory)"
-        );
-        return Ok(ExitCode::from(2));
+        usage!("--task classify needs --labels (or a Fashion-MNIST directory)");
     };
     if let Some(p) = &a.split {
         split = Some(
@@ -287,22 +267,31 @@ fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
         seed: a.seed,
         ..ClassifyOptions::default()
     };
-    let bar = progress_bar();
-    bar.set_message(format!("classifiers: {}", a.pipelines));
+    let bar = progress::spinner(&format!("classifiers: {}", a.pipelines));
     let rows = classify_eval(x.view(), &labels, &split, &a.pipelines, &opts);
     bar.finish_and_clear();
     let rows = rows.context("eval --task classify")?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!(
+        outln!(
             "{:<24} {:>5} {:>9} {:>9} {:>9} {:>9}",
-            "pipeline", "dim", "top1 err", "top5 err", "train s", "test s"
+            "pipeline",
+            "dim",
+            "top1 err",
+            "top5 err",
+            "train s",
+            "test s"
         );
         for r in &rows {
-            println!(
+            outln!(
                 "{:<24} {:>5} {:>9.4} {:>9.4} {:>9.2} {:>9.3}",
-                r.pipeline, r.dim, r.top1_error, r.top5_error, r.train_s, r.test_s
+                r.pipeline,
+                r.dim,
+                r.top1_error,
+                r.top5_error,
+                r.train_s,
+                r.test_s
             );
         }
     }

@@ -4,15 +4,22 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use codedb::BuildOptions;
 use codedb::build::build_index_opts;
 use codedb::classes::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
 use codedb::search::{Hit, SearchMode, SearchParams, search_radius, search_with};
 use codedb::storage::Snapshot;
-use codedb::{BuildOptions, demo::labels_u32};
+use ndarray::{ArrayView2, s};
+
+use crate::args::usage;
+use crate::inputs;
+use crate::out::{errln, outln};
+use crate::progress;
 
 /// `search --help` text after the options.
 pub const SEARCH_HELP: &str = "\
@@ -20,14 +27,16 @@ Examples:
   codedb search my-index --queries q.npy -k 10
   codedb search my-index --queries q.npy -k 5 --mode asym --format json
   codedb search my-index --queries q.npy -k 10 --mode adc --rerank 100
-  codedb search my-index --queries q.npy --radius 2          # codes of at most 32 bits
+  codedb search my-index --queries q.npy --radius 2     # codes of <= 32 bits
   codedb search my-index --queries q.npy -k 10 --classes sneaker,sandal
-  codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF over the class means
+  codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF
+  codedb search my-index --queries q.npy --threads 0 --verbose
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
-  asym      binary codes; query projected, not binarised; score = sum of |margin| over the
-            bits where the code disagrees with the query's sign (smaller is better)
+  asym      binary codes; query projected, not binarised; score = sum of
+            |margin| over the bits where the code disagrees with the query's
+            sign (smaller is better)
   adc       PQ codes; squared L2 by asymmetric distance computation
   adc-ip    PQ codes; inner product (larger is better)
   float     float32/float16 codes; squared L2 to the projected query
@@ -35,21 +44,24 @@ Modes (default: the natural one for the index's codes):
   exact     stored vectors; exact squared L2 to the raw query
   exact-ip  stored vectors; exact inner product (larger is better)
 
---rerank R re-scores the R best by the mode's score exactly against the stored vectors
-(squared L2, or inner product after the -ip modes) and keeps the k best; the index must store
-vectors. --radius r (0, 1 or 2) returns every row whose code is within Hamming distance r of
-the query's code, by hash lookup (binary codes of at most 32 bits); -k then caps the rows per
-query (default: no cap). Without --radius, k larger than the number of live rows returns every
+--rerank R re-scores the R best by the mode's score exactly against the stored vectors \
+(squared L2, or inner product after the -ip modes) and keeps the k best; the index must store \
+vectors. --radius r (0, 1 or 2) returns every row whose code is within Hamming distance r of \
+the query's code, by hash lookup (binary codes of at most 32 bits); -k then caps the rows per \
+query (default: no cap). Without --radius, k larger than the number of live rows returns every \
 live row.
 
---classes a,b scans only the inverted lists of those classes (names, or ids); --nprobe n scans,
-per query, the lists of the n class means nearest the query (NCM in the model's projected
-space), and equals the full search when n is at least the number of classes. Rows added without
-a list id are scanned by every list-restricted search. Build with --lists to file rows under
+--classes a,b scans only the inverted lists of those classes (names, or ids); --nprobe n scans, \
+per query, the lists of the n class means nearest the query (NCM in the model's projected \
+space), and equals the full search when n is at least the number of classes. Rows added without \
+a list id are scanned by every list-restricted search. Build with --lists to file rows under \
 lists.
 
-Output, best first, ties by smaller id. TSV: a header line, then `query rank id score`
+Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
+
+--threads 0 uses every core; a count above the number of cores is capped at it (with a note). \
+On a terminal, a progress bar counts the queries done.
 
 Exit codes: 0 success, 1 bad input or failed search, 2 usage error.";
 
@@ -67,15 +79,17 @@ fn load_model(path: &Path) -> Result<Model> {
 pub const BUILD_HELP: &str = "\
 Examples:
   codedb build my-index --model itq64.model --data X.npy --labels labels.npy
-  codedb build my-index --model pq.model --data X.npy --store-vectors f16    # for --rerank
-  codedb build my-index --model itq64.model --data X.npy --labels L.npy --lists label
+  codedb build my-index --model pq.model --data X.npy --store-vectors f16
+  codedb build my-index --model itq64.model --data X.npy --labels L.npy \\
+      --lists label
 
---labels stores each row's class label and creates the class table from them in the same commit
-(class id = the label, name = the label in decimal, with the count and sum of its rows), so
-codedb classify and search --nprobe work right away. --lists label files each row under its
-label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels
-here, since the class table comes from them). Rows grouped by list let search --classes and
---nprobe scan only some lists.";
+--labels stores each row's class label and creates the class table from them in the same commit \
+(class id = the label, name = the label in decimal, with the count and sum of its rows), so \
+codedb classify and search --nprobe work right away. --lists label files each row under its \
+label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels \
+here, since the class table comes from them). Rows grouped by list let search --classes and \
+--nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
+exact modes).";
 
 /// Arguments of `codedb build`.
 pub struct BuildArgs<'a> {
@@ -103,16 +117,15 @@ pub fn build(a: &BuildArgs<'_>) -> Result<ExitCode> {
         })
         .transpose()?;
     let model = load_model(a.model)?;
-    let x = codedb::io::load_vectors(a.data)?;
-    let labels = a
-        .labels
-        .map(|p| -> Result<Vec<u32>> {
-            let l = codedb::io::load_labels(p)?;
-            labels_u32(&l).with_context(|| format!("{}", p.display()))
-        })
-        .transpose()?;
-    let ids = a.ids.map(codedb::io::read_ids).transpose()?;
-    let bar = crate::progress_bar(x.nrows() as u64, "encoding");
+    let x = inputs::vectors_for(
+        "--data",
+        a.data,
+        model.input_dim(),
+        &format!("model {}", a.model.display()),
+    )?;
+    let labels = inputs::labels(a.labels)?;
+    let ids = inputs::ids(a.ids)?;
+    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
     let index = build_index_opts(
         a.dir,
         &model,
@@ -129,7 +142,7 @@ pub fn build(a: &BuildArgs<'_>) -> Result<ExitCode> {
     .with_context(|| format!("building {}", a.dir.display()))?;
     bar.finish_and_clear();
     let snap = index.snapshot();
-    println!(
+    outln!(
         "built {}: version {}, {} rows{}",
         a.dir.display(),
         index.version(),
@@ -186,10 +199,23 @@ pub struct SearchArgs<'a> {
     pub nprobe: Option<usize>,
     pub threads: usize,
     pub format: &'a str,
+    pub verbose: bool,
+}
+
+/// Queries per search call when a progress bar is shown: enough that each call still shares
+/// its passes over the codes among many queries (`scan::schedule`), few enough that the bar
+/// moves about a hundred times.
+fn progress_chunk(queries: usize) -> usize {
+    (queries / 100).max(256)
 }
 
 pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
-    let snap = Snapshot::open(a.dir)?;
+    if let (Some(_), Some(m)) = (a.radius, a.mode)
+        && m != "hamming"
+    {
+        usage!("--radius is a Hamming hash lookup; it does not take --mode {m}");
+    }
+    let snap = crate::recovery_cmd::open_snapshot(a.dir)?;
     let model = Model::from_model_file(snap.model())
         .with_context(|| format!("the model of {}", a.dir.display()))?;
     let mode = match a.mode {
@@ -198,27 +224,26 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
         None => SearchMode::default_for(model.code_kind())
             .context("this index's codes have no search mode")?,
     };
-    let q = codedb::io::load_vectors(a.queries)?;
+    let q = inputs::vectors_for(
+        "--queries",
+        a.queries,
+        model.input_dim(),
+        &inputs::index_model(a.dir),
+    )?;
+    let threads = crate::args::threads(a.threads);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.threads)
+        .num_threads(threads)
         .build()
         .context("--threads")?;
+    let start = Instant::now();
     let hits: Vec<Vec<Hit>> = match a.radius {
         Some(r) => {
-            if a.rerank.is_some() {
-                bail!("--radius returns every row within the radius; it does not take --rerank");
-            }
-            if !a.classes.is_empty() || a.nprobe.is_some() {
-                bail!("--radius looks up every list; it does not take --classes or --nprobe");
-            }
             if mode != SearchMode::Hamming {
                 bail!(
-                    "--radius is a Hamming hash lookup; it does not take --mode {}",
+                    "--radius is a Hamming hash lookup, and this index's codes are searched by \
+                     {} (binary codes are needed)",
                     mode.name()
                 );
-            }
-            if a.k == Some(0) {
-                bail!("invalid argument k: must be at least 1");
             }
             let mut h = pool
                 .install(|| search_radius(&snap, &model, q.view(), r))
@@ -240,29 +265,59 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
                 k: a.k.unwrap_or(10),
                 mode,
                 rerank: a.rerank,
-                threads: a.threads,
+                threads,
                 lists,
                 nprobe: a.nprobe,
             };
-            pool.install(|| search_with(&snap, &model, q.view(), &params))
-                .with_context(|| format!("searching {}", a.dir.display()))?
+            let run = |q: ArrayView2<f32>| {
+                pool.install(|| search_with(&snap, &model, q, &params))
+                    .with_context(|| format!("searching {}", a.dir.display()))
+            };
+            let bar = progress::bar(q.nrows() as u64, "searching", "queries");
+            if bar.is_hidden() {
+                run(q.view())?
+            } else {
+                // Results do not depend on how queries are grouped; chunks let the bar move.
+                let mut all = Vec::with_capacity(q.nrows());
+                let chunk = progress_chunk(q.nrows());
+                for from in (0..q.nrows()).step_by(chunk) {
+                    let to = (from + chunk).min(q.nrows());
+                    all.extend(run(q.slice(s![from..to, ..]))?);
+                    bar.set_position(to as u64);
+                }
+                bar.finish_and_clear();
+                all
+            }
         }
     };
-    match write_hits(&hits, a.format) {
-        // A closed pipe (`codedb search … | head`) is the reader's choice, not a failure.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        r => r.context("writing the results")?,
+    if a.verbose {
+        errln!(
+            "search: mode {}, {} rows, {} queries, threads {threads}, {:.3} s",
+            mode.name(),
+            snap.live_rows(),
+            q.nrows(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    if let Err(e) = write_hits(&hits, a.format) {
+        crate::out::failed(&e);
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The hits in the output format, in the order documented in `SEARCH_HELP`.
 fn write_hits(hits: &[Vec<Hit>], format: &str) -> std::io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Query<'a> {
+        query: usize,
+        results: &'a [Hit],
+    }
     let mut o = std::io::BufWriter::new(std::io::stdout().lock());
     if format == "json" {
-        let out: Vec<_> = hits
+        let out: Vec<Query<'_>> = hits
             .iter()
             .enumerate()
-            .map(|(i, l)| serde_json::json!({"query": i, "results": l}))
+            .map(|(query, results)| Query { query, results })
             .collect();
         serde_json::to_writer(&mut o, &out)?;
         writeln!(o)?;

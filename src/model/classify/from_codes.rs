@@ -253,6 +253,7 @@ fn streamed_ncmml_pipeline(
     let mut cb = |e: &super::EpochReport| {
         emit(TrainEvent::Progress {
             step: name.clone(),
+            unit: "epochs",
             done: e.epoch as u64,
             total: max,
         });
