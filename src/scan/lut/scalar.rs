@@ -98,14 +98,10 @@ fn scan8_x8<const M: usize, S: Sink>(codes: &[u8], base: usize, lut: &[[f32; 256
                 }
             }
         }
-        // One branch per eight rows (the compiler turns this fold into a vector compare):
-        // after the first rows almost no group has a row within the bound.
-        if acc.iter().fold(false, |any, &si| any | (si <= bound)) {
-            let r0 = base + g * 8;
-            for (i, &si) in acc.iter().enumerate() {
-                if si <= bound {
-                    bound = bound_score(sink.offer(f32_to_key(si), r0 + i));
-                }
+        let r0 = base + g * 8;
+        for (i, &si) in acc.iter().enumerate() {
+            if si <= bound {
+                bound = bound_score(sink.offer(f32_to_key(si), r0 + i));
             }
         }
     }
