@@ -7,7 +7,16 @@ use std::process::{Command, Output};
 fn bench_scan(isa: &str, dir: &std::path::Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_codedb"))
         .args(["bench", "scan", "--codes", "2000", "--kind", "hamming64"])
-        .args(["--queries", "1", "--threads", "1", "--repeats", "1", "--cache", "hot"])
+        .args([
+            "--queries",
+            "1",
+            "--threads",
+            "1",
+            "--repeats",
+            "1",
+            "--cache",
+            "hot",
+        ])
         .arg("--dir")
         .arg(dir)
         .arg("--json")
@@ -48,7 +57,10 @@ fn valid_level_is_the_one_reported() {
         if available {
             assert_eq!(out.status.code(), Some(0), "{level}");
             let json = String::from_utf8_lossy(&out.stdout);
-            assert!(json.contains(&format!("\"isa\": \"{name}\"")), "{level}: {json}");
+            assert!(
+                json.contains(&format!("\"isa\": \"{name}\"")),
+                "{level}: {json}"
+            );
         } else {
             // A level this CPU lacks fails like an unknown one.
             assert_eq!(out.status.code(), Some(1), "{level}");
