@@ -5,11 +5,13 @@ use std::path::Path;
 
 use ndarray::ArrayView2;
 
-use crate::classes::{ListAssignment, assign_lists, class_records_from_labels};
+use crate::classes::labelled_add::class_records_stored;
+use crate::classes::{ListAssignment, assign_lists};
 use crate::error::Error;
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
 use crate::model::Model;
-use crate::storage::{Config, CreateOptions, Index, RowBatch};
+use crate::storage::row_batch::check_batch;
+use crate::storage::{Config, CreateOptions, Index, RowBatch, StorageError};
 
 /// Rows encoded per chunk (bounds the memory of the float → code step).
 const ENCODE_CHUNK: usize = 65_536;
@@ -63,8 +65,12 @@ pub fn build_index_with(
 /// says — ids, labels, the class table made from the labels, inverted-list ids, stored
 /// vectors — all committed as one version, the rows sealed into one segment
 /// ([`Index::commit_sealed`]). `progress(rows_done)` is called per encoded chunk.
-/// Every input is checked and every row encoded before the directory is created; nothing is
-/// left half-built on error (at worst the directory holds only the empty first version).
+///
+/// Every input is checked (ids unique and not reserved, labels, finite data, values that fit
+/// the stored-vector type) and every row encoded before anything is written. If a write fails
+/// after that (I/O), what this build created is removed: the directory itself when it did not
+/// exist, its entries when it was empty; a directory that held other files keeps them (and
+/// whatever the failed build left, which the error then names).
 pub fn build_index_opts(
     dir: &Path,
     model: &Model,
@@ -100,9 +106,10 @@ pub fn build_index_opts(
     {
         return Err(bad("labels", format!("{} labels for {n} rows", l.len())));
     }
-    // The class table of the labels (checked and summed before anything is created).
+    // The class table of the labels (checked and summed before anything is created), of the
+    // vectors as the index stores them (f16-rounded with f16), so deletes subtract exactly.
     let classes = match opts.labels {
-        Some(l) if opts.classes_from_labels => class_records_from_labels(data, l)?,
+        Some(l) if opts.classes_from_labels => class_records_stored(data, l, opts.store_vectors)?,
         _ => Vec::new(),
     };
     let lists = match opts.lists {
@@ -126,28 +133,92 @@ pub fn build_index_opts(
         start = end;
         progress(end);
     }
-    let options = CreateOptions {
-        store_vectors: opts
-            .store_vectors
-            .map(|t| VectorSpec::new(t, model.input_dim() as u32)),
+    let spec = opts
+        .store_vectors
+        .map(|t| VectorSpec::new(t, model.input_dim() as u32));
+    let model_file = model.to_model_file();
+    let batch = RowBatch {
+        ids: opts.ids,
+        labels: opts.labels,
+        lists: lists.as_deref(),
+        vectors: opts.store_vectors.map(|_| data.view()),
+        ..RowBatch::new(&codes)
     };
-    let index = Index::create_with(dir, &model.to_model_file(), &options, opts.config.clone())?;
-    index.add_rows_with_classes(
-        &RowBatch {
-            ids: opts.ids,
-            labels: opts.labels,
-            lists: lists.as_deref(),
-            vectors: opts.store_vectors.map(|_| data.view()),
-            ..RowBatch::new(&codes)
+    // Ids, labels, list ids and stored vectors are checked as the add will check them, before
+    // the directory is touched.
+    let checked = check_batch(dir, &model_file, spec, &batch)?;
+    let before = DirBefore::of(dir);
+    let built = (|| -> Result<Index, Error> {
+        let index = Index::create_with(
+            dir,
+            &model_file,
+            &CreateOptions {
+                store_vectors: spec,
+            },
+            opts.config.clone(),
+        )?;
+        index.add_checked_rows(&batch, checked, &classes)?;
+        // One sealed segment, not a log: sorted rows (grouped by list), the fast-scan layout
+        // for pq4 codes, memory-mapped rather than held in memory.
+        index.commit_sealed()?;
+        // The sealed log was never named by a manifest: remove it now rather than at the
+        // first GC.
+        index.gc()?;
+        Ok(index)
+    })();
+    match built {
+        Ok(index) => Ok(index),
+        Err(e) if matches!(e, Error::Storage(StorageError::AlreadyExists { .. })) => Err(e),
+        Err(e) => match before.undo(dir) {
+            Ok(()) => Err(e),
+            Err(cleanup) => Err(Error::BuildLeftovers {
+                dir: dir.to_path_buf(),
+                cause: Box::new(e),
+                cleanup,
+            }),
         },
-        &classes,
-    )?;
-    // One sealed segment, not a log: sorted rows (grouped by list), the fast-scan layout for
-    // pq4 codes, memory-mapped rather than held in memory.
-    index.commit_sealed()?;
-    // The sealed log was never named by a manifest: remove it now rather than at the first GC.
-    index.gc()?;
-    Ok(index)
+    }
+}
+
+/// What `dir` was before a build, so a failed build can remove what it created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirBefore {
+    Absent,
+    Empty,
+    /// Held files (or could not be listed): a failed build leaves it alone.
+    Other,
+}
+
+impl DirBefore {
+    fn of(dir: &Path) -> DirBefore {
+        match std::fs::read_dir(dir).map(|mut entries| entries.next().is_none()) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DirBefore::Absent,
+            Ok(true) => DirBefore::Empty,
+            _ => DirBefore::Other,
+        }
+    }
+
+    /// Puts `dir` back as it was (the failed build's index handle is already dropped).
+    fn undo(self, dir: &Path) -> std::io::Result<()> {
+        match self {
+            DirBefore::Absent => match std::fs::remove_dir_all(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                r => r,
+            },
+            DirBefore::Empty => {
+                for e in std::fs::read_dir(dir)? {
+                    let path = e?.path();
+                    if path.is_dir() {
+                        std::fs::remove_dir_all(&path)?;
+                    } else {
+                        std::fs::remove_file(&path)?;
+                    }
+                }
+                Ok(())
+            }
+            DirBefore::Other => Ok(()),
+        }
+    }
 }
 
 /// What [`Index::build`] adds besides the vectors.

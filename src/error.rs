@@ -22,4 +22,14 @@ pub enum Error {
     Classes(#[from] crate::classes::ClassError),
     #[error("invalid argument {argument}: {detail}")]
     InvalidArgument { argument: String, detail: String },
+    /// A build failed after it had created files, and removing them failed too.
+    #[error(
+        "{cause}; removing what the failed build created in {dir} failed too ({cleanup}): \
+         remove it by hand before building again"
+    )]
+    BuildLeftovers {
+        dir: std::path::PathBuf,
+        cause: Box<Error>,
+        cleanup: std::io::Error,
+    },
 }

@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.2); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.3); older
 //! folders are never rewritten.
 
 mod common;
@@ -8,12 +8,13 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use codedb::format::{
-    ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, ListEntry, Manifest, ModelFile,
-    OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log, section_kind,
+    ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, FormatVersion, ListEntry,
+    Manifest, ModelFile, OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log,
+    section_kind,
 };
 use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
-use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12};
+use common::{golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13};
 
 /// The v1.0 folder (never rewritten).
 fn v1_0_dir() -> PathBuf {
@@ -25,14 +26,19 @@ fn bless_or_read() -> PathBuf {
     g11::dir()
 }
 
-/// The current version's folder (v1.2), written first when `CODEDB_BLESS` is set.
+/// The v1.2 folder (never rewritten).
 fn bless_or_read_v1_2() -> PathBuf {
+    g12::dir()
+}
+
+/// The current version's folder (v1.3), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_3() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g12::dir();
+    let dir = g13::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g12::files() {
+            for (name, bytes) in g13::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -104,7 +110,11 @@ fn v1_0_values_written_by_this_build_change_only_the_minor_version_and_add_the_l
     let seg_b = golden::name("seg", golden::SEG_B_ID, "seg");
     for (name, bytes) in golden::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
+        assert_eq!(
+            bytes[10] as u16,
+            FormatVersion::MINOR,
+            "{name}: this build's minor"
+        );
         if name == seg_b {
             assert_ne!(with_minor(bytes.clone(), 0), on_disk);
             let r = SegmentReader::from_bytes(&bytes, Path::new(&name)).unwrap();
@@ -133,7 +143,11 @@ fn v1_1_values_written_by_this_build_change_only_the_minor_version() {
     let dir = bless_or_read();
     for (name, bytes) in g11::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert_eq!(bytes[10], 2, "{name} is written as format 1.2");
+        assert_eq!(
+            bytes[10] as u16,
+            FormatVersion::MINOR,
+            "{name}: this build's minor"
+        );
         assert!(
             with_minor(bytes, 1) == on_disk,
             "{name}: this build's bytes differ from 1.1 beyond the minor version"
@@ -142,17 +156,150 @@ fn v1_1_values_written_by_this_build_change_only_the_minor_version() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_2_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.2 and add a new folder.
+fn v1_2_values_written_by_this_build_change_only_the_minor_version() {
+    // Format 1.3 changed no 1.2 byte layout (it only added a class-table section).
     let dir = bless_or_read_v1_2();
     for (name, bytes) in g12::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert_eq!(
+            bytes[10] as u16,
+            FormatVersion::MINOR,
+            "{name}: this build's minor"
+        );
+        assert!(
+            with_minor(bytes, 2) == on_disk,
+            "{name}: this build's bytes differ from 1.2 beyond the minor version"
+        );
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_3_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.3 and add a new folder.
+    let dir = bless_or_read_v1_3();
+    for (name, bytes) in g13::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
             "{name} differs from what this build writes"
         );
     }
+}
+
+#[test]
+fn v1_3_golden_class_delta_removes_images_exactly() {
+    let dir = bless_or_read_v1_3();
+    let base_path = dir.join(golden::name("classes", g13::BASE_ID, "cls"));
+    let delta_path = dir.join(golden::name("classes", g13::DELTA_ID, "cls"));
+    let mut base = ClassTable::open(&base_path).unwrap();
+    assert_eq!(base, g13::base());
+    let delta = ClassTable::open(&delta_path).unwrap();
+    assert_eq!(delta, g13::delta());
+    let bytes = std::fs::read(&delta_path).unwrap();
+    assert_eq!(bytes[10], 3, "written by format 1.3");
+    let c = codedb::format::Container::from_slice(&bytes, &delta_path, None).unwrap();
+    let removed = c
+        .entries()
+        .iter()
+        .find(|e| e.kind == section_kind::CLS_REMOVED)
+        .expect("the delta carries a removed section");
+    assert!(
+        removed.required(),
+        "a reader that does not know it must refuse the delta"
+    );
+    assert_eq!(removed.raw_len, 4 * 8);
+    // The base, which removes nothing, has no such section (its bytes are a 1.2 table's).
+    let b = std::fs::read(&base_path).unwrap();
+    let cb = codedb::format::Container::from_slice(&b, &base_path, None).unwrap();
+    assert!(
+        cb.entries()
+            .iter()
+            .all(|e| e.kind != section_kind::CLS_REMOVED)
+    );
+
+    base.fold(&delta, &dir).unwrap();
+    let got: Vec<(u32, u64, Vec<f64>)> = base
+        .classes
+        .iter()
+        .map(|c| (c.id, c.count, c.sum.clone()))
+        .collect();
+    let want: Vec<(u32, u64, Vec<f64>)> = g13::folded()
+        .into_iter()
+        .map(|(id, n, s)| (id, n, s.to_vec()))
+        .collect();
+    assert_eq!(got, want, "counts and sums after the removals, exactly");
+    assert!(
+        base.classes.iter().all(|c| c.removed == 0),
+        "a folded table holds counts"
+    );
+    let emptied = &base.classes[1];
+    assert!(emptied.sum.iter().all(|v| v.to_bits() == 0), "exactly +0.0");
+}
+
+#[test]
+fn class_removals_break_no_rule_unnoticed() {
+    let dir = bless_or_read_v1_3();
+    let delta_path = dir.join(golden::name("classes", g13::DELTA_ID, "cls"));
+    let good = std::fs::read(&delta_path).unwrap();
+    let corrupt = |bytes: &[u8], want: &str| {
+        let err = ClassTable::from_bytes(bytes, &delta_path).unwrap_err();
+        assert!(matches!(&err, FormatError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    // The section in a file that claims format 1.2, which does not define it.
+    corrupt(&with_minor(good.clone(), 2), "format 1.2 file");
+    // A 1.2 reader meets an unknown required section: rebuilt with kind 37 renamed to an
+    // unknown kind, this build refuses it the way 1.2 refuses kind 37.
+    let c = codedb::format::Container::from_slice(&good, &delta_path, None).unwrap();
+    let rebuild = |kind_of: &dyn Fn(u32) -> u32, delta: bool| {
+        let mut w = ContainerWriter::new(
+            Vec::new(),
+            FileKind::ClassTable,
+            c.header().file_id,
+            &delta_path,
+        )
+        .unwrap();
+        for (i, e) in c.entries().iter().enumerate() {
+            let mut bytes = c.stored(i).to_vec();
+            if e.kind == section_kind::META && !delta {
+                bytes[12..32].fill(0); // no DELTA flag, no base id
+            }
+            w.section(kind_of(e.kind), e.required(), &bytes).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let unknown = rebuild(
+        &|k| {
+            if k == section_kind::CLS_REMOVED {
+                39
+            } else {
+                k
+            }
+        },
+        true,
+    );
+    let err = ClassTable::from_bytes(&unknown, &delta_path).unwrap_err();
+    assert!(
+        matches!(&err, FormatError::UnknownRequiredSection { .. }),
+        "{err}"
+    );
+    // Removals in a base table.
+    corrupt(&rebuild(&|k| k, false), "removes no images");
+    // A delta that removes more images than the class has.
+    let mut base = g13::base();
+    let mut greedy = g13::delta();
+    greedy.classes[1].removed = 3;
+    let err = base.fold(&greedy, &dir).unwrap_err();
+    assert!(
+        err.to_string().contains("3 image(s) removed, it has 2"),
+        "{err}"
+    );
+    assert_eq!(base, g13::base(), "a refused fold changes nothing");
+    // Writers refuse removals in a base table too.
+    let mut b = g13::base();
+    b.classes[0].removed = 1;
+    assert!(b.to_bytes().is_err());
 }
 
 #[test]

@@ -266,6 +266,7 @@ fn seen_index(dir: &Path, d: &Data, sp: &Split, model: &Model, rows: &[Vec<usize
             count: 0,
             sum: vec![0.0; dim],
             centroids: Vec::new(),
+            removed: 0,
         })
         .collect();
     index.add_class(&nodes).unwrap();

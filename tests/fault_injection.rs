@@ -142,12 +142,14 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
     idx.delete(&[2])?;
     t.attempt.rows.remove(&2);
     t.attempt.extras.remove(&2);
+    // Class ids apart from the rows' labels 1-3: a labelled row of a class counts in it, and
+    // these raw records count no row.
     idx.add_class(&[
-        class(1, "a", None, 1, 2, 0.5),
-        class(2, "b", Some(1), 2, 2, 1.0),
+        class(11, "a", None, 1, 2, 0.5),
+        class(12, "b", Some(11), 2, 2, 1.0),
     ])?;
-    t.attempt.classes.insert(1, ("a".into(), 1));
-    t.attempt.classes.insert(2, ("b".into(), 2));
+    t.attempt.classes.insert(11, ("a".into(), 1));
+    t.attempt.classes.insert(12, ("b".into(), 2));
     commit(&idx, t)?;
 
     add(&idx, t, None, 40, None, 0)?; // passes seal_bytes: sealed
@@ -158,8 +160,8 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
         t.attempt.rows.remove(&id);
         t.attempt.extras.remove(&id);
     }
-    idx.add_class(&[class(2, "b", Some(1), 1, 2, 1.0)])?;
-    t.attempt.classes.insert(2, ("b".into(), 3));
+    idx.add_class(&[class(12, "b", Some(11), 1, 2, 1.0)])?;
+    t.attempt.classes.insert(12, ("b".into(), 3));
     let (v, _) = extras_for(1, 7);
     idx.upsert_rows(&RowBatch {
         vectors: Some(v.view()),

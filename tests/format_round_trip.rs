@@ -111,6 +111,7 @@ proptest! {
                     weight: k as f32,
                     vector: vec![k as f32; dim as usize],
                 }).collect(),
+                removed: 0,
             }).collect(),
         };
         let back = ClassTable::from_bytes(&t.to_bytes().unwrap(), Path::new("t")).unwrap();
@@ -184,6 +185,7 @@ fn class_table_refuses_cycles_duplicates_and_nan() {
         count: 1,
         sum: vec![1.0],
         centroids: vec![],
+        removed: 0,
     };
     let table = |classes| ClassTable {
         file_id: FileId::from_u128(1),

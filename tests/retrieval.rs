@@ -226,7 +226,18 @@ fn cli_train_build_search_add_delete_round_trip() {
     assert_eq!(v[0]["query"], 0);
     assert_eq!(v[0]["results"].as_array().unwrap().len(), 3);
     ok(codedb(&["add", &s(&dir), "--data", &s(&data)]));
-    ok(codedb(&["delete", &s(&dir), "--ids", "0,1,2"]));
+    // Rows 0-2 count in their classes and the index stores no vectors: their descriptors are
+    // unknown, so the delete is refused unless the class statistics are to be kept.
+    let o = codedb(&["delete", &s(&dir), "--ids", "0,1,2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--keep-class-stats"));
+    ok(codedb(&[
+        "delete",
+        &s(&dir),
+        "--ids",
+        "0,1,2",
+        "--keep-class-stats",
+    ]));
     let v: serde_json::Value =
         serde_json::from_slice(&ok(codedb(&["inspect", &s(&dir), "--json"])).stdout).unwrap();
     assert_eq!(v["rows"], 2 * 1797 - 3);

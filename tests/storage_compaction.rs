@@ -134,9 +134,12 @@ fn commits_made_during_a_merge_are_carried_into_its_result() {
     for k in 0..4u64 {
         add_commit(&idx, &[k * 10, k * 10 + 1, k * 10 + 2]);
     }
-    idx.add_class(&[class(1, "base", None, 1, 2, 1.0)]).unwrap();
+    // Class ids apart from the rows' labels (0-4): these raw records count no row.
+    idx.add_class(&[class(101, "base", None, 1, 2, 1.0)])
+        .unwrap();
     idx.commit().unwrap();
-    idx.add_class(&[class(1, "base", None, 1, 2, 1.0)]).unwrap();
+    idx.add_class(&[class(101, "base", None, 1, 2, 1.0)])
+        .unwrap();
     idx.commit().unwrap();
     armed.store(true, Ordering::SeqCst);
     let compaction = {
@@ -147,7 +150,8 @@ fn commits_made_during_a_merge_are_carried_into_its_result() {
     // While the merge is parked: delete rows of its sources and commit, add a class record,
     // and stage (without committing) one more delete.
     idx.delete(&[0, 21]).unwrap();
-    idx.add_class(&[class(2, "late", None, 1, 2, 2.0)]).unwrap();
+    idx.add_class(&[class(102, "late", None, 1, 2, 2.0)])
+        .unwrap();
     let v_late = idx.commit().unwrap();
     idx.delete(&[32]).unwrap();
     resume.wait();

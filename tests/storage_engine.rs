@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use codedb::format::{CodeKind, FileId, ModelFile};
 use codedb::storage::{
-    CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, list_versions,
+    ClassStats, CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, list_versions,
 };
 use storage_support::*;
 
@@ -572,7 +572,21 @@ fn the_golden_index_opens_read_only_and_as_a_writer_on_a_copy() {
     let idx = Index::open(dir.path(), small_config(1)).unwrap();
     let ids = idx.add_codes(&[1, 2, 3, 4], None, Some(&[9, 9])).unwrap();
     assert_eq!(ids, vec![33, 34]);
-    idx.delete(&[30, 12]).unwrap();
+    // Row 12 carries label 2, a class of the golden table, so it counts in it; its segment
+    // stores no vectors, so the class statistics can only be kept as they are.
+    let e = idx.delete(&[30, 12]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            StorageError::ClassStatsNeedVectors {
+                id: 12,
+                class: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    idx.delete_with(&[30, 12], ClassStats::Keep).unwrap();
     idx.commit().unwrap();
     let r = idx.compact(&CompactionPolicy::full()).unwrap();
     // The segment with stored vectors is left alone; the others merge.

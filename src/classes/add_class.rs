@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use ndarray::ArrayView2;
 
-use crate::format::class_table::{MAX_CLASS_NAME, NO_PARENT};
+use crate::format::class_table::{NO_PARENT, class_name_problem};
 use crate::format::{ClassRecord, ClassTable};
 use crate::storage::{Index, Snapshot};
 
@@ -158,11 +158,8 @@ pub fn plan_new_classes(
     // Names: valid, not taken, not repeated.
     let mut batch_names: HashMap<&str, usize> = HashMap::new();
     for (i, c) in new.iter().enumerate() {
-        if c.name.is_empty() || c.name.len() > MAX_CLASS_NAME {
-            return Err(ClassError::invalid(
-                "name",
-                format!("{:?}: a class name is 1..={MAX_CLASS_NAME} bytes", c.name),
-            ));
+        if let Some(problem) = class_name_problem(&c.name) {
+            return Err(ClassError::invalid("name", problem));
         }
         if let Some(e) = lookup.by_name(&c.name) {
             return Err(ClassError::DuplicateName {
@@ -409,6 +406,7 @@ pub fn plan_new_classes(
             count,
             sum,
             centroids: Vec::new(),
+            removed: 0,
         };
         // Eq. 29 averages the means of *training* classes. A class of this call whose mean
         // is made from the prior (zero-shot or MAP) is not one: it joins the working table as
@@ -457,7 +455,25 @@ impl Index {
     pub fn add_new_classes(&self, new: &[NewClass<'_>]) -> Result<Vec<PlannedClass>> {
         let table = self.staged_classes()?;
         let dim = self.model().input_dim as usize;
-        let max_label = max_row_label(&self.snapshot());
+        // Rows labelled before their class existed were never counted in it: a new class takes
+        // none of their labels (automatic ids go past them, given ones are refused).
+        let labels = self.row_labels();
+        let known = |id: u32| {
+            table
+                .as_ref()
+                .is_some_and(|t| t.classes.iter().any(|c| c.id == id))
+        };
+        if let Some(id) = new
+            .iter()
+            .filter_map(|c| c.id)
+            .find(|&id| labels.contains(&id) && !known(id))
+        {
+            return Err(ClassError::DuplicateId {
+                id,
+                detail: "live rows carry it as their label, and no class counts them".into(),
+            });
+        }
+        let max_label = labels.last().copied();
         let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;
         let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
         self.add_class(&records)?;
@@ -480,6 +496,7 @@ mod tests {
             count,
             sum,
             centroids: Vec::new(),
+            removed: 0,
         };
         ClassTable {
             file_id: FileId::ZERO,

@@ -5,17 +5,20 @@
 //! [`Index::add_descriptors`] is the one path from raw descriptors to rows: it encodes them,
 //! keeps their vectors when the index stores vectors, files them under inverted lists
 //! ([`ListAssignment`]) and, when they carry labels and the index has a class table, adds them
-//! to their classes' counts and sums. [`class_records_from_labels`] turns a labelled data set
-//! into a class table (what `codedb build --labels` creates).
+//! to their classes' counts and sums. [`Index::upsert_descriptors`] does the same while
+//! replacing rows by id, the replaced rows leaving their classes (`storage::ClassStats`).
+//! [`class_records_from_labels`] turns a labelled data set into a class table (what `codedb
+//! build --labels` creates). With f16 stored vectors the sums are of the f16-rounded rows, what
+//! the index stores, so a later delete subtracts exactly what was added.
 
 use std::collections::{BTreeMap, HashMap};
 
 use ndarray::ArrayView2;
 
-use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
+use crate::format::{ClassRecord, VectorDType};
 use crate::model::Model;
-use crate::storage::{Index, RowBatch};
+use crate::storage::{ClassStats, Index, RowBatch};
 
 use super::class_ref::{ClassLookup, ClassRef};
 use super::error::{ClassError, Result};
@@ -35,13 +38,17 @@ pub struct AddOptions<'a> {
 }
 
 /// Per-class count and f64 sum of the rows of `x` with `labels` (one per row), in class-id
-/// order; a class's name is `name(id)`, its parent none. NaN/Inf in `x` is an error naming the
-/// row and column.
+/// order; a class's name is `name(id)`, its parent none. With `stored = Some(F16)` each value
+/// is first rounded to f16 as the index stores it, so the class sum holds exactly the stored
+/// vectors and a delete can subtract exactly what was added (`storage::class_accounting`).
+/// NaN/Inf in `x` is an error naming the row and column.
 pub(crate) fn sum_by_label(
     x: ArrayView2<f32>,
     labels: &[u32],
+    stored: Option<VectorDType>,
     name: &dyn Fn(u32) -> (String, Option<u32>),
 ) -> Result<Vec<ClassRecord>> {
+    let round = stored == Some(VectorDType::F16);
     let d = x.ncols();
     let mut acc: BTreeMap<u32, (u64, Vec<f64>)> = BTreeMap::new();
     for (i, (row, &id)) in x.rows().into_iter().zip(labels).enumerate() {
@@ -56,7 +63,11 @@ pub(crate) fn sum_by_label(
                     value: *v as f64,
                 });
             }
-            *s += *v as f64;
+            *s += if round {
+                half::f16::from_f32(*v).to_f32() as f64
+            } else {
+                *v as f64
+            };
         }
     }
     Ok(acc
@@ -70,6 +81,7 @@ pub(crate) fn sum_by_label(
                 count,
                 sum,
                 centroids: Vec::new(),
+                removed: 0,
             }
         })
         .collect())
@@ -79,6 +91,16 @@ pub(crate) fn sum_by_label(
 /// label, name = the label in decimal, no parent, count and f64 sum of its rows. Labels must
 /// not be `u32::MAX` (reserved for "no label").
 pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<Vec<ClassRecord>> {
+    class_records_stored(x, labels, None)
+}
+
+/// [`class_records_from_labels`] for an index that stores the rows' vectors as `stored`: with
+/// f16 the sums are of the f16-rounded rows (see [`sum_by_label`]).
+pub(crate) fn class_records_stored(
+    x: ArrayView2<f32>,
+    labels: &[u32],
+    stored: Option<VectorDType>,
+) -> Result<Vec<ClassRecord>> {
     if labels.len() != x.nrows() {
         return Err(ClassError::invalid(
             "labels",
@@ -91,7 +113,7 @@ pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<V
             format!("row {r}: {NO_LABEL} is reserved (it means \"no label\")"),
         ));
     }
-    sum_by_label(x, labels, &|id| (id.to_string(), None))
+    sum_by_label(x, labels, stored, &|id| (id.to_string(), None))
 }
 
 impl Index {
@@ -113,12 +135,28 @@ impl Index {
 
     /// [`Index::add_descriptors`] that replaces the live row of each given id instead of
     /// refusing it (the old row is deleted in the same commit, [`Index::upsert_rows`]);
-    /// `opts.ids` is required. Returns the rows' ids and how many live rows were replaced.
+    /// `opts.ids` is required. A replaced row that counts in a class leaves it (its stored
+    /// vector is subtracted) and a new labelled row joins its class: [`ClassStats::Update`],
+    /// see [`Index::upsert_descriptors_with`]. Returns the rows' ids and how many live rows
+    /// were replaced.
     pub fn upsert_descriptors(
         &self,
         model: &Model,
         x: ArrayView2<f32>,
         opts: &AddOptions<'_>,
+    ) -> Result<(Vec<u64>, u64)> {
+        self.upsert_descriptors_with(model, x, opts, ClassStats::Update)
+    }
+
+    /// [`Index::upsert_descriptors`] with what happens to the classes of the replaced rows
+    /// ([`ClassStats`]; `Keep` for an index without stored vectors). Everything is checked
+    /// first; on error nothing is staged.
+    pub fn upsert_descriptors_with(
+        &self,
+        model: &Model,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+        stats: ClassStats,
     ) -> Result<(Vec<u64>, u64)> {
         let Some(ids) = opts.ids else {
             return Err(ClassError::invalid(
@@ -127,7 +165,7 @@ impl Index {
             ));
         };
         let p = self.prepare_descriptors(model, x, opts)?;
-        let replaced = self.upsert_rows_with_classes(&p.batch(self, &x, opts), &p.deltas)?;
+        let replaced = self.upsert_rows_with(&p.batch(self, &x, opts), &p.deltas, stats)?;
         Ok((ids.to_vec(), replaced))
     }
 
@@ -175,7 +213,7 @@ impl Index {
                 {
                     return Err(ClassError::UnknownLabel { row, label });
                 }
-                sum_by_label(x, labels, &|id| {
+                sum_by_label(x, labels, self.vector_spec().map(|v| v.dtype), &|id| {
                     lookup
                         .by_id(id)
                         .map_or((String::new(), None), |c| (c.name.clone(), c.parent))

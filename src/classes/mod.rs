@@ -12,9 +12,11 @@
 //! - [`add_class`]: new classes from images, a given mean, or zero-shot from the hierarchy;
 //! - [`zero_shot`]: the zero-shot prior (eq. 29) and the MAP mean (eq. 30);
 //! - [`prior_weight`]: choosing eq. 30's m on held-out data;
-//! - [`labelled_add`]: [`Index::add_labelled`](crate::storage::Index::add_labelled) and
-//!   [`Index::add_descriptors`](crate::storage::Index::add_descriptors), rows, list ids and
-//!   class sums in one commit; the class table of a labelled data set;
+//! - [`labelled_add`]: rows, list ids and class sums in one commit —
+//!   [`Index::add_labelled`](crate::storage::Index::add_labelled),
+//!   [`Index::add_descriptors`](crate::storage::Index::add_descriptors) and
+//!   [`Index::upsert_descriptors`](crate::storage::Index::upsert_descriptors) (deletes take rows
+//!   out of their classes, see `storage::ClassStats`); the class table of a labelled data set;
 //! - [`list_assign`]: inverted-list ids at insert (the row's label, or its nearest class mean).
 
 pub mod add_class;

@@ -3,8 +3,8 @@
 //! Per class: id, name, parent (hierarchy), image count, the *sum* of its descriptors in f64
 //! (means stay exact under millions of incremental updates: mean = sum / count) and optional
 //! centroids with weights. A delta file has the same layout with the `DELTA` flag and the id of
-//! the table it applies to; folding a delta adds counts and sums per class id and creates the
-//! classes that are new.
+//! the table it applies to; folding a delta adds counts and sums per class id, subtracts the
+//! images it removes (format 1.3: deletes of labelled rows) and creates the classes that are new.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -16,7 +16,7 @@ use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, checked_mul, to_usize};
 use super::section_kind::{
-    CLS_CENTROID_WEIGHTS, CLS_CENTROIDS, CLS_NAMES, CLS_RECORDS, CLS_SUMS, META,
+    CLS_CENTROID_WEIGHTS, CLS_CENTROIDS, CLS_NAMES, CLS_RECORDS, CLS_REMOVED, CLS_SUMS, META,
 };
 
 /// Parent id meaning "no parent".
@@ -24,6 +24,26 @@ pub const NO_PARENT: u32 = u32::MAX;
 /// Longest class name in bytes.
 pub const MAX_CLASS_NAME: usize = 255;
 const RECORD_LEN: usize = 40;
+
+/// Why `name` cannot be the name of a new class, or `None` when it can: 1..=255 bytes and no
+/// control character (Unicode category Cc: C0, DEL, C1). Names are printed in TSV columns and
+/// on terminals, where a tab, a newline or an ESC would break the columns or drive the
+/// terminal. Files are not refused for them (older writers allowed them); writers refuse them
+/// for every class they create.
+pub fn class_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() || name.len() > MAX_CLASS_NAME {
+        return Some(format!(
+            "{name:?}: a class name is 1..={MAX_CLASS_NAME} bytes"
+        ));
+    }
+    let (at, c) = name.char_indices().find(|(_, c)| c.is_control())?;
+    Some(format!(
+        "{name:?}: control character U+{:04X} at byte {at} (class names are printed in TSV \
+         and on terminals, so tabs, newlines, ESC and other control characters are refused)",
+        c as u32
+    ))
+}
+
 const FLAG_DELTA: u32 = 1;
 
 /// One centroid of a class (NCMC, Mensink et al. eq. 16).
@@ -39,9 +59,13 @@ pub struct ClassRecord {
     pub name: String,
     pub parent: Option<u32>,
     pub count: u64,
-    /// Sum of the class's descriptors (length = table dimension).
+    /// Sum of the class's descriptors (length = table dimension). In a delta: the net change,
+    /// descriptors added minus descriptors removed.
     pub sum: Vec<f64>,
     pub centroids: Vec<Centroid>,
+    /// Images this record removes from the class (a delta only, format 1.3; always 0 in a base
+    /// table): folding adds `count`, then subtracts `removed`.
+    pub removed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +108,11 @@ impl ClassTable {
             }
             if c.parent == Some(c.id) || c.parent == Some(NO_PARENT) {
                 return Err(bad(format!("{at}: invalid parent")));
+            }
+            if c.removed > 0 && self.delta_of.is_none() {
+                return Err(bad(format!(
+                    "{at}: a base table holds counts, it removes no images"
+                )));
             }
             if c.sum.len() != self.dim as usize || c.sum.iter().any(|v| !v.is_finite()) {
                 return Err(bad(format!("{at}: sum must be {} finite values", self.dim)));
@@ -186,6 +215,13 @@ impl ClassTable {
                 .collect();
             w.section(CLS_CENTROID_WEIGHTS, true, &wts)?;
         }
+        if self.classes.iter().any(|c| c.removed > 0) {
+            let mut removed = LeWriter::new();
+            for c in &self.classes {
+                removed.u64(c.removed);
+            }
+            w.section(CLS_REMOVED, true, &removed.buf)?;
+        }
         w.finish()
     }
 
@@ -259,6 +295,32 @@ impl ClassTable {
             }
             (&[], &[])
         };
+        // Format 1.3: what each record of a delta removes.
+        let removed: Option<&[u8]> = match c.find_one(CLS_REMOVED)? {
+            None => None,
+            Some(i) => {
+                if c.version() < (1, 3) {
+                    return Err(c.corrupt(
+                        "removed",
+                        &format!(
+                            "a removed section in a format {}.{} file (defined by 1.3)",
+                            c.version().0,
+                            c.version().1
+                        ),
+                    ));
+                }
+                if delta_of.is_none() {
+                    return Err(c.corrupt("removed", "a base table removes no images"));
+                }
+                let b = c.stored(i);
+                if b.len() != size(count, 8, "removed")? {
+                    return Err(
+                        c.corrupt("removed", &format!("length does not match {count} classes"))
+                    );
+                }
+                Some(b)
+            }
+        };
         let f64s = |b: &[u8]| -> Vec<f64> {
             b.chunks_exact(8)
                 .map(|x| f64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
@@ -324,6 +386,9 @@ impl ClassTable {
                 count: n,
                 sum: f64s(&sums[i * d * 8..(i + 1) * d * 8]),
                 centroids,
+                removed: removed.map_or(0, |b| {
+                    u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+                }),
             });
         }
         if next_centroid != total_centroids {
@@ -342,8 +407,12 @@ impl ClassTable {
         Ok(t)
     }
 
-    /// Folds `delta` into this table: counts and sums add per class id, new classes are
-    /// appended, centroids of a class present in the delta replace the old ones.
+    /// Folds `delta` into this table: per class id, the delta's count adds and its `removed`
+    /// images are subtracted (refused if the class has fewer), sums add (a delta's sum is the
+    /// net change), new classes are appended, centroids of a class present in the delta replace
+    /// the old ones. A class left with no images gets an exact zero sum (what remains of its
+    /// sum is rounding). Folding a delta into a delta (a writer merging staged changes) adds
+    /// counts, removals and sums.
     pub fn fold(&mut self, delta: &ClassTable, path: &Path) -> Result<()> {
         let bad = |detail: String| FormatError::Corrupt {
             path: path.to_path_buf(),
@@ -364,6 +433,29 @@ impl ClassTable {
                 delta.dim, self.dim
             )));
         }
+        let into_delta = self.delta_of.is_some();
+        let apply = |c: &mut ClassRecord, dc: &ClassRecord| -> Result<()> {
+            let overflow = || bad(format!("class {}: image count overflows", dc.id));
+            let added = c.count.checked_add(dc.count).ok_or_else(overflow)?;
+            for (s, v) in c.sum.iter_mut().zip(&dc.sum) {
+                *s += v;
+            }
+            if into_delta {
+                c.count = added;
+                c.removed = c.removed.checked_add(dc.removed).ok_or_else(overflow)?;
+                return Ok(());
+            }
+            c.count = added.checked_sub(dc.removed).ok_or_else(|| {
+                bad(format!(
+                    "class {} ({:?}): {} image(s) removed, it has {added}",
+                    dc.id, dc.name, dc.removed
+                ))
+            })?;
+            if c.count == 0 {
+                c.sum.iter_mut().for_each(|s| *s = 0.0);
+            }
+            Ok(())
+        };
         let mut out = self.clone();
         for dc in &delta.classes {
             match out.classes.iter_mut().find(|c| c.id == dc.id) {
@@ -374,18 +466,21 @@ impl ClassTable {
                             dc.id
                         )));
                     }
-                    c.count = c
-                        .count
-                        .checked_add(dc.count)
-                        .ok_or_else(|| bad(format!("class {}: image count overflows", dc.id)))?;
-                    for (s, v) in c.sum.iter_mut().zip(&dc.sum) {
-                        *s += v;
-                    }
+                    apply(c, dc)?;
                     if !dc.centroids.is_empty() {
                         c.centroids = dc.centroids.clone();
                     }
                 }
-                None => out.classes.push(dc.clone()),
+                None => {
+                    let mut c = ClassRecord {
+                        count: 0,
+                        sum: vec![0f64; dc.sum.len()],
+                        removed: 0,
+                        ..dc.clone()
+                    };
+                    apply(&mut c, dc)?;
+                    out.classes.push(c);
+                }
             }
         }
         out.validate(path, "classes")?;

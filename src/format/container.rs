@@ -41,18 +41,24 @@ pub enum FormatVersion {
     /// `codes_fastscan`, FORMAT.md §3.4) instead of row-major (section 3). A 1.1 reader refuses
     /// such a segment as an unknown required section; every 1.1 file is a valid 1.2 file.
     V1_2,
+    /// 1.3: class-table deltas may remove images from classes (section 37, `removed`,
+    /// FORMAT.md §5.2), so deletes and upserts of labelled rows keep class means exact. A 1.2
+    /// reader refuses such a delta as an unknown required section; every 1.2 file is a valid
+    /// 1.3 file.
+    V1_3,
 }
 
 impl FormatVersion {
-    pub const CURRENT: FormatVersion = FormatVersion::V1_2;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_3;
     pub const MAJOR: u16 = 1;
-    pub const MINOR: u16 = 2;
+    pub const MINOR: u16 = 3;
 
     pub fn numbers(self) -> (u16, u16) {
         match self {
             FormatVersion::V1_0 => (1, 0),
             FormatVersion::V1_1 => (1, 1),
             FormatVersion::V1_2 => (1, 2),
+            FormatVersion::V1_3 => (1, 3),
         }
     }
 }

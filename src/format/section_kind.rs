@@ -30,6 +30,9 @@ pub const CLS_NAMES: u32 = 33;
 pub const CLS_SUMS: u32 = 34;
 pub const CLS_CENTROIDS: u32 = 35;
 pub const CLS_CENTROID_WEIGHTS: u32 = 36;
+/// Images each record of a delta removes from its class (format 1.3, required; only in deltas
+/// that remove images, FORMAT.md §5.2).
+pub const CLS_REMOVED: u32 = 37;
 
 // deletion bitmap (§6)
 pub const DEL_BITS: u32 = 48;
@@ -62,6 +65,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::ClassTable, CLS_SUMS) => "sums",
         (FileKind::ClassTable, CLS_CENTROIDS) => "centroids",
         (FileKind::ClassTable, CLS_CENTROID_WEIGHTS) => "centroid_weights",
+        (FileKind::ClassTable, CLS_REMOVED) => "removed",
         (FileKind::DeletionBitmap, DEL_BITS) => "bits",
         (FileKind::Manifest, MAN_STRINGS) => "strings",
         (FileKind::Manifest, MAN_SEGMENTS) => "segments",

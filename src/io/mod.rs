@@ -21,6 +21,7 @@ pub mod npy_read;
 pub mod npy_rows;
 pub mod npy_write;
 pub mod row_source;
+pub mod tsv;
 pub mod vecs;
 
 pub use error::IoError;
@@ -39,6 +40,7 @@ pub use npy_write::{
     NpyF32Writer, write_npy_f32, write_npy_i32, write_npy_i64, write_npy_u8, write_npy_u64,
 };
 pub use row_source::{RowSource, read_all_rows};
+pub use tsv::tsv_field;
 pub use vecs::{
     VecsKind, VecsRowReader, read_bvecs, read_fvecs, read_ivecs, write_bvecs, write_fvecs,
     write_ivecs,

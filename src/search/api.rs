@@ -7,7 +7,9 @@ use ndarray::ArrayView2;
 use crate::model::Model;
 use crate::storage::{Index, Snapshot};
 
-use super::{Hit, SearchError, SearchParams, search_radius, search_with};
+use super::{
+    Hit, ListCoverage, SearchError, SearchParams, list_coverage, search_radius, search_with,
+};
 
 impl Snapshot {
     /// The best live rows of this snapshot for each query row (see [`super::search_with`]).
@@ -19,6 +21,12 @@ impl Snapshot {
         params: &SearchParams,
     ) -> Result<Vec<Vec<Hit>>, SearchError> {
         search_with(self, model, queries, params)
+    }
+
+    /// How many live rows have a list id and how many have none (a list-restricted search
+    /// scans the latter whatever lists it names; see [`super::list_coverage`]).
+    pub fn list_coverage(&self) -> ListCoverage {
+        list_coverage(self)
     }
 
     /// Every live row within Hamming `radius` (≤ 2) of each query's code (binary codes of at

@@ -20,6 +20,18 @@ pub enum SearchError {
          (load it with Model::from_model_file(snapshot.model()))"
     )]
     WrongModel { index_model: String, given: String },
+    /// A list-restricted search (`lists`, or `nprobe`) on an index where no live row has a list
+    /// id: it would scan every row, so the restriction would silently do nothing.
+    #[error(
+        "invalid argument {argument}: the index has no inverted lists (none of its {live_rows} live \
+         rows has a list id), so a list-restricted search would scan every row; file rows under \
+         lists when adding them: codedb build/add --lists label|nearest (library: \
+         BuildOptions::lists, AddOptions::lists)"
+    )]
+    NoLists {
+        argument: &'static str,
+        live_rows: u64,
+    },
     /// Re-ranking or exact search needs stored vectors and (some of) the index has none.
     #[error("no stored vectors: {detail}")]
     NoVectors { detail: String },

@@ -9,6 +9,9 @@
 //! visited by *every* list-restricted scan: they belong to no list that could be probed, so
 //! leaving them out would hide them from IVF search altogether (silently lower recall). They
 //! act as one always-probed overflow list; an index whose rows all carry list ids has none.
+//! An index where *no* live row has a list id has no lists at all, so a list-restricted search
+//! there would scan every row: it is refused ([`super::SearchError::NoLists`]), and
+//! [`list_coverage`] tells how many list-less rows a restricted search scans.
 //!
 //! The kernels take any contiguous run of rows ([`crate::scan::CodeRows`]) with a deletion
 //! bitmap whose bit 0 is the run's first row; [`range_deleted`] re-aligns a block's bitmap to
@@ -17,8 +20,61 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use serde::Serialize;
+
 use crate::format::append_log::NO_LIST;
-use crate::storage::Block;
+use crate::storage::{Block, Snapshot};
+
+/// How the live rows of a snapshot split between inverted lists and no list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ListCoverage {
+    /// Live rows with a list id.
+    pub listed_rows: u64,
+    /// Live rows without one: every list-restricted search scans them.
+    pub unlisted_rows: u64,
+}
+
+/// Counts the live rows of `snapshot` with and without a list id: O(blocks) lookups in the
+/// list indexes and popcounts of the deletion bitmaps (a block without a list index is scanned).
+pub fn list_coverage(snapshot: &Snapshot) -> ListCoverage {
+    let mut out = ListCoverage::default();
+    for b in snapshot.blocks() {
+        let words = b.deleted_words();
+        let live_in = |r: Range<usize>| -> u64 {
+            let len = r.len();
+            let deleted: u64 = words.as_deref().map_or(0, |w| {
+                let sub = range_deleted(w, r);
+                sub.iter()
+                    .enumerate()
+                    .map(|(k, &x)| {
+                        // Bits past the range's end belong to other rows.
+                        let bits = (len - 64 * k).min(64);
+                        let mask = if bits == 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << bits) - 1
+                        };
+                        (x & mask).count_ones() as u64
+                    })
+                    .sum()
+            });
+            len as u64 - deleted
+        };
+        let total = live_in(0..b.rows());
+        let unlisted = match (b.lists, b.list_index()) {
+            (None, _) => total,
+            (Some(_), Some(_)) => live_in(b.list_range(NO_LIST).unwrap_or(0..0)),
+            (Some(col), None) => col
+                .iter()
+                .enumerate()
+                .filter(|&(i, &l)| l == NO_LIST && !b.is_deleted(i))
+                .count() as u64,
+        };
+        out.unlisted_rows += unlisted;
+        out.listed_rows += total - unlisted;
+    }
+    out
+}
 
 /// The rows of `block` a scan visits: every row when `lists` is `None`, else the rows whose
 /// list id is in `lists` (sorted, deduplicated, without [`NO_LIST`]) plus the rows with no

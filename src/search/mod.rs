@@ -18,7 +18,9 @@
 //! included) to the rows of the given lists — contiguous runs of each block, found through its
 //! list index ([`list_scope`]) — and [`SearchParams::nprobe`] picks, per query, the lists of
 //! the nearest class means (IVF with the class means as coarse quantiser, [`probe`]). Rows
-//! without a list id are scanned by every list-restricted search (see [`list_scope`]).
+//! without a list id are scanned by every list-restricted search (see [`list_scope`];
+//! [`list_coverage`] counts them); on an index where no row has one, such a search is refused
+//! ([`SearchError::NoLists`]).
 
 pub mod api;
 pub mod asym;
@@ -54,6 +56,7 @@ pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 
 use error::invalid;
 use float_codes::FloatColumn;
+pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
 use pq4_fastscan::{PackedBlock, fastscan_scope};
 pub use probe::probe_lists;
@@ -190,6 +193,20 @@ pub fn search_with_source(
         }
         (None, Some(n)) => probe::probe_groups(snapshot, model, queries, n)?,
     };
+    // Lists that do not exist cannot restrict anything: say so rather than scan every row.
+    if params.lists.is_some() || params.nprobe.is_some() {
+        let c = list_coverage(snapshot);
+        if c.listed_rows == 0 && c.unlisted_rows > 0 {
+            return Err(SearchError::NoLists {
+                argument: if params.lists.is_some() {
+                    "lists"
+                } else {
+                    "nprobe"
+                },
+                live_rows: c.unlisted_rows,
+            });
+        }
+    }
     if let [(lists, _)] = groups.as_slice() {
         let scopes = scopes(&blocks, lists.as_deref());
         return search_scoped(&blocks, &scopes, model, queries, params, source);

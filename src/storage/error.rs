@@ -53,6 +53,22 @@ pub enum StorageError {
     #[error("{dir}: already holds a codedb index (open it instead)")]
     AlreadyExists { dir: PathBuf },
 
+    /// A delete or an upsert would remove a row that counts in a class, and the index stores
+    /// no vectors, so the row's descriptor (what its class's sum holds for it) is unknown.
+    #[error(
+        "{dir}: row {id} counts in class {class} ({name:?}), and the index stores no vectors, so \
+         its descriptor is unknown and the class's mean cannot be updated without it: remove it \
+         with ClassStats::Keep (codedb delete --keep-class-stats) to leave the class's count and \
+         sum as they are, or build indexes whose class means must follow deletes with \
+         --store-vectors f32"
+    )]
+    ClassStatsNeedVectors {
+        dir: PathBuf,
+        id: u64,
+        class: u32,
+        name: String,
+    },
+
     /// The newest manifest(s) do not read, so the index opened at an older version: the writes
     /// of the skipped versions are not visible. Every write is refused until the loss is
     /// accepted explicitly ([`crate::storage::Index::recover`], `codedb recover`) or the damaged

@@ -28,8 +28,10 @@ use crate::format::{
     FileRef, LogBatch, LogMeta, Manifest, ModelFile, SegmentEntry, SegmentLayout, SegmentWriter,
     VectorBuf, VectorSpec,
     append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS, NO_LABEL, NO_LIST},
+    class_table::class_name_problem,
 };
 
+use super::class_accounting::ClassStats;
 use super::config::{Config, CreateOptions};
 use super::error::{Result, StorageError};
 use super::fs::WriteFile;
@@ -39,7 +41,7 @@ use super::log_rows::{LogBatchEntry, LogView, find_live};
 use super::open_segment::OpenSegment;
 use super::publish::{publish, sync_dir};
 use super::recovery::{LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest};
-use super::row_batch::{RowBatch, check_batch};
+use super::row_batch::{CheckedRows, RowBatch, check_batch};
 use super::snapshot::Snapshot;
 use super::version::{SegmentSlot, VersionState, choose_manifest, load_version};
 
@@ -73,8 +75,12 @@ pub(crate) struct Shared {
 
 /// A live row as the writer sees it (committed state plus uncommitted changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WLoc {
-    Segment,
+pub(crate) enum WLoc {
+    /// Row `row` of the committed version's segment `slot`.
+    Segment {
+        slot: usize,
+        row: u64,
+    },
     Log(u64),
 }
 
@@ -112,7 +118,7 @@ impl std::fmt::Debug for LogWriter {
 }
 
 impl LogWriter {
-    fn is_deleted(&self, row: u64) -> bool {
+    pub(crate) fn is_deleted(&self, row: u64) -> bool {
         self.deleted
             .get((row / 64) as usize)
             .is_some_and(|w| w >> (row % 64) & 1 == 1)
@@ -190,8 +196,8 @@ impl Writer {
         let segs = self
             .committed
             .find_in_segments(id, |x| self.pending.segment_deletes.contains(&x))?;
-        if segs.is_some() {
-            return Ok(Some(WLoc::Segment));
+        if let Some((slot, row)) = segs {
+            return Ok(Some(WLoc::Segment { slot, row }));
         }
         Ok(self
             .log
@@ -496,7 +502,7 @@ impl Index {
         self.shared.writer.lock().pending.changed
     }
 
-    fn invalid(&self, argument: &str, detail: impl Into<String>) -> StorageError {
+    pub(crate) fn invalid(&self, argument: &str, detail: impl Into<String>) -> StorageError {
         StorageError::invalid(&self.shared.dir, argument, detail)
     }
 
@@ -556,9 +562,21 @@ impl Index {
             self.shared.vectors,
             batch,
         )?;
+        self.add_checked_rows(batch, checked, classes)
+    }
+
+    /// [`Index::add_rows_with_classes`] of a batch [`check_batch`] already passed against this
+    /// index's model and vector setting (`codedb build` checks before it creates the index).
+    pub(crate) fn add_checked_rows(
+        &self,
+        batch: &RowBatch<'_>,
+        checked: CheckedRows,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
         let rows = checked.rows;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        self.check_labels_counted(&w, batch.labels, classes)?;
         let staged_classes = if classes.is_empty() {
             None
         } else {
@@ -604,17 +622,32 @@ impl Index {
 
     /// [`Index::add_rows`] that replaces the live row of each given id instead of refusing it
     /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
-    /// rows were replaced.
+    /// rows were replaced. [`Index::upsert_rows_with_classes`] with no class records and
+    /// [`ClassStats::Update`].
     pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
-        self.upsert_rows_with_classes(batch, &[])
+        self.upsert_rows_with(batch, &[], ClassStats::Update)
     }
 
     /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
-    /// is staged (see [`Index::add_codes_with_classes`]).
+    /// is staged (see [`Index::add_codes_with_classes`]): [`Index::upsert_rows_with`] with
+    /// [`ClassStats::Update`].
     pub fn upsert_rows_with_classes(
         &self,
         batch: &RowBatch<'_>,
         classes: &[ClassRecord],
+    ) -> Result<u64> {
+        self.upsert_rows_with(batch, classes, ClassStats::Update)
+    }
+
+    /// [`Index::upsert_rows_with_classes`] with what happens to the classes of the replaced
+    /// rows: a replaced row that counts in a class leaves it (per `stats`, see [`ClassStats`];
+    /// its stored vector is subtracted), and `classes` count the new rows (as for
+    /// [`Index::add_rows_with_classes`]). Everything is checked before anything is staged.
+    pub fn upsert_rows_with(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+        stats: ClassStats,
     ) -> Result<u64> {
         let Some(ids) = batch.ids else {
             return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
@@ -627,20 +660,33 @@ impl Index {
         )?;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
-        let staged_classes = if classes.is_empty() {
-            None
-        } else {
-            Some(self.stage_classes(&w, classes)?)
-        };
         let mut found = Vec::new();
         for &id in ids {
             if let Some(loc) = w.find(id)? {
                 found.push((id, loc));
             }
         }
-        for &(id, loc) in &found {
+        self.check_labels_counted(&w, batch.labels, classes)?;
+        let mut records = self.removal_records(&w, &found, stats)?;
+        records.extend_from_slice(classes);
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &found);
+        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
+        Ok(found.len() as u64)
+    }
+
+    /// Marks located live rows deleted (segment rows by id, resolved at commit).
+    fn stage_deletes(w: &mut Writer, rows: &[(u64, WLoc)]) {
+        for &(id, loc) in rows {
             match loc {
-                WLoc::Segment => {
+                WLoc::Segment { .. } => {
                     w.pending.segment_deletes.insert(id);
                 }
                 WLoc::Log(row) => {
@@ -650,17 +696,22 @@ impl Index {
                 }
             }
         }
-        w.pending.changed |= !found.is_empty();
-        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
-        if let Some(t) = staged_classes {
-            w.pending.classes = Some(t);
-        }
-        Ok(found.len() as u64)
+        w.pending.changed |= !rows.is_empty();
     }
 
     /// Deletes the live rows with these ids (visible at the next commit). An id that is not
-    /// live is [`StorageError::UnknownId`] and nothing is deleted.
+    /// live is [`StorageError::UnknownId`] and nothing is deleted. A deleted row that counts in
+    /// a class leaves it in the same commit: [`Index::delete_with`] and [`ClassStats::Update`].
     pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        self.delete_with(ids, ClassStats::Update)
+    }
+
+    /// [`Index::delete`], with what happens to the class statistics of deleted labelled rows
+    /// (see [`ClassStats`]): with `Update`, each one's stored vector is subtracted from its
+    /// class's sum and the class's count drops by one, and an index without stored vectors
+    /// refuses ([`StorageError::ClassStatsNeedVectors`]); with `Keep` the classes stay as they
+    /// are. Everything is checked before anything is staged.
+    pub fn delete_with(&self, ids: &[u64], stats: ClassStats) -> Result<()> {
         if ids.is_empty() {
             return Err(self.invalid("ids", "no ids given"));
         }
@@ -682,19 +733,16 @@ impl Index {
                 }
             }
         }
-        for (id, loc) in locs {
-            match loc {
-                WLoc::Segment => {
-                    w.pending.segment_deletes.insert(id);
-                }
-                WLoc::Log(row) => {
-                    if let Some(l) = w.log.as_mut() {
-                        l.delete(row);
-                    }
-                }
-            }
+        let records = self.removal_records(&w, &locs, stats)?;
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &locs);
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
         }
-        w.pending.changed = true;
         Ok(())
     }
 
@@ -751,6 +799,18 @@ impl Index {
             .map(|t| t.dim)
             .or(w.pending.classes.as_ref().map(|t| t.dim))
             .unwrap_or(first.sum.len() as u32);
+        let exists = |id: u32| {
+            let has = |t: &ClassTable| t.classes.iter().any(|c| c.id == id);
+            committed.as_deref().is_some_and(has) || w.pending.classes.as_ref().is_some_and(has)
+        };
+        if let Some(problem) = classes
+            .iter()
+            .filter(|c| !exists(c.id))
+            .find_map(|c| class_name_problem(&c.name))
+        {
+            return Err(self.invalid("classes", format!("class name {problem}")));
+        }
+        self.check_new_class_ids(w, classes)?;
         if let Some(c) = classes.iter().find(|c| c.sum.len() != dim as usize) {
             return Err(self.invalid(
                 "classes",

@@ -45,7 +45,10 @@ pub struct ClassReport {
     pub id: u32,
     pub name: String,
     pub parent: Option<u32>,
+    /// Images the record adds (a delta) or holds (a base table).
     pub count: u64,
+    /// Images a delta's record removes (format 1.3; 0 in base tables).
+    pub removed: u64,
     pub centroids: usize,
 }
 
@@ -325,6 +328,7 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                         name: c.name.clone(),
                         parent: c.parent,
                         count: c.count,
+                        removed: c.removed,
                         centroids: c.centroids.len(),
                     })
                     .collect(),

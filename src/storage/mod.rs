@@ -6,6 +6,7 @@
 //! is the model layer's job. Durability and concurrency guarantees are stated in
 //! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
 
+mod class_accounting;
 pub mod compaction;
 pub mod config;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod verify;
 mod version;
 pub mod versions;
 
+pub use class_accounting::ClassStats;
 pub use compaction::{CompactionReport, MergeReport};
 pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention};
 pub use error::StorageError;

@@ -127,6 +127,7 @@ pub fn classes() -> ClassTable {
                 count: 0,
                 sum: vec![0.0; 4],
                 centroids: vec![],
+                removed: 0,
             },
             ClassRecord {
                 id: 2,
@@ -135,6 +136,7 @@ pub fn classes() -> ClassTable {
                 count: 2,
                 sum: vec![1.0, 2.0, 3.0, 4.0],
                 centroids: vec![],
+                removed: 0,
             },
             ClassRecord {
                 id: 3,
@@ -152,6 +154,7 @@ pub fn classes() -> ClassTable {
                         vector: vec![0.0, 1.0, 0.0, 0.5],
                     },
                 ],
+                removed: 0,
             },
         ],
     }
@@ -171,6 +174,7 @@ pub fn classes_delta() -> ClassTable {
                 count: 1,
                 sum: vec![0.5, 0.5, 0.5, 0.5],
                 centroids: vec![],
+                removed: 0,
             },
             ClassRecord {
                 id: 4,
@@ -179,6 +183,7 @@ pub fn classes_delta() -> ClassTable {
                 count: 1,
                 sum: vec![0.0, 0.0, 1.0, 1.0],
                 centroids: vec![],
+                removed: 0,
             },
         ],
     }

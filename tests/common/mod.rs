@@ -2,3 +2,4 @@
 pub mod golden;
 pub mod golden_v1_1;
 pub mod golden_v1_2;
+pub mod golden_v1_3;

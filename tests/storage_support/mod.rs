@@ -141,6 +141,7 @@ pub fn class(
         count,
         sum: vec![v; dim],
         centroids: vec![],
+        removed: 0,
     }
 }
 

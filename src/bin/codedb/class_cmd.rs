@@ -9,6 +9,8 @@ use codedb::classes::{
     ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
     NewClass, PriorScope, choose_prior_weight,
 };
+use codedb::format::class_table::class_name_problem;
+use codedb::io::tsv_field;
 use codedb::model::Model;
 
 use crate::inputs;
@@ -31,6 +33,9 @@ pub struct AddClassArgs<'a> {
 }
 
 pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
+    if let Some(problem) = class_name_problem(a.name) {
+        bail!("--name {problem}");
+    }
     let scope = PriorScope::parse(a.prior_scope).with_context(|| {
         format!(
             "--prior-scope {}: expected parent or ancestors",
@@ -182,25 +187,11 @@ fn write_classes(res: &[Vec<ClassScore>], format: &str) -> std::io::Result<()> {
         writeln!(o, "row\trank\tid\tname\tscore")?;
         for (i, l) in res.iter().enumerate() {
             for (r, c) in l.iter().enumerate() {
-                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, printable(&c.name), c.score)?;
+                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, tsv_field(&c.name), c.score)?;
             }
         }
     }
     o.flush()
-}
-
-/// A class name for one-line text output: control characters (tab, newline, ESC …) escaped,
-/// so they can neither break columns nor reach the terminal.
-fn printable(name: &str) -> String {
-    let mut s = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_control() {
-            s.extend(c.escape_default());
-        } else {
-            s.push(c);
-        }
-    }
-    s
 }
 
 /// `codedb classes`: the class table of the newest version, in id order.
@@ -260,14 +251,14 @@ pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
     );
     for e in &entries {
         let parent = match (e.parent, e.parent_name) {
-            (Some(p), Some(n)) => format!("{} ({p})", printable(n)),
+            (Some(p), Some(n)) => format!("{} ({p})", tsv_field(n)),
             (Some(p), None) => p.to_string(),
             (None, _) => "-".into(),
         };
         outln!(
             "{:<10}  {:<24}  {:<24}  {:>12}  {:>9}",
             e.id,
-            printable(e.name),
+            tsv_field(e.name),
             parent,
             e.count,
             e.centroids

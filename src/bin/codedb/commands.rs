@@ -9,7 +9,7 @@ use codedb::classes::{AddOptions, ClassError, ListAssignment};
 use codedb::demo::labels_u32;
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
 use codedb::storage::{
-    CompactionPolicy, MergeReason, SkippedManifest, StorageError, list_versions,
+    ClassStats, CompactionPolicy, MergeReason, SkippedManifest, StorageError, list_versions,
 };
 
 use crate::args::usage;
@@ -312,6 +312,8 @@ pub struct AddArgs<'a> {
     pub labels: Option<&'a Path>,
     pub ids: Option<&'a Path>,
     pub upsert: bool,
+    /// With `upsert`: replaced rows stay in their classes' counts and sums.
+    pub keep_class_stats: bool,
     pub lists: Option<&'a str>,
     pub json: bool,
 }
@@ -341,7 +343,7 @@ pub fn add(a: &AddArgs<'_>) -> Result<ExitCode> {
     };
     let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
     let added = if a.upsert {
-        index.upsert_descriptors(&model, x.view(), &opts)
+        index.upsert_descriptors_with(&model, x.view(), &opts, class_stats(a.keep_class_stats))
     } else {
         index
             .add_descriptors(&model, x.view(), &opts)
@@ -403,11 +405,21 @@ fn join(ids: &[u64]) -> String {
         .join(", ")
 }
 
+/// `--keep-class-stats` as the library's choice.
+fn class_stats(keep: bool) -> ClassStats {
+    if keep {
+        ClassStats::Keep
+    } else {
+        ClassStats::Update
+    }
+}
+
 pub fn delete(
     dir: &Path,
     mut ids: Vec<u64>,
     ids_file: Option<&Path>,
     ignore_missing: bool,
+    keep_class_stats: bool,
     json: bool,
 ) -> Result<ExitCode> {
     if let Some(f) = ids_file {
@@ -433,7 +445,7 @@ pub fn delete(
     let version = if live.is_empty() && ignore_missing {
         index.version()
     } else {
-        match index.delete(&live) {
+        match index.delete_with(&live, class_stats(keep_class_stats)) {
             Err(StorageError::UnknownId { dir, id }) => bail!(
                 "{}: id {id} is not a live row; nothing deleted (--ignore-missing skips such ids)",
                 dir.display()
@@ -445,7 +457,10 @@ pub fn delete(
     if json {
         outln!(
             "{}",
-            serde_json::json!({"deleted": live.len(), "missing": missing, "version": version})
+            serde_json::json!({
+                "deleted": live.len(), "missing": missing, "version": version,
+                "class_stats": if keep_class_stats { "kept" } else { "updated" },
+            })
         );
     } else {
         let skipped = if missing.is_empty() {
@@ -463,9 +478,14 @@ pub fn delete(
             format!("version {version}")
         };
         outln!(
-            "deleted {} row{}{skipped}, {committed}",
+            "deleted {} row{}{skipped}, {committed}{}",
             live.len(),
-            if live.len() == 1 { "" } else { "s" }
+            if live.len() == 1 { "" } else { "s" },
+            if keep_class_stats && !live.is_empty() {
+                " (class counts and sums kept)"
+            } else {
+                ""
+            }
         );
     }
     Ok(ExitCode::SUCCESS)

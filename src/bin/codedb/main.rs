@@ -172,7 +172,8 @@ float16).")]
 With --labels on an index with a class table, every label must be a class (add new ones with \
 codedb add-class first) and the rows' descriptors are added to their classes' means in the same \
 commit. An index that stores vectors keeps the new rows' vectors too. A given id that is \
-already live is an error unless --upsert, which replaces that row (in the same commit). \
+already live is an error unless --upsert, which replaces that row (in the same commit; a \
+replaced labelled row leaves its class as in codedb delete, see its --help). \
 --json prints {\"added\": n, \"ids\": [...], \"replaced\": r, \"version\": v}.")]
     Add {
         /// The index directory.
@@ -189,6 +190,10 @@ already live is an error unless --upsert, which replaces that row (in the same c
         /// Replace the live rows whose ids are given instead of refusing them (needs --ids).
         #[arg(long, requires = "ids")]
         upsert: bool,
+        /// With --upsert: replaced rows stay in their classes' counts and sums (needed to
+        /// replace labelled rows of an index without stored vectors).
+        #[arg(long, requires = "upsert")]
+        keep_class_stats: bool,
         /// Inverted-list id of each row: its label, or its nearest class mean.
         #[arg(long, value_parser = ["label", "nearest"])]
         lists: Option<String>,
@@ -201,10 +206,18 @@ already live is an error unless --upsert, which replaces that row (in the same c
   codedb delete my-index --ids 4,8,15
   codedb delete my-index --ids-file gone.npy
   codedb delete my-index --ids 4,8,99999 --ignore-missing --json
+  codedb delete my-index --ids 4,8 --keep-class-stats   # no stored vectors
 
 An id that is not live aborts the whole delete (nothing is deleted) unless --ignore-missing, \
 which deletes the live ones and lists the others. --json prints {\"deleted\": n, \"missing\": \
-[...], \"version\": v}; with nothing to delete, no version is written.")]
+[...], \"version\": v, \"class_stats\": \"updated\"|\"kept\"}; with nothing to delete, no version \
+is written.
+
+A deleted row that counts in a class (its label is a class of the class table) leaves it in the \
+same commit: its stored vector is subtracted from the class's sum and the count drops by one, so \
+class means stay the means of the rows that are there. Without stored vectors the row's \
+descriptor is unknown and the delete is refused, unless --keep-class-stats keeps every class's \
+count and sum as they are.")]
     Delete {
         /// The index directory.
         dir: PathBuf,
@@ -226,6 +239,10 @@ which deletes the live ones and lists the others. --json prints {\"deleted\": n,
         /// Print {deleted, missing, version} as JSON.
         #[arg(long)]
         json: bool,
+        /// Leave class counts and sums unchanged (the deleted rows stay in their classes'
+        /// means); needed to delete labelled rows from an index without stored vectors.
+        #[arg(long)]
+        keep_class_stats: bool,
     },
     /// Seal the active log into a segment (one commit, if it holds rows), then merge segments,
     /// drop deleted rows and fold class deltas (one commit). `--json` adds `sealed_log_rows`
@@ -430,7 +447,9 @@ NaN, no data and no parent) leave the index unchanged.")]
 
 TSV columns: row, rank, id, name, score. JSON: [{\"row\": i, \"classes\": [{\"name\", \"id\", \
 \"score\"}, …]}], best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, \
-centred (larger is better).")]
+centred (larger is better). In TSV, \
+control characters in a name (possible only in files written before they were refused) are \
+escaped as \\t, \\n, \\r, \\u{hex}, and a backslash as \\\\; JSON keeps names as they are.")]
     Classify {
         /// The index directory (its model and class table).
         dir: PathBuf,
@@ -669,6 +688,7 @@ fn run(command: Command) -> Result<ExitCode> {
             ids,
             upsert,
             lists,
+            keep_class_stats,
             json,
         } => commands::add(&commands::AddArgs {
             dir: &dir,
@@ -676,6 +696,7 @@ fn run(command: Command) -> Result<ExitCode> {
             labels: labels.as_deref(),
             ids: ids.as_deref(),
             upsert,
+            keep_class_stats,
             lists: lists.as_deref(),
             json,
         }),
@@ -684,8 +705,16 @@ fn run(command: Command) -> Result<ExitCode> {
             ids,
             ids_file,
             ignore_missing,
+            keep_class_stats,
             json,
-        } => commands::delete(&dir, ids, ids_file.as_deref(), ignore_missing, json),
+        } => commands::delete(
+            &dir,
+            ids,
+            ids_file.as_deref(),
+            ignore_missing,
+            keep_class_stats,
+            json,
+        ),
         Command::Compact {
             dir,
             full,
@@ -993,14 +1022,19 @@ fn print_contents(c: &Contents, indent: &str) {
             p("classes", classes.len().to_string());
             for c in classes {
                 outln!(
-                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}",
+                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}{}",
                     c.id,
-                    c.name,
+                    codedb::io::tsv_field(&c.name),
                     c.parent
                         .map(|x| x.to_string())
                         .unwrap_or_else(|| "-".into()),
                     c.count,
-                    c.centroids
+                    c.centroids,
+                    if c.removed > 0 {
+                        format!("  removed {}", c.removed)
+                    } else {
+                        String::new()
+                    }
                 );
             }
         }

@@ -12,7 +12,7 @@ use codedb::build::build_index_opts;
 use codedb::classes::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
-use codedb::search::{Hit, SearchMode, SearchParams, search_radius, search_with};
+use codedb::search::{Hit, SearchError, SearchMode, SearchParams, search_radius, search_with};
 use codedb::storage::Snapshot;
 use ndarray::{ArrayView2, s};
 
@@ -54,8 +54,9 @@ live row.
 --classes a,b scans only the inverted lists of those classes (names, or ids); --nprobe n scans, \
 per query, the lists of the n class means nearest the query (NCM in the model's projected \
 space), and equals the full search when n is at least the number of classes. Rows added without \
-a list id are scanned by every list-restricted search. Build with --lists to file rows under \
-lists.
+a list id are scanned by every list-restricted search (a note on stderr says how many); on an \
+index where no row has a list id, --classes and --nprobe are refused (exit 1). Build or add with \
+--lists to file rows under lists.
 
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
@@ -261,6 +262,22 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             } else {
                 Some(resolve_classes(&snap, a.classes)?)
             };
+            let option = if lists.is_some() {
+                Some("--classes")
+            } else {
+                a.nprobe.map(|_| "--nprobe")
+            };
+            if let Some(option) = option {
+                let c = snap.list_coverage();
+                if c.unlisted_rows > 0 && c.listed_rows > 0 {
+                    errln!(
+                        "note: {} of the {} live rows have no list id; {option} scans them too \
+                         (rows without a list are in every list-restricted search)",
+                        c.unlisted_rows,
+                        c.unlisted_rows + c.listed_rows
+                    );
+                }
+            }
             let params = SearchParams {
                 k: a.k.unwrap_or(10),
                 mode,
@@ -271,7 +288,18 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             };
             let run = |q: ArrayView2<f32>| {
                 pool.install(|| search_with(&snap, &model, q, &params))
-                    .with_context(|| format!("searching {}", a.dir.display()))
+                    .map_err(|e| match e {
+                        SearchError::NoLists { live_rows, .. } => anyhow::anyhow!(
+                            "{}: {} has no inverted lists (none of its {live_rows} live rows has \
+                             a list id), so it would scan every row; file rows under lists with \
+                             --lists label|nearest at codedb build or add",
+                            option.unwrap_or("--classes"),
+                            a.dir.display()
+                        ),
+                        e => {
+                            anyhow::Error::new(e).context(format!("searching {}", a.dir.display()))
+                        }
+                    })
             };
             let bar = progress::bar(q.nrows() as u64, "searching", "queries");
             if bar.is_hidden() {
