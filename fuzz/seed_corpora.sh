@@ -4,7 +4,8 @@
 # the header and kind checks, and mutating its kind field (the targets also retry with fixed
 # checksums) reaches the section readers with foreign sections. `block_checks` also gets the
 # v1.4 segments (up to 32 KiB, run it with -max_len=32768): their columns span several 4 KiB
-# blocks. Corpus directories are git-ignored. Run from anywhere.
+# blocks. Corpora kept in git (see README.md) get the seeds beside their minimised inputs;
+# commit only what a `-merge=1` minimisation keeps. Run from anywhere.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 golden="$here/../format/golden"

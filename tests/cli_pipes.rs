@@ -85,7 +85,7 @@ fn every_printing_command_exits_141_quietly_on_a_closed_pipe() {
         s(&q),
     ]);
     quiet_141(&["add", d, "--data", s(&q)]);
-    quiet_141(&["delete", d, "--ids", "1,2"]);
+    quiet_141(&["delete", d, "--ids", "1,2", "--keep-class-stats"]);
     quiet_141(&["add-class", d, "--name", "extra", "--data", s(&q)]);
     quiet_141(&["compact", d, "--full"]);
     quiet_141(&["gc", d]);

@@ -77,7 +77,14 @@ fn index_with_deletes_in_v4(tmp: &Path) -> PathBuf {
         &digits("labels.npy"),
     ]);
     ok(&["add", s(&dir), "--data", &digits("pixels.npy")]);
-    let o = ok(&["delete", s(&dir), "--ids", "10,20,30,1800"]);
+    // Rows 10-30 count in their classes and there are no stored vectors: keep the classes.
+    let o = ok(&[
+        "delete",
+        s(&dir),
+        "--ids",
+        "10,20,30,1800",
+        "--keep-class-stats",
+    ]);
     assert!(stdout(&o).contains("version 4"), "{}", stdout(&o));
     dir
 }
@@ -204,7 +211,7 @@ fn a_damaged_newest_manifest_warns_readers_stops_writers_until_recover() {
     let o = ok(&["search", d, "--queries", &q, "-k", "3"]);
     assert_eq!(stderr(&o), "");
     ok(&["versions", d]);
-    let o = ok(&["delete", d, "--ids", "10"]);
+    let o = ok(&["delete", d, "--ids", "10", "--keep-class-stats"]);
     assert!(stdout(&o).contains("version 6"), "{}", stdout(&o));
     ok(&["gc", d]);
     ok(&["verify", d]);

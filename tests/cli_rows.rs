@@ -143,6 +143,7 @@ fn add_reports_its_ids_and_upserts_by_id() {
         "--ids",
         s(&ids),
         "--upsert",
+        "--keep-class-stats",
         "--json",
     ]));
     assert_eq!(v["ids"], serde_json::json!([5, 1801, 90_000]));
@@ -157,6 +158,7 @@ fn add_reports_its_ids_and_upserts_by_id() {
         "--ids",
         s(&ids),
         "--upsert",
+        "--keep-class-stats",
     ]));
     assert!(text.contains("replaced 3"), "{text}");
     assert_eq!(rows(d), 1797 + 6 + 1);
@@ -176,7 +178,16 @@ fn delete_reports_counts_and_can_skip_missing_ids() {
     fails(&["delete", d, "--ids", "3,777777"], 1, "777777");
     assert_eq!(rows(d), 1797);
 
-    let text = stdout(&ok(&["delete", d, "--ids", "3,777777", "--ignore-missing"]));
+    // The rows count in their classes and the index stores no vectors: keep the classes.
+    let keep = "--keep-class-stats";
+    let text = stdout(&ok(&[
+        "delete",
+        d,
+        "--ids",
+        "3,777777",
+        "--ignore-missing",
+        keep,
+    ]));
     assert!(text.contains("deleted 1 row"), "{text}");
     assert!(text.contains("777777"), "{text}");
     assert_eq!(rows(d), 1796);
@@ -187,6 +198,7 @@ fn delete_reports_counts_and_can_skip_missing_ids() {
         "--ids",
         "3,4,5,888888",
         "--ignore-missing",
+        keep,
         "--json",
     ]));
     assert_eq!(v["deleted"], 2);
@@ -202,11 +214,12 @@ fn delete_reports_counts_and_can_skip_missing_ids() {
         "--ids",
         "3",
         "--ignore-missing",
+        keep,
         "--json",
     ]));
     assert_eq!(v["deleted"], 0);
     assert_eq!(v["version"], before);
-    let v = json(&ok(&["delete", d, "--ids", "6,7", "--json"]));
+    let v = json(&ok(&["delete", d, "--ids", "6,7", keep, "--json"]));
     assert_eq!(v["deleted"], 2);
     assert_eq!(v["missing"], serde_json::json!([]));
 }

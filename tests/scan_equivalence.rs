@@ -660,12 +660,16 @@ fn dense_topk_matches_reference() {
 
 /// Fast-scan filters with quantised u8 tables but re-scores exactly, so its lists must equal the
 /// plain LUT-4 kernel's bit for bit — including tables with a wide dynamic range, where the
-/// quantisation is coarse and the bound's slack matters.
+/// quantisation is coarse and the bound's slack matters. Query counts cycle through 1, 2, 5 and
+/// 9 (the AVX-512 kernel scores groups of up to 4 queries: one group, a full group plus one,
+/// two plus one), and M through widths whose blocks end in a half chunk of two tables (M2 ≡ 2
+/// mod 4).
 #[test]
 fn fastscan_equals_plain_lut4() {
     use codedb::scan::{FastScanRows, fastscan_topk_batch, pack_fastscan};
     let mut rng = ChaCha8Rng::seed_from_u64(0xfa57);
-    for &m in &[1usize, 2, 3, 8, 15, 16, 32, 33] {
+    let mut case = 0usize;
+    for &m in &[1usize, 2, 3, 6, 8, 15, 16, 32, 33] {
         let cb = m.div_ceil(2);
         for &n in &[0usize, 1, 31, 33, 1000, 4099, 40_001] {
             for data in [Data::Random, Data::AllEqual, Data::FewValues] {
@@ -684,7 +688,8 @@ fn fastscan_equals_plain_lut4() {
                     let rows = CodeRows::new(&codes, cb, &ids, del.as_deref()).unwrap();
                     let packed = pack_fastscan(&codes, m).unwrap();
                     let fs = FastScanRows::new(&packed, m, &ids, del.as_deref()).unwrap();
-                    let nq = 2;
+                    let nq = [1usize, 2, 5, 9][case % 4];
+                    case += 1;
                     let mut luts = random_lut(&mut rng, nq * m, 16, data);
                     if matches!(data, Data::Random) {
                         // One wide table: coarse quantisation of the others.

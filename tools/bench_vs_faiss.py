@@ -12,6 +12,9 @@ PyPI), and prints one table with codes/s of each and their ratio. Codes are unif
 scan speed does not depend on their values. FAISS runs with `omp_set_num_threads(threads)`.
 Both sides take the best of --repeats timed batches after one warm-up batch.
 
+`--baseline-binary OLD` also runs a second codedb build on every case, right after the first,
+so before/after figures share the same FAISS run and the same load.
+
 Multi-query batches (issue 7: nq = 16 and nq = 256 for every kernel) are compute-bound, so
 measure them at N = 10^6-10^7 (at 10^8, nq = 256 takes minutes per case):
 
@@ -87,8 +90,8 @@ def time_faiss(index, queries, k, repeats):
     return best
 
 
-def run_codedb(args, kind, nq, threads):
-    cmd = [args.codedb, "bench", "scan", "--codes", str(args.codes), "--kind", kind,
+def run_codedb(args, kind, nq, threads, binary=None):
+    cmd = [binary or args.codedb, "bench", "scan", "--codes", str(args.codes), "--kind", kind,
            "--queries", str(nq), "--k", str(args.k), "--threads", str(threads),
            "--dir", args.dir, "--cache", "hot", "--repeats", str(args.repeats), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -106,6 +109,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dir", default="/tmp/codedb-bench")
     ap.add_argument("--codedb", default="target/release/codedb")
+    ap.add_argument("--baseline-binary", help="a second codedb binary to time on every case")
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -120,6 +124,8 @@ def main():
                 q = make_queries(nq)
                 f_s = time_faiss(index, q, args.k, args.repeats)
                 c = run_codedb(args, kind, nq, threads)
+                base = run_codedb(args, kind, nq, threads, args.baseline_binary) \
+                    if args.baseline_binary else None
                 f_cps = args.codes * nq / f_s
                 row = {
                     "kind": kind, "codes": args.codes, "queries": nq, "threads": threads,
@@ -129,22 +135,40 @@ def main():
                     "ratio": c["codes_per_s"] / f_cps,
                     "codedb_bandwidth_fraction": c["bandwidth_fraction"],
                     "bandwidth_gb_per_s": c["bandwidth_gb_per_s"],
+                    "isa": c["isa"],
                 }
+                if base:
+                    row["baseline_codes_per_s"] = base["codes_per_s"]
+                    row["baseline_ratio"] = base["codes_per_s"] / f_cps
+                    row["baseline_bandwidth_fraction"] = base["bandwidth_fraction"]
                 table.append(row)
                 print(f"{kind:>10} nq={nq:<4} threads={threads}  codedb {row['codedb_codes_per_s']:.3e}"
                       f"  faiss {f_cps:.3e}  ratio {row['ratio']:.2f}"
-                      f"  codedb at {100 * row['codedb_bandwidth_fraction']:.0f}% of read bandwidth",
+                      f"  codedb at {100 * row['codedb_bandwidth_fraction']:.0f}% of read bandwidth"
+                      + (f"  baseline {row['baseline_codes_per_s']:.3e} ratio {row['baseline_ratio']:.2f}"
+                         if base else ""),
                       file=sys.stderr, flush=True)
         del index
     if args.json:
         print(json.dumps(table, indent=1))
     else:
-        print(f"faiss {faiss.__version__}; N = {args.codes}; k = {args.k}; hot cache")
-        print("| kind | nq | threads | codedb codes/s | FAISS codes/s | codedb / FAISS | codedb % of read BW |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for r in table:
-            print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
-                  f"{r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% |")
+        isa = table[0]["isa"] if table else "?"
+        print(f"faiss {faiss.__version__}; N = {args.codes}; k = {args.k}; hot cache; codedb ISA {isa}")
+        if args.baseline_binary:
+            print("| kind | nq | threads | codedb codes/s | baseline codes/s | FAISS codes/s "
+                  "| codedb / FAISS | baseline / FAISS | codedb % of read BW | baseline % of read BW |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for r in table:
+                print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
+                      f"{r['baseline_codes_per_s']:.3e} | {r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | "
+                      f"{r['baseline_ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% | "
+                      f"{100 * r['baseline_bandwidth_fraction']:.0f}% |")
+        else:
+            print("| kind | nq | threads | codedb codes/s | FAISS codes/s | codedb / FAISS | codedb % of read BW |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            for r in table:
+                print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
+                      f"{r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% |")
 
 
 if __name__ == "__main__":

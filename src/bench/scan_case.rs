@@ -122,6 +122,8 @@ pub fn run_scan_bench(
     caches: &[&'static str],
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<ScanResult>, Error> {
+    // An invalid CODEDB_SCAN_ISA fails here, before any work.
+    crate::scan::Dispatch::Auto.resolve()?;
     let layout = b.kind.layout();
     let (path, _) = ensure_generated_segment(dir, layout, b.codes, b.seed, progress)?;
     let pool = rayon::ThreadPoolBuilder::new()

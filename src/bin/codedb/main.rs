@@ -206,7 +206,7 @@ replaced labelled row leaves its class as in codedb delete, see its --help). \
   codedb delete my-index --ids 4,8,15
   codedb delete my-index --ids-file gone.npy
   codedb delete my-index --ids 4,8,99999 --ignore-missing --json
-  codedb delete my-index --ids 4,8 --keep-class-stats   # an index without stored vectors
+  codedb delete my-index --ids 4,8 --keep-class-stats   # no stored vectors
 
 An id that is not live aborts the whole delete (nothing is deleted) unless --ignore-missing, \
 which deletes the live ones and lists the others. --json prints {\"deleted\": n, \"missing\": \

@@ -9,9 +9,13 @@
 //! on the same codes; quantisation only changes how many rows are re-scored.
 //!
 //! Quantisation (per query, after negating tables for larger-is-better): table `j` minus its
-//! minimum `m_j`, times one global scale `a = 255 / max_j (max_j − m_j)`, rounded:
-//! `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 255]`, so a row's `Q = Σ_j q_j ≤ 255 M2` fits u16 for
-//! `M ≤ 256`. Since `t_j(i) − m_j ≥ (q_j(i) − ½) / a`, the real sum `S ≥ (Q − ½M)/a + Σ m_j`;
+//! minimum `m_j`, times one global scale `a = L / max_j (max_j − m_j)` with `L` =
+//! [`LEVELS`] `= 63`, rounded: `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 63]`, so four lookups
+//! add in one byte without overflow (the AVX-512 kernel sums four sub-quantisers in u8 before
+//! widening) and a row's `Q = Σ_j q_j ≤ 63 M2` fits u16 for `M ≤ 256`. Six bits instead of
+//! FAISS's eight only widen the band of rows that are re-scored: the filter's slack is ½ level
+//! per table either way, and with random tables at M = 16 that band holds well under one row
+//! per 10⁶ beyond the true top-k. Since `t_j(i) − m_j ≥ (q_j(i) − ½) / a`, the real sum `S ≥ (Q − ½M)/a + Σ m_j`;
 //! with `γ` bounding the f32 rounding of the exact sum (`γ = M · 2⁻²³ · Σ_j max|t_j|`), a row
 //! can only have exact score `≤ θ` (the k-th) if `Q ≤ (θ + γ − Σ m_j)·a + ½M` (+1 for the f64
 //! arithmetic of this bound). Rows over that bound are skipped.
@@ -27,7 +31,7 @@ use super::error::{Result, ScanError};
 use super::lut::Tables;
 use super::lut::scalar::bound_score;
 use super::rows::{Sink, TopKSink};
-use super::schedule::{ScanOptions, block_rows, run};
+use super::schedule::{ScanOptions, block_rows, run_blocks};
 use super::topk::{Direction, TopK, f32_to_key};
 use crate::scan::hamming::merge_parts;
 use crate::scan::lut::to_scores;
@@ -97,6 +101,9 @@ impl<'a> FastScanRows<'a> {
     }
 }
 
+/// Levels of the quantised tables (entries `0..=LEVELS`): four entries sum to at most 252.
+pub(crate) const LEVELS: u8 = 63;
+
 /// One query's tables: exact f32 (ranked smaller-is-better) and the u8 quantised copy.
 pub(crate) struct QuantLut<'t> {
     exact: &'t [[f32; 16]],
@@ -119,11 +126,12 @@ impl<'t> QuantLut<'t> {
             .zip(&mins)
             .map(|(t, &mn)| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x) - mn)))
             .fold(0.0f64, f64::max);
-        let scale = if range > 0.0 { 255.0 / range } else { 1.0 };
+        let levels = f64::from(LEVELS);
+        let scale = if range > 0.0 { levels / range } else { 1.0 };
         let mut q = vec![0u8; padded_m(m) * 16];
         for (j, (t, &mn)) in exact.iter().zip(&mins).enumerate() {
             for (i, &x) in t.iter().enumerate() {
-                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, 255.0) as u8;
+                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, levels) as u8;
             }
         }
         let abs_sum: f64 = exact
@@ -235,16 +243,53 @@ fn scan_with<S: Sink>(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
-            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2.
+            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2
+            // and bmi2.
             unsafe { x86::scan_avx2(packed, m, rows, ql, sink) }
         }
         _ => scan_scalar(packed, m, rows, ql, sink),
     }
 }
 
+/// Scans `rows` for every query (`quant[q]` collects into `sinks[q]`). AVX-512 scores up to
+/// four queries per pass over the codes (one split of the nibbles serves them all); AVX2 and
+/// the scalar twin run one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
+/// than the AVX2 one at every M and nq measured (BENCHMARKS.md), so `Auto` uses it wherever
+/// the CPU has it.
+fn scan_queries<S: Sink>(
+    isa: Isa,
+    packed: &[u8],
+    m: usize,
+    rows: Range<usize>,
+    quant: &[QuantLut<'_>],
+    sinks: &mut [Result<S>],
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            for (qls, group) in quant.chunks(x86::GROUP).zip(sinks.chunks_mut(x86::GROUP)) {
+                let qls: Vec<&QuantLut<'_>> = qls.iter().collect();
+                let mut group: Vec<&mut S> =
+                    group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                if group.len() == qls.len() {
+                    // SAFETY: `Isa::Avx512` is only produced after the runtime probe found
+                    // avx512f, avx512bw and avx2.
+                    unsafe { x86::scan_avx512(packed, m, rows.clone(), &qls, &mut group) }
+                }
+            }
+        }
+        _ => {
+            for (ql, sink) in quant.iter().zip(sinks) {
+                if let Ok(sink) = sink {
+                    scan_with(isa, packed, m, rows.clone(), ql, sink);
+                }
+            }
+        }
+    }
+}
+
 /// Fast-scan top-k for nq queries: `luts` holds nq × `m` tables of 16 f32 (as for
-/// [`crate::scan::lut4_topk_batch`], whose results this returns exactly). AVX-512 machines run
-/// the AVX2 kernel.
+/// [`crate::scan::lut4_topk_batch`], whose results this returns exactly).
 pub fn fastscan_topk_batch(
     rows: &FastScanRows<'_>,
     luts: &[f32],
@@ -259,19 +304,17 @@ pub fn fastscan_topk_batch(
     let nq = tables.nq();
     let quant: Vec<QuantLut<'_>> = (0..nq).map(|q| QuantLut::new(tables.query(q))).collect();
     let r = *rows;
-    // Blocks of rows must start on a 32-row boundary: `run` cuts at multiples of 64.
+    // Blocks of rows must start on a 32-row boundary: `run_blocks` cuts at multiples of 64.
     let block = block_rows(block_bytes(m) / BLOCK_ROWS, nq);
-    let parts = run(
+    let parts = run_blocks(
         r.len(),
         nq,
         opts.threads,
         block,
         |_| TopKSink::new(k, r.ids, r.deleted),
-        |range, q, sink: &mut Result<TopKSink<'_>>| {
-            if let (Ok(sink), Some(ql)) = (sink, quant.get(q)) {
-                debug_assert!(range.start.is_multiple_of(BLOCK_ROWS));
-                scan_with(isa, r.packed, m, range, ql, sink);
-            }
+        |range, sinks: &mut [Result<TopKSink<'_>>]| {
+            debug_assert!(range.start.is_multiple_of(BLOCK_ROWS));
+            scan_queries(isa, r.packed, m, range, &quant, sinks);
         },
     );
     Ok(to_scores(merge_parts(parts, nq, k)?, direction))
