@@ -2,6 +2,8 @@
 //! consistency, zero-shot priors (eq. 29), MAP means (eq. 30), labelled adds, the choice of the
 //! prior weight, and errors that leave the index byte for byte unchanged.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -16,8 +18,8 @@ use ndarray::{Array2, ArrayView2, Axis};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = codedb::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb::io::load_labels(root.join("labels.npy")).unwrap();
+    let x = common::npy::load_vectors(root.join("pixels.npy"));
+    let y = common::npy::load_labels(root.join("labels.npy"));
     (x, y.iter().map(|&v| v as u32).collect())
 }
 

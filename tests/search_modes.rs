@@ -2,6 +2,8 @@
 //! index with deletions (segments and active-log batches), re-ranking and exact search with
 //! in-memory vectors, radius lookups, and the errors.
 
+mod common;
+
 use std::path::Path;
 
 use codedb::BuildOptions;
@@ -17,7 +19,7 @@ use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    codedb::io::load_vectors(root.join("pixels.npy")).unwrap()
+    common::npy::load_vectors(root.join("pixels.npy"))
 }
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {
