@@ -54,9 +54,13 @@ pub const NO_LIST: u32 = u32::MAX;
 /// The fixed properties of every row in a log (the layout of the model that encoded them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogMeta {
+    /// How codes are laid out.
     pub code_kind: CodeKind,
+    /// Bytes per code.
     pub code_bytes: u32,
+    /// Meaningful bits per code.
     pub code_bits: u32,
+    /// The model that encoded every row of the log.
     pub model_id: FileId,
     /// Stored vectors every record carries (format 1.1; `None` in 1.0 logs).
     pub vectors: Option<VectorSpec>,
@@ -84,6 +88,7 @@ impl LogMeta {
         out
     }
 
+    /// Decodes and validates the 64-byte log meta (FORMAT.md §10.1).
     pub fn decode(bytes: &[u8], path: &Path) -> Result<LogMeta> {
         let mut r = LeReader::new(bytes, path, "log meta");
         let block = r.take(LOG_META_LEN)?;
@@ -151,15 +156,20 @@ pub fn encode_prelude(file_id: FileId, meta: &LogMeta) -> Vec<u8> {
 /// ids, and the stored vectors when the log keeps them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LogBatch {
+    /// Row ids.
     pub ids: Vec<u64>,
+    /// Codes, `code_bytes` per row, row-major.
     pub codes: Vec<u8>,
+    /// Per-row labels ([`NO_LABEL`] for none), when the batch has them.
     pub labels: Option<Vec<u32>>,
+    /// Per-row list ids ([`NO_LIST`] for none), when the batch has them.
     pub lists: Option<Vec<u32>>,
     /// `rows × dim` values of the log meta's vector type.
     pub vectors: Option<VectorBuf>,
 }
 
 impl LogBatch {
+    /// Number of rows.
     pub fn rows(&self) -> usize {
         self.ids.len()
     }
@@ -281,13 +291,17 @@ pub struct LogTail {
 /// A parsed log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogContents {
+    /// The log's file id.
     pub file_id: FileId,
+    /// The log meta.
     pub meta: LogMeta,
+    /// The batch records read, in order.
     pub batches: Vec<LogBatch>,
     /// Offset just past the last record read (the committed length when one was given).
     pub end: u64,
     /// Rows in `batches`.
     pub rows: u64,
+    /// What follows the records read.
     pub tail: LogTail,
 }
 
@@ -501,7 +515,9 @@ pub fn read_prelude(bytes: &[u8], path: &Path) -> Result<(Header, LogMeta)> {
 /// Whole, valid records found after a damaged one (see [`records_after`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaterRecords {
+    /// Number of such records.
     pub records: u64,
+    /// Rows in them.
     pub rows: u64,
     /// Offset of the first of them.
     pub first_offset: Option<u64>,

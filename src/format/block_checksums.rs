@@ -24,6 +24,7 @@ use super::le::{LeReader, LeWriter};
 pub const BLOCK_BYTES: u64 = 64 << 10;
 /// Smallest and largest block size a reader accepts (powers of two only).
 pub const MIN_BLOCK_BYTES: u64 = 4 << 10;
+/// Largest block size a reader accepts (1 GiB).
 pub const MAX_BLOCK_BYTES: u64 = 1 << 30;
 
 const ENTRY_LEN: usize = 32;
@@ -32,9 +33,13 @@ const ENTRY_LEN: usize = 32;
 /// and one CRC-32 per block (the last block may be shorter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnBlockCrcs {
+    /// Section kind of the column.
     pub kind: u32,
+    /// Bytes per block, a power of two.
     pub block_bytes: u64,
+    /// Length of the column in bytes.
     pub len: u64,
+    /// CRC-32 of each block, in order.
     pub crcs: Vec<u32>,
 }
 
@@ -135,6 +140,7 @@ pub struct BlockHasher {
 }
 
 impl BlockHasher {
+    /// A hasher cutting a column into blocks of `block_bytes`.
     pub fn new(block_bytes: u64) -> BlockHasher {
         BlockHasher {
             block_bytes,
@@ -144,6 +150,7 @@ impl BlockHasher {
         }
     }
 
+    /// Bytes per block.
     pub fn block_bytes(&self) -> u64 {
         self.block_bytes
     }
@@ -244,6 +251,7 @@ impl ColumnCheck {
         (bytes.start / self.block_bytes) as usize..end.div_ceil(self.block_bytes) as usize
     }
 
+    /// True once block `b` has been checked and matched.
     pub fn is_good(&self, b: usize) -> bool {
         self.good
             .get(b / 64)

@@ -49,32 +49,43 @@ const FLAG_DELTA: u32 = 1;
 /// One centroid of a class (NCMC, Mensink et al. eq. 16).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Centroid {
+    /// Weight of the centroid in its class's mixture (eq. 16).
     pub weight: f32,
+    /// The centroid, of the table's dimension.
     pub vector: Vec<f32>,
 }
 
+/// One class of a class table (FORMAT.md §5.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassRecord {
+    /// Class id, unique in the table (never [`NO_LABEL`](super::append_log::NO_LABEL)).
     pub id: u32,
+    /// Class name, UTF-8 without control characters.
     pub name: String,
+    /// Parent class id in the class hierarchy, if any.
     pub parent: Option<u32>,
+    /// Images in the class (in a delta: images added).
     pub count: u64,
     /// Sum of the class's descriptors (length = table dimension). In a delta: the net change,
     /// descriptors added minus descriptors removed.
     pub sum: Vec<f64>,
+    /// NCMC centroids of the class (empty for a plain class mean).
     pub centroids: Vec<Centroid>,
     /// Images this record removes from the class (a delta only, format 1.3; always 0 in a base
     /// table): folding adds `count`, then subtracts `removed`.
     pub removed: u64,
 }
 
+/// Class means and counts of an index, whole (a base table) or as a delta on one (FORMAT.md §5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassTable {
+    /// The table's own file id (a delta names its base by it).
     pub file_id: FileId,
     /// Descriptor dimension of every sum and centroid.
     pub dim: u32,
     /// For a delta: the table it applies to.
     pub delta_of: Option<FileId>,
+    /// The classes, in record order.
     pub classes: Vec<ClassRecord>,
 }
 
@@ -164,6 +175,7 @@ impl ClassTable {
         Ok(())
     }
 
+    /// Serialises the table after checking it.
     pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
         self.validate(path, "classes")?;
         let mut w = ContainerWriter::new(out, FileKind::ClassTable, self.file_id, path)?;
@@ -225,20 +237,24 @@ impl ClassTable {
         w.finish()
     }
 
+    /// Serialises the table into a byte vector.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.write_to(Vec::new(), Path::new("<memory>"))
     }
 
+    /// Reads and validates the class table at `path`.
     pub fn open(path: &Path) -> Result<ClassTable> {
         let c = Container::open(path, super::LoadMode::Read, Some(FileKind::ClassTable))?;
         ClassTable::from_container(&c)
     }
 
+    /// Parses a class table from bytes in memory.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ClassTable> {
         let c = Container::from_slice(bytes, path, Some(FileKind::ClassTable))?;
         ClassTable::from_container(&c)
     }
 
+    /// Reads a class table from an opened container, checking every section.
     pub fn from_container(c: &Container) -> Result<ClassTable> {
         c.verify_all(|_| {})?;
         let path = c.path();

@@ -19,8 +19,11 @@ use super::le::{LeReader, LeWriter};
 pub const MAGIC: [u8; 8] = [0x89, b'C', b'D', b'B', b'\r', b'\n', 0x1a, b'\n'];
 /// Last eight bytes of every codedb file: a cheap check that the file was not cut short.
 pub const END_MAGIC: [u8; 8] = *b"CDB-END\n";
+/// Length of the file header in bytes (FORMAT.md §2.1).
 pub const HEADER_LEN: usize = 64;
+/// Length of the file trailer in bytes (FORMAT.md §2.4).
 pub const TRAILER_LEN: usize = 32;
+/// Length of one section-table entry in bytes (FORMAT.md §2.3).
 pub const SECTION_ENTRY_LEN: usize = 48;
 /// Alignment of every section start (a cache line; enough for any SIMD load).
 pub const SECTION_ALIGN: u64 = 64;
@@ -54,10 +57,14 @@ pub enum FormatVersion {
 }
 
 impl FormatVersion {
+    /// The version this build writes.
     pub const CURRENT: FormatVersion = FormatVersion::V1_4;
+    /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
+    /// Newest minor version this build understands.
     pub const MINOR: u16 = 4;
 
+    /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
         match self {
             FormatVersion::V1_0 => (1, 0),
@@ -73,10 +80,15 @@ impl FormatVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u16)]
 pub enum FileKind {
+    /// An immutable segment of codes, ids and optional vectors (FORMAT.md §3).
     Segment = 1,
+    /// A trained model: the stages that turn descriptors into codes (FORMAT.md §4).
     Model = 2,
+    /// Class means and counts, full or as a delta (FORMAT.md §5).
     ClassTable = 3,
+    /// The deleted rows of one segment (FORMAT.md §6).
     DeletionBitmap = 4,
+    /// One committed version of an index: its segments, model and class table (FORMAT.md §7).
     Manifest = 5,
     /// The active segment's append log (FORMAT.md §10): header, log meta, checksummed batches.
     /// The only kind that is not a sectioned container and the only file that grows.
@@ -84,6 +96,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
+    /// Every kind, in numeric order.
     pub const ALL: [FileKind; 6] = [
         FileKind::Segment,
         FileKind::Model,
@@ -93,10 +106,12 @@ impl FileKind {
         FileKind::AppendLog,
     ];
 
+    /// The kind stored as `v`, or `None` for an unknown number.
     pub fn from_u16(v: u16) -> Option<FileKind> {
         FileKind::ALL.into_iter().find(|k| *k as u16 == v)
     }
 
+    /// Human-readable name used in messages and `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             FileKind::Segment => "segment",
@@ -113,12 +128,14 @@ impl FileKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Codec {
+    /// Stored as is.
     None = 0,
     /// zstd frame; only allowed for sections the spec marks compressible (stored vectors).
     Zstd = 1,
 }
 
 impl Codec {
+    /// The codec stored as `v`, or `None` for an unknown number.
     pub fn from_u8(v: u8) -> Option<Codec> {
         match v {
             0 => Some(Codec::None),
@@ -126,6 +143,7 @@ impl Codec {
             _ => None,
         }
     }
+    /// Human-readable name used in messages and `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             Codec::None => "none",
@@ -148,6 +166,7 @@ pub const SECTION_REQUIRED: u32 = 1;
 pub struct FileId(pub [u8; 16]);
 
 impl FileId {
+    /// The all-zero id, meaning "none" where a reference is optional.
     pub const ZERO: FileId = FileId([0; 16]);
 
     /// A fresh id: time, process id and a process-wide counter, mixed by SplitMix64. Unique in
@@ -174,10 +193,12 @@ impl FileId {
         FileId(v.to_be_bytes())
     }
 
+    /// The 32 lowercase hex digits of the id.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// True for [`FileId::ZERO`].
     pub fn is_zero(&self) -> bool {
         self.0 == [0; 16]
     }
@@ -205,13 +226,18 @@ fn splitmix64(mut x: u64) -> u64 {
 /// The decoded 64-byte header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// Format major version the file was written with.
     pub major: u16,
+    /// Format minor version the file was written with.
     pub minor: u16,
+    /// What the file holds.
     pub kind: FileKind,
+    /// The file's unique identity.
     pub file_id: FileId,
 }
 
 impl Header {
+    /// Encodes the header, its CRC32 in the last four bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut w = LeWriter::new();
         w.bytes(&MAGIC)
@@ -299,20 +325,26 @@ impl Header {
 /// One row of the section table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SectionEntry {
+    /// Section kind number (see `section_kind`).
     pub kind: u32,
+    /// Section flags; bit 0 is [`SECTION_REQUIRED`].
     pub flags: u32,
+    /// Byte offset of the section from the start of the file, a multiple of [`SECTION_ALIGN`].
     pub offset: u64,
     /// Length of the stored (possibly compressed) bytes.
     pub stored_len: u64,
     /// Length after decoding; equals `stored_len` for [`Codec::None`].
     pub raw_len: u64,
+    /// How the stored bytes are encoded.
     pub codec: Codec,
+    /// Checksum algorithm of `crc32` ([`CHECKSUM_CRC32`]).
     pub checksum_type: u8,
     /// CRC32 (IEEE) of the stored bytes.
     pub crc32: u32,
 }
 
 impl SectionEntry {
+    /// True when a reader that does not know this kind must refuse the file.
     pub fn required(&self) -> bool {
         self.flags & SECTION_REQUIRED != 0
     }

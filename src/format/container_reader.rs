@@ -101,18 +101,23 @@ impl Container {
         })
     }
 
+    /// The file the container was read from.
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// The decoded header.
     pub fn header(&self) -> &Header {
         &self.header
     }
+    /// The section table.
     pub fn entries(&self) -> &[super::container::SectionEntry] {
         &self.entries
     }
+    /// Length of the file in bytes.
     pub fn file_len(&self) -> u64 {
         self.bytes.as_bytes().len() as u64
     }
+    /// True when the file is memory-mapped rather than read into memory.
     pub fn is_mapped(&self) -> bool {
         self.bytes.is_mapped()
     }
@@ -231,6 +236,7 @@ impl Container {
         }
     }
 
+    /// A [`FormatError::Corrupt`] naming this file and `section`.
     pub fn corrupt(&self, section: &str, detail: &str) -> FormatError {
         FormatError::Corrupt {
             path: self.path.clone(),

@@ -13,11 +13,14 @@ use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, to_usize};
 use super::section_kind::{DEL_BITS, META};
 
+/// The deleted rows of one segment, one bit per row (FORMAT.md §6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeletionBitmap {
+    /// The bitmap's own file id.
     pub file_id: FileId,
     /// The segment whose rows this bitmap covers.
     pub segment_id: FileId,
+    /// Rows the bitmap covers.
     pub rows: u64,
     words: Vec<u64>,
 }
@@ -42,6 +45,7 @@ impl DeletionBitmap {
         true
     }
 
+    /// True when `row` is deleted; rows past `rows` are not.
     pub fn is_deleted(&self, row: u64) -> bool {
         row < self.rows && self.words[(row / 64) as usize] >> (row % 64) & 1 == 1
     }
@@ -51,10 +55,12 @@ impl DeletionBitmap {
         &self.words
     }
 
+    /// Number of deleted rows.
     pub fn deleted_count(&self) -> u64 {
         self.words.iter().map(|w| w.count_ones() as u64).sum()
     }
 
+    /// Serialises the bitmap.
     pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<W> {
         let mut w = ContainerWriter::new(out, FileKind::DeletionBitmap, self.file_id, path)?;
         let mut m = LeWriter::new();
@@ -67,20 +73,24 @@ impl DeletionBitmap {
         w.finish()
     }
 
+    /// Serialises the bitmap into a byte vector.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.write_to(Vec::new(), Path::new("<memory>"))
     }
 
+    /// Reads and validates the deletion bitmap at `path`.
     pub fn open(path: &Path) -> Result<DeletionBitmap> {
         let c = Container::open(path, super::LoadMode::Read, Some(FileKind::DeletionBitmap))?;
         DeletionBitmap::from_container(&c)
     }
 
+    /// Parses a deletion bitmap from bytes in memory.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<DeletionBitmap> {
         let c = Container::from_slice(bytes, path, Some(FileKind::DeletionBitmap))?;
         DeletionBitmap::from_container(&c)
     }
 
+    /// Reads a deletion bitmap from an opened container, checking every section.
     pub fn from_container(c: &Container) -> Result<DeletionBitmap> {
         c.verify_all(|_| {})?;
         let path = c.path();

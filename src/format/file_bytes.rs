@@ -103,6 +103,7 @@ impl FileBytes {
         }
     }
 
+    /// True when the bytes are memory-mapped rather than read into memory.
     pub fn is_mapped(&self) -> bool {
         matches!(self.backing, Backing::Mmap(_))
     }

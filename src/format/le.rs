@@ -17,6 +17,7 @@ pub struct LeReader<'a> {
 }
 
 impl<'a> LeReader<'a> {
+    /// A reader over `bytes`; errors name `path` and `section`.
     pub fn new(bytes: &'a [u8], path: &'a Path, section: &'a str) -> Self {
         LeReader {
             bytes,
@@ -26,14 +27,17 @@ impl<'a> LeReader<'a> {
         }
     }
 
+    /// Bytes consumed so far.
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    /// Bytes not yet consumed.
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
     }
 
+    /// The next `n` bytes, or a truncation error.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(FormatError::Truncated {
@@ -51,6 +55,7 @@ impl<'a> LeReader<'a> {
         Ok(out)
     }
 
+    /// The next `N` bytes as an array.
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -58,15 +63,19 @@ impl<'a> LeReader<'a> {
         Ok(a)
     }
 
+    /// Reads a `u8`.
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.array::<1>()?[0])
     }
+    /// Reads a little-endian `u16`.
     pub fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.array()?))
     }
+    /// Reads a little-endian `u32`.
     pub fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array()?))
     }
+    /// Reads a little-endian `u64`.
     pub fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array()?))
     }
@@ -86,6 +95,7 @@ impl<'a> LeReader<'a> {
         self.zeros(pad, "padding")
     }
 
+    /// A [`FormatError::Corrupt`] naming this reader's file and section.
     pub fn corrupt(&self, detail: impl Into<String>) -> FormatError {
         FormatError::Corrupt {
             path: self.path.to_path_buf(),
@@ -106,41 +116,51 @@ impl<'a> LeReader<'a> {
 /// Appends fixed-width little-endian values to a buffer.
 #[derive(Default)]
 pub struct LeWriter {
+    /// The bytes written so far.
     pub buf: Vec<u8>,
 }
 
 impl LeWriter {
+    /// An empty writer.
     pub fn new() -> Self {
         LeWriter { buf: Vec::new() }
     }
+    /// Appends a `u8`.
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.buf.push(v);
         self
     }
+    /// Appends a little-endian `u16`.
     pub fn u16(&mut self, v: u16) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends a little-endian `u32`.
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends a little-endian `u64`.
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends raw bytes.
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(v);
         self
     }
+    /// Appends `n` zero bytes.
     pub fn zeros(&mut self, n: usize) -> &mut Self {
         self.buf.resize(self.buf.len() + n, 0);
         self
     }
+    /// Pads with zeros to a multiple of 8 bytes.
     pub fn align8(&mut self) -> &mut Self {
         let pad = (8 - self.buf.len() % 8) % 8;
         self.zeros(pad)
     }
+    /// The bytes written.
     pub fn into_inner(self) -> Vec<u8> {
         self.buf
     }

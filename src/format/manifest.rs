@@ -25,13 +25,18 @@ use super::segment_vectors::VectorSpec;
 /// A file named by a manifest: its identity and its name inside the index directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRef {
+    /// The referenced file's header id; `verify` checks the named file carries it.
     pub id: FileId,
+    /// The file's name inside the index directory (see [`valid_file_name`]).
     pub name: String,
 }
 
+/// One segment of a version: the segment and the rows this version deletes from it (FORMAT.md §7.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentEntry {
+    /// The segment file.
     pub segment: FileRef,
+    /// Rows stored in the segment.
     pub rows: u64,
     /// Rows of this segment deleted in this version.
     pub deleted: u64,
@@ -39,21 +44,29 @@ pub struct SegmentEntry {
     pub deletions: Option<FileRef>,
 }
 
+/// One class-table file of a version (FORMAT.md §7.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassFileEntry {
+    /// The class-table file.
     pub file: FileRef,
     /// A delta (applied in order on top of the base table) rather than the base table.
     pub delta: bool,
 }
 
+/// One committed version of an index (FORMAT.md §7): everything a reader needs to pin it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    /// The manifest's own file id.
     pub file_id: FileId,
+    /// Version number, one more than the version it was committed on (FORMAT.md §11.2).
     pub version: u64,
+    /// Commit time in milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
     /// The next id handed out to rows added without an explicit id.
     pub next_auto_id: u64,
+    /// The model every segment of this version was encoded with.
     pub model: FileRef,
+    /// The sealed segments, in the order their rows are numbered.
     pub segments: Vec<SegmentEntry>,
     /// The base class table first (if any), then its deltas in order.
     pub class_files: Vec<ClassFileEntry>,
@@ -65,6 +78,7 @@ pub struct Manifest {
 /// The active append log of a version (FORMAT.md §10.4): rows not yet sealed into a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActiveLogEntry {
+    /// The append-log file.
     pub log: FileRef,
     /// Bytes of the log that belong to this version (header and meta included); the records
     /// tile `[128, committed_len)` exactly.
@@ -101,6 +115,7 @@ impl Manifest {
         (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.rows.saturating_sub(s.deleted)))
     }
 
+    /// Deleted rows summed over the segments (the active log not included).
     pub fn deleted_rows(&self) -> u64 {
         (self.segments.iter()).fold(0, |a, s| a.saturating_add(s.deleted))
     }
@@ -280,10 +295,12 @@ impl Manifest {
         w.finish()
     }
 
+    /// Serialises a manifest without an active log into a byte vector.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.write_to(Vec::new(), Path::new("<memory>"))
     }
 
+    /// Serialises a manifest and its active log entry, if any, into a byte vector.
     pub fn to_bytes_with_log(&self, log: Option<&ActiveLogEntry>) -> Result<Vec<u8>> {
         self.write_with_log_to(log, Vec::new(), Path::new("<memory>"))
     }
@@ -300,10 +317,12 @@ impl Manifest {
         Manifest::from_container_with_log(&c)
     }
 
+    /// Parses a manifest from bytes in memory, dropping its active log entry (see [`Manifest::open`]).
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Manifest> {
         Ok(Manifest::from_bytes_with_log(bytes, path)?.0)
     }
 
+    /// Parses a manifest and its active log entry from bytes in memory.
     pub fn from_bytes_with_log(
         bytes: &[u8],
         path: &Path,
@@ -312,10 +331,12 @@ impl Manifest {
         Manifest::from_container_with_log(&c)
     }
 
+    /// Reads a manifest from an opened container, dropping its active log entry.
     pub fn from_container(c: &Container) -> Result<Manifest> {
         Ok(Manifest::from_container_with_log(c)?.0)
     }
 
+    /// Reads a manifest and its active log entry from an opened container, checking every section.
     pub fn from_container_with_log(c: &Container) -> Result<(Manifest, Option<ActiveLogEntry>)> {
         c.verify_all(|_| {})?;
         let path = c.path();

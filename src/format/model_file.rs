@@ -20,15 +20,22 @@ use super::stage_kind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum DType {
+    /// 32-bit IEEE float.
     F32 = 1,
+    /// 64-bit IEEE float.
     F64 = 2,
+    /// Unsigned byte.
     U8 = 3,
+    /// Unsigned 32-bit integer.
     U32 = 4,
+    /// Unsigned 64-bit integer.
     U64 = 5,
+    /// Signed 64-bit integer.
     I64 = 6,
 }
 
 impl DType {
+    /// The type stored as `v`, or `None` for an unknown number.
     pub fn from_u8(v: u8) -> Option<DType> {
         Some(match v {
             1 => DType::F32,
@@ -40,6 +47,7 @@ impl DType {
             _ => return None,
         })
     }
+    /// Bytes per element.
     pub fn size(self) -> u64 {
         match self {
             DType::U8 => 1,
@@ -47,6 +55,7 @@ impl DType {
             DType::F64 | DType::U64 | DType::I64 => 8,
         }
     }
+    /// Human-readable name used in messages and `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -62,15 +71,22 @@ impl DType {
 /// Tensor contents, owned (models are small next to code columns).
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorData {
+    /// 32-bit float elements.
     F32(Vec<f32>),
+    /// 64-bit float elements.
     F64(Vec<f64>),
+    /// Byte elements.
     U8(Vec<u8>),
+    /// Unsigned 32-bit elements.
     U32(Vec<u32>),
+    /// Unsigned 64-bit elements.
     U64(Vec<u64>),
+    /// Signed 64-bit elements.
     I64(Vec<i64>),
 }
 
 impl TensorData {
+    /// Element type of the contents.
     pub fn dtype(&self) -> DType {
         match self {
             TensorData::F32(_) => DType::F32,
@@ -81,6 +97,7 @@ impl TensorData {
             TensorData::I64(_) => DType::I64,
         }
     }
+    /// Number of elements.
     pub fn len(&self) -> usize {
         match self {
             TensorData::F32(v) => v.len(),
@@ -91,6 +108,7 @@ impl TensorData {
             TensorData::I64(v) => v.len(),
         }
     }
+    /// True when there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -131,8 +149,11 @@ impl TensorData {
 /// A named, shaped array. Scalars have an empty shape and one element.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
+    /// Name the stage looks the tensor up by, at most [`MAX_TENSOR_NAME`] bytes.
     pub name: String,
+    /// Dimensions, outermost first, at most [`MAX_RANK`] of them; empty for a scalar.
     pub shape: Vec<u64>,
+    /// Elements in row-major order; their count is the product of `shape`.
     pub data: TensorData,
 }
 
@@ -142,6 +163,7 @@ pub const MAX_TENSOR_NAME: usize = 64;
 pub const MAX_RANK: usize = 4;
 
 impl Tensor {
+    /// A tensor from its parts; [`ModelFile::write_to`] checks that shape and data agree.
     pub fn new(name: &str, shape: &[u64], data: TensorData) -> Tensor {
         Tensor {
             name: name.to_string(),
@@ -149,9 +171,11 @@ impl Tensor {
             data,
         }
     }
+    /// A `u64` scalar (e.g. a count or a dimension).
     pub fn scalar_u64(name: &str, v: u64) -> Tensor {
         Tensor::new(name, &[], TensorData::U64(vec![v]))
     }
+    /// An `f64` scalar (e.g. a bandwidth or a step size).
     pub fn scalar_f64(name: &str, v: f64) -> Tensor {
         Tensor::new(name, &[], TensorData::F64(vec![v]))
     }
@@ -169,6 +193,7 @@ pub struct StageRecord {
     /// A reader that does not know `kind` must refuse the model when this is set (the stage is
     /// needed to encode); optional stages (e.g. heads used only by some queries) may be skipped.
     pub required: bool,
+    /// The stage's parameters.
     pub tensors: Vec<Tensor>,
 }
 
@@ -196,6 +221,7 @@ pub enum CodeKind {
 }
 
 impl CodeKind {
+    /// The kind stored as `v`, or `None` for an unknown number.
     pub fn from_u8(v: u8) -> Option<CodeKind> {
         Some(match v {
             1 => CodeKind::Binary,
@@ -206,6 +232,7 @@ impl CodeKind {
             _ => return None,
         })
     }
+    /// Human-readable name used in messages and `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             CodeKind::Binary => "binary",
@@ -239,11 +266,13 @@ pub struct ModelFile {
     pub model_id: FileId,
     /// Dimension of the input descriptors.
     pub input_dim: u32,
+    /// How codes are laid out.
     pub code_kind: CodeKind,
     /// Bytes per code.
     pub code_bytes: u32,
     /// Meaningful bits per code (e.g. 64 for 64-bit binary codes, M*4 for PQ4).
     pub code_bits: u32,
+    /// The pipeline's stages, applied in order.
     pub stages: Vec<StageRecord>,
     /// Optional stages of unknown kind that were skipped when reading (kind numbers).
     pub skipped_stages: Vec<u16>,
@@ -271,6 +300,7 @@ impl ModelFile {
         w.finish()
     }
 
+    /// Serialises the model into a byte vector.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.write_to(Vec::new(), Path::new("<memory>"))
     }
@@ -327,6 +357,7 @@ impl ModelFile {
         ModelFile::from_container(&c)
     }
 
+    /// Reads a model from an opened container, checking every section's checksum.
     pub fn from_container(c: &Container) -> Result<ModelFile> {
         c.verify_all(|_| {})?;
         let path = c.path();

@@ -9,10 +9,15 @@ use super::container::FileKind;
 pub const META: u32 = 1;
 
 // segment (FORMAT.md §3)
+/// Segment row ids, `u64` per row (FORMAT.md §3.2).
 pub const SEG_IDS: u32 = 2;
+/// Segment codes, row-major (FORMAT.md §3.2).
 pub const SEG_CODES: u32 = 3;
+/// Segment labels, `u32` per row (FORMAT.md §3.2).
 pub const SEG_LABELS: u32 = 4;
+/// Segment list ids, `u32` per row (FORMAT.md §3.2).
 pub const SEG_LISTS: u32 = 5;
+/// Segment stored vectors (FORMAT.md §3.2).
 pub const SEG_VECTORS: u32 = 6;
 /// Where each list's rows start, in a segment whose rows are grouped by list id (format 1.1,
 /// optional: a reader that does not know it reads the segment without the shortcut).
@@ -25,24 +30,34 @@ pub const SEG_CODES_FASTSCAN: u32 = 8;
 pub const SEG_BLOCK_CHECKSUMS: u32 = 9;
 
 // model (§4)
+/// One model stage; one section per stage, in pipeline order (FORMAT.md §4.2).
 pub const MODEL_STAGE: u32 = 16;
 
 // class table (§5)
+/// Class records, 40 bytes each (FORMAT.md §5.2).
 pub const CLS_RECORDS: u32 = 32;
+/// Class names, concatenated in record order (FORMAT.md §5.2).
 pub const CLS_NAMES: u32 = 33;
+/// Per-class f64 descriptor sums (FORMAT.md §5.2).
 pub const CLS_SUMS: u32 = 34;
+/// NCMC centroid vectors (FORMAT.md §5.2).
 pub const CLS_CENTROIDS: u32 = 35;
+/// NCMC centroid weights (FORMAT.md §5.2).
 pub const CLS_CENTROID_WEIGHTS: u32 = 36;
 /// Images each record of a delta removes from its class (format 1.3, required; only in deltas
 /// that remove images, FORMAT.md §5.2).
 pub const CLS_REMOVED: u32 = 37;
 
 // deletion bitmap (§6)
+/// Deletion bits, one per segment row (FORMAT.md §6.2).
 pub const DEL_BITS: u32 = 48;
 
 // manifest (§7)
+/// File names the manifest refers to, concatenated (FORMAT.md §7.2).
 pub const MAN_STRINGS: u32 = 64;
+/// The manifest's segment records (FORMAT.md §7.2).
 pub const MAN_SEGMENTS: u32 = 65;
+/// The manifest's class-file records (FORMAT.md §7.2).
 pub const MAN_CLASS_FILES: u32 = 66;
 /// The active append log and its committed length (FORMAT.md §10.4); present only while the
 /// index has an active log, so manifests without one keep their 1.0 bytes.

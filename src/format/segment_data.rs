@@ -13,7 +13,9 @@ use super::segment_writer::{SegmentLayout, SegmentWriter};
 /// Stored vectors held in memory, with how they are stored on disk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredVectors {
+    /// Values per vector.
     pub dim: u32,
+    /// Element type on disk.
     pub dtype: VectorDType,
     /// Row-major values (already rounded to f16 precision when `dtype` is f16).
     pub data: Vec<f32>,
@@ -24,16 +26,24 @@ pub struct StoredVectors {
 /// All columns of one segment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentData {
+    /// The segment's file id.
     pub segment_id: FileId,
+    /// Code layout and model, shared by every row.
     pub layout: SegmentLayout,
+    /// Row ids, one per row.
     pub ids: Vec<u64>,
+    /// Codes, `layout.code_bytes` per row, row-major.
     pub codes: Vec<u8>,
+    /// Per-row labels, if the segment stores them.
     pub labels: Option<Vec<u32>>,
+    /// Per-row list ids, if the segment stores them.
     pub lists: Option<Vec<u32>>,
+    /// Stored vectors, if the segment keeps them.
     pub vectors: Option<StoredVectors>,
 }
 
 impl SegmentData {
+    /// Writes the segment through a [`SegmentWriter`] and returns its metadata.
     pub fn write_to<W: Write>(&self, out: W, path: &Path) -> Result<(W, SegmentMeta)> {
         let mut w = SegmentWriter::new(out, self.segment_id, self.layout, path)?;
         w.ids(&self.ids)?;
@@ -50,6 +60,7 @@ impl SegmentData {
         w.finish()
     }
 
+    /// Serialises the segment into a byte vector.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         Ok(self.write_to(Vec::new(), Path::new("<memory>"))?.0)
     }

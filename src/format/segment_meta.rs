@@ -11,11 +11,14 @@ use super::model_file::CodeKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum VectorDType {
+    /// 32-bit IEEE float.
     F32 = 1,
+    /// IEEE half precision.
     F16 = 2,
 }
 
 impl VectorDType {
+    /// The type stored as `v`, or `None` for an unknown number.
     pub fn from_u8(v: u8) -> Option<VectorDType> {
         match v {
             1 => Some(VectorDType::F32),
@@ -23,12 +26,14 @@ impl VectorDType {
             _ => None,
         }
     }
+    /// Bytes per element.
     pub fn size(self) -> u64 {
         match self {
             VectorDType::F32 => 4,
             VectorDType::F16 => 2,
         }
     }
+    /// Human-readable name used in messages and `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             VectorDType::F32 => "f32",
@@ -40,7 +45,9 @@ impl VectorDType {
 /// What a segment holds: row count, code layout, the model that encoded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentMeta {
+    /// Number of rows.
     pub rows: u64,
+    /// How codes are laid out.
     pub code_kind: CodeKind,
     /// Bytes per code (the row width of the code column).
     pub code_bytes: u32,
@@ -52,12 +59,15 @@ pub struct SegmentMeta {
     pub model_id: FileId,
     /// Smallest and largest row id (both 0 when `rows == 0`).
     pub min_id: u64,
+    /// Largest row id (see `min_id`).
     pub max_id: u64,
 }
 
+/// Length of the encoded segment meta in bytes (FORMAT.md §3.1).
 pub const SEGMENT_META_LEN: usize = 64;
 
 impl SegmentMeta {
+    /// Encodes the 64-byte meta section.
     pub fn encode(&self) -> Vec<u8> {
         let (vdt, vdim) = match self.vectors {
             Some((t, d)) => (t as u8, d),

@@ -44,7 +44,9 @@ use super::segment_vectors::VectorSlice;
 /// `first_row` and run to the next entry's first row (or the end of the segment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListEntry {
+    /// The list id.
     pub list: u32,
+    /// Index of the first row of the list in the segment.
     pub first_row: u64,
 }
 
@@ -53,15 +55,20 @@ const LIST_ENTRY_LEN: usize = 16;
 /// A row column of a segment (see [`SegmentReader::check_rows`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowColumn {
+    /// The id column (`ids`).
     Ids,
     /// The code column, row-major (`codes`) or fast-scan (`codes_fastscan`).
     Codes,
+    /// The label column (`labels`).
     Labels,
+    /// The list-id column (`lists`).
     Lists,
+    /// The stored-vector column (`vectors`).
     Vectors,
 }
 
 impl RowColumn {
+    /// Every row column, in section order.
     pub const ALL: [RowColumn; 5] = [
         RowColumn::Ids,
         RowColumn::Codes,
@@ -74,14 +81,18 @@ impl RowColumn {
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenOptions {
+    /// Whether to mmap the file or read it into memory.
     pub load: LoadMode,
+    /// Which row columns to checksum when the file is opened.
     pub checksums: ChecksumPolicy,
 }
 
 /// Stored vectors of a segment, decoded.
 #[derive(Debug)]
 pub enum VectorsView<'a> {
+    /// Vectors stored as f32.
     F32(Cow<'a, [f32]>),
+    /// Vectors stored as IEEE half precision.
     F16(Cow<'a, [half::f16]>),
 }
 
@@ -119,16 +130,19 @@ pub struct SegmentReader {
 }
 
 impl SegmentReader {
+    /// Opens and validates the segment at `path`.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<SegmentReader> {
         let c = Container::open(path, opts.load, Some(FileKind::Segment))?;
         SegmentReader::from_container(c, opts.checksums)
     }
 
+    /// Parses a segment from bytes in memory, checksumming every column.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<SegmentReader> {
         let c = Container::from_slice(bytes, path, Some(FileKind::Segment))?;
         SegmentReader::from_container(c, ChecksumPolicy::All)
     }
 
+    /// Validates an opened container as a segment, checking the columns `policy` names.
     pub fn from_container(c: Container, policy: ChecksumPolicy) -> Result<SegmentReader> {
         let path = c.path().to_path_buf();
         let mi = c.require(META)?;
@@ -456,15 +470,19 @@ impl SegmentReader {
         Ok(())
     }
 
+    /// The segment's metadata (FORMAT.md §3.1).
     pub fn meta(&self) -> &SegmentMeta {
         &self.meta
     }
+    /// The underlying container.
     pub fn container(&self) -> &Container {
         &self.c
     }
+    /// The file the segment was read from.
     pub fn path(&self) -> &Path {
         self.c.path()
     }
+    /// Number of rows.
     pub fn rows(&self) -> usize {
         self.meta.rows as usize
     }
@@ -585,9 +603,11 @@ impl SegmentReader {
         }
     }
 
+    /// The label column ([`NO_LABEL`](super::append_log::NO_LABEL) for unlabelled rows), if the segment has one.
     pub fn labels(&self) -> Option<&[u32]> {
         self.labels.map(|i| self.view(i))
     }
+    /// The list-id column, if the segment has one.
     pub fn lists(&self) -> Option<&[u32]> {
         self.lists.map(|i| self.view(i))
     }

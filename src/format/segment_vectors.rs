@@ -13,11 +13,14 @@ use super::segment_meta::VectorDType;
 /// What an index stores beside each code: vectors of `dim` values of type `dtype`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VectorSpec {
+    /// Element type of the stored values.
     pub dtype: VectorDType,
+    /// Values per vector.
     pub dim: u32,
 }
 
 impl VectorSpec {
+    /// A spec from its parts.
     pub fn new(dtype: VectorDType, dim: u32) -> VectorSpec {
         VectorSpec { dtype, dim }
     }
@@ -36,11 +39,14 @@ impl VectorSpec {
 /// A borrowed column of stored vectors, row-major.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum VectorSlice<'a> {
+    /// Values stored as f32.
     F32(&'a [f32]),
+    /// Values stored as IEEE half precision.
     F16(&'a [f16]),
 }
 
 impl<'a> VectorSlice<'a> {
+    /// Element type of the values.
     pub fn dtype(&self) -> VectorDType {
         match self {
             VectorSlice::F32(_) => VectorDType::F32,
@@ -56,6 +62,7 @@ impl<'a> VectorSlice<'a> {
         }
     }
 
+    /// True when there are no values.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -114,11 +121,14 @@ impl<'a> VectorSlice<'a> {
 /// An owned column of stored vectors, row-major (a log batch's).
 #[derive(Debug, Clone, PartialEq)]
 pub enum VectorBuf {
+    /// Values stored as f32.
     F32(Vec<f32>),
+    /// Values stored as IEEE half precision.
     F16(Vec<f16>),
 }
 
 impl VectorBuf {
+    /// An empty column of type `dtype`.
     pub fn empty(dtype: VectorDType) -> VectorBuf {
         match dtype {
             VectorDType::F32 => VectorBuf::F32(Vec::new()),
@@ -160,6 +170,7 @@ impl VectorBuf {
         }
     }
 
+    /// The column, borrowed.
     pub fn as_slice(&self) -> VectorSlice<'_> {
         match self {
             VectorBuf::F32(v) => VectorSlice::F32(v),
@@ -167,14 +178,17 @@ impl VectorBuf {
         }
     }
 
+    /// Element type of the values.
     pub fn dtype(&self) -> VectorDType {
         self.as_slice().dtype()
     }
 
+    /// Number of values (rows × dim).
     pub fn len(&self) -> usize {
         self.as_slice().len()
     }
 
+    /// True when there are no values.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

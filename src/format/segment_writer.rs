@@ -31,9 +31,13 @@ use super::segment_vectors::{VectorSlice, VectorSpec};
 /// The fixed properties of a segment, given before any row is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentLayout {
+    /// How codes are laid out.
     pub code_kind: CodeKind,
+    /// Bytes per code.
     pub code_bytes: u32,
+    /// Meaningful bits per code.
     pub code_bits: u32,
+    /// The model the codes were encoded with.
     pub model_id: FileId,
 }
 
@@ -81,6 +85,7 @@ pub struct SegmentWriter<W: Write> {
 }
 
 impl<W: Write> SegmentWriter<W> {
+    /// A writer of one segment to `out`; `path` names it in errors.
     pub fn new(out: W, segment_id: FileId, layout: SegmentLayout, path: &Path) -> Result<Self> {
         if !layout
             .code_kind
