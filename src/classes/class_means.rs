@@ -157,6 +157,7 @@ impl ClassMeans {
         self.ids.len()
     }
 
+    /// True when there are no classes.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }

@@ -10,7 +10,9 @@ use super::error::{ClassError, Result};
 /// A class named by its id or its name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ClassRef {
+    /// A class by its numeric id.
     Id(u32),
+    /// A class by its name.
     Name(String),
 }
 

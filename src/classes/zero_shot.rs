@@ -40,6 +40,7 @@ pub enum PriorScope {
 }
 
 impl PriorScope {
+    /// Parses `parent` or `ancestors`; `None` for any other name.
     pub fn parse(s: &str) -> Option<PriorScope> {
         match s {
             "parent" => Some(PriorScope::Parent),

@@ -43,9 +43,13 @@ pub enum Dispatch {
 /// AArch64 CPU compares as unavailable — a `Neon` request is resolved explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Isa {
+    /// Portable Rust, no SIMD.
     Scalar,
+    /// AArch64 NEON.
     Neon,
+    /// x86-64 AVX2 with FMA.
     Avx2,
+    /// x86-64 AVX-512 with VPOPCNTDQ.
     Avx512,
 }
 

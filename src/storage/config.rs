@@ -67,7 +67,9 @@ pub struct Config {
     /// into an immutable segment (default 64 MiB). The log's rows are also held in memory, so
     /// this bounds the writer's memory for committed rows.
     pub seal_bytes: u64,
+    /// Which old versions survive garbage collection.
     pub retention: Retention,
+    /// How each version's files are opened.
     pub read: ReadOptions,
     /// Run garbage collection at the end of every compaction (default true).
     pub auto_gc: bool,
@@ -133,9 +135,13 @@ pub struct CreateOptions {
 /// them. `full` merges every mergeable segment into one. The choice is `merge_policy::plan`'s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionPolicy {
+    /// Fewest segments of one tier that are merged (default 4).
     pub min_merge: usize,
+    /// Most segments merged into one at a time (default 16).
     pub max_merge: usize,
+    /// Ratio between the byte sizes of consecutive tiers.
     pub tier_factor: u64,
+    /// Stored bytes below which a segment is in tier 0.
     pub tier_floor_bytes: u64,
     /// Rewrite a segment on its own once at least this share of its rows is deleted (default
     /// 0.2, i.e. 20 %; 0 = any deleted row; 1 = only fully deleted segments).
@@ -150,6 +156,7 @@ pub struct CompactionPolicy {
     /// computed once and replayed for every column; past it, the merge recomputes the order
     /// per column instead, so memory stays bounded whatever the index size. Default 64 MiB.
     pub order_budget_bytes: usize,
+    /// Merge every mergeable segment into one, whatever the tiers.
     pub full: bool,
 }
 

@@ -15,48 +15,74 @@ use super::manifest_recovery::recovery_records;
 use super::recovery::{RecoveryRecord, SkippedManifest};
 use super::version::{choose_manifest, read_manifest};
 
+/// One section of a file, as `inspect` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SectionReport {
+    /// Section kind name (or number, for a kind this build does not know).
     pub kind: String,
+    /// Byte offset of the section in the file.
     pub offset: u64,
+    /// Bytes stored on disk.
     pub stored_bytes: u64,
+    /// Bytes after decoding.
     pub raw_bytes: u64,
+    /// Codec name (`none`, `zstd`).
     pub codec: &'static str,
+    /// Whether a reader that does not know the kind must refuse the file.
     pub required: bool,
+    /// Whether the stored bytes match the section's CRC32.
     pub checksum_ok: bool,
 }
 
+/// One tensor of a model stage.
 #[derive(Debug, Clone, Serialize)]
 pub struct TensorReport {
+    /// Tensor name.
     pub name: String,
+    /// Element type name.
     pub dtype: &'static str,
+    /// Dimensions, outermost first.
     pub shape: Vec<u64>,
 }
 
+/// One stage of a model.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageReport {
+    /// Stage kind name.
     pub kind: String,
+    /// Whether the stage is needed to encode.
     pub required: bool,
+    /// The stage's tensors.
     pub tensors: Vec<TensorReport>,
 }
 
+/// One class record of a class table.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassReport {
+    /// Class id.
     pub id: u32,
+    /// Class name.
     pub name: String,
+    /// Parent class id, if any.
     pub parent: Option<u32>,
     /// Images the record adds (a delta) or holds (a base table).
     pub count: u64,
     /// Images a delta's record removes (format 1.3; 0 in base tables).
     pub removed: u64,
+    /// Number of NCMC centroids.
     pub centroids: usize,
 }
 
+/// One segment entry of a manifest.
 #[derive(Debug, Clone, Serialize)]
 pub struct ManifestSegmentReport {
+    /// Segment file name.
     pub file: String,
+    /// Rows stored in the segment.
     pub rows: u64,
+    /// Rows this version deletes from it.
     pub deleted: u64,
+    /// Deletion bitmap file name, when any row is deleted.
     pub deletions: Option<String>,
 }
 
@@ -64,44 +90,79 @@ pub struct ManifestSegmentReport {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Contents {
+    /// A segment (FORMAT.md §3).
     Segment {
+        /// Number of rows.
         rows: u64,
+        /// Code kind name.
         code_kind: &'static str,
+        /// Bytes per code.
         code_bytes: u32,
+        /// Meaningful bits per code.
         code_bits: u32,
+        /// The encoding model's file id, in hex.
         model_id: String,
+        /// Smallest row id.
         min_id: u64,
+        /// Largest row id.
         max_id: u64,
+        /// Whether the segment stores labels.
         labels: bool,
+        /// Whether the segment stores list ids.
         lists: bool,
+        /// Stored vectors as `type x dim`, with ` (zstd)` when compressed; `None` when the segment keeps none.
         vectors: Option<String>,
     },
+    /// A model (FORMAT.md §4).
     Model {
+        /// Dimension of the input descriptors.
         input_dim: u32,
+        /// Code kind name.
         code_kind: &'static str,
+        /// Bytes per code.
         code_bytes: u32,
+        /// Meaningful bits per code.
         code_bits: u32,
+        /// The pipeline's stages, in order.
         stages: Vec<StageReport>,
+        /// Kind numbers of optional stages this build does not know.
         skipped_stages: Vec<u16>,
     },
+    /// A class table, base or delta (FORMAT.md §5).
     ClassTable {
+        /// Descriptor dimension of every sum and centroid.
         dim: u32,
+        /// For a delta: the base table's id, in hex.
         delta_of: Option<String>,
+        /// The class records.
         classes: Vec<ClassReport>,
     },
+    /// A deletion bitmap (FORMAT.md §6).
     DeletionBitmap {
+        /// Id of the segment it covers, in hex.
         segment_id: String,
+        /// Rows it covers.
         rows: u64,
+        /// Rows marked deleted.
         deleted: u64,
     },
+    /// A manifest (FORMAT.md §7).
     Manifest {
+        /// Version number.
         version: u64,
+        /// Commit time in milliseconds since the Unix epoch.
         created_unix_ms: u64,
+        /// Next automatic row id.
         next_auto_id: u64,
+        /// Model file name.
         model: String,
+        /// Live rows, the active log's included.
         live_rows: u64,
+        /// Deleted rows still stored, the active log's included.
         deleted_rows: u64,
+        /// The segment entries.
         segments: Vec<ManifestSegmentReport>,
+        /// Class-table file names, base first.
         class_files: Vec<String>,
     },
 }
@@ -109,12 +170,17 @@ pub enum Contents {
 /// An append log read on its own (it has no sections; FORMAT.md §10).
 #[derive(Debug, Clone, Serialize)]
 pub struct LogReport {
+    /// Code kind name.
     pub code_kind: &'static str,
+    /// Bytes per code.
     pub code_bytes: u32,
+    /// Meaningful bits per code.
     pub code_bits: u32,
+    /// The encoding model's file id, in hex.
     pub model_id: String,
     /// Valid batch records from the start of the file.
     pub batches: usize,
+    /// Rows in the valid records.
     pub rows: u64,
     /// Offset where the valid records end.
     pub valid_bytes: u64,
@@ -125,10 +191,15 @@ pub struct LogReport {
 /// The active log named by a manifest (FORMAT.md §10.4).
 #[derive(Debug, Clone, Serialize)]
 pub struct ActiveLogReport {
+    /// Log file name.
     pub file: String,
+    /// Bytes of the log this version commits.
     pub committed_bytes: u64,
+    /// Rows in the committed records.
     pub rows: u64,
+    /// Rows of the log deleted in this version.
     pub deleted: u64,
+    /// The log's deletion bitmap file name, if any.
     pub deletions: Option<String>,
 }
 
@@ -144,13 +215,20 @@ impl ActiveLogReport {
     }
 }
 
+/// What one file holds: header, sections and decoded contents.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
+    /// The file.
     pub path: PathBuf,
+    /// File kind name.
     pub file_kind: &'static str,
+    /// Format version as `major.minor`.
     pub format_version: String,
+    /// File id, in hex.
     pub file_id: String,
+    /// File length in bytes.
     pub bytes: u64,
+    /// The section table.
     pub sections: Vec<SectionReport>,
     /// Decoded contents, or `None` with `error` set when the file does not decode (and for an
     /// append log, which is reported in `log`).
@@ -161,6 +239,7 @@ pub struct FileReport {
     /// For a manifest: its active log, if it has one (its rows are counted in `live_rows`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_log: Option<ActiveLogReport>,
+    /// Why the contents did not decode, if they did not.
     pub error: Option<String>,
 }
 
@@ -370,26 +449,39 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
     })
 }
 
+/// One retained version of an index.
 #[derive(Debug, Clone, Serialize)]
 pub struct VersionReport {
+    /// Version number.
     pub version: u64,
+    /// Manifest file name.
     pub manifest: String,
     /// Live rows, the active log's included.
     pub rows: u64,
+    /// Deleted rows still stored.
     pub deleted: u64,
+    /// Number of sealed segments.
     pub segments: usize,
     /// Rows in the active log (0 when the version has none).
     pub log_rows: u64,
 }
 
+/// The model of an index; the optional fields are `None` when the model file does not read.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelSummary {
+    /// Model file name.
     pub file: String,
+    /// Model file id, in hex.
     pub id: String,
+    /// Dimension of the input descriptors.
     pub input_dim: Option<u32>,
+    /// Code kind name.
     pub code_kind: Option<&'static str>,
+    /// Bytes per code.
     pub code_bytes: Option<u32>,
+    /// Meaningful bits per code.
     pub code_bits: Option<u32>,
+    /// Stage kind names, in pipeline order.
     pub stages: Vec<String>,
 }
 
@@ -398,7 +490,9 @@ pub struct ModelSummary {
 /// and `recoveries` are a stable contract for scripts.
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexReport {
+    /// The index directory.
     pub dir: PathBuf,
+    /// The version readers open.
     pub version: u64,
     /// Manifests newer than `version` that do not read: when not empty the index *fell back*
     /// (their writes are not visible, and writers refuse until `codedb recover`).
@@ -409,14 +503,19 @@ pub struct IndexReport {
     pub rows: u64,
     /// Deleted rows still stored.
     pub deleted: u64,
+    /// Number of sealed segments.
     pub segments: usize,
+    /// Number of classes.
     pub classes: usize,
+    /// The model of this version.
     pub model: ModelSummary,
     /// Bytes on disk of all files in the directory.
     pub bytes: u64,
     /// The newest version's active log, if any (its rows are included in `rows`/`deleted`).
     pub active_log: Option<ActiveLogReport>,
+    /// Every retained version whose manifest reads, oldest first.
     pub versions: Vec<VersionReport>,
+    /// Every file in the directory that has a readable container.
     pub files: Vec<FileReport>,
 }
 

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::{FileId, FileKind, FormatError};
 
+/// Extension of manifest file names (FORMAT.md §8).
 pub const MANIFEST_EXT: &str = "manifest";
 /// The lock file a writer holds an exclusive OS lock on (FORMAT.md §11.3).
 pub const LOCK_FILE: &str = "LOCK";

@@ -65,14 +65,17 @@ impl OpenSegment {
         })
     }
 
+    /// The validated segment.
     pub fn reader(&self) -> &SegmentReader {
         &self.reader
     }
 
+    /// Length of the segment file in bytes.
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
 
+    /// Number of rows.
     pub fn rows(&self) -> u64 {
         self.reader.meta().rows
     }

@@ -7,14 +7,18 @@ use serde::{Deserialize, Serialize};
 /// A manifest that could not be used (one newer than the opened version, for a reader).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedManifest {
+    /// Version number the file name claims.
     pub version: u64,
+    /// The manifest's file name.
     pub file: String,
+    /// Why it could not be used.
     pub error: String,
 }
 
 /// Bytes found past the active log's committed length, and removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogTailReport {
+    /// The log's file name.
     pub log: String,
     /// The length the manifest commits.
     pub committed_len: u64,
@@ -23,6 +27,7 @@ pub struct LogTailReport {
     /// Whole, checksum-valid batches past the committed length: written by a commit that never
     /// completed, so never acknowledged.
     pub uncommitted_batches: u64,
+    /// Rows in those batches.
     pub uncommitted_rows: u64,
     /// Bytes of a partly written batch (a torn write).
     pub torn_bytes: u64,
@@ -55,6 +60,7 @@ pub struct RecoveryReport {
 pub struct RecoveryRecord {
     /// Version of the record's layout (1).
     pub format: u32,
+    /// When the recovery ran, in milliseconds since the Unix epoch.
     pub recovered_unix_ms: u64,
     /// The version whose contents the index keeps: the newest manifest that read.
     pub kept_version: u64,
@@ -69,6 +75,7 @@ pub struct RecoveryRecord {
 /// A damaged manifest a recovery set aside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DroppedManifest {
+    /// Version number of the dropped manifest.
     pub version: u64,
     /// Its file name in the index directory.
     pub file: String,

@@ -18,6 +18,7 @@ use super::error::{Result, StorageError};
 /// vector row) per code.
 #[derive(Debug, Clone, Copy)]
 pub struct RowBatch<'a> {
+    /// Codes, `code_bytes` per row, row-major.
     pub codes: &'a [u8],
     /// Row ids; `None` assigns them automatically (not allowed for upserts).
     pub ids: Option<&'a [u64]>,
@@ -43,6 +44,7 @@ impl<'a> RowBatch<'a> {
         }
     }
 
+    /// The same rows with explicit ids.
     pub fn with_ids(self, ids: &'a [u64]) -> RowBatch<'a> {
         RowBatch {
             ids: Some(ids),
@@ -50,6 +52,7 @@ impl<'a> RowBatch<'a> {
         }
     }
 
+    /// The same rows with class labels.
     pub fn with_labels(self, labels: &'a [u32]) -> RowBatch<'a> {
         RowBatch {
             labels: Some(labels),
@@ -57,6 +60,7 @@ impl<'a> RowBatch<'a> {
         }
     }
 
+    /// The same rows with inverted-list ids.
     pub fn with_lists(self, lists: &'a [u32]) -> RowBatch<'a> {
         RowBatch {
             lists: Some(lists),
@@ -64,6 +68,7 @@ impl<'a> RowBatch<'a> {
         }
     }
 
+    /// The same rows with stored vectors, one row per code.
     pub fn with_vectors(self, vectors: ArrayView2<'a, f32>) -> RowBatch<'a> {
         RowBatch {
             vectors: Some(vectors),

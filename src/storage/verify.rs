@@ -27,9 +27,11 @@ use super::version::read_manifest;
 /// One thing wrong, with where it is.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
+    /// The file the problem is in.
     pub path: PathBuf,
     /// Section, field or cross-reference the problem is in.
     pub section: String,
+    /// What is wrong.
     pub message: String,
     /// The manifests of the index that name this file (empty for a file no manifest names, a
     /// manifest, or the directory): each problem is listed once, however many versions share
@@ -40,22 +42,31 @@ pub struct Problem {
 /// Something worth knowing that is not a problem (a log's crash tail).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Note {
+    /// The file the note is about.
     pub path: PathBuf,
+    /// What was found.
     pub message: String,
 }
 
+/// What `verify` checked and found: problems make the index unsound, notes do not.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct VerifyReport {
+    /// Files checked.
     pub files_checked: usize,
+    /// Bytes read and checked.
     pub bytes_checked: u64,
+    /// Manifests read.
     pub manifests_checked: usize,
+    /// Everything wrong, each once.
     pub problems: Vec<Problem>,
+    /// Things worth knowing that are not problems.
     pub notes: Vec<Note>,
     /// Files that no manifest references (left for garbage collection; not a problem).
     pub unreferenced: Vec<String>,
 }
 
 impl VerifyReport {
+    /// True when no problem was found.
     pub fn ok(&self) -> bool {
         self.problems.is_empty()
     }

@@ -12,22 +12,28 @@ use super::version::read_manifest;
 /// read (then `error` says why): what it held is unknown, not zero.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VersionInfo {
+    /// Version number, from the file name.
     pub version: u64,
+    /// The manifest's file name.
     pub file: String,
+    /// Commit time in milliseconds since the Unix epoch.
     pub created_unix_ms: Option<u64>,
     /// Live rows (sealed segments and the active log).
     pub rows: Option<u64>,
     /// Deleted rows still stored.
     pub deleted: Option<u64>,
+    /// Number of sealed segments.
     pub segments: Option<usize>,
     /// Rows in the active log (included in `rows` and `deleted`).
     pub log_rows: Option<u64>,
+    /// Number of class-table files (base and deltas).
     pub class_files: Option<usize>,
     /// Why the manifest does not read (`None`: it reads).
     pub error: Option<String>,
 }
 
 impl VersionInfo {
+    /// True when the manifest does not read.
     pub fn is_damaged(&self) -> bool {
         self.error.is_some()
     }

@@ -160,7 +160,9 @@ pub fn l2sq_f32_f16(a: &[f32], b: &[f16]) -> Result<f32> {
 /// Stored values a dense scan runs over.
 #[derive(Debug, Clone, Copy)]
 pub enum DenseValues<'a> {
+    /// Row-major f32 values.
     F32(&'a [f32]),
+    /// Row-major IEEE half-precision values.
     F16(&'a [f16]),
 }
 
