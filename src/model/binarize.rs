@@ -44,6 +44,7 @@ impl Binarize {
         Binarize::new(vec![0.0; c])
     }
 
+    /// Per-bit thresholds: bit j is set when value j exceeds `thresholds[j]`.
     pub fn thresholds(&self) -> &[f32] {
         &self.thresholds
     }
@@ -82,6 +83,7 @@ impl Binarize {
         Ok(out)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         StageRecord {
             kind: stage_kind::BINARIZE,
@@ -94,6 +96,7 @@ impl Binarize {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Binarize> {
         let mut r = RecordReader::new("binarize", stage_kind::BINARIZE, rec)?;
         let (t, _) = r.f32("thresholds", &[None])?;

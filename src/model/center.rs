@@ -73,6 +73,7 @@ impl Center {
         Center::new(mean.into_iter().map(|v| v as f32).collect())
     }
 
+    /// The mean subtracted from every input row.
     pub fn mean(&self) -> &[f32] {
         &self.mean
     }
@@ -82,6 +83,7 @@ impl Center {
         apply_checked(self, "center: input", x)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         StageRecord {
             kind: stage_kind::CENTER,
@@ -90,6 +92,7 @@ impl Center {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Center> {
         let mut r = RecordReader::new("center", stage_kind::CENTER, rec)?;
         let (mean, _) = r.f32("mean", &[None])?;

@@ -31,6 +31,7 @@ impl FloatStage {
         Ok(FloatStage { dim, half })
     }
 
+    /// Values per vector.
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -40,6 +41,7 @@ impl FloatStage {
         self.half
     }
 
+    /// Encodes rows as little-endian f32 or f16 values; a value beyond the f16 range is an error.
     pub fn encode(&self, x: ArrayView2<f32>) -> Result<Vec<u8>> {
         let rows = checked_rows("float: input", x, Some(self.dim))?;
         encode_rows(self, "float: input", rows.as_slice())
@@ -72,6 +74,7 @@ impl FloatStage {
             .map_err(|e| ModelError::invalid("codes", e.to_string()))
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         StageRecord {
             kind: stage_kind::FLOAT,
@@ -83,6 +86,7 @@ impl FloatStage {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<FloatStage> {
         let mut r = RecordReader::new("float", stage_kind::FLOAT, rec)?;
         let dim = r.u64_scalar("dim")?;

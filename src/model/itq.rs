@@ -31,6 +31,7 @@ const LOSS_BLOCK: usize = 4096;
 /// A trained ITQ rotation and its loss history.
 #[derive(Debug, Clone)]
 pub struct ItqTraining {
+    /// The learned rotation R (Gong et al., eq. 2-3).
     pub rotation: Rotation,
     /// `‖sgn(VR) − VR‖²_F` for the initial random rotation (index 0, the PCA-RR loss) and
     /// after each iteration; non-increasing.

@@ -62,8 +62,11 @@ pub enum KMeansInit {
 /// k-means parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KMeansOptions {
+    /// Lloyd iterations.
     pub iterations: usize,
+    /// Seed of the initialisation and the subsample.
     pub seed: u64,
+    /// How the centroids start.
     pub init: KMeansInit,
     /// Subsample to at most `k × max_points_per_centroid` points (0 = never subsample).
     pub max_points_per_centroid: usize,

@@ -100,6 +100,7 @@ impl Linear {
         self.weight.view()
     }
 
+    /// The bias added after the weight, if any.
     pub fn bias(&self) -> Option<&[f32]> {
         self.bias.as_deref()
     }
@@ -114,6 +115,7 @@ impl Linear {
         apply_checked(self, "linear: input", x)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         let (o, i) = self.weight.dim();
         let mut tensors = vec![f32_tensor(
@@ -134,6 +136,7 @@ impl Linear {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Linear> {
         let mut r = RecordReader::new("linear", stage_kind::LINEAR, rec)?;
         let (w, shape) = r.f32("weight", &[None, None])?;

@@ -46,7 +46,9 @@ pub struct OpqOptions {
     pub max_points_per_centroid: usize,
     /// k-means iterations of the final PQ (FAISS's PQ default, 25).
     pub final_kmeans_iterations: usize,
+    /// k-means initialisation of every PQ training.
     pub init: KMeansInit,
+    /// Seed of every random choice.
     pub seed: u64,
 }
 
@@ -68,7 +70,9 @@ impl Default for OpqOptions {
 /// A trained OPQ: the rotation and the PQ of the rotated vectors.
 #[derive(Debug, Clone)]
 pub struct OpqTraining {
+    /// The learned rotation, applied before PQ.
     pub rotation: Rotation,
+    /// The PQ of the rotated vectors.
     pub pq: ProductQuantizer,
     /// Mean squared reconstruction error per training vector at each outer iteration (before
     /// that iteration's rotation update).

@@ -43,14 +43,18 @@ pub struct CovarianceAccumulator {
 /// The result of [`CovarianceAccumulator::finish`].
 #[derive(Debug, Clone)]
 pub struct Covariance {
+    /// Dimension of the rows.
     pub dim: usize,
+    /// Rows accumulated.
     pub count: u64,
+    /// Mean of the rows.
     pub mean: Vec<f64>,
     /// Row-major symmetric d×d covariance, divided by `count − 1`.
     pub matrix: Vec<f64>,
 }
 
 impl CovarianceAccumulator {
+    /// An empty accumulator for rows of `dim` values.
     pub fn new(dim: usize) -> Result<CovarianceAccumulator> {
         if dim == 0 {
             return Err(ModelError::invalid("covariance", "dimension must be >= 1"));
@@ -66,6 +70,7 @@ impl CovarianceAccumulator {
         })
     }
 
+    /// Dimension of the rows.
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -273,10 +278,12 @@ impl Pca {
         })
     }
 
+    /// The centring step (the training mean).
     pub fn center(&self) -> &Center {
         &self.center
     }
 
+    /// The projection onto the top principal directions (eq. 1).
     pub fn linear(&self) -> &Linear {
         &self.linear
     }

@@ -101,6 +101,7 @@ impl Model {
         self.id
     }
 
+    /// The stages, in the order they are applied.
     pub fn stages(&self) -> &[Stage] {
         &self.stages
     }

@@ -53,6 +53,7 @@ pub struct ProductQuantizer {
 /// The result of [`ProductQuantizer::train`].
 #[derive(Debug, Clone)]
 pub struct PqTraining {
+    /// The trained quantiser.
     pub pq: ProductQuantizer,
     /// k-means objective per iteration, per sub-quantiser.
     pub objective: Vec<Vec<f64>>,
@@ -273,6 +274,7 @@ impl ProductQuantizer {
         }
     }
 
+    /// Encodes rows as PQ codes: one byte per sub-quantiser, or two 4-bit codes per byte.
     pub fn encode(&self, x: ArrayView2<f32>) -> Result<Vec<u8>> {
         let rows = checked_rows("pq: input", x, Some(self.dim()))?;
         encode_rows(self, "pq: input", rows.as_slice())
@@ -357,6 +359,7 @@ impl ProductQuantizer {
         Ok(out)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         StageRecord {
             kind: stage_kind::PQ,
@@ -369,6 +372,7 @@ impl ProductQuantizer {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<ProductQuantizer> {
         let mut r = RecordReader::new("pq", stage_kind::PQ, rec)?;
         let (c, shape) = r.f32("centroids", &[None, None, None])?;

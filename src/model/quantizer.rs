@@ -9,8 +9,11 @@ use super::transform::ROW_BLOCK;
 /// Why one row could not be encoded (only float16 storage can fail: values beyond ±65504).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RowFault {
+    /// Column of the value that could not be encoded.
     pub col: usize,
+    /// The value.
     pub value: f32,
+    /// Why it could not be encoded.
     pub detail: &'static str,
 }
 

@@ -133,10 +133,12 @@ impl Rff {
         (2.0 / self.weight.nrows() as f64).sqrt()
     }
 
+    /// Maps rows to their random Fourier features Φ(x) (Rahimi & Recht, NIPS 2007).
     pub fn apply(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         apply_checked(self, "rff: input", x)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         let (dd, d) = self.weight.dim();
         StageRecord {
@@ -150,6 +152,7 @@ impl Rff {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Rff> {
         let mut r = RecordReader::new("rff", stage_kind::RFF, rec)?;
         let (w, shape) = r.f32("weight", &[None, None])?;

@@ -100,6 +100,7 @@ impl Rotation {
         self.r.as_slice().unwrap_or(&[])
     }
 
+    /// Dimension of the rotated space.
     pub fn dim(&self) -> usize {
         self.c
     }
@@ -109,6 +110,7 @@ impl Rotation {
         apply_checked(self, "rotation: input", x)
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         StageRecord {
             kind: stage_kind::ROTATION,
@@ -121,6 +123,7 @@ impl Rotation {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Rotation> {
         let mut r = RecordReader::new("rotation", stage_kind::ROTATION, rec)?;
         let (m, shape) = r.f32("rotation", &[None, None])?;

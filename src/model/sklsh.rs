@@ -100,19 +100,23 @@ impl Sklsh {
         Sklsh::new(w, b, t, bandwidth)
     }
 
+    /// Kernel bandwidth σ the Fourier directions were drawn for.
     pub fn bandwidth(&self) -> f64 {
         self.bandwidth
     }
 
+    /// Bits per code.
     pub fn bits(&self) -> usize {
         self.weight.nrows()
     }
 
+    /// Encodes rows as packed SKLSH bits (Raginsky & Lazebnik, NIPS 2009).
     pub fn encode(&self, x: ArrayView2<f32>) -> Result<Vec<u8>> {
         let rows = checked_rows("sklsh: input", x, Some(self.weight.ncols()))?;
         encode_rows(self, "sklsh: input", rows.as_slice())
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         let (c, d) = self.weight.dim();
         StageRecord {
@@ -127,6 +131,7 @@ impl Sklsh {
         }
     }
 
+    /// Decodes the stage from its model-file record, checking tensor names and shapes.
     pub fn from_record(rec: &StageRecord) -> Result<Sklsh> {
         let mut r = RecordReader::new("sklsh", stage_kind::SKLSH, rec)?;
         let (w, shape) = r.f32("weight", &[None, None])?;

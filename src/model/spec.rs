@@ -43,11 +43,17 @@ pub const MAX_SPEC_DIM: usize = 1 << 16;
 /// A float-to-float step of a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepSpec {
+    /// `center`: subtract the training mean.
     Center,
+    /// `pca:C`: PCA to C dimensions (eq. 1).
     Pca(usize),
+    /// `proj:C`: C Gaussian random projections.
     Projection(usize),
+    /// `rff:D`: D random Fourier features.
     Rff(usize),
+    /// `rr`: a random orthogonal rotation.
     RandomRotation,
+    /// `itq`: the ITQ rotation (eq. 2-3).
     Itq,
     /// Supervised: an NCMML projection (needs labels at training time).
     Ncmml(usize),
@@ -56,11 +62,29 @@ pub enum StepSpec {
 /// The final, code-producing stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuantizerSpec {
+    /// `bits`: sign bits.
     Bits,
+    /// `sklsh:C`: C SKLSH bits.
     Sklsh(usize),
-    Pq { m: usize, nbits: u32 },
-    Opq { m: usize, nbits: u32 },
-    Float { half: bool },
+    /// `pq:MxB`, `pq4:M`: product quantisation.
+    Pq {
+        /// Sub-quantisers.
+        m: usize,
+        /// Bits per sub-quantiser, 8 or 4.
+        nbits: u32,
+    },
+    /// `opq:MxB`: a learned rotation, then product quantisation.
+    Opq {
+        /// Sub-quantisers.
+        m: usize,
+        /// Bits per sub-quantiser, 8 or 4.
+        nbits: u32,
+    },
+    /// `float`, `float32`, `float16`: the vectors themselves.
+    Float {
+        /// Store IEEE half precision instead of f32.
+        half: bool,
+    },
 }
 
 /// A parsed pipeline.
@@ -68,7 +92,9 @@ pub enum QuantizerSpec {
 pub struct PipelineSpec {
     /// The text it was parsed from (trimmed), e.g. `pca-itq:64`.
     pub text: String,
+    /// The float-to-float steps, in order.
     pub steps: Vec<StepSpec>,
+    /// The final, code-producing stage.
     pub quantizer: QuantizerSpec,
 }
 

@@ -18,13 +18,21 @@ use super::transform::{RowMap, map_rows};
 /// A stage of a model pipeline: a float-to-float transform or the final quantiser.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
+    /// Subtracts a mean.
     Center(Center),
+    /// Multiplies by a matrix, optionally adding a bias.
     Linear(Linear),
+    /// Multiplies by an orthogonal matrix.
     Rotation(Rotation),
+    /// Random Fourier features.
     Rff(Rff),
+    /// Thresholds into packed bits.
     Binarize(Binarize),
+    /// SKLSH bits.
     Sklsh(Sklsh),
+    /// Product quantiser.
     Pq(ProductQuantizer),
+    /// Float storage.
     Float(FloatStage),
 }
 
@@ -145,6 +153,7 @@ impl Stage {
         }
     }
 
+    /// The stage as a model-file record (FORMAT.md §4.2).
     pub fn to_record(&self) -> StageRecord {
         match self {
             Stage::Center(s) => s.to_record(),

@@ -54,9 +54,13 @@ pub enum TrainEvent {
     /// `done` of `total` `unit`s of step `step` are finished (`unit`: "rows", "iterations",
     /// "epochs", "sub-quantisers" or "steps", plural, for display).
     Progress {
+        /// Name of the step.
         step: String,
+        /// What is counted.
         unit: &'static str,
+        /// Units finished.
         done: u64,
+        /// Units in the step.
         total: u64,
     },
     /// A line of detail (ITQ loss per iteration, ...), sent only when `verbose` is set.
@@ -82,6 +86,7 @@ pub struct TrainOptions {
     pub kmeans_init: KMeansInit,
     /// OPQ outer iterations (FAISS `OPQMatrix::niter`: 50).
     pub opq_iterations: usize,
+    /// Receiver of progress events; `None` sends none.
     pub progress: Option<ProgressFn>,
     /// Send [`TrainEvent::Message`] details.
     pub verbose: bool,
@@ -125,7 +130,9 @@ impl fmt::Debug for TrainOptions {
 /// Wall time of one step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepTiming {
+    /// Name of the step.
     pub step: String,
+    /// Wall time, in seconds.
     pub seconds: f64,
 }
 
@@ -156,12 +163,17 @@ pub struct PqReport {
 /// What training did, for `--verbose` output and reports.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TrainReport {
+    /// The pipeline SPEC as given.
     pub spec: String,
     /// Explicit stage list of the spec.
     pub canonical: String,
+    /// Rows given.
     pub input_rows: usize,
+    /// Rows trained on after sampling.
     pub training_rows: usize,
+    /// Dimension of the input rows.
     pub input_dim: usize,
+    /// Wall time of each step, in order.
     pub steps: Vec<StepTiming>,
     /// The last PCA step's report.
     pub pca: Option<PcaReport>,
@@ -169,9 +181,11 @@ pub struct TrainReport {
     pub itq_loss: Vec<f64>,
     /// Kernel bandwidth σ of the RFF / SKLSH step (mean 50-NN distance).
     pub bandwidth: Option<f64>,
+    /// What the PQ or OPQ quantiser found.
     pub pq: Option<PqReport>,
     /// OPQ mean squared error per outer iteration.
     pub opq_loss: Vec<f64>,
+    /// Wall time of the whole training, in seconds.
     pub total_seconds: f64,
 }
 

@@ -25,13 +25,18 @@ use super::train_rows::RowSource;
 /// A fitted classifier of any kind.
 #[derive(Debug, Clone)]
 pub enum Classifier {
+    /// Nearest class mean, with or without a learned metric.
     Ncm(Ncm),
+    /// Nearest class multiple centroids (eq. 16-20).
     Ncmc(Ncmc),
+    /// k nearest neighbours, with or without a learned metric.
     Knn(Knn),
+    /// One-vs-rest ridge regression (eq. 13-14).
     Ridge(RidgeOvr),
 }
 
 impl Classifier {
+    /// Class labels, in score-column order.
     pub fn classes(&self) -> &[i64] {
         match self {
             Classifier::Ncm(c) => c.classes(),
@@ -59,12 +64,17 @@ pub type EpochFn = Arc<dyn Fn(&str, &EpochReport) + Send + Sync>;
 /// ([`SgdOptions::ncm`], [`SgdOptions::knn`]).
 #[derive(Clone)]
 pub struct ClassifyOptions {
+    /// Seed of every random choice (splits, initialisation, batches).
     pub seed: u64,
+    /// SGD learning rate η; `None` takes the method's default.
     pub learning_rate: Option<f64>,
+    /// Images per SGD iteration; `None` takes the method's default.
     pub batch_size: Option<usize>,
+    /// Upper bound on SGD epochs; `None` takes the method's default.
     pub max_epochs: Option<usize>,
     /// Held-out fraction of each class for early stopping and for choosing k / λ.
     pub validation_fraction: f64,
+    /// Validations without improvement before SGD stops; `None` takes the method's default.
     pub patience: Option<usize>,
     /// NCMC: re-estimate centroids in the projected space every this many epochs (0 = never).
     pub recluster_every: usize,
@@ -123,6 +133,7 @@ pub struct FitReport {
     pub sgd: Option<SgdReport>,
     /// Validated hyper-parameters etc., e.g. `k=10`, `lambda=0.3`.
     pub detail: String,
+    /// Wall time of the fit, in seconds.
     pub seconds: f64,
     /// Dimension of the space classes are compared in.
     pub dim: usize,

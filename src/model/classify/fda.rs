@@ -22,6 +22,7 @@ const RANK_TOL: f64 = 1e-10;
 /// A fitted FDA projection.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fda {
+    /// Centring and the top FDA directions (eq. 8).
     pub projection: Projection,
     /// The generalised eigenvalues λ (between / within variance ratio) of each direction,
     /// decreasing.

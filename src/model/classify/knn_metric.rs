@@ -49,8 +49,11 @@ pub enum Targets {
 /// LMNN-style metric learning settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnnMetricOptions {
+    /// SGD and early-stopping settings.
     pub sgd: SgdOptions,
+    /// Which same-class images are target neighbours.
     pub targets: Targets,
+    /// Values of k tried on the validation split.
     pub k_grid: Vec<usize>,
 }
 
@@ -253,14 +256,17 @@ impl Knn {
         self.chain.insert(0, p);
     }
 
+    /// Dimension of the input rows.
     pub fn input_dim(&self) -> usize {
         self.in_dim
     }
 
+    /// Class labels, sorted.
     pub fn classes(&self) -> &[i64] {
         &self.labels
     }
 
+    /// The k chosen on the validation split.
     pub fn k(&self) -> usize {
         self.k
     }
@@ -340,8 +346,11 @@ pub(crate) fn fit_knn_l2(
 /// The learned metric and its k-NN classifier (all labelled rows stored, k validated).
 #[derive(Debug, Clone)]
 pub struct KnnMetricTraining {
+    /// The learned metric W, as a projection of the raw data.
     pub projection: Projection,
+    /// k-NN over all labelled rows in the learned space.
     pub knn: Knn,
+    /// The SGD loss curve and early-stopping decision.
     pub report: SgdReport,
 }
 

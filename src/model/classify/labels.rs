@@ -41,14 +41,17 @@ impl ClassIndex {
         self.labels.binary_search(&label).ok()
     }
 
+    /// The distinct labels, sorted; a label's dense id is its position.
     pub fn labels(&self) -> &[i64] {
         &self.labels
     }
 
+    /// Number of distinct labels.
     pub fn len(&self) -> usize {
         self.labels.len()
     }
 
+    /// True when there are no labels.
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty()
     }

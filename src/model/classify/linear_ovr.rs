@@ -30,6 +30,7 @@ pub struct RidgeOvr {
     weight: Vec<f64>,
     bias: Vec<f64>,
     feature_mean: Vec<f64>,
+    /// The ridge penalty λ chosen on the validation split.
     pub regularizer: f64,
 }
 
@@ -228,10 +229,12 @@ impl RidgeOvr {
         self.chain.insert(0, p);
     }
 
+    /// Dimension of the input rows.
     pub fn input_dim(&self) -> usize {
         self.in_dim
     }
 
+    /// Class labels, in score-column order.
     pub fn classes(&self) -> &[i64] {
         &self.labels
     }
@@ -249,6 +252,7 @@ impl RidgeOvr {
         ))
     }
 
+    /// The `k` best labels of each row, best first.
     pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
         if k == 0 {
             return Err(ClassifyError::invalid("k", "must be at least 1"));

@@ -19,6 +19,7 @@ pub const INVCOV_LAMBDA_GRID: [f64; 6] = [0.0, 0.001, 0.01, 0.1, 1.0, 10.0];
 /// A fitted inverse-covariance metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InverseCovariance {
+    /// Centring and the whitening of the PCA-d inverse covariance (§3.2).
     pub projection: Projection,
     /// The λ selected.
     pub regularizer: f64,

@@ -203,6 +203,7 @@ impl Ncm {
         &self.labels
     }
 
+    /// Dimension of the input rows.
     pub fn input_dim(&self) -> usize {
         self.in_dim
     }
@@ -212,6 +213,7 @@ impl Ncm {
         self.dim
     }
 
+    /// The projections applied to an input row before it is compared with the means, in order.
     pub fn projections(&self) -> &[Projection] {
         &self.chain
     }

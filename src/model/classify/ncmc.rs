@@ -35,6 +35,7 @@ use super::train_rows::RowSource;
 /// NCMC settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcmcOptions {
+    /// SGD and early-stopping settings.
     pub sgd: SgdOptions,
     /// Centroids per class.
     pub k: usize,
@@ -46,6 +47,7 @@ pub struct NcmcOptions {
 }
 
 impl NcmcOptions {
+    /// Defaults for a rank-`dim` metric with `k` centroids per class (20 k-means iterations, no re-clustering).
     pub fn new(dim: usize, k: usize) -> NcmcOptions {
         NcmcOptions {
             sgd: SgdOptions::ncm(dim),
@@ -139,14 +141,17 @@ impl Ncmc {
         self.chain.insert(0, p);
     }
 
+    /// Dimension of the input rows.
     pub fn input_dim(&self) -> usize {
         self.in_dim
     }
 
+    /// Class labels, in score-column order.
     pub fn classes(&self) -> &[i64] {
         &self.labels
     }
 
+    /// The projections applied to an input row before it is compared with the centroids, in order.
     pub fn projections(&self) -> &[Projection] {
         &self.chain
     }
@@ -197,8 +202,11 @@ impl Ncmc {
 /// A learned NCMC metric and its classifier.
 #[derive(Debug, Clone)]
 pub struct NcmcTraining {
+    /// The learned metric W, as a projection of the raw data.
     pub projection: Projection,
+    /// The NCMC classifier in the learned space.
     pub ncmc: Ncmc,
+    /// The SGD loss curve and early-stopping decision.
     pub report: SgdReport,
 }
 

@@ -45,11 +45,14 @@ pub enum NcmmlObjective {
 /// NCMML settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcmmlOptions {
+    /// SGD and early-stopping settings.
     pub sgd: SgdOptions,
+    /// The loss W is learned with (eq. 6 or eq. 21).
     pub objective: NcmmlObjective,
 }
 
 impl NcmmlOptions {
+    /// Defaults for a rank-`dim` metric with the distance objective.
     pub fn new(dim: usize) -> NcmmlOptions {
         NcmmlOptions {
             sgd: SgdOptions::ncm(dim),
@@ -67,6 +70,7 @@ pub struct NcmmlTraining {
     pub ncm: Ncm,
     /// The learned `s_c` of eq. 21 (dot-product objective only), in class order.
     pub learned_bias: Option<Vec<f64>>,
+    /// The SGD loss curve and early-stopping decision.
     pub report: SgdReport,
 }
 

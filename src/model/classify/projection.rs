@@ -68,14 +68,17 @@ impl Projection {
         )
     }
 
+    /// Dimension of the input rows.
     pub fn in_dim(&self) -> usize {
         self.weight.ncols()
     }
 
+    /// Dimension of the projected rows.
     pub fn out_dim(&self) -> usize {
         self.weight.nrows()
     }
 
+    /// The mean subtracted before the weight is applied.
     pub fn mean(&self) -> &[f32] {
         &self.mean
     }

@@ -76,8 +76,11 @@ pub struct SgdOptions {
     pub max_validation_rows: usize,
     /// Stop after this many validations without a new best (0 = run all epochs).
     pub patience: usize,
+    /// How W starts.
     pub init: WInit,
+    /// The validation error early stopping minimises.
     pub stop_on: StopOn,
+    /// Seed of the split, the initialisation and the batches.
     pub seed: u64,
 }
 
@@ -144,6 +147,7 @@ impl SgdOptions {
 /// One epoch of SGD, as reported to the progress callback.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochReport {
+    /// The method being trained (e.g. `ncmml`), for display.
     pub method: &'static str,
     /// 1-based.
     pub epoch: usize,
@@ -154,6 +158,7 @@ pub struct EpochReport {
     pub train_loss: f64,
     /// Validation top-1 / top-5 error (NaN without a validation split).
     pub val_top1: f64,
+    /// Validation top-5 error (NaN without a validation split).
     pub val_top5: f64,
     /// Whether this epoch's W is the best so far (and kept).
     pub best: bool,
@@ -162,9 +167,11 @@ pub struct EpochReport {
 /// The loss curve and the early-stopping decision.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SgdReport {
+    /// One report per epoch, in order.
     pub epochs: Vec<EpochReport>,
     /// Epoch whose W was kept (1-based; 0 = the initial W).
     pub best_epoch: usize,
+    /// Whether patience ran out before `max_epochs`.
     pub stopped_early: bool,
     /// The standardisation scale s (see the module doc).
     pub scale: f64,

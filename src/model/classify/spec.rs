@@ -28,21 +28,34 @@ const MAX_ARG: usize = 1 << 16;
 /// The classifier of a SPEC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// `ncm`: nearest class mean, ℓ2 (eq. 1-2).
     Ncm,
+    /// `ncmml:d`, `ncmml-dot:d`, `ncmml-dot-sc:d`: NCM with a learned rank-d metric (eq. 3-7, 21).
     Ncmml {
+        /// Rank of the metric.
         dim: usize,
+        /// The loss the metric is learned with.
         objective: NcmmlObjective,
     },
+    /// `ncmc:dxk`: k centroids per class and a learned rank-d metric (eq. 16-20).
     Ncmc {
+        /// Rank of the metric.
         dim: usize,
+        /// Centroids per class.
         k: usize,
     },
+    /// `fda:d`: NCM after FDA to d dimensions (eq. 8).
     Fda(usize),
+    /// `mahal:d`: NCM with the PCA-d inverse covariance metric (§3.2).
     Mahalanobis(usize),
+    /// `knn`, `knn:d`, `knn-all:d`: k-NN, optionally with a learned rank-d metric (eq. 25-28).
     Knn {
+        /// Rank of the learned metric; `None` for plain ℓ2.
         dim: Option<usize>,
+        /// Which same-class images are target neighbours.
         targets: Targets,
     },
+    /// `ridge`: one-vs-rest ridge regression (eq. 13-14).
     Ridge,
 }
 
@@ -53,6 +66,7 @@ pub struct ClassifierSpec {
     pub text: String,
     /// `pca:C` prefix.
     pub pca: Option<usize>,
+    /// The classifier token.
     pub method: Method,
 }
 
