@@ -69,7 +69,7 @@ impl FloatStage {
                 .collect()
         };
         Array2::from_shape_vec((codes.len() / cb, self.dim), vals)
-            .map_err(|e| ModelError::invalid("codes", e.to_string()))
+            .map_err(|e| ModelError::shape("float: decoded codes", e))
     }
 
     pub fn to_record(&self) -> StageRecord {

@@ -4,6 +4,7 @@ use super::super::error::ModelError;
 
 /// An error fitting or applying a classifier, or parsing a classifier SPEC.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClassifyError {
     /// Bad data (empty, NaN/Inf, wrong width), bad linear algebra, a failing PCA / k-means.
     #[error(transparent)]
