@@ -2,6 +2,7 @@
 //! [`source`](std::error::Error::source) of the error that reports it, also through the umbrella
 //! `codedb::Error`: nothing is flattened into text (issue 14).
 
+#[allow(dead_code)] // only fix_checksums is needed here
 #[path = "../fuzz/src/checksums.rs"]
 mod checksums;
 
@@ -80,12 +81,12 @@ fn tensor_that_does_not_fill_its_shape_keeps_the_shape_error() {
 /// model error that names the step, not turned into its message.
 #[test]
 fn ncmml_step_keeps_the_classifier_error() {
-    let x = Array2::from_shape_fn((40, 4), |(i, j)| ((i * 7 + j * 3) % 11) as f32);
+    let x = Array2::from_shape_fn((40, 16), |(i, j)| ((i * 7 + j * 3) % 11) as f32);
     let opts = TrainOptions {
         labels: Some(vec![3i64; 40].into()),
         ..TrainOptions::default()
     };
-    let spec = PipelineSpec::parse("ncmml:2,bits").unwrap();
+    let spec = PipelineSpec::parse("ncmml:8,bits").unwrap();
     let err = train(&spec, x.view(), &opts).unwrap_err();
 
     let inner = err.source().and_then(|s| s.downcast_ref::<ClassifyError>());
@@ -101,7 +102,7 @@ fn ncmml_step_keeps_the_classifier_error() {
         ),
         "{inner:?}"
     );
-    assert_eq!(err.to_string(), format!("ncmml:2: {inner}"));
+    assert_eq!(err.to_string(), format!("ncmml:8: {inner}"));
 
     let err = codedb::Error::from(err);
     assert!(

@@ -103,7 +103,7 @@ pub enum ModelError {
     Classifier {
         method: String,
         #[source]
-        source: Box<ClassifyError>,
+        source: ClassifyError,
     },
 }
 
@@ -180,10 +180,10 @@ impl ModelError {
     /// unchanged, the classifier's own are kept whole as the source.
     pub(crate) fn from_classifier(method: &str, e: ClassifyError) -> ModelError {
         match e {
-            ClassifyError::Model(m) => m,
-            other => ModelError::Classifier {
+            ClassifyError::Model(m) => *m,
+            source => ModelError::Classifier {
                 method: method.to_string(),
-                source: Box::new(other),
+                source,
             },
         }
     }

@@ -221,11 +221,12 @@ impl<'a> Prepared<'a> {
         opts.check(method)?;
         let (n, d) = (src.n(), src.dim());
         if n == 0 || d == 0 {
-            return Err(ClassifyError::Model(ModelError::Empty {
+            return Err(ModelError::Empty {
                 what: format!("{method}: training data"),
                 rows: n,
                 cols: d,
-            }));
+            }
+            .into());
         }
         let (classes, ids) = ClassIndex::from_labels(&format!("{method}: labels"), labels, n)?;
         if classes.len() < 2 {
