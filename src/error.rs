@@ -29,10 +29,6 @@ pub enum Error {
     /// Defining, updating or classifying with classes.
     #[error(transparent)]
     Classes(#[from] crate::classes::ClassError),
-    #[error(transparent)]
-    Io(#[from] crate::io::IoError),
-    #[error(transparent)]
-    Eval(#[from] crate::eval::EvalError),
     /// An argument of a composite call (a build's options, a path) that no room checks.
     #[error("invalid argument {argument}: {detail}")]
     InvalidArgument {

@@ -1,6 +1,7 @@
 //! An error raised below codedb (zstd, ndarray, a classifier) stays the typed
 //! [`source`](std::error::Error::source) of the error that reports it, also through the umbrella
 //! `codedb::Error`: nothing is flattened into text (issue 14).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 #[allow(dead_code)] // only fix_checksums is needed here
 #[path = "../fuzz/src/checksums.rs"]
