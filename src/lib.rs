@@ -14,7 +14,6 @@
 //! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
 
 pub mod bench;
-pub mod build;
 pub mod classes;
 pub mod demo;
 pub mod error;
@@ -26,9 +25,8 @@ pub mod scan;
 pub mod search;
 pub mod storage;
 
-pub use build::{BuildOptions, build_index};
 pub use error::Error;
 pub use format::FormatError;
 pub use model::Model;
 pub use search::{Hit, SearchMode, SearchParams, search, search_with};
-pub use storage::{Index, Snapshot, StorageError};
+pub use storage::{BuildOptions, Index, Snapshot, StorageError};
