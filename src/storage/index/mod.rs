@@ -58,7 +58,8 @@ pub(crate) use open::check_is_index;
 pub(crate) use writer::{LogWriter, Pending, WLoc, Writer};
 
 /// The writer handle of an index directory. Dropping it releases the lock and discards
-/// uncommitted changes.
+/// uncommitted changes. Its methods are in `storage/index/`, one file per concern (see the
+/// module documentation); the search methods are in `search/`.
 #[derive(Debug)]
 pub struct Index {
     pub(crate) shared: Arc<Shared>,
@@ -93,7 +94,8 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl Index {
-    pub(super) fn assemble(
+    /// The handle over a loaded version: where [`Index::create`] and [`Index::open`] end.
+    fn assemble(
         dir: &Path,
         config: Config,
         lock: DirLock,

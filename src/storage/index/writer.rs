@@ -100,6 +100,7 @@ pub(crate) struct Writer {
     pub next_auto_id: u64,
     pub log: Option<LogWriter>,
     pub pending: Pending,
+    /// Set by the first failed write: its message (see [`StorageError::Poisoned`]).
     pub poisoned: Option<String>,
     /// `(opened version, newer manifests that do not read)` when the handle fell back: then it
     /// refuses every write.
