@@ -7,11 +7,15 @@ use crate::storage::StorageError;
 
 /// An error defining, updating or classifying with classes.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClassError {
+    /// Reading or writing the index failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// Projecting, encoding or decoding with the index's model failed.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// A scan over class means or codes was given bad arguments.
     #[error(transparent)]
     Scan(#[from] ScanError),
 

@@ -216,15 +216,17 @@ impl Container {
                 // Streamed, without pre-allocating the claimed size: memory grows only with
                 // output the data really decodes to, and stops one byte past the claim.
                 let mut out = Vec::new();
-                let decoder = zstd::stream::read::Decoder::new(self.stored(i)).map_err(|err| {
-                    self.corrupt(&label, &format!("zstd data does not decode: {err}"))
-                })?;
+                let undecodable = |source| FormatError::Decompress {
+                    path: self.path.clone(),
+                    section: label.clone(),
+                    source,
+                };
+                let decoder =
+                    zstd::stream::read::Decoder::new(self.stored(i)).map_err(undecodable)?;
                 decoder
                     .take(e.raw_len.saturating_add(1))
                     .read_to_end(&mut out)
-                    .map_err(|err| {
-                        self.corrupt(&label, &format!("zstd data does not decode: {err}"))
-                    })?;
+                    .map_err(undecodable)?;
                 if out.len() != raw {
                     return Err(self.corrupt(
                         &label,

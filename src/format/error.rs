@@ -7,15 +7,19 @@ use std::path::PathBuf;
 /// Every variant carries the file path (or `<memory>` for bytes that did not come from a file)
 /// and, where it applies, the section or field that is wrong, so a user can act on the message.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FormatError {
+    /// Reading or writing the file failed.
     #[error("{path}: I/O error: {source}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// The file does not start with codedb's magic bytes.
     #[error("{path}: not a codedb file (bad magic bytes)")]
     BadMagic { path: PathBuf },
+    /// A format version this build does not read.
     #[error(
         "{path}: unsupported format version {}.{} (this build reads {}.0 to {}.{})",
         found.0, found.1, supported.0, supported.0, supported.1
@@ -25,18 +29,21 @@ pub enum FormatError {
         found: (u16, u16),
         supported: (u16, u16),
     },
+    /// A valid codedb file of another kind than the one expected (a segment for a model…).
     #[error("{path}: wrong file kind: expected {expected}, found {found}")]
     WrongKind {
         path: PathBuf,
         expected: &'static str,
         found: String,
     },
+    /// The file ends inside a structure.
     #[error("{path}: truncated in {section}: {detail}")]
     Truncated {
         path: PathBuf,
         section: String,
         detail: String,
     },
+    /// A header, table or section does not match its CRC32.
     #[error("{path}: checksum mismatch in {section}")]
     ChecksumMismatch { path: PathBuf, section: String },
     /// A block of a row column does not match its checksum (FORMAT.md §3.5): found when a
@@ -51,20 +58,33 @@ pub enum FormatError {
         first_row: u64,
         end_row: u64,
     },
+    /// Bytes that match their checksum but break a rule of the format.
     #[error("{path}: corrupt {section}: {detail}")]
     Corrupt {
         path: PathBuf,
         section: String,
         detail: String,
     },
+    /// A zstd-compressed section whose bytes match their checksum but do not decode; zstd's
+    /// error is the source.
+    #[error("{path}: corrupt {section}: zstd data does not decode: {source}")]
+    Decompress {
+        path: PathBuf,
+        section: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A section flagged required whose kind this build does not know.
     #[error(
         "{path}: section {section} is required but not understood by this build (written by a newer codedb?)"
     )]
     UnknownRequiredSection { path: PathBuf, section: String },
+    /// A model stage flagged required whose kind this build does not know.
     #[error(
         "{path}: model stage {stage} is required to encode but not understood by this build (written by a newer codedb?)"
     )]
     UnknownStage { path: PathBuf, stage: String },
+    /// A caller passed a value the format cannot hold (too many rows, a misused writer).
     #[error("{path}: invalid argument {argument}: {detail}")]
     InvalidArgument {
         path: PathBuf,
@@ -85,6 +105,7 @@ impl FormatError {
             | FormatError::ChecksumMismatch { path, .. }
             | FormatError::BlockChecksumMismatch { path, .. }
             | FormatError::Corrupt { path, .. }
+            | FormatError::Decompress { path, .. }
             | FormatError::UnknownRequiredSection { path, .. }
             | FormatError::UnknownStage { path, .. }
             | FormatError::InvalidArgument { path, .. } => path,
@@ -98,6 +119,7 @@ impl FormatError {
             | FormatError::ChecksumMismatch { section, .. }
             | FormatError::BlockChecksumMismatch { section, .. }
             | FormatError::Corrupt { section, .. }
+            | FormatError::Decompress { section, .. }
             | FormatError::UnknownRequiredSection { section, .. } => Some(section),
             FormatError::UnknownStage { stage, .. } => Some(stage),
             FormatError::InvalidArgument { argument, .. } => Some(argument),

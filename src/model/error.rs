@@ -1,7 +1,12 @@
 //! Errors of the model layer: every variant names the input, stage, tensor or SPEC token at fault.
+//! An error that comes from elsewhere (ndarray, faer, a classifier) is kept as the
+//! [`source`](std::error::Error::source), never turned into text.
+
+use super::classify::ClassifyError;
 
 /// An error training, loading or applying a model.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// A matrix argument has no rows (or no columns).
     #[error("{what}: empty input ({rows} rows x {cols} columns)")]
@@ -69,8 +74,63 @@ pub enum ModelError {
     #[error("invalid argument {argument}: {detail}")]
     InvalidArgument { argument: String, detail: String },
     /// A decomposition did not converge (faer reported an error).
-    #[error("{operation}: linear algebra failed: {detail}")]
-    Numerical { operation: String, detail: String },
+    #[error("{operation}: linear algebra failed: {source}")]
+    Numerical {
+        operation: String,
+        #[source]
+        source: LinalgError,
+    },
+    /// A stored tensor's data does not fill the shape it declares (a hand-built record; files
+    /// are checked by the byte layer).
+    #[error("model stage {stage}: tensor {tensor:?}: {source}")]
+    TensorShape {
+        stage: String,
+        tensor: String,
+        #[source]
+        source: ndarray::ShapeError,
+    },
+    /// A matrix could not take the shape computed for it. Lengths are checked before every
+    /// such call, so this names a bug in codedb, not bad input.
+    #[error("{what}: internal shape error: {source}")]
+    Shape {
+        what: String,
+        #[source]
+        source: ndarray::ShapeError,
+    },
+    /// A step that trains a classifier (NCMML) failed for a reason of the classifier's own
+    /// (too few classes, labels of the wrong length, divergence).
+    #[error("{method}: {source}")]
+    Classifier {
+        method: String,
+        #[source]
+        source: ClassifyError,
+    },
+}
+
+/// How a linear-algebra decomposition failed, as faer reported it (faer's error types do not
+/// implement [`std::error::Error`], so this mirrors them to serve as an error source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinalgError {
+    /// The iteration reached its limit before converging.
+    #[error("NoConvergence")]
+    NoConvergence,
+}
+
+impl From<faer::linalg::evd::EvdError> for LinalgError {
+    fn from(e: faer::linalg::evd::EvdError) -> Self {
+        match e {
+            faer::linalg::evd::EvdError::NoConvergence => LinalgError::NoConvergence,
+        }
+    }
+}
+
+impl From<faer::linalg::svd::SvdError> for LinalgError {
+    fn from(e: faer::linalg::svd::SvdError) -> Self {
+        match e {
+            faer::linalg::svd::SvdError::NoConvergence => LinalgError::NoConvergence,
+        }
+    }
 }
 
 /// Result type of the model layer.
@@ -96,6 +156,35 @@ impl ModelError {
         ModelError::InvalidArgument {
             argument: argument.to_string(),
             detail: detail.into(),
+        }
+    }
+
+    /// A stored tensor `tensor` of `stage` whose data does not fill its shape.
+    pub(crate) fn tensor_shape(stage: &str, tensor: &str, source: ndarray::ShapeError) -> Self {
+        ModelError::TensorShape {
+            stage: stage.to_string(),
+            tensor: tensor.to_string(),
+            source,
+        }
+    }
+
+    /// ndarray refused the shape computed for the matrix `what` (a bug, see [`ModelError::Shape`]).
+    pub(crate) fn shape(what: &str, source: ndarray::ShapeError) -> ModelError {
+        ModelError::Shape {
+            what: what.to_string(),
+            source,
+        }
+    }
+
+    /// A classifier's error met while training `method`: its model-layer errors pass through
+    /// unchanged, the classifier's own are kept whole as the source.
+    pub(crate) fn from_classifier(method: &str, e: ClassifyError) -> ModelError {
+        match e {
+            ClassifyError::Model(m) => *m,
+            source => ModelError::Classifier {
+                method: method.to_string(),
+                source,
+            },
         }
     }
 }

@@ -71,7 +71,7 @@ impl FloatStage {
                 .collect()
         };
         Array2::from_shape_vec((codes.len() / cb, self.dim), vals)
-            .map_err(|e| ModelError::invalid("codes", e.to_string()))
+            .map_err(|e| ModelError::shape("float: decoded codes", e))
     }
 
     /// The stage as a model-file record (FORMAT.md §4.2).

@@ -359,7 +359,7 @@ pub(crate) fn kmeans_rows(
         splits += split_empty(&mut centroids, d, &counts, n, floor, &mut split_rng);
     }
     let centroids = Array2::from_shape_vec((k, d), centroids)
-        .map_err(|e| ModelError::invalid("k-means", e.to_string()))?;
+        .map_err(|e| ModelError::shape("k-means centroids", e))?;
     Ok(KMeans {
         centroids,
         objective,

@@ -126,7 +126,7 @@ pub(crate) fn sym_eig_desc(a: &[f64], d: usize) -> Result<(Vec<f64>, Vec<f64>)> 
         .self_adjoint_eigen(Side::Lower)
         .map_err(|e| ModelError::Numerical {
             operation: "symmetric eigendecomposition".into(),
-            detail: format!("{e:?}"),
+            source: e.into(),
         })?;
     let s = eig.S().column_vector();
     let u = eig.U();
@@ -149,7 +149,7 @@ pub(crate) fn thin_svd_right(a: &[f64], n: usize, d: usize) -> Result<(Vec<f64>,
         .thin_svd()
         .map_err(|e| ModelError::Numerical {
             operation: "thin SVD".into(),
-            detail: format!("{e:?}"),
+            source: e.into(),
         })?;
     let s = svd.S().column_vector();
     let v = svd.V();
@@ -170,7 +170,7 @@ pub(crate) fn thin_svd_right(a: &[f64], n: usize, d: usize) -> Result<(Vec<f64>,
 pub(crate) fn procrustes(m: &[f64], c: usize) -> Result<Vec<f64>> {
     let svd = view(m, c, c).svd().map_err(|e| ModelError::Numerical {
         operation: "Procrustes SVD".into(),
-        detail: format!("{e:?}"),
+        source: e.into(),
     })?;
     let mut r = Mat::<f64>::zeros(c, c);
     matmul(

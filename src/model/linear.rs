@@ -91,7 +91,7 @@ impl Linear {
         }
         let g = gaussian(&mut rng(seed), out * input);
         let w = Array2::from_shape_vec((out, input), g.iter().map(|&v| v as f32).collect())
-            .map_err(|e| ModelError::invalid("random projection", e.to_string()))?;
+            .map_err(|e| ModelError::shape("random projection", e))?;
         Linear::new(w, None)
     }
 
@@ -145,7 +145,7 @@ impl Linear {
         let eig = r.opt_f64("eigenvalues", &[Some(o)])?.map(|e| e.to_vec());
         r.finish()?;
         let weight = Array2::from_shape_vec((o, i), w.to_vec())
-            .map_err(|e| ModelError::bad_tensor("linear", "weight", e.to_string()))?;
+            .map_err(|e| ModelError::tensor_shape("linear", "weight", e))?;
         let lin = Linear::new(weight, bias)?;
         match eig {
             Some(e) => lin.with_eigenvalues(e),

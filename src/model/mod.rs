@@ -60,7 +60,7 @@ mod transform;
 
 pub use binarize::Binarize;
 pub use center::Center;
-pub use error::{ModelError, Result};
+pub use error::{LinalgError, ModelError, Result};
 pub use float::FloatStage;
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
 pub use kmeans::{

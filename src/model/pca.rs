@@ -318,7 +318,7 @@ impl Pca {
         let c = map_rows(&self.center, rows.as_slice());
         let y = map_rows(&self.linear, &c);
         Array2::from_shape_vec((rows.n(), self.linear.out_dim()), y)
-            .map_err(|e| ModelError::invalid("pca", e.to_string()))
+            .map_err(|e| ModelError::shape("pca output", e))
     }
 }
 

@@ -257,9 +257,8 @@ impl Model {
                     }
                 });
             });
-        Array2::from_shape_vec((rows.n(), p), out).map_err(|e| ModelError::BadModel {
-            detail: format!("internal shape error: {e}"),
-        })
+        Array2::from_shape_vec((rows.n(), p), out)
+            .map_err(|e| ModelError::shape("model: projected rows", e))
     }
 
     /// Decodes codes into the projected space: PQ reconstructions, stored floats, or ±1

@@ -303,7 +303,7 @@ impl ProductQuantizer {
                 o[s * self.dsub..(s + 1) * self.dsub].copy_from_slice(c);
             }
         }
-        Array2::from_shape_vec((n, d), out).map_err(|e| ModelError::invalid("codes", e.to_string()))
+        Array2::from_shape_vec((n, d), out).map_err(|e| ModelError::shape("pq: decoded codes", e))
     }
 
     /// The ADC table of one query (length `dim()`): M × K, row-major.
@@ -378,7 +378,7 @@ impl ProductQuantizer {
         let (c, shape) = r.f32("centroids", &[None, None, None])?;
         r.finish()?;
         let arr = Array3::from_shape_vec((shape[0], shape[1], shape[2]), c.to_vec())
-            .map_err(|e| ModelError::bad_tensor("pq", "centroids", e.to_string()))?;
+            .map_err(|e| ModelError::tensor_shape("pq", "centroids", e))?;
         ProductQuantizer::new(arr)
     }
 }

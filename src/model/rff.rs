@@ -104,7 +104,7 @@ impl Rff {
         check_bandwidth("rff", bandwidth)?;
         let (w, b) = fourier_directions(features, input_dim, bandwidth, seed);
         let w = Array2::from_shape_vec((features, input_dim), w)
-            .map_err(|e| ModelError::invalid("rff", e.to_string()))?;
+            .map_err(|e| ModelError::shape("rff weight", e))?;
         Rff::new(w, b, bandwidth)
     }
 
@@ -160,7 +160,7 @@ impl Rff {
         let sigma = r.f64_scalar("bandwidth")?;
         r.finish()?;
         let w = Array2::from_shape_vec((shape[0], shape[1]), w.to_vec())
-            .map_err(|e| ModelError::bad_tensor("rff", "weight", e.to_string()))?;
+            .map_err(|e| ModelError::tensor_shape("rff", "weight", e))?;
         Rff::new(w, phase.to_vec(), sigma)
     }
 }

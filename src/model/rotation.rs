@@ -85,7 +85,7 @@ impl Rotation {
 
     pub(crate) fn from_f64(r: &[f64], c: usize) -> Result<Rotation> {
         let m = Array2::from_shape_vec((c, c), r.iter().map(|&v| v as f32).collect())
-            .map_err(|e| ModelError::invalid("rotation", e.to_string()))?;
+            .map_err(|e| ModelError::shape("rotation", e))?;
         Rotation::new(m)
     }
 
@@ -129,7 +129,7 @@ impl Rotation {
         let (m, shape) = r.f32("rotation", &[None, None])?;
         r.finish()?;
         let arr = Array2::from_shape_vec((shape[0], shape[1]), m.to_vec())
-            .map_err(|e| ModelError::bad_tensor("rotation", "rotation", e.to_string()))?;
+            .map_err(|e| ModelError::tensor_shape("rotation", "rotation", e))?;
         Rotation::new(arr)
     }
 }

@@ -96,7 +96,7 @@ impl Sklsh {
             .map(|v| v as f32)
             .collect();
         let w = Array2::from_shape_vec((bits, input_dim), w)
-            .map_err(|e| ModelError::invalid("sklsh", e.to_string()))?;
+            .map_err(|e| ModelError::shape("sklsh weight", e))?;
         Sklsh::new(w, b, t, bandwidth)
     }
 
@@ -140,7 +140,7 @@ impl Sklsh {
         let sigma = r.f64_scalar("bandwidth")?;
         r.finish()?;
         let w = Array2::from_shape_vec((shape[0], shape[1]), w.to_vec())
-            .map_err(|e| ModelError::bad_tensor("sklsh", "weight", e.to_string()))?;
+            .map_err(|e| ModelError::tensor_shape("sklsh", "weight", e))?;
         Sklsh::new(w, phase.to_vec(), t.to_vec(), sigma)
     }
 

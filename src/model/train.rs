@@ -265,7 +265,7 @@ impl Ctx<'_> {
 
 fn view(data: &[f32], dim: usize) -> Result<ArrayView2<'_, f32>> {
     ArrayView2::from_shape((data.len() / dim, dim), data)
-        .map_err(|e| ModelError::invalid("training data", e.to_string()))
+        .map_err(|e| ModelError::shape("training data", e))
 }
 
 fn bandwidth(state: &mut State, seed: u64, ctx: &mut Ctx) -> Result<f64> {
@@ -336,7 +336,7 @@ fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
 /// NCMML (Mensink et al. TPAMI 2013, eq. 3-7) on the materialised sample with its labels;
 /// the learned `W (x − m)` becomes CENTER + LINEAR stages.
 fn fit_ncmml(state: &mut State, c: usize, seed: u64, ctx: &mut Ctx) -> Result<()> {
-    use super::classify::{ClassifyError, NcmmlOptions, train_ncmml};
+    use super::classify::{NcmmlOptions, train_ncmml};
     let name = format!("ncmml:{c}");
     let Some(labels) = state.labels.clone() else {
         return Err(ModelError::invalid(
@@ -357,14 +357,12 @@ fn fit_ncmml(state: &mut State, c: usize, seed: u64, ctx: &mut Ctx) -> Result<()
             e.epoch, e.train_loss, e.val_top1, e.val_top5
         ));
     };
-    let tr = train_ncmml(v, &labels, &opts, Some(&mut cb)).map_err(|e| match e {
-        ClassifyError::Model(m) => m,
-        other => ModelError::unsupported(&name, other.to_string()),
-    })?;
+    let tr = train_ncmml(v, &labels, &opts, Some(&mut cb))
+        .map_err(|e| ModelError::from_classifier(&name, e))?;
     let stages = tr
         .projection
         .to_stages()
-        .map_err(|e| ModelError::unsupported(&name, e.to_string()))?;
+        .map_err(|e| ModelError::from_classifier(&name, e))?;
     state.stages.extend(stages);
     Ok(())
 }

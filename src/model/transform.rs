@@ -51,7 +51,5 @@ pub(crate) fn apply_checked(
 ) -> Result<Array2<f32>> {
     let rows = checked_rows(what, x, Some(map.in_dim()))?;
     let out = map_rows(map, rows.as_slice());
-    Array2::from_shape_vec((rows.n(), map.out_dim()), out).map_err(|e| ModelError::BadModel {
-        detail: format!("internal shape error: {e}"),
-    })
+    Array2::from_shape_vec((rows.n(), map.out_dim()), out).map_err(|e| ModelError::shape(what, e))
 }

@@ -3,17 +3,23 @@
 /// An error raised by a scan before it touches any code: the inputs are checked once, up front,
 /// so the kernels themselves can run without checks and never panic.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScanError {
+    /// `k` is zero.
     #[error("invalid argument k: must be at least 1 (got 0)")]
     ZeroK,
+    /// The code width is zero bytes.
     #[error("invalid argument code_bytes: must be at least 1 (got 0)")]
     ZeroCodeWidth,
+    /// The codes are not a whole number of rows.
     #[error(
         "invalid argument codes: length {codes_len} is not a multiple of code_bytes = {code_bytes}"
     )]
     CodesLength { codes_len: usize, code_bytes: usize },
+    /// Not one id per code row.
     #[error("invalid argument ids: {ids_len} ids for {rows} code rows")]
     IdsLength { ids_len: usize, rows: usize },
+    /// The deletion bitmap does not have one bit per row (rounded up to whole words).
     #[error(
         "invalid argument deleted: bitmap has {words} u64 words, {rows} rows need exactly {expected}"
     )]
@@ -22,12 +28,14 @@ pub enum ScanError {
         rows: usize,
         expected: usize,
     },
+    /// An argument of the wrong length.
     #[error("invalid argument {argument}: length {found}, expected {expected}")]
     Length {
         argument: &'static str,
         expected: usize,
         found: usize,
     },
+    /// An argument whose length is not a whole number of units (rows, tables).
     #[error("invalid argument {argument}: length {found} is not a multiple of {unit} ({what})")]
     NotMultiple {
         argument: &'static str,
@@ -35,26 +43,32 @@ pub enum ScanError {
         unit: usize,
         what: &'static str,
     },
+    /// An empty argument that needs at least one entry.
     #[error("invalid argument {argument}: must not be empty")]
     Empty { argument: &'static str },
+    /// NaN or infinity in a query or table.
     #[error("invalid argument {argument}: entry {index} is not finite ({value})")]
     NonFinite {
         argument: &'static str,
         index: usize,
         value: f32,
     },
+    /// Lookup-table entries so large that a sum of them could overflow `f32`.
     #[error(
         "invalid argument lut: the sum over tables of the largest |entry| is {bound:e}, \
          too close to f32::MAX for scores to stay finite"
     )]
     LutRange { bound: f64 },
+    /// A computed score is not finite.
     #[error("{what}: the result is not finite (inputs too large or not finite)")]
     NonFiniteResult { what: &'static str },
+    /// Any other argument out of range.
     #[error("invalid argument {argument}: {detail}")]
     Invalid {
         argument: &'static str,
         detail: String,
     },
+    /// A kernel set (ISA) was asked for that this CPU lacks.
     #[error(
         "dispatch {requested} requested but this CPU does not support it (detected: {detected})"
     )]

@@ -1,5 +1,5 @@
 //! Fitting a [`ClassifierSpec`]: one entry point over every method of this module, used by
-//! `codedb eval --task classify` (through `crate::eval::classify_eval`).
+//! `codedb eval --task classify`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use ndarray::{Array2, ArrayView2};
 
+use super::super::error::ModelError;
 use super::super::input::checked_rows;
 use super::super::pca::Pca;
 use super::error::{ClassifyError, Result};
@@ -170,7 +171,7 @@ pub fn fit_classifier(
             let pca = Pca::fit(x, c)?;
             let p = Projection::from_pca(&pca)?;
             let z = Array2::from_shape_vec((n, c), p.apply_rows(rows.as_slice()))
-                .map_err(|e| ClassifyError::invalid("classify", e.to_string()))?;
+                .map_err(|e| ModelError::shape("classify: PCA-projected rows", e))?;
             (Some(p), Some(z))
         }
         None => (None, None),

@@ -4,10 +4,13 @@ use super::super::error::ModelError;
 
 /// An error fitting or applying a classifier, or parsing a classifier SPEC.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClassifyError {
     /// Bad data (empty, NaN/Inf, wrong width), bad linear algebra, a failing PCA / k-means.
+    /// Boxed because a model error can hold a classifier error in turn
+    /// ([`ModelError::Classifier`]).
     #[error(transparent)]
-    Model(#[from] ModelError),
+    Model(Box<ModelError>),
     /// `labels` (or `split`) does not have one entry per row.
     #[error("{what}: {got} entries for {expected} rows")]
     LengthMismatch {
@@ -54,6 +57,12 @@ pub enum ClassifyError {
 
 /// Result type of the classifiers.
 pub type Result<T> = std::result::Result<T, ClassifyError>;
+
+impl From<ModelError> for ClassifyError {
+    fn from(e: ModelError) -> Self {
+        ClassifyError::Model(Box::new(e))
+    }
+}
 
 impl ClassifyError {
     pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> ClassifyError {

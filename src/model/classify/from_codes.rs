@@ -326,7 +326,7 @@ fn decoded_sample_pipeline(
 /// A classifier error as a model error (this module returns the crate error).
 fn model_err(e: ClassifyError) -> ModelError {
     match e {
-        ClassifyError::Model(m) => m,
+        ClassifyError::Model(m) => *m,
         other => ModelError::unsupported("train --from-index", other.to_string()),
     }
 }

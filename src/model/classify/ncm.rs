@@ -12,6 +12,7 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
+use super::super::error::ModelError;
 use super::super::input::checked_rows;
 use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_means_f64, top_k_ids};
@@ -252,7 +253,7 @@ impl Ncm {
         let y = project_chain(&self.chain, rows.as_slice());
         let s = self.scores_projected(&y);
         Array2::from_shape_vec((rows.n(), self.labels.len()), s)
-            .map_err(|e| ClassifyError::invalid("ncm", e.to_string()))
+            .map_err(|e| ModelError::shape("ncm scores", e).into())
     }
 
     /// The `k` best class labels of each row, best first (ties: smaller label).

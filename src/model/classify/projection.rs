@@ -13,6 +13,7 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use super::super::center::Center;
+use super::super::error::ModelError;
 use super::super::input::checked_rows;
 use super::super::linalg::a_bt_f32;
 use super::super::linear::Linear;
@@ -93,7 +94,7 @@ impl Projection {
         let rows = checked_rows("projection: input", x, Some(self.in_dim()))?;
         let y = self.apply_rows(rows.as_slice());
         Array2::from_shape_vec((rows.n(), self.out_dim()), y)
-            .map_err(|e| ClassifyError::invalid("projection", e.to_string()))
+            .map_err(|e| ModelError::shape("projection output", e).into())
     }
 
     /// Projects validated row-major rows.

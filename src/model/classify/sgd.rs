@@ -228,11 +228,12 @@ impl<'a> Prepared<'a> {
         opts.check(method)?;
         let (n, d) = (src.n(), src.dim());
         if n == 0 || d == 0 {
-            return Err(ClassifyError::Model(ModelError::Empty {
+            return Err(ModelError::Empty {
                 what: format!("{method}: training data"),
                 rows: n,
                 cols: d,
-            }));
+            }
+            .into());
         }
         let (classes, ids) = ClassIndex::from_labels(&format!("{method}: labels"), labels, n)?;
         if classes.len() < 2 {
@@ -354,7 +355,7 @@ impl<'a> Prepared<'a> {
             WInit::Pca => {
                 let xt = self.gather(&self.train);
                 let v = ArrayView2::from_shape((self.train.len(), dd), &xt)
-                    .map_err(|e| ClassifyError::invalid(method, e.to_string()))?;
+                    .map_err(|e| ModelError::shape(&format!("{method}: training rows"), e))?;
                 let pca = Pca::fit(v, d)?;
                 pca.linear().weight().iter().copied().collect()
             }
@@ -394,7 +395,7 @@ impl<'a> Prepared<'a> {
     pub(crate) fn to_projection(&self, w: &[f32], d: usize) -> Result<super::Projection> {
         let inv = (1.0 / self.scale) as f32;
         let weight = Array2::from_shape_vec((d, self.dim), w.iter().map(|v| v * inv).collect())
-            .map_err(|e| ClassifyError::invalid("projection", e.to_string()))?;
+            .map_err(|e| ModelError::shape("projection weight", e))?;
         super::Projection::new(self.mean.iter().map(|&v| v as f32).collect(), weight)
     }
 
