@@ -4,6 +4,7 @@
 //! a reopen; a class whose rows are all gone has count 0 and is never a classification answer;
 //! an index without stored vectors refuses rather than keep a stale mean unless told to keep the
 //! class statistics; and the writer refuses the states that would make a subtraction wrong.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The class layer through the library: NCM classification of committed classes, snapshot
 //! consistency, zero-shot priors (eq. 29), MAP means (eq. 30), labelled adds, the choice of the
 //! prior weight, and errors that leave the index byte for byte unchanged.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

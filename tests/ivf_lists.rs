@@ -2,6 +2,7 @@
 //! list-restricted search in every mode (deleted rows inside lists, rows without a list),
 //! IVF `nprobe` over the class means, stored vectors of active-log rows for re-ranking and
 //! exact search, and the class table a labelled build creates.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! rows in row-major form: an index with sealed segments (one with a partial last block), rows
 //! still in the append log, deleted rows, list-restricted scopes that start inside a 32-row
 //! block, 1 and 2 threads, and again after compaction.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Every search mode against a brute-force reference over the live rows of a multi-block
 //! index with deletions (segments and active-log batches), re-ranking and exact search with
 //! in-memory vectors, radius lookups, and the errors.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! classifiers `ncm`, `ncmml:d`, `ncmc:dxk` equal, bit for bit, those fitted on the explicitly
 //! decoded matrix with the same seed. Also the errors of the index side: non-PQ codes, no
 //! live rows, unlabelled rows.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -10,6 +10,7 @@
 //! query time (batch of all queries on one thread, best of 3 runs, divided by the queries).
 //!
 //! `cargo bench --bench ivf` (prints a Markdown table; numbers, not pass/fail).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

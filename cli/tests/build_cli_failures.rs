@@ -2,6 +2,7 @@
 //! reserved id 2^64 − 1 and a value too big for f16 with `--store-vectors f16` exit 1 with the
 //! directory as it was — absent, or empty if it existed empty — so the corrected command then
 //! succeeds instead of finding "already holds a codedb index".
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 mod cli_support;

@@ -4,6 +4,7 @@
 //! search with an error naming the file, the column and the rows. Tests lower
 //! `ReadOptions::full_check_below` to 0 so that small segments take the large-segment path;
 //! the CLI test writes a real segment above the default 16 MiB.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod cli_support;
 

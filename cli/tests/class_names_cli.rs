@@ -2,6 +2,7 @@
 //! character (tab, newline, ESC, …) naming `--name`, and TSV and text output escape any that
 //! arrive from a file written before that rule, so columns stay columns and no raw escape
 //! sequence reaches the terminal; JSON keeps the name as it is.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 mod cli_support;

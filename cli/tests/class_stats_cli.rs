@@ -3,6 +3,7 @@
 //! count 0 and is never an answer, and half a class deleted leaves exactly the mean of the other
 //! half; without them the delete is refused (exit 1, index unchanged) unless
 //! `--keep-class-stats` says to keep the class statistics.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

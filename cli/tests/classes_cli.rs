@@ -1,5 +1,6 @@
 //! `codedb add-class` and `codedb classify` through the binary: classes from images, zero-shot
 //! and MAP classes, the JSON and TSV outputs, and errors that leave the index unchanged.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@
 //! - an NCMML W becomes model stages (`ncmml:16,itq,bits`) that survive a model file round
 //!   trip; without labels that pipeline is refused;
 //! - bad input (NaN, label count, duplicate class, bad SPEC token, bad split) is an error.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::sync::Arc;
 

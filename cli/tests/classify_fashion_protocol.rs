@@ -2,6 +2,7 @@
 //! release-mode compute, not for CI). Run:
 //! `cargo test --release --test classify_fashion_protocol -- --ignored --nocapture --test-threads 1`
 //! Environment: `PIPELINES` overrides protocol 1's list; `CLASSIFY_LR`, `CLASSIFY_EPOCHS`.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::model::classify::{ClassifyOptions, Ncm, NcmmlOptions, train_ncmml};
 use codedb_cli::eval::classify_eval;

@@ -20,6 +20,7 @@
 //! Environment: `FEATURES` (default `hogcolor`), `DIM` (64), `SEEDS` (5), `CLASSIFY_LR`,
 //! `CLASSIFY_EPOCHS` (NCMML SGD settings; default those of `ncmml:C`), `CLASSIFY_BATCH`
 //! (default [`BATCH`]).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

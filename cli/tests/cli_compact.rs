@@ -1,6 +1,7 @@
 //! `codedb compact` and deleted rows: the default policy's threshold is stated, deleted rows it
 //! keeps are reported, `--deleted-threshold` reclaims them and `--json` says why a segment was
 //! rewritten.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 use std::process::Output;

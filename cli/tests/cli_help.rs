@@ -1,6 +1,7 @@
 //! `--help` of every command: examples on one line each at 80 and 200 columns (copy-paste
 //! works), every command has examples, every option and argument a description. (The walk
 //! over clap's own command tree is the binary's unit test `every_argument_has_help`.)
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod cli_support;
 use cli_support::codedb_env;

@@ -1,5 +1,6 @@
 //! `codedb inspect` and `codedb verify` on the golden index, on damaged copies, and with bad
 //! arguments: the output is right, `--json` parses, and the exit codes are the documented ones.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 mod cli_support;

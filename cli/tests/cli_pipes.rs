@@ -1,6 +1,7 @@
 //! Output into a pipe whose reader has gone (`codedb … | head`): every command that prints
 //! exits quietly with 141, as a process killed by SIGPIPE would look to a shell (README "Exit
 //! codes"), never with a panic or an error message.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,7 @@
 //! Progress bars count what the work is made of (rows, queries, iterations, sub-quantisers,
 //! epochs) with an ETA, on a terminal only. The terminal is a pseudo-terminal from util-linux
 //! `script`, which records everything the command draws.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::process::Command;
 mod cli_support;

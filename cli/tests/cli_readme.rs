@@ -1,6 +1,7 @@
 //! What README.md shows a new user is what the CLI does: its `train --from-index` pipelines
 //! train, its `classify --format json` example has the real output's keys in the real order,
 //! the demo prints plain text, and the Fashion-MNIST path says which package provides it.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 mod cli_support;

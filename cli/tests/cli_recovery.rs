@@ -2,6 +2,7 @@
 //! it serves an older version, every writer refuses and changes nothing, `versions` and
 //! `verify` exit 1, and `codedb recover` is the explicit decision after which writers work.
 //! Also: commands pointed at a directory that is not an index fail and create nothing there.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! the ids it assigned and replaces rows with `--upsert`, `delete --ignore-missing` skips ids
 //! that are not live and says how many rows it deleted, `train --out` never replaces a model
 //! file without `--force` and never leaves a half-written one.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 mod cli_support;

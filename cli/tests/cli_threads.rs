@@ -1,5 +1,6 @@
 //! `--threads` on every command that takes it: 0 means every core, a count above the number of
 //! cores is capped at it with one note on stderr (never one OS thread per requested thread).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! Usage errors (argument combinations, out-of-range numbers) exit 2 with a message naming the
 //! argument; a data file that does not fit exits 1 naming the file and the index or model.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 mod cli_support;

@@ -2,6 +2,7 @@
 //! every byte must be a whole, valid record; inside an index the manifests say, so bytes past
 //! the committed length are a crash tail (a note) and damage before it is a problem — and on
 //! files several manifests name, where each problem is listed once.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

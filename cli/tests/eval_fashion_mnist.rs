@@ -4,6 +4,7 @@
 //!   reference numbers of `shared/datasets/sanity_eval.py` (mAP 0.475, P@10 0.815, computed by
 //!   numpy on 2,000 random queries, the query excluded from its own ranking);
 //! - exact k-NN on raw pixels equals a brute-force scan.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb_cli::eval::{
     GroundTruth, Order, knn_l2, mean_average_precision, mean_precision_at_k, rank_by_score,

@@ -1,6 +1,7 @@
 //! Exact k-NN, radius search and the ITQ Euclidean ground truth against a brute-force
 //! reference, on data chosen to stress the pruning pass (ties, duplicates, large offsets,
 //! values whose f32 products overflow).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb_cli::eval::{
     EvalError, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, knn_l2, mean_neighbour_distance,

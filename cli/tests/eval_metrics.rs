@@ -1,5 +1,6 @@
 //! Ranked-retrieval, hash-lookup and classification metrics on tiny examples computed by hand
 //! (the arithmetic is in the comments), plus property tests.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb_cli::eval::{
     EvalError, GroundTruth, Order, class_label_map, class_label_precision_at_k, hamming_ball,

@@ -1,6 +1,7 @@
 //! `codedb_cli::eval::retrieval_eval` and `codedb eval` on the checked-in UCI/sklearn digits
 //! (1,797 × 64): the paper's orderings that hold on this data, exactness of the float
 //! baseline, metric invariants, determinism, and clear errors for bad input.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::process::Command;
 

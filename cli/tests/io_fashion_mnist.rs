@@ -1,6 +1,7 @@
 //! The real Fashion-MNIST files of Debian's `dataset-fashion-mnist`, when installed
 //! (`apt-get install dataset-fashion-mnist`); skipped with a message otherwise. The parser is
 //! exercised on hand-made IDX fixtures in `io_vecs_idx.rs` in any case.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! Malformed input never panics and truncated input is always an error naming the file:
 //! every prefix of small valid files of each format, fixed-seed random byte strings, and every
 //! single-byte corruption are fed to every reader.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,5 +1,6 @@
 //! `.npy` reading and writing: hand-built fixtures for every header version and dtype,
 //! byte-exact comparison with files numpy wrote, refusals, chunked reading.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
 //! `.fvecs`/`.bvecs`/`.ivecs` and IDX (plain and gzip) readers, the Fashion-MNIST directory
 //! loader on a hand-made miniature, and the extension dispatcher.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! Inverted class lists and the build/add wiring through the binary: `build --labels --lists
 //! --store-vectors`, `classify` right after build, `search --classes/--nprobe/--rerank/--mode
 //! exact`, `add --labels --lists` and its errors (index unchanged).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 //! search there would scan every row — refused (exit 1) saying how to build lists; where only
 //! some rows have no list, they are scanned (documented) and a note on stderr counts them; the
 //! library refuses the same way (`SearchError::NoLists`) and counts them (`list_coverage`).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 mod cli_support;

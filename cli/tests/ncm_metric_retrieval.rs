@@ -4,6 +4,7 @@
 //! on the digits
 //! (tests/data/digits, 1,797 × 64). A supervised pipeline without labels is refused with an
 //! error naming it.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::model::PipelineSpec;
 use codedb_cli::Error;

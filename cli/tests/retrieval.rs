@@ -1,5 +1,6 @@
 //! The retrieval path end to end on the shipped digits: train → build an on-disk index →
 //! search, checked against exact float search, plus the CLI and its errors.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,7 @@
 //! `CODEDB_SCAN_ISA` caps the kernels `Dispatch::Auto` runs, per process: an unknown or
 //! unavailable level fails the command naming the variable; a valid one is what `codedb bench`
 //! reports running.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::process::{Command, Output};
 

@@ -1,6 +1,7 @@
 //! `codedb build` and `codedb search` through the binary: output formats match the library's
 //! results, every mode option works, and bad arguments give the documented exit codes with a
 //! message naming the problem.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 mod cli_support;

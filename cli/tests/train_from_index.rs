@@ -3,6 +3,7 @@
 //! On the digits (tests/data/digits, even rows train, odd rows test) the NCM top-1 error of a
 //! metric learned from `pq:16x8` reconstructions is within a few points of one learned from
 //! the raw floats; non-PQ indexes, unlabelled rows and conflicting arguments are errors.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 use std::process::Command;

@@ -1,5 +1,5 @@
-//! Scan kernels: the hot loops every query compiles to (DESIGN.md, "the one idea that keeps it
-//! small").
+//! Scan kernels: the hot loops every query compiles to (ARCHITECTURE.md, "Rooms": the second
+//! room, which knows bytes but not models, files or queries).
 //!
 //! This layer knows kernels, not files: it works over slices handed in by a segment
 //! ([`CodeRows`]: row-major codes, user ids, optional deletion bitmap) and returns results as
@@ -25,11 +25,15 @@
 //! probe, and unaligned vector loads / table gathers whose addresses are proven in bounds. Each block
 //! carries a `// SAFETY:` comment.
 
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod dense;
 pub mod dispatch;
 pub mod error;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod fastscan;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod hamming;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod lut;
 pub mod rows;
 pub mod schedule;

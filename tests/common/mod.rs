@@ -1,4 +1,5 @@
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 pub mod golden;
 pub mod golden_v1_1;
 pub mod golden_v1_2;

@@ -1,6 +1,7 @@
 //! A minimal `.npy` reader for the engine's tests (the engine has no dataset readers: those
 //! live in the CLI crate). Reads the 1-D and 2-D little-endian C-order arrays the checked-in
 //! test data uses (`|u1`, `<i4`, `<i8`, `<f4`, `<f8`) and panics on anything else.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
 //! Running the `codedb` binary from CLI tests.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::process::{Command, Output};
 
