@@ -5,7 +5,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{codedb, digits, ok, s};
+use cli_support::{build, codedb, digits, ok, s, train};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
@@ -46,26 +46,9 @@ fn readme_classify_json_example_is_the_real_output_shape() {
     let t = tmp.path();
     let (x, y) = digits();
     let m = t.join("m.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        s(&m),
-    ]);
+    train(&x, "pca:16,float", &m);
     let dir = t.join("idx");
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&m),
-        "--data",
-        s(&x),
-        "--labels",
-        s(&y),
-    ]);
+    build(&dir, &m, &x, &["--labels", s(&y)]);
     let q = t.join("q.npy");
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
     codedb_cli::io::write_npy_f32(&q, xs.slice(ndarray::s![0..1, ..])).unwrap();
@@ -106,26 +89,9 @@ fn readme_train_from_index_pipelines_train() {
     let t = tmp.path();
     let (x, y) = digits();
     let m = t.join("pq.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "pq:8x8",
-        "--out",
-        s(&m),
-    ]);
+    train(&x, "pq:8x8", &m);
     let dir = t.join("pqidx");
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&m),
-        "--data",
-        s(&x),
-        "--labels",
-        s(&y),
-    ]);
+    build(&dir, &m, &x, &["--labels", s(&y)]);
     for (i, p) in pipelines.iter().enumerate() {
         let out = t.join(format!("from-index-{i}.model"));
         let r = codedb(&[

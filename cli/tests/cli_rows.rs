@@ -6,17 +6,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{digits, digits_index, fails, ok, s};
-
-fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    })
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use cli_support::{build, digits, digits_index, fails, json, ok, s, stdout, train, train_args};
 
 fn rows(dir: &str) -> u64 {
     json(&ok(&["inspect", dir, "--json"]))["rows"]
@@ -80,14 +70,7 @@ fn classes_lists_the_class_table() {
 
     // An index without a class table: nothing to list, which is not an error.
     let plain = t.join("plain");
-    ok(&[
-        "build",
-        s(&plain),
-        "--model",
-        s(&t.join("m.model")),
-        "--data",
-        s(&x),
-    ]);
+    build(&plain, &t.join("m.model"), &x, &[]);
     assert_eq!(
         json(&ok(&["classes", s(&plain), "--json"])),
         serde_json::json!([])
@@ -231,57 +214,16 @@ fn train_out_needs_force_to_replace_and_never_leaves_a_partial_file() {
     let t = tmp.path();
     let (x, _) = digits();
     let m = t.join("m.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "lsh:16",
-        "--out",
-        s(&m),
-    ]);
+    train(&x, "lsh:16", &m);
     let first = std::fs::read(&m).unwrap();
-    fails(
-        &[
-            "train",
-            "--data",
-            s(&x),
-            "--pipeline",
-            "lsh:32",
-            "--out",
-            s(&m),
-        ],
-        1,
-        "--force",
-    );
+    fails(&train_args(&x, "lsh:32", &m), 1, "--force");
     assert_eq!(std::fs::read(&m).unwrap(), first);
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "lsh:32",
-        "--out",
-        s(&m),
-        "--force",
-    ]);
+    ok(&[train_args(&x, "lsh:32", &m), vec!["--force"]].concat());
     let v = json(&ok(&["inspect", s(&m), "--json"]));
     assert_eq!(v["contents"]["code_bits"], 32, "{v}");
     // A failed training writes nothing.
     let bad = t.join("bad.model");
-    fails(
-        &[
-            "train",
-            "--data",
-            s(&x),
-            "--pipeline",
-            "pca-itq:128",
-            "--out",
-            s(&bad),
-        ],
-        1,
-        "pca",
-    );
+    fails(&train_args(&x, "pca-itq:128", &bad), 1, "pca");
     let names: Vec<String> = std::fs::read_dir(t)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -3,8 +3,6 @@
 //! baseline, metric invariants, determinism, and clear errors for bad input.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::process::Command;
-
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb_cli::eval::{
     EncodedDatabase, GroundTruth, PipelineScores, RetrievalData, RetrievalOptions, hamming_balls,
@@ -12,6 +10,9 @@ use codedb_cli::eval::{
 };
 use codedb_cli::{Error, eval::EvalError};
 use ndarray::{Array2, s};
+
+mod cli_support;
+use cli_support::{codedb, digits_data as digits};
 
 const PIXELS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -21,13 +22,6 @@ const LABELS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/data/digits/labels.npy"
 );
-
-fn digits() -> (Array2<f32>, Vec<i64>) {
-    (
-        codedb_cli::io::load_vectors(PIXELS).unwrap(),
-        codedb_cli::io::load_labels(LABELS).unwrap(),
-    )
-}
 
 fn opts() -> RetrievalOptions {
     RetrievalOptions {
@@ -276,13 +270,6 @@ fn bad_inputs_give_clear_errors() {
         matches!(e, Error::Eval(EvalError::NonFinite { row: 5, col: 7, .. })),
         "{e}"
     );
-}
-
-fn codedb(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -3,17 +3,17 @@
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::storage::{Config, Snapshot};
 use codedb::{Error, SearchMode, build_index, search};
 use ndarray::Array2;
 
+mod cli_support;
+use cli_support::codedb;
+
 fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = cli_support::digits_data();
     (x, y.into_iter().map(|v| v as u32).collect())
 }
 
@@ -167,13 +167,6 @@ fn bad_search_arguments_are_clear_errors() {
     );
     assert!(matches!(r, Err(Error::InvalidArgument { .. })));
     assert!(!t2.path().join("x").exists());
-}
-
-fn codedb(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]
