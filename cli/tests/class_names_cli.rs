@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 mod cli_support;
-use cli_support::{build, codedb, digits_data, ok, s, train};
+use cli_support::{build, classify, codedb, digits_data, json, ok, s, train};
 
 use codedb::format::ClassTable;
 use codedb::storage::Snapshot;
@@ -77,14 +77,7 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
     std::fs::write(&cls, t.to_bytes().unwrap()).unwrap();
     ok(&["verify", s(&idx)]);
 
-    let out = ok(&[
-        "classify",
-        s(&idx),
-        "--data",
-        s(&file("q.npy")),
-        "--top",
-        "10",
-    ]);
+    let out = classify(&idx, &file("q.npy"), &["--top", "10"]);
     let tsv = String::from_utf8(out.stdout).unwrap();
     assert!(!tsv.contains('\x1b'), "no raw ESC on stdout");
     let lines: Vec<&str> = tsv.lines().collect();
@@ -102,17 +95,8 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
             .any(|l| l.split('\t').nth(3) == Some("evil\\tname\\n\\u{1b}[31mred\\\\")),
         "escaped name"
     );
-    let out = ok(&[
-        "classify",
-        s(&idx),
-        "--data",
-        s(&file("q.npy")),
-        "--top",
-        "10",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = classify(&idx, &file("q.npy"), &["--top", "10", "--format", "json"]);
+    let v = json(&out);
     let names: Vec<&str> = v[0]["classes"]
         .as_array()
         .unwrap()

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 mod cli_support;
-use cli_support::{build, codedb, digits_data, dir_bytes, ok, s, train};
+use cli_support::{build, classify, codedb, digits_data, dir_bytes, json, ok, s, train};
 
 use codedb::storage::Snapshot;
 use ndarray::s;
@@ -54,14 +54,7 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
     let idx = file("idx");
     build(&idx, &["--store-vectors", "f32"]);
     assert_eq!(class(&idx, 0).0, zeros.len() as u64);
-    let before = ok(&[
-        "classify",
-        s(&idx),
-        "--data",
-        s(&file("q.npy")),
-        "--format",
-        "json",
-    ]);
+    let before = classify(&idx, &file("q.npy"), &["--format", "json"]);
     assert!(
         String::from_utf8_lossy(&before.stdout).contains("\"id\":0"),
         "class 0 wins some"
@@ -84,17 +77,8 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
             "column {j}: {m} vs {want}"
         );
     }
-    let out = ok(&[
-        "classify",
-        s(&idx),
-        "--data",
-        s(&file("q.npy")),
-        "--top",
-        "10",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = classify(&idx, &file("q.npy"), &["--top", "10", "--format", "json"]);
+    let v = json(&out);
     for row in v.as_array().unwrap() {
         let ids: Vec<u64> = row["classes"]
             .as_array()

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 mod cli_support;
-use cli_support::{build, codedb, digits_data, dir_bytes, json, ok, s, train};
+use cli_support::{build, classify, codedb, digits_data, dir_bytes, json, ok, s, train};
 
 use ndarray::{Array2, Axis};
 
@@ -104,16 +104,7 @@ fn add_classes_and_classify_through_the_cli() {
     assert!(v["prior_weight_choice"]["episodes"].as_u64().unwrap() >= 9);
 
     // classify --format json: exactly [{"row", "classes": [{"name", "id", "score"}]}], best first.
-    let out = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&file("test.npy")),
-        "--top",
-        "3",
-        "--format",
-        "json",
-    ]);
+    let out = classify(&dir, &file("test.npy"), &["--top", "3", "--format", "json"]);
     let v = json(&out);
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 40);
@@ -138,14 +129,7 @@ fn add_classes_and_classify_through_the_cli() {
         correct += usize::from(cl[0]["name"] == want.as_str());
     }
     assert!(correct >= 32, "{correct}/40 correct");
-    let tsv = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&file("test.npy")),
-        "--top",
-        "2",
-    ]);
+    let tsv = classify(&dir, &file("test.npy"), &["--top", "2"]);
     let text = String::from_utf8(tsv.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "row\trank\tid\tname\tscore");

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{build, codedb, digits, ok, s, train};
+use cli_support::{build, classify, codedb, digits, ok, s, train};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
@@ -52,16 +52,7 @@ fn readme_classify_json_example_is_the_real_output_shape() {
     let q = t.join("q.npy");
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
     codedb_cli::io::write_npy_f32(&q, xs.slice(ndarray::s![0..1, ..])).unwrap();
-    let out = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&q),
-        "--top",
-        &top.to_string(),
-        "--format",
-        "json",
-    ]);
+    let out = classify(&dir, &q, &["--top", &top.to_string(), "--format", "json"]);
     let real = String::from_utf8(out.stdout).unwrap();
     assert_eq!(keys_in_order(example), keys_in_order(real.trim()), "{real}");
     let v: serde_json::Value = serde_json::from_str(&real).unwrap();

@@ -115,7 +115,7 @@ fn bench_threads_zero_means_every_core_and_large_counts_are_capped() {
         "0,1,100000",
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let threads: Vec<u64> = v
         .as_array()
         .unwrap()
@@ -144,6 +144,6 @@ fn bench_threads_zero_means_every_core_and_large_counts_are_capped() {
         s(tmp.path()),
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     assert_eq!(v[0]["threads"], cores() as u64);
 }

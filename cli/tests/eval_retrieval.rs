@@ -12,7 +12,7 @@ use codedb_cli::{Error, eval::EvalError};
 use ndarray::{Array2, s};
 
 mod cli_support;
-use cli_support::{codedb, digits_data as digits};
+use cli_support::{codedb, digits_data as digits, json};
 
 const PIXELS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -293,7 +293,7 @@ fn cli_json_lists_one_object_per_pipeline() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let list = v.as_array().unwrap();
     assert_eq!(list.len(), 2);
     for key in [
@@ -369,7 +369,7 @@ fn cli_eval_task_classify_reports_errors_per_classifier() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for (r, name) in rows.iter().zip(["ncm", "fda:9"]) {

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 mod cli_support;
-use cli_support::{build, codedb, digits_data, ok, s, train};
+use cli_support::{build, codedb, digits_data, json, ok, s, search, train};
 
 use codedb::model::Model;
 use codedb::search::{SearchError, SearchMode, SearchParams};
@@ -101,16 +101,7 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
         &db,
         &["--labels", s(&labels), "--lists", "label"],
     );
-    let quiet = ok(&[
-        "search",
-        s(&some),
-        "--queries",
-        s(&q),
-        "-k",
-        "5",
-        "--classes",
-        "9,7",
-    ]);
+    let quiet = search(&some, &q, &["-k", "5", "--classes", "9,7"]);
     assert!(
         !String::from_utf8_lossy(&quiet.stderr).contains("note"),
         "every row has a list"
@@ -136,19 +127,12 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
             "{restrict:?}: {err}"
         );
     }
-    let out = ok(&[
-        "search",
-        s(&some),
-        "--queries",
-        s(&q),
-        "-k",
-        "2000",
-        "--classes",
-        "9,7",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = search(
+        &some,
+        &q,
+        &["-k", "2000", "--classes", "9,7", "--format", "json"],
+    );
+    let v = json(&out);
     for hit in v[0]["results"].as_array().unwrap() {
         let id = hit["id"].as_u64().unwrap() as usize;
         assert!(

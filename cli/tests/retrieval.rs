@@ -10,7 +10,7 @@ use codedb::{Error, SearchMode, build_index, search};
 use ndarray::Array2;
 
 mod cli_support;
-use cli_support::codedb;
+use cli_support::{codedb, json};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let (x, y) = cli_support::digits_data();
@@ -216,7 +216,7 @@ fn cli_train_build_search_add_delete_round_trip() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     assert_eq!(v.as_array().unwrap().len(), 1797);
     assert_eq!(v[0]["query"], 0);
     assert_eq!(v[0]["results"].as_array().unwrap().len(), 3);
@@ -290,7 +290,7 @@ fn demo_runs_on_the_built_in_digits() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 5);
     let p = |name: &str| {

@@ -153,6 +153,20 @@ pub fn build(dir: &Path, model: &Path, data: &Path, extra: &[&str]) -> Output {
     ok(&a)
 }
 
+/// Runs `codedb classify DIR --data DATA EXTRA…`, which must succeed.
+pub fn classify(dir: &Path, data: &Path, extra: &[&str]) -> Output {
+    let mut a = vec!["classify", s(dir), "--data", s(data)];
+    a.extend_from_slice(extra);
+    ok(&a)
+}
+
+/// Runs `codedb search DIR --queries QUERIES EXTRA…`, which must succeed.
+pub fn search(dir: &Path, queries: &Path, extra: &[&str]) -> Output {
+    let mut a = vec!["search", s(dir), "--queries", s(queries)];
+    a.extend_from_slice(extra);
+    ok(&a)
+}
+
 /// Trains `spec` on the digits into `tmp/m.model` and builds `tmp/idx` from them with their
 /// labels (so it has a class table); returns (model, index directory).
 pub fn digits_index(tmp: &Path, spec: &str) -> (PathBuf, PathBuf) {
