@@ -5,7 +5,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{build, classify, codedb, digits, ok, s, train};
+use cli_support::{classify, codedb, digits, digits_index, ok, s};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
@@ -44,11 +44,8 @@ fn readme_classify_json_example_is_the_real_output_shape() {
 
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (x, y) = digits();
-    let m = t.join("m.model");
-    train(&x, "pca:16,float", &m);
-    let dir = t.join("idx");
-    build(&dir, &m, &x, &["--labels", s(&y)]);
+    let (_, dir) = digits_index(t, "pca:16,float");
+    let (x, _) = digits();
     let q = t.join("q.npy");
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
     codedb_cli::io::write_npy_f32(&q, xs.slice(ndarray::s![0..1, ..])).unwrap();
@@ -78,11 +75,7 @@ fn readme_train_from_index_pipelines_train() {
     assert!(!pipelines.is_empty());
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (x, y) = digits();
-    let m = t.join("pq.model");
-    train(&x, "pq:8x8", &m);
-    let dir = t.join("pqidx");
-    build(&dir, &m, &x, &["--labels", s(&y)]);
+    let (_, dir) = digits_index(t, "pq:8x8");
     for (i, p) in pipelines.iter().enumerate() {
         let out = t.join(format!("from-index-{i}.model"));
         let r = codedb(&[

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 mod cli_support;
-use cli_support::{digits, digits_index, ok, s};
+use cli_support::{digits, digits_index, json, ok, s};
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -6,9 +6,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 mod cli_support;
-use cli_support::{
-    build, codedb, digits_data, dir_bytes, fails, json, ok, result_ids, s, search, train,
-};
+use cli_support::{build, codedb, digits_data, dir_bytes, fails, json, ok, result_ids, s, train};
 
 use ndarray::{Axis, s};
 
