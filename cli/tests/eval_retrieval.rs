@@ -12,16 +12,7 @@ use codedb_cli::{Error, eval::EvalError};
 use ndarray::{Array2, s};
 
 mod cli_support;
-use cli_support::{codedb, digits_data as digits, json};
-
-const PIXELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/pixels.npy"
-);
-const LABELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/labels.npy"
-);
+use cli_support::{LABELS, PIXELS, codedb, digits_data as digits, json};
 
 fn opts() -> RetrievalOptions {
     RetrievalOptions {

@@ -2,7 +2,7 @@
 //! search, checked against exact float search, plus the CLI and its errors.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::storage::{Config, Snapshot};
@@ -172,9 +172,7 @@ fn bad_search_arguments_are_clear_errors() {
 #[test]
 fn cli_train_build_search_add_delete_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
-    let data: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits/pixels.npy");
-    let labels = data.with_file_name("labels.npy");
+    let (data, labels) = cli_support::digits();
     let m = tmp.path().join("m.model");
     let dir = tmp.path().join("idx");
     let s = |p: &Path| p.to_str().unwrap().to_string();
@@ -187,25 +185,8 @@ fn cli_train_build_search_add_delete_round_trip() {
         );
         o
     };
-    ok(codedb(&[
-        "train",
-        "--data",
-        &s(&data),
-        "--pipeline",
-        "pq:8x8",
-        "--out",
-        &s(&m),
-    ]));
-    ok(codedb(&[
-        "build",
-        &s(&dir),
-        "--model",
-        &s(&m),
-        "--data",
-        &s(&data),
-        "--labels",
-        &s(&labels),
-    ]));
+    cli_support::train(&data, "pq:8x8", &m);
+    cli_support::build(&dir, &m, &data, &["--labels", &s(&labels)]);
     let out = ok(codedb(&[
         "search",
         &s(&dir),

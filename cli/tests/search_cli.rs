@@ -32,7 +32,7 @@ fn fails(args: &[&str], code: i32, needle: &str) {
 }
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits/pixels.npy")
+    cli_support::digits().0
 }
 
 fn s(p: &Path) -> String {
@@ -44,23 +44,8 @@ fn trained_index(tmp: &Path, spec: &str) -> PathBuf {
     let name = spec.replace([':', ','], "-");
     let m = tmp.join(format!("{name}.model"));
     let dir = tmp.join(name);
-    ok(codedb(&[
-        "train",
-        "--data",
-        &s(&data()),
-        "--pipeline",
-        spec,
-        "--out",
-        &s(&m),
-    ]));
-    ok(codedb(&[
-        "build",
-        &s(&dir),
-        "--model",
-        &s(&m),
-        "--data",
-        &s(&data()),
-    ]));
+    cli_support::train(&data(), spec, &m);
+    cli_support::build(&dir, &m, &data(), &[]);
     dir
 }
 

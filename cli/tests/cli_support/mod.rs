@@ -52,10 +52,20 @@ pub fn fails(args: &[&str], code: i32, needle: &str) -> Output {
     out
 }
 
+/// The checked-in digits' pixels (1,797 x 64, .npy).
+pub const PIXELS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/data/digits/pixels.npy"
+);
+/// Their labels (0-9, .npy).
+pub const LABELS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/data/digits/labels.npy"
+);
+
 /// The checked-in digits (1,797 x 64) and their labels.
 pub fn digits() -> (PathBuf, PathBuf) {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    (d.join("pixels.npy"), d.join("labels.npy"))
+    (PathBuf::from(PIXELS), PathBuf::from(LABELS))
 }
 
 /// The checked-in digits read by the CLI's own readers: pixels (1,797 x 64) and labels 0-9.
