@@ -11,6 +11,7 @@ use ndarray::{Array2, Axis};
 /// The engine tests' file helpers (tests/common/files.rs), shared.
 #[path = "../../../tests/common/files.rs"]
 mod files;
+pub mod handmade;
 #[allow(unused_imports)] // each test crate uses some of the fixtures
 pub use files::{dir_bytes, flip_middle};
 
