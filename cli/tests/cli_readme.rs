@@ -5,7 +5,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{classify, codedb, digits, digits_index, ok, s};
+use cli_support::{classify, codedb, digits, ok, s, tmp_digits_index};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
@@ -42,9 +42,8 @@ fn readme_classify_json_example_is_the_real_output_shape() {
     let ex: serde_json::Value = serde_json::from_str(example).expect("the example is JSON");
     let top = ex[0]["classes"].as_array().unwrap().len();
 
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca:16,float");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pca:16,float");
     let (x, _) = digits();
     let q = t.join("q.npy");
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
@@ -73,9 +72,8 @@ fn readme_train_from_index_pipelines_train() {
     pipelines.sort();
     pipelines.dedup();
     assert!(!pipelines.is_empty());
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pq:8x8");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pq:8x8");
     for (i, p) in pipelines.iter().enumerate() {
         let out = t.join(format!("from-index-{i}.model"));
         let r = codedb(&[

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{build, digits, digits_index, fails, json, ok, s, stdout, train, train_args};
+use cli_support::{build, digits, fails, json, ok, s, stdout, tmp_digits_index, train, train_args};
 
 fn rows(dir: &str) -> u64 {
     json(&ok(&["inspect", dir, "--json"]))["rows"]
@@ -16,9 +16,8 @@ fn rows(dir: &str) -> u64 {
 
 #[test]
 fn classes_lists_the_class_table() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pca-itq:32");
     let (x, y) = digits();
     let d = s(&dir);
     let labels = codedb_cli::io::load_labels(&y).unwrap();
@@ -89,9 +88,8 @@ fn mean_file(t: &Path, x: &Path) -> String {
 
 #[test]
 fn add_reports_its_ids_and_upserts_by_id() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pca-itq:32");
     let (x, _) = digits();
     let d = s(&dir);
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
@@ -154,8 +152,7 @@ fn write_ids(p: &Path, ids: &[u64]) {
 
 #[test]
 fn delete_reports_counts_and_can_skip_missing_ids() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let d = s(&dir);
 
     // Default: an unknown id aborts the whole batch.

@@ -187,3 +187,11 @@ pub fn digits_index(tmp: &Path, spec: &str) -> (PathBuf, PathBuf) {
     build(&dir, &m, &x, &["--labels", s(&y)]);
     (m, dir)
 }
+
+/// A new temporary directory holding [`digits_index`]'s model and index: (the directory, the
+/// model, the index directory).
+pub fn tmp_digits_index(spec: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (m, dir) = digits_index(tmp.path(), spec);
+    (tmp, m, dir)
+}
