@@ -117,7 +117,7 @@ fn add_reports_its_ids_and_upserts_by_id() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains('5'));
     assert_eq!(rows(d), 1797 + 6);
-    let v = json(&ok(&[
+    let upsert = [
         "add",
         d,
         "--data",
@@ -126,22 +126,13 @@ fn add_reports_its_ids_and_upserts_by_id() {
         s(&ids),
         "--upsert",
         "--keep-class-stats",
-        "--json",
-    ]));
+    ];
+    let v = json(&ok(&[&upsert[..], &["--json"]].concat()));
     assert_eq!(v["ids"], serde_json::json!([5, 1801, 90_000]));
     assert_eq!(v["replaced"], 2);
     assert_eq!(v["added"], 3);
     assert_eq!(rows(d), 1797 + 6 + 1);
-    let text = stdout(&ok(&[
-        "add",
-        d,
-        "--data",
-        s(&q),
-        "--ids",
-        s(&ids),
-        "--upsert",
-        "--keep-class-stats",
-    ]));
+    let text = stdout(&ok(&upsert));
     assert!(text.contains("replaced 3"), "{text}");
     assert_eq!(rows(d), 1797 + 6 + 1);
 }
