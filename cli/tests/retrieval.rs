@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::storage::{Config, Snapshot};
-use codedb::{Error, SearchMode, build_index, search};
+use codedb::storage::{BuildOptions, Index, Snapshot};
+use codedb::{Error, SearchMode, search};
 use ndarray::Array2;
 
 mod cli_support;
@@ -25,13 +25,16 @@ fn class_p10(spec: &str, x: &Array2<f32>, y: &[u32], dir: &Path) -> f64 {
     )
     .unwrap();
     let ids: Vec<u64> = (0..x.nrows() as u64).collect();
-    let index = build_index(
+    let index = Index::build(
         dir,
         &model,
         x.view(),
-        Some(&ids),
-        Some(y),
-        Config::default(),
+        &BuildOptions {
+            ids: Some(&ids),
+            labels: Some(y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -74,13 +77,15 @@ fn a_database_row_finds_itself_at_distance_zero_and_results_are_ordered() {
         &TrainOptions::default(),
     )
     .unwrap();
-    build_index(
+    Index::build(
         tmp.path(),
         &model,
         x.view(),
-        None,
-        Some(&y),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -124,13 +129,15 @@ fn bad_search_arguments_are_clear_errors() {
         &TrainOptions::default(),
     )
     .unwrap();
-    let index = build_index(
+    let index = Index::build(
         tmp.path(),
         &model,
         x.view(),
-        None,
-        Some(&y),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -156,13 +163,15 @@ fn bad_search_arguments_are_clear_errors() {
     assert!(search(&snap, &model, nan.view(), 3, SearchMode::Hamming, 1).is_err());
     // A build with mismatched labels leaves no index behind.
     let t2 = tempfile::tempdir().unwrap();
-    let r = build_index(
+    let r = Index::build(
         &t2.path().join("x"),
         &model,
         x.view(),
-        None,
-        Some(&y[..10]),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y[..10]),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     );
     assert!(matches!(r, Err(Error::InvalidArgument { .. })));

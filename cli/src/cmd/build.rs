@@ -1,4 +1,4 @@
-//! `codedb build`: a new index from a model file and descriptors.
+//! `codedb build`: a new index from a model file and descriptors (`codedb::Index::build`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::BuildOptions;
-use codedb::build::build_index_opts;
 use codedb::classes::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
+use codedb::storage::Index;
 
 use crate::inputs;
 use crate::out::outln;
@@ -87,7 +87,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let labels = inputs::labels(a.labels.as_deref())?;
     let ids = inputs::ids(a.ids.as_deref())?;
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
-    let index = build_index_opts(
+    let index = Index::build(
         &a.dir,
         &model,
         x.view(),

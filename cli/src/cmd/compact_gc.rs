@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
@@ -86,7 +87,7 @@ pub fn compact(a: CompactArgs) -> Result<ExitCode> {
         // version still names it.
         match index.gc() {
             Ok(g) => r.gc = Some(g),
-            Err(e) => r.gc_error = Some(e.to_string()),
+            Err(e) => r.gc_error = Some(Arc::new(e)),
         }
     }
     spinner.finish_and_clear();

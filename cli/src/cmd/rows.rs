@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::classes::{AddOptions, ClassError, ListAssignment};
+use codedb::classes::{ClassError, ListAssignment};
 use codedb::model::Model;
-use codedb::storage::{ClassStats, StorageError};
+use codedb::storage::{AddOptions, ClassStats, StorageError};
 
 use crate::args;
 use crate::inputs;
