@@ -17,14 +17,8 @@ use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{
     AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, Index, StorageError,
 };
+use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
-
-fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = common::npy::load_vectors(root.join("pixels.npy"));
-    let y = common::npy::load_labels(root.join("labels.npy"));
-    (x, y.iter().map(|&v| v as u32).collect())
-}
 
 fn model(x: ArrayView2<f32>) -> Model {
     let opts = TrainOptions {

@@ -15,14 +15,9 @@ use codedb::classes::{
 use codedb::format::{ClassRecord, ClassTable};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{CompactionPolicy, Config, Index};
+use common::files::dir_bytes;
+use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
-
-fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = common::npy::load_vectors(root.join("pixels.npy"));
-    let y = common::npy::load_labels(root.join("labels.npy"));
-    (x, y.iter().map(|&v| v as u32).collect())
-}
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {
     let opts = TrainOptions {
@@ -41,20 +36,6 @@ fn rows_of(x: &Array2<f32>, idx: &[usize]) -> Array2<f32> {
 
 fn find<'a>(t: &'a ClassTable, name: &str) -> &'a ClassRecord {
     t.classes.iter().find(|c| c.name == name).unwrap()
-}
-
-/// Every file of the directory with its bytes.
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// A 3-D float index with a tiny hierarchy: root "footwear" (given mean), children "sandal"

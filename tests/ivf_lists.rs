@@ -15,14 +15,8 @@ use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::l2sq_f32;
 use codedb::search::{Hit, SearchMode, SearchParams, probe_lists};
 use codedb::storage::{AddOptions, BuildOptions, Config, Index, Snapshot};
+use common::npy::digits;
 use ndarray::{Array2, ArrayView2, s};
-
-fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = common::npy::load_vectors(root.join("pixels.npy"));
-    let y = common::npy::load_labels(root.join("labels.npy"));
-    (x, y.iter().map(|&v| v as u32).collect())
-}
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {
     let opts = TrainOptions {

@@ -16,18 +16,8 @@ use codedb::model::{AdcMetric, Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::{CodeRows, Direction, ScanOptions, lut4_topk_batch};
 use codedb::search::{Hit, SearchMode, SearchParams};
 use codedb::storage::{CompactionPolicy, Config, Index, Snapshot};
-use ndarray::{Array2, ArrayView2, s};
-
-fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    (
-        common::npy::load_vectors(root.join("pixels.npy")),
-        common::npy::load_labels(root.join("labels.npy"))
-            .into_iter()
-            .map(|l| l as u32)
-            .collect(),
-    )
-}
+use common::npy::digits;
+use ndarray::{ArrayView2, s};
 
 fn model(x: ArrayView2<f32>) -> Model {
     train(

@@ -19,8 +19,7 @@ use codedb::storage::{Config, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    common::npy::load_vectors(root.join("pixels.npy"))
+    common::npy::digits().0
 }
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {

@@ -3,42 +3,16 @@
 //! `Index::recover` is the explicit decision that sets the damage aside and lets writers work.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
+mod common;
 mod storage_support;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, StorageError};
+use common::files::{dir_bytes, flip_middle};
 use storage_support::*;
 
 const V: fn(u64) -> String = |v| format!("v{v:020}.manifest");
-
-/// Every file of `dir` (not its subdirectories) with its bytes.
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().unwrap().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
-/// Flips a byte in the middle of `path` (a published file is read-only).
-fn flip_middle(path: &Path) {
-    let mut bytes = std::fs::read(path).unwrap();
-    let n = bytes.len();
-    bytes[n / 2] ^= 0x40;
-    let mut p = std::fs::metadata(path).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    p.set_readonly(false);
-    std::fs::set_permissions(path, p).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
 
 /// An index whose version 4 deletes ids 10, 20, 30 and 55 (one bitmap each for the sealed
 /// segment and the log) and appends id 60 to the log; returns the rows of version 3.

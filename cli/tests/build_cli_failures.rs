@@ -6,13 +6,9 @@
 
 use std::path::{Path, PathBuf};
 mod cli_support;
-use cli_support::{codedb, ok};
+use cli_support::{codedb, ok, s, train};
 
 use ndarray::Array2;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// 40 rows of 8 values, a model trained on them, and the paths.
 struct Setup {
@@ -37,15 +33,7 @@ impl Setup {
         codedb_cli::io::write_npy_u64(root.join("reserved_ids.npy"), &reserved).unwrap();
         let good: Vec<u64> = (100..140).collect();
         codedb_cli::io::write_npy_u64(root.join("ids.npy"), &good).unwrap();
-        ok(&[
-            "train",
-            "--data",
-            s(&root.join("x.npy")),
-            "--pipeline",
-            "lsh:16",
-            "--out",
-            s(&root.join("m.model")),
-        ]);
+        train(&root.join("x.npy"), "lsh:16", &root.join("m.model"));
         Setup { _tmp: tmp, root }
     }
 

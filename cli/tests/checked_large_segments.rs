@@ -20,8 +20,7 @@ use codedb::storage::{Config, Index, ReadOptions, Snapshot};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap()
+    cli_support::digits_data().0
 }
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {

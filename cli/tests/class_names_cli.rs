@@ -4,51 +4,33 @@
 //! sequence reaches the terminal; JSON keeps the name as it is.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 mod cli_support;
-use cli_support::{codedb, ok};
+use cli_support::{build, classify, codedb, digits_data, json, ok, s, train};
 
 use codedb::format::ClassTable;
 use codedb::storage::Snapshot;
 use ndarray::s;
 
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
 const EVIL: &str = "evil\tname\n\x1b[31mred\\";
 
 #[test]
 fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y: Vec<i64> = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = digits_data();
     let tmp = tempfile::tempdir().unwrap();
     let file = |n: &str| -> PathBuf { tmp.path().join(n) };
     codedb_cli::io::write_npy_f32(file("db.npy"), x.slice(s![..600, ..])).unwrap();
     codedb_cli::io::write_npy_i64(file("labels.npy"), &y[..600]).unwrap();
     codedb_cli::io::write_npy_f32(file("q.npy"), x.slice(s![600..640, ..])).unwrap();
     codedb_cli::io::write_npy_f32(file("one.npy"), x.slice(s![700..701, ..])).unwrap();
-    ok(&[
-        "train",
-        "--data",
-        p(&file("db.npy")),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        p(&file("m.model")),
-    ]);
+    train(&file("db.npy"), "pca:16,float", &file("m.model"));
     let idx = file("idx");
-    ok(&[
-        "build",
-        p(&idx),
-        "--model",
-        p(&file("m.model")),
-        "--data",
-        p(&file("db.npy")),
-        "--labels",
-        p(&file("labels.npy")),
-    ]);
+    build(
+        &idx,
+        &file("m.model"),
+        &file("db.npy"),
+        &["--labels", s(&file("labels.npy"))],
+    );
     let version = Snapshot::open(&idx).unwrap().version();
     for bad in [
         "tab\there",
@@ -59,11 +41,11 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
     ] {
         let out = codedb(&[
             "add-class",
-            p(&idx),
+            s(&idx),
             "--name",
             bad,
             "--mean",
-            p(&file("one.npy")),
+            s(&file("one.npy")),
         ]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{bad:?}: {err}");
@@ -93,16 +75,9 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
     perm.set_readonly(false);
     std::fs::set_permissions(&cls, perm).unwrap();
     std::fs::write(&cls, t.to_bytes().unwrap()).unwrap();
-    ok(&["verify", p(&idx)]);
+    ok(&["verify", s(&idx)]);
 
-    let out = ok(&[
-        "classify",
-        p(&idx),
-        "--data",
-        p(&file("q.npy")),
-        "--top",
-        "10",
-    ]);
+    let out = classify(&idx, &file("q.npy"), &["--top", "10"]);
     let tsv = String::from_utf8(out.stdout).unwrap();
     assert!(!tsv.contains('\x1b'), "no raw ESC on stdout");
     let lines: Vec<&str> = tsv.lines().collect();
@@ -120,17 +95,8 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
             .any(|l| l.split('\t').nth(3) == Some("evil\\tname\\n\\u{1b}[31mred\\\\")),
         "escaped name"
     );
-    let out = ok(&[
-        "classify",
-        p(&idx),
-        "--data",
-        p(&file("q.npy")),
-        "--top",
-        "10",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = classify(&idx, &file("q.npy"), &["--top", "10", "--format", "json"]);
+    let v = json(&out);
     let names: Vec<&str> = v[0]["classes"]
         .as_array()
         .unwrap()
@@ -138,7 +104,7 @@ fn control_characters_in_class_names_are_refused_and_escaped_on_output() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&EVIL), "JSON keeps the name: {names:?}");
-    let out = ok(&["inspect", p(&cls)]);
+    let out = ok(&["inspect", s(&cls)]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         !text.contains('\x1b') && text.contains("evil\\tname"),

@@ -5,30 +5,12 @@
 //! `--keep-class-stats` says to keep the class statistics.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 mod cli_support;
-use cli_support::{codedb, ok};
+use cli_support::{build, classify, codedb, digits_data, dir_bytes, json, ok, s, train};
 
 use codedb::storage::Snapshot;
 use ndarray::s;
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
 
 /// (count, mean) of class `id` in the index's class table.
 fn class(dir: &Path, id: u32) -> (u64, Vec<f64>) {
@@ -47,9 +29,7 @@ fn class(dir: &Path, id: u32) -> (u64, Vec<f64>) {
 
 #[test]
 fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y: Vec<i64> = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = digits_data();
     let tmp = tempfile::tempdir().unwrap();
     let file = |n: &str| -> PathBuf { tmp.path().join(n) };
     let n = 1000;
@@ -62,51 +42,27 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
     let threes = of(3);
     let (gone, kept): (Vec<u64>, Vec<u64>) = threes.iter().partition(|&&i| i % 2 == 0);
     codedb_cli::io::write_npy_u64(file("half3.npy"), &gone).unwrap();
-    ok(&[
-        "train",
-        "--data",
-        p(&file("db.npy")),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        p(&file("m.model")),
-    ]);
+    train(&file("db.npy"), "pca:16,float", &file("m.model"));
     let (model, db, labels) = (file("m.model"), file("db.npy"), file("labels.npy"));
     let build = |dir: &Path, extra: &[&str]| {
-        let mut a = vec![
-            "build",
-            p(dir),
-            "--model",
-            p(&model),
-            "--data",
-            p(&db),
-            "--labels",
-            p(&labels),
-        ];
+        let mut a = vec!["--labels", s(&labels)];
         a.extend_from_slice(extra);
-        ok(&a);
+        build(dir, &model, &db, &a);
     };
 
     // Stored vectors: the class means follow the deletes.
     let idx = file("idx");
     build(&idx, &["--store-vectors", "f32"]);
     assert_eq!(class(&idx, 0).0, zeros.len() as u64);
-    let before = ok(&[
-        "classify",
-        p(&idx),
-        "--data",
-        p(&file("q.npy")),
-        "--format",
-        "json",
-    ]);
+    let before = classify(&idx, &file("q.npy"), &["--format", "json"]);
     assert!(
         String::from_utf8_lossy(&before.stdout).contains("\"id\":0"),
         "class 0 wins some"
     );
-    ok(&["delete", p(&idx), "--ids-file", p(&file("zeros.npy"))]);
-    ok(&["delete", p(&idx), "--ids-file", p(&file("half3.npy"))]);
-    ok(&["compact", p(&idx), "--full"]);
-    ok(&["verify", p(&idx)]);
+    ok(&["delete", s(&idx), "--ids-file", s(&file("zeros.npy"))]);
+    ok(&["delete", s(&idx), "--ids-file", s(&file("half3.npy"))]);
+    ok(&["compact", s(&idx), "--full"]);
+    ok(&["verify", s(&idx)]);
     let (count, mean) = class(&idx, 0);
     assert_eq!(count, 0, "class 0 has no rows left");
     assert!(mean.iter().all(|&v| v == 0.0));
@@ -121,17 +77,8 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
             "column {j}: {m} vs {want}"
         );
     }
-    let out = ok(&[
-        "classify",
-        p(&idx),
-        "--data",
-        p(&file("q.npy")),
-        "--top",
-        "10",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = classify(&idx, &file("q.npy"), &["--top", "10", "--format", "json"]);
+    let v = json(&out);
     for row in v.as_array().unwrap() {
         let ids: Vec<u64> = row["classes"]
             .as_array()
@@ -147,7 +94,7 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
     let bare = file("bare");
     build(&bare, &[]);
     let files = dir_bytes(&bare);
-    let out = codedb(&["delete", p(&bare), "--ids-file", p(&file("zeros.npy"))]);
+    let out = codedb(&["delete", s(&bare), "--ids-file", s(&file("zeros.npy"))]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -158,13 +105,13 @@ fn deleting_a_whole_class_then_compacting_leaves_it_without_a_mean() {
     // Asked to keep the class statistics, the delete goes through and says so.
     let out = ok(&[
         "delete",
-        p(&bare),
+        s(&bare),
         "--ids-file",
-        p(&file("zeros.npy")),
+        s(&file("zeros.npy")),
         "--keep-class-stats",
     ]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("class counts and sums kept"));
-    ok(&["compact", p(&bare), "--full"]);
+    ok(&["compact", s(&bare), "--full"]);
     assert_eq!(class(&bare, 0).0, zeros.len() as u64, "kept, as asked");
     assert_eq!(
         Snapshot::open(&bare).unwrap().live_rows(),

@@ -2,44 +2,16 @@
 //! and MAP classes, the JSON and TSV outputs, and errors that leave the index unchanged.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 mod cli_support;
-use cli_support::{codedb, ok};
-use std::process::Output;
+use cli_support::{build, classify, codedb, digits_data, dir_bytes, json, ok, s, train};
 
 use ndarray::{Array2, Axis};
 
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 #[test]
 fn add_classes_and_classify_through_the_cli() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y: Vec<u32> = codedb_cli::io::load_labels(root.join("labels.npy"))
-        .unwrap()
-        .iter()
-        .map(|&v| v as u32)
-        .collect();
+    let (x, y) = digits_data();
+    let y: Vec<u32> = y.iter().map(|&v| v as u32).collect();
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let file = |name: &str| -> PathBuf { t.join(name) };
@@ -57,24 +29,9 @@ fn add_classes_and_classify_through_the_cli() {
     let mean = x.select(Axis(0), &tr).mean_axis(Axis(0)).unwrap();
     let mean = Array2::from_shape_vec((1, 64), mean.to_vec()).unwrap();
     codedb_cli::io::write_npy_f32(file("root.npy"), mean.view()).unwrap();
-    ok(&[
-        "train",
-        "--data",
-        s(&file("train.npy")),
-        "--pipeline",
-        "pca:32,float",
-        "--out",
-        s(&file("m.model")),
-    ]);
+    train(&file("train.npy"), "pca:32,float", &file("m.model"));
     let dir = file("index");
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&file("m.model")),
-        "--data",
-        s(&file("train.npy")),
-    ]);
+    build(&dir, &file("m.model"), &file("train.npy"), &[]);
 
     // No classes yet: classify is an error.
     let out = codedb(&["classify", s(&dir), "--data", s(&file("test.npy"))]);
@@ -147,16 +104,7 @@ fn add_classes_and_classify_through_the_cli() {
     assert!(v["prior_weight_choice"]["episodes"].as_u64().unwrap() >= 9);
 
     // classify --format json: exactly [{"row", "classes": [{"name", "id", "score"}]}], best first.
-    let out = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&file("test.npy")),
-        "--top",
-        "3",
-        "--format",
-        "json",
-    ]);
+    let out = classify(&dir, &file("test.npy"), &["--top", "3", "--format", "json"]);
     let v = json(&out);
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 40);
@@ -181,14 +129,7 @@ fn add_classes_and_classify_through_the_cli() {
         correct += usize::from(cl[0]["name"] == want.as_str());
     }
     assert!(correct >= 32, "{correct}/40 correct");
-    let tsv = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&file("test.npy")),
-        "--top",
-        "2",
-    ]);
+    let tsv = classify(&dir, &file("test.npy"), &["--top", "2"]);
     let text = String::from_utf8(tsv.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "row\trank\tid\tname\tscore");

@@ -22,28 +22,10 @@ use codedb::model::classify::{
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb_cli::eval::classify_eval;
 use codedb_cli::io::{load_labels, load_vectors};
-use ndarray::{Array2, Axis};
+use ndarray::Axis;
 
-struct Digits {
-    xtr: Array2<f32>,
-    ytr: Vec<i64>,
-    xte: Array2<f32>,
-    yte: Vec<i64>,
-}
-
-fn digits() -> Digits {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/digits");
-    let x = load_vectors(format!("{dir}/pixels.npy")).unwrap();
-    let y = load_labels(format!("{dir}/labels.npy")).unwrap();
-    let tr: Vec<usize> = (0..y.len()).step_by(2).collect();
-    let te: Vec<usize> = (1..y.len()).step_by(2).collect();
-    Digits {
-        xtr: x.select(Axis(0), &tr),
-        ytr: tr.iter().map(|&i| y[i]).collect(),
-        xte: x.select(Axis(0), &te),
-        yte: te.iter().map(|&i| y[i]).collect(),
-    }
-}
+mod cli_support;
+use cli_support::digits_split as digits;
 
 fn top1_error(pred: &[Vec<i64>], truth: &[i64]) -> f64 {
     pred.iter().zip(truth).filter(|(p, t)| p[0] != **t).count() as f64 / truth.len() as f64

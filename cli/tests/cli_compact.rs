@@ -4,18 +4,9 @@
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
-use std::process::Output;
 
 mod cli_support;
-use cli_support::{codedb, ok};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+use cli_support::{codedb, json, ok, s, train};
 
 #[test]
 fn compact_reports_deleted_rows_it_keeps_and_reclaims_them_on_request() {
@@ -23,15 +14,7 @@ fn compact_reports_deleted_rows_it_keeps_and_reclaims_them_on_request() {
     let tmp = tempfile::tempdir().unwrap();
     let model = tmp.path().join("m.model");
     let dir = tmp.path().join("idx");
-    ok(&[
-        "train",
-        "--data",
-        s(&pixels),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        s(&model),
-    ]);
+    train(&pixels, "pca:16,float", &model);
     ok(&["build", s(&dir), "--model", s(&model), "--data", s(&pixels)]);
     ok(&["delete", s(&dir), "--ids", "10,20,30"]);
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 mod cli_support;
-use cli_support::{digits, digits_index, ok, s};
+use cli_support::{digits, ok, s, tmp_digits_index};
 
 /// Runs `codedb args…` with stdout a pipe whose read end is already closed, so the first write
 /// fails with EPIPE whatever the timing.
@@ -32,9 +32,8 @@ fn quiet_141(args: &[&str]) {
 
 #[test]
 fn every_printing_command_exits_141_quietly_on_a_closed_pipe() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, m, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (m, dir) = digits_index(t, "pca-itq:32");
     let (x, y) = digits();
     let d = s(&dir);
     let q = t.join("q.npy");
@@ -129,8 +128,7 @@ fn every_printing_command_exits_141_quietly_on_a_closed_pipe() {
 /// there, search --verbose its figures, errors their message).
 #[test]
 fn a_closed_pipe_on_stdout_and_stderr_exits_141_quietly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let (x, _) = digits();
     for args in [
         vec!["demo", "--dir", s(&tmp.path().join("demo"))],

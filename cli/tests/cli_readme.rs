@@ -5,7 +5,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{codedb, digits, ok, s};
+use cli_support::{classify, codedb, digits, ok, s, tmp_digits_index};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
@@ -42,43 +42,13 @@ fn readme_classify_json_example_is_the_real_output_shape() {
     let ex: serde_json::Value = serde_json::from_str(example).expect("the example is JSON");
     let top = ex[0]["classes"].as_array().unwrap().len();
 
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca:16,float");
     let t = tmp.path();
-    let (x, y) = digits();
-    let m = t.join("m.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        s(&m),
-    ]);
-    let dir = t.join("idx");
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&m),
-        "--data",
-        s(&x),
-        "--labels",
-        s(&y),
-    ]);
+    let (x, _) = digits();
     let q = t.join("q.npy");
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
     codedb_cli::io::write_npy_f32(&q, xs.slice(ndarray::s![0..1, ..])).unwrap();
-    let out = ok(&[
-        "classify",
-        s(&dir),
-        "--data",
-        s(&q),
-        "--top",
-        &top.to_string(),
-        "--format",
-        "json",
-    ]);
+    let out = classify(&dir, &q, &["--top", &top.to_string(), "--format", "json"]);
     let real = String::from_utf8(out.stdout).unwrap();
     assert_eq!(keys_in_order(example), keys_in_order(real.trim()), "{real}");
     let v: serde_json::Value = serde_json::from_str(&real).unwrap();
@@ -102,30 +72,8 @@ fn readme_train_from_index_pipelines_train() {
     pipelines.sort();
     pipelines.dedup();
     assert!(!pipelines.is_empty());
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pq:8x8");
     let t = tmp.path();
-    let (x, y) = digits();
-    let m = t.join("pq.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "pq:8x8",
-        "--out",
-        s(&m),
-    ]);
-    let dir = t.join("pqidx");
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&m),
-        "--data",
-        s(&x),
-        "--labels",
-        s(&y),
-    ]);
     for (i, p) in pipelines.iter().enumerate() {
         let out = t.join(format!("from-index-{i}.model"));
         let r = codedb(&[

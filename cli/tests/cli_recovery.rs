@@ -4,80 +4,25 @@
 //! Also: commands pointed at a directory that is not an index fail and create nothing there.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod cli_support;
-use cli_support::{codedb, ok};
-
-fn digits(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/digits")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// Every file of `dir` (not its subdirectories) with its bytes.
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().unwrap().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
+use cli_support::{
+    build, codedb, digits, dir_bytes, flip_middle, json, ok, s, stderr, stdout, train,
+};
 
 const V4: &str = "v00000000000000000004.manifest";
 
 /// Version 2: the digits with labels (one segment, a class table); 3: the digits again (the
 /// log); 4: ids 10, 20, 30 (segment) and 1800 (log) deleted — two deletion bitmaps.
 fn index_with_deletes_in_v4(tmp: &Path) -> PathBuf {
+    let (pixels, labels) = digits();
     let model = tmp.join("m.model");
     let dir = tmp.join("idx");
-    ok(&[
-        "train",
-        "--data",
-        &digits("pixels.npy"),
-        "--pipeline",
-        "pca:16,float",
-        "--out",
-        s(&model),
-    ]);
-    ok(&[
-        "build",
-        s(&dir),
-        "--model",
-        s(&model),
-        "--data",
-        &digits("pixels.npy"),
-        "--labels",
-        &digits("labels.npy"),
-    ]);
-    ok(&["add", s(&dir), "--data", &digits("pixels.npy")]);
+    train(&pixels, "pca:16,float", &model);
+    build(&dir, &model, &pixels, &["--labels", s(&labels)]);
+    ok(&["add", s(&dir), "--data", s(&pixels)]);
     // Rows 10-30 count in their classes and there are no stored vectors: keep the classes.
     let o = ok(&[
         "delete",
@@ -88,17 +33,6 @@ fn index_with_deletes_in_v4(tmp: &Path) -> PathBuf {
     ]);
     assert!(stdout(&o).contains("version 4"), "{}", stdout(&o));
     dir
-}
-
-fn flip_middle(path: &Path) {
-    let mut bytes = std::fs::read(path).unwrap();
-    let n = bytes.len();
-    bytes[n / 2] ^= 0x40;
-    let mut p = std::fs::metadata(path).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    p.set_readonly(false);
-    std::fs::set_permissions(path, p).unwrap();
-    std::fs::write(path, bytes).unwrap();
 }
 
 fn assert_warns(o: &Output, what: &str) {
@@ -127,7 +61,7 @@ fn a_damaged_newest_manifest_warns_readers_stops_writers_until_recover() {
     let before = dir_bytes(&dir);
 
     // Readers: served, with a warning every time.
-    let q = digits("pixels.npy");
+    let q = s(&digits().0).to_string();
     assert_warns(
         &codedb(&["search", d, "--queries", &q, "-k", "3"]),
         "search",
@@ -228,7 +162,7 @@ fn commands_on_a_directory_that_is_not_an_index_fail_and_create_nothing() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), b"not an index").unwrap();
     let d = s(&dir);
-    let q = digits("pixels.npy");
+    let q = s(&digits().0).to_string();
     let o = codedb(&["versions", d]);
     assert_eq!(o.status.code(), Some(1), "versions: {}", stdout(&o));
     assert!(stderr(&o).contains("not a codedb index"), "{}", stderr(&o));

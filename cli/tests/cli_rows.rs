@@ -6,17 +6,7 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{digits, digits_index, fails, ok, s};
-
-fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    })
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use cli_support::{build, digits, fails, json, ok, s, stdout, tmp_digits_index, train, train_args};
 
 fn rows(dir: &str) -> u64 {
     json(&ok(&["inspect", dir, "--json"]))["rows"]
@@ -26,9 +16,8 @@ fn rows(dir: &str) -> u64 {
 
 #[test]
 fn classes_lists_the_class_table() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pca-itq:32");
     let (x, y) = digits();
     let d = s(&dir);
     let labels = codedb_cli::io::load_labels(&y).unwrap();
@@ -80,14 +69,7 @@ fn classes_lists_the_class_table() {
 
     // An index without a class table: nothing to list, which is not an error.
     let plain = t.join("plain");
-    ok(&[
-        "build",
-        s(&plain),
-        "--model",
-        s(&t.join("m.model")),
-        "--data",
-        s(&x),
-    ]);
+    build(&plain, &t.join("m.model"), &x, &[]);
     assert_eq!(
         json(&ok(&["classes", s(&plain), "--json"])),
         serde_json::json!([])
@@ -106,9 +88,8 @@ fn mean_file(t: &Path, x: &Path) -> String {
 
 #[test]
 fn add_reports_its_ids_and_upserts_by_id() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (_, dir) = digits_index(t, "pca-itq:32");
     let (x, _) = digits();
     let d = s(&dir);
     let xs = codedb_cli::io::load_vectors(&x).unwrap();
@@ -136,7 +117,7 @@ fn add_reports_its_ids_and_upserts_by_id() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains('5'));
     assert_eq!(rows(d), 1797 + 6);
-    let v = json(&ok(&[
+    let upsert = [
         "add",
         d,
         "--data",
@@ -145,22 +126,13 @@ fn add_reports_its_ids_and_upserts_by_id() {
         s(&ids),
         "--upsert",
         "--keep-class-stats",
-        "--json",
-    ]));
+    ];
+    let v = json(&ok(&[&upsert[..], &["--json"]].concat()));
     assert_eq!(v["ids"], serde_json::json!([5, 1801, 90_000]));
     assert_eq!(v["replaced"], 2);
     assert_eq!(v["added"], 3);
     assert_eq!(rows(d), 1797 + 6 + 1);
-    let text = stdout(&ok(&[
-        "add",
-        d,
-        "--data",
-        s(&q),
-        "--ids",
-        s(&ids),
-        "--upsert",
-        "--keep-class-stats",
-    ]));
+    let text = stdout(&ok(&upsert));
     assert!(text.contains("replaced 3"), "{text}");
     assert_eq!(rows(d), 1797 + 6 + 1);
 }
@@ -171,8 +143,7 @@ fn write_ids(p: &Path, ids: &[u64]) {
 
 #[test]
 fn delete_reports_counts_and_can_skip_missing_ids() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let d = s(&dir);
 
     // Default: an unknown id aborts the whole batch.
@@ -231,57 +202,16 @@ fn train_out_needs_force_to_replace_and_never_leaves_a_partial_file() {
     let t = tmp.path();
     let (x, _) = digits();
     let m = t.join("m.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "lsh:16",
-        "--out",
-        s(&m),
-    ]);
+    train(&x, "lsh:16", &m);
     let first = std::fs::read(&m).unwrap();
-    fails(
-        &[
-            "train",
-            "--data",
-            s(&x),
-            "--pipeline",
-            "lsh:32",
-            "--out",
-            s(&m),
-        ],
-        1,
-        "--force",
-    );
+    fails(&train_args(&x, "lsh:32", &m), 1, "--force");
     assert_eq!(std::fs::read(&m).unwrap(), first);
-    ok(&[
-        "train",
-        "--data",
-        s(&x),
-        "--pipeline",
-        "lsh:32",
-        "--out",
-        s(&m),
-        "--force",
-    ]);
+    ok(&[train_args(&x, "lsh:32", &m), vec!["--force"]].concat());
     let v = json(&ok(&["inspect", s(&m), "--json"]));
     assert_eq!(v["contents"]["code_bits"], 32, "{v}");
     // A failed training writes nothing.
     let bad = t.join("bad.model");
-    fails(
-        &[
-            "train",
-            "--data",
-            s(&x),
-            "--pipeline",
-            "pca-itq:128",
-            "--out",
-            s(&bad),
-        ],
-        1,
-        "pca",
-    );
+    fails(&train_args(&x, "pca-itq:128", &bad), 1, "pca");
     let names: Vec<String> = std::fs::read_dir(t)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 mod cli_support;
-use cli_support::{digits, digits_index, ok, s};
+use cli_support::{digits, json, ok, s, tmp_digits_index};
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -26,8 +26,7 @@ fn reported_threads(stderr: &[u8]) -> usize {
 
 #[test]
 fn search_threads_zero_means_every_core() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let (x, _) = digits();
     let base = [
         "search",
@@ -55,8 +54,7 @@ fn search_threads_zero_means_every_core() {
 
 #[test]
 fn search_threads_above_the_cores_are_capped_with_one_note() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let (x, _) = digits();
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_codedb"))
@@ -115,7 +113,7 @@ fn bench_threads_zero_means_every_core_and_large_counts_are_capped() {
         "0,1,100000",
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let threads: Vec<u64> = v
         .as_array()
         .unwrap()
@@ -144,6 +142,6 @@ fn bench_threads_zero_means_every_core_and_large_counts_are_capped() {
         s(tmp.path()),
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     assert_eq!(v[0]["threads"], cores() as u64);
 }

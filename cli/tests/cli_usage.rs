@@ -4,12 +4,11 @@
 
 use std::path::Path;
 mod cli_support;
-use cli_support::{digits, digits_index, fails, ok, s};
+use cli_support::{digits, fails, ok, s, tmp_digits_index};
 
 #[test]
 fn argument_combinations_are_usage_errors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let (x, y) = digits();
     let (d, x, y) = (s(&dir), s(&x), s(&y));
     let before = std::fs::read_dir(&dir).unwrap().count();
@@ -163,8 +162,7 @@ fn argument_combinations_are_usage_errors() {
 
 #[test]
 fn negative_and_zero_counts_say_what_is_allowed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = digits_index(tmp.path(), "pca-itq:32");
+    let (_tmp, _, dir) = tmp_digits_index("pca-itq:32");
     let (x, _) = digits();
     let (d, x) = (s(&dir), s(&x));
     for (args, want) in [
@@ -226,9 +224,8 @@ fn negative_and_zero_counts_say_what_is_allowed() {
 
 #[test]
 fn a_data_file_of_the_wrong_width_is_named_with_the_index() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, m, dir) = tmp_digits_index("pca-itq:32");
     let t = tmp.path();
-    let (m, dir) = digits_index(t, "pca-itq:32");
     let (x, y) = digits();
     let wrong = t.join("wrongdim.npy");
     codedb_cli::io::write_npy_f32(&wrong, ndarray::Array2::<f32>::zeros((3, 10)).view()).unwrap();

@@ -3,8 +3,6 @@
 //! baseline, metric invariants, determinism, and clear errors for bad input.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::process::Command;
-
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb_cli::eval::{
     EncodedDatabase, GroundTruth, PipelineScores, RetrievalData, RetrievalOptions, hamming_balls,
@@ -13,21 +11,8 @@ use codedb_cli::eval::{
 use codedb_cli::{Error, eval::EvalError};
 use ndarray::{Array2, s};
 
-const PIXELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/pixels.npy"
-);
-const LABELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/labels.npy"
-);
-
-fn digits() -> (Array2<f32>, Vec<i64>) {
-    (
-        codedb_cli::io::load_vectors(PIXELS).unwrap(),
-        codedb_cli::io::load_labels(LABELS).unwrap(),
-    )
-}
+mod cli_support;
+use cli_support::{LABELS, PIXELS, codedb, digits_data as digits, json};
 
 fn opts() -> RetrievalOptions {
     RetrievalOptions {
@@ -278,13 +263,6 @@ fn bad_inputs_give_clear_errors() {
     );
 }
 
-fn codedb(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn cli_json_lists_one_object_per_pipeline() {
     let out = codedb(&[
@@ -306,7 +284,7 @@ fn cli_json_lists_one_object_per_pipeline() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let list = v.as_array().unwrap();
     assert_eq!(list.len(), 2);
     for key in [
@@ -382,7 +360,7 @@ fn cli_eval_task_classify_reports_errors_per_classifier() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for (r, name) in rows.iter().zip(["ncm", "fda:9"]) {

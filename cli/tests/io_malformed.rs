@@ -3,7 +3,6 @@
 //! single-byte corruption are fed to every reader.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
@@ -12,10 +11,11 @@ use codedb_cli::io::{
     read_bvecs, read_fvecs, read_ids, read_idx, read_idx_images, read_idx_labels, read_ivecs,
     read_labels, read_matrix_f32, read_matrix_u8, read_npy,
 };
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+mod cli_support;
+use cli_support::handmade::{gzip, idx, npy_bytes};
 
 type Reader = (&'static str, fn(&Path) -> Result<(), IoError>);
 
@@ -85,39 +85,6 @@ fn run(reader: &Reader, path: &Path, case: &str) -> Result<(), IoError> {
     }
 }
 
-fn npy(major: u8, dict: &str, data: &[u8]) -> Vec<u8> {
-    let len_bytes = if major == 1 { 2 } else { 4 };
-    let mut text = dict.as_bytes().to_vec();
-    let unpadded = 8 + len_bytes + text.len() + 1;
-    text.extend(std::iter::repeat_n(b' ', (64 - unpadded % 64) % 64));
-    text.push(b'\n');
-    let mut out = b"\x93NUMPY".to_vec();
-    out.extend([major, 0]);
-    if major == 1 {
-        out.extend((text.len() as u16).to_le_bytes());
-    } else {
-        out.extend((text.len() as u32).to_le_bytes());
-    }
-    out.extend(text);
-    out.extend_from_slice(data);
-    out
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn idx(dims: &[u32], data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        out.extend(d.to_be_bytes());
-    }
-    out.extend_from_slice(data);
-    out
-}
-
 fn record<T: Copy>(values: &[T], to_le: fn(T) -> Vec<u8>) -> Vec<u8> {
     let mut out = (values.len() as i32).to_le_bytes().to_vec();
     for &v in values {
@@ -151,7 +118,7 @@ fn valid_files() -> Vec<(&'static str, Vec<u8>, Vec<Reader>)> {
     vec![
         (
             "v1.npy",
-            npy(
+            npy_bytes(
                 1,
                 "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }",
                 &f32s,
@@ -160,7 +127,7 @@ fn valid_files() -> Vec<(&'static str, Vec<u8>, Vec<Reader>)> {
         ),
         (
             "v2.npy",
-            npy(
+            npy_bytes(
                 2,
                 "{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }",
                 &i64s,
@@ -169,7 +136,7 @@ fn valid_files() -> Vec<(&'static str, Vec<u8>, Vec<Reader>)> {
         ),
         (
             "v3.npy",
-            npy(
+            npy_bytes(
                 3,
                 "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }",
                 &[1, 2, 3, 4, 5, 6],

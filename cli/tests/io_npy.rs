@@ -11,6 +11,9 @@ use codedb_cli::io::{
 };
 use ndarray::{Array2, array, s};
 
+mod cli_support;
+use cli_support::handmade::npy_bytes;
+
 // Files written by numpy 2.4.6 `np.save` (hex of the whole file):
 // [[1.5, -2, 3], [4, 5, 6.25]] float32, [[0, 255], [7, 8]] uint8, [-1, 2, 3] int32,
 // [-5, 2**40] int64, [0, 2**64 - 1] uint64.
@@ -25,26 +28,6 @@ fn unhex(s: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
         .collect()
-}
-
-/// Builds an `.npy` file by hand: magic, version, length field of the version's width, the
-/// header text padded to 64 bytes and ended by `\n`, then `data`.
-fn npy_bytes(major: u8, dict: &str, data: &[u8]) -> Vec<u8> {
-    let len_bytes = if major == 1 { 2 } else { 4 };
-    let mut text = dict.as_bytes().to_vec();
-    let unpadded = 8 + len_bytes + text.len() + 1;
-    text.extend(std::iter::repeat_n(b' ', (64 - unpadded % 64) % 64));
-    text.push(b'\n');
-    let mut out = b"\x93NUMPY".to_vec();
-    out.extend([major, 0]);
-    if major == 1 {
-        out.extend((text.len() as u16).to_le_bytes());
-    } else {
-        out.extend((text.len() as u32).to_le_bytes());
-    }
-    out.extend(text);
-    out.extend_from_slice(data);
-    out
 }
 
 fn dict(descr: &str, shape: &str) -> String {

@@ -2,7 +2,6 @@
 //! loader on a hand-made miniature, and the extension dispatcher.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use codedb_cli::io::{
@@ -11,9 +10,10 @@ use codedb_cli::io::{
     read_idx_images, read_idx_labels, read_ivecs, write_bvecs, write_fvecs, write_ivecs,
     write_npy_f32, write_npy_i32,
 };
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use ndarray::{Array2, array};
+
+mod cli_support;
+use cli_support::handmade::{gzip, idx};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -29,22 +29,6 @@ fn put(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
 fn fvec(values: &[f32]) -> Vec<u8> {
     let mut out = (values.len() as i32).to_le_bytes().to_vec();
     out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-    out
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-/// An IDX file by hand: 00 00 08 ndim, big-endian u32 dims, bytes.
-fn idx(dims: &[u32], data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        out.extend(d.to_be_bytes());
-    }
-    out.extend_from_slice(data);
     out
 }
 

@@ -3,63 +3,16 @@
 //! exact`, `add --labels --lists` and its errors (index unchanged).
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::path::PathBuf;
 mod cli_support;
-use cli_support::{codedb, ok};
-use std::process::Output;
+use cli_support::{build, codedb, digits_data, dir_bytes, fails, json, ok, result_ids, s, train};
 
 use ndarray::{Axis, s};
 
-fn fails(args: &[&str], needle: &str) {
-    let o = codedb(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn dir_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
-/// Result ids per query of a `--format json` search.
-fn ids(v: &serde_json::Value) -> Vec<Vec<u64>> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|q| {
-            q["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| h["id"].as_u64().unwrap())
-                .collect()
-        })
-        .collect()
-}
-
 #[test]
 fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y: Vec<i64> = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = digits_data();
     let tmp = tempfile::tempdir().unwrap();
     let file = |n: &str| -> PathBuf { tmp.path().join(n) };
     codedb_cli::io::write_npy_f32(file("db.npy"), x.slice(s![0..1500, ..])).unwrap();
@@ -74,15 +27,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     bad[3] = 42;
     labels("bad_labels.npy", &bad);
     let model = file("m.model");
-    ok(&[
-        "train",
-        "--data",
-        s(&file("db.npy")),
-        "--pipeline",
-        "pca-itq:32",
-        "--out",
-        s(&model),
-    ]);
+    train(&file("db.npy"), "pca-itq:32", &model);
     let dir = file("idx");
     let out = ok(&[
         "build",
@@ -135,20 +80,20 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
         json(&ok(&a))
     };
     // --classes: every hit is a row of those classes (auto ids 0.. = row numbers).
-    let restricted = ids(&search(&["--classes", "3,5"]));
+    let restricted = result_ids(&search(&["--classes", "3,5"]));
     assert!(restricted.iter().all(|l| l.len() == 10));
     for id in restricted.iter().flatten() {
         assert!([3, 5].contains(&y[*id as usize]), "id {id}");
     }
     // Names and ids address the same lists (names are the labels in decimal).
-    assert_eq!(ids(&search(&["--classes", "5,3"])), restricted);
+    assert_eq!(result_ids(&search(&["--classes", "5,3"])), restricted);
     // --nprobe = all classes equals the full search; fewer lists stay inside the probed ones.
     let full = search(&[]);
     assert_eq!(search(&["--nprobe", "10"]), full);
-    let np2 = ids(&search(&["--nprobe", "2"]));
+    let np2 = result_ids(&search(&["--nprobe", "2"]));
     let same: usize = np2
         .iter()
-        .zip(ids(&full))
+        .zip(result_ids(&full))
         .map(|(a, b)| {
             let b: HashSet<u64> = b.into_iter().collect();
             a.iter().filter(|i| b.contains(i)).count()
@@ -174,6 +119,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
             "--lists",
             "label",
         ],
+        1,
         "add-class",
     );
     assert_eq!(
@@ -201,12 +147,13 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     let exact = search(&["--mode", "exact", "--classes", "0,1"]);
     let rr = search(&["--rerank", "1797", "--classes", "0,1"]);
     assert_eq!(exact, rr);
-    for id in ids(&exact).iter().flatten() {
+    for id in result_ids(&exact).iter().flatten() {
         assert!(y[*id as usize] <= 1);
     }
     // Bad arguments.
     fails(
         &["search", s(&dir), "--queries", q, "--classes", "sneaker"],
+        1,
         "--classes sneaker",
     );
     let o = codedb(&["search", s(&dir), "--queries", q, "--nprobe", "0"]);
@@ -214,20 +161,15 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("must be ≥ 1"));
     // A model whose index has no class table: --nprobe and --lists nearest explain why.
     let plain = file("plain");
-    ok(&[
-        "build",
-        s(&plain),
-        "--model",
-        s(&model),
-        "--data",
-        s(&file("db.npy")),
-    ]);
+    build(&plain, &model, &file("db.npy"), &[]);
     fails(
         &["search", s(&plain), "--queries", q, "--nprobe", "2"],
+        1,
         "class",
     );
     fails(
         &["search", s(&plain), "--queries", q, "--rerank", "20"],
+        1,
         "--store-vectors",
     );
     fails(
@@ -239,6 +181,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
             "--lists",
             "nearest",
         ],
+        1,
         "nearest",
     );
     let x2 = x.select(Axis(0), &[0, 1]);
@@ -254,6 +197,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
             "--lists",
             "label",
         ],
+        1,
         "labels",
     );
 }

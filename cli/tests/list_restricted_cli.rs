@@ -5,39 +5,25 @@
 //! library refuses the same way (`SearchError::NoLists`) and counts them (`list_coverage`).
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 mod cli_support;
-use cli_support::{codedb, ok};
+use cli_support::{build, codedb, digits_data, json, ok, s, search, train};
 
 use codedb::model::Model;
 use codedb::search::{SearchError, SearchMode, SearchParams};
 use codedb::storage::Snapshot;
 use ndarray::s;
 
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
 #[test]
 fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y: Vec<i64> = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = digits_data();
     let tmp = tempfile::tempdir().unwrap();
     let file = |n: &str| -> PathBuf { tmp.path().join(n) };
     codedb_cli::io::write_npy_f32(file("db.npy"), x.slice(s![..1000, ..])).unwrap();
     codedb_cli::io::write_npy_i64(file("labels.npy"), &y[..1000]).unwrap();
     codedb_cli::io::write_npy_f32(file("more.npy"), x.slice(s![1000..1100, ..])).unwrap();
     codedb_cli::io::write_npy_f32(file("q.npy"), x.slice(s![1500..1520, ..])).unwrap();
-    ok(&[
-        "train",
-        "--data",
-        p(&file("db.npy")),
-        "--pipeline",
-        "pca-itq:32",
-        "--out",
-        p(&file("m.model")),
-    ]);
+    train(&file("db.npy"), "pca-itq:32", &file("m.model"));
     let (model, db, labels, q) = (
         file("m.model"),
         file("db.npy"),
@@ -47,22 +33,13 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
 
     // --labels without --lists: a class table, but no row has a list.
     let nolists = file("nolists");
-    ok(&[
-        "build",
-        p(&nolists),
-        "--model",
-        p(&model),
-        "--data",
-        p(&db),
-        "--labels",
-        p(&labels),
-    ]);
+    build(&nolists, &model, &db, &["--labels", s(&labels)]);
     for restrict in [["--classes", "9,7"], ["--nprobe", "2"]] {
         let out = codedb(&[
             "search",
-            p(&nolists),
+            s(&nolists),
             "--queries",
-            p(&q),
+            s(&q),
             "-k",
             "5",
             restrict[0],
@@ -118,40 +95,25 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
 
     // Lists for the built rows, 100 more rows without: they are scanned, and counted.
     let some = file("some");
-    ok(&[
-        "build",
-        p(&some),
-        "--model",
-        p(&model),
-        "--data",
-        p(&db),
-        "--labels",
-        p(&labels),
-        "--lists",
-        "label",
-    ]);
-    let quiet = ok(&[
-        "search",
-        p(&some),
-        "--queries",
-        p(&q),
-        "-k",
-        "5",
-        "--classes",
-        "9,7",
-    ]);
+    build(
+        &some,
+        &model,
+        &db,
+        &["--labels", s(&labels), "--lists", "label"],
+    );
+    let quiet = search(&some, &q, &["-k", "5", "--classes", "9,7"]);
     assert!(
         !String::from_utf8_lossy(&quiet.stderr).contains("note"),
         "every row has a list"
     );
-    ok(&["add", p(&some), "--data", p(&file("more.npy"))]);
-    ok(&["delete", p(&some), "--ids", "1000,1001"]);
+    ok(&["add", s(&some), "--data", s(&file("more.npy"))]);
+    ok(&["delete", s(&some), "--ids", "1000,1001"]);
     for restrict in [["--classes", "9,7"], ["--nprobe", "2"]] {
         let out = ok(&[
             "search",
-            p(&some),
+            s(&some),
             "--queries",
-            p(&q),
+            s(&q),
             "-k",
             "1000",
             restrict[0],
@@ -165,19 +127,12 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
             "{restrict:?}: {err}"
         );
     }
-    let out = ok(&[
-        "search",
-        p(&some),
-        "--queries",
-        p(&q),
-        "-k",
-        "2000",
-        "--classes",
-        "9,7",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = search(
+        &some,
+        &q,
+        &["-k", "2000", "--classes", "9,7", "--format", "json"],
+    );
+    let v = json(&out);
     for hit in v[0]["results"].as_array().unwrap() {
         let id = hit["id"].as_u64().unwrap() as usize;
         assert!(

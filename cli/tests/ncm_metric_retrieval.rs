@@ -10,14 +10,8 @@ use codedb::model::PipelineSpec;
 use codedb_cli::Error;
 use codedb_cli::eval::{EvalError, RetrievalData, RetrievalOptions, retrieval_eval};
 
-const PIXELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/pixels.npy"
-);
-const LABELS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/digits/labels.npy"
-);
+mod cli_support;
+use cli_support::{LABELS, PIXELS};
 
 fn opts() -> RetrievalOptions {
     RetrievalOptions {

@@ -2,18 +2,18 @@
 //! search, checked against exact float search, plus the CLI and its errors.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::storage::{BuildOptions, Index, Snapshot};
 use codedb::{Error, SearchMode, search};
 use ndarray::Array2;
 
+mod cli_support;
+use cli_support::{codedb, json};
+
 fn digits() -> (Array2<f32>, Vec<u32>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits");
-    let x = codedb_cli::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb_cli::io::load_labels(root.join("labels.npy")).unwrap();
+    let (x, y) = cli_support::digits_data();
     (x, y.into_iter().map(|v| v as u32).collect())
 }
 
@@ -178,19 +178,10 @@ fn bad_search_arguments_are_clear_errors() {
     assert!(!t2.path().join("x").exists());
 }
 
-fn codedb(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_codedb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn cli_train_build_search_add_delete_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
-    let data: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits/pixels.npy");
-    let labels = data.with_file_name("labels.npy");
+    let (data, labels) = cli_support::digits();
     let m = tmp.path().join("m.model");
     let dir = tmp.path().join("idx");
     let s = |p: &Path| p.to_str().unwrap().to_string();
@@ -203,25 +194,8 @@ fn cli_train_build_search_add_delete_round_trip() {
         );
         o
     };
-    ok(codedb(&[
-        "train",
-        "--data",
-        &s(&data),
-        "--pipeline",
-        "pq:8x8",
-        "--out",
-        &s(&m),
-    ]));
-    ok(codedb(&[
-        "build",
-        &s(&dir),
-        "--model",
-        &s(&m),
-        "--data",
-        &s(&data),
-        "--labels",
-        &s(&labels),
-    ]));
+    cli_support::train(&data, "pq:8x8", &m);
+    cli_support::build(&dir, &m, &data, &["--labels", &s(&labels)]);
     let out = ok(codedb(&[
         "search",
         &s(&dir),
@@ -232,7 +206,7 @@ fn cli_train_build_search_add_delete_round_trip() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     assert_eq!(v.as_array().unwrap().len(), 1797);
     assert_eq!(v[0]["query"], 0);
     assert_eq!(v[0]["results"].as_array().unwrap().len(), 3);
@@ -306,7 +280,7 @@ fn demo_runs_on_the_built_in_digits() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 5);
     let p = |name: &str| {

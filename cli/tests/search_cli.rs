@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 mod cli_support;
-use cli_support::codedb;
+use cli_support::{codedb, json};
 use std::process::Output;
 
 use codedb::model::Model;
@@ -32,7 +32,7 @@ fn fails(args: &[&str], code: i32, needle: &str) {
 }
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/digits/pixels.npy")
+    cli_support::digits().0
 }
 
 fn s(p: &Path) -> String {
@@ -44,23 +44,8 @@ fn trained_index(tmp: &Path, spec: &str) -> PathBuf {
     let name = spec.replace([':', ','], "-");
     let m = tmp.join(format!("{name}.model"));
     let dir = tmp.join(name);
-    ok(codedb(&[
-        "train",
-        "--data",
-        &s(&data()),
-        "--pipeline",
-        spec,
-        "--out",
-        &s(&m),
-    ]));
-    ok(codedb(&[
-        "build",
-        &s(&dir),
-        "--model",
-        &s(&m),
-        "--data",
-        &s(&data()),
-    ]));
+    cli_support::train(&data(), spec, &m);
+    cli_support::build(&dir, &m, &data(), &[]);
     dir
 }
 
@@ -99,7 +84,7 @@ fn search_outputs_match_the_library() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     same(
         &v,
         &library_search(&dir, &q, &SearchParams::new(7, SearchMode::Asym)),
@@ -165,7 +150,7 @@ fn search_outputs_match_the_library() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     let snap = Snapshot::open(&dir).unwrap();
     let m = Model::from_model_file(snap.model()).unwrap();
     let lib = snap.search_radius(&m, q.view(), 2).unwrap();
@@ -183,7 +168,7 @@ fn search_outputs_match_the_library() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     for (e, l) in v.as_array().unwrap().iter().zip(&lib) {
         assert_eq!(e["results"].as_array().unwrap().len(), l.len().min(3));
     }
@@ -311,7 +296,7 @@ fn search_errors_are_clear() {
         "--format",
         "json",
     ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out);
     assert_eq!(v[2]["results"].as_array().unwrap().len(), 1797);
     // --help documents the modes and the output.
     let help = String::from_utf8(ok(codedb(&["search", "--help"])).stdout).unwrap();

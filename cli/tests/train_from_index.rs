@@ -6,34 +6,14 @@
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
-use std::process::Command;
 
 use codedb::model::classify::train_from_index;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{Config, Index, Snapshot};
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::ArrayView2;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/digits");
-
-struct Digits {
-    xtr: Array2<f32>,
-    ytr: Vec<i64>,
-    xte: Array2<f32>,
-    yte: Vec<i64>,
-}
-
-fn digits() -> Digits {
-    let x = codedb_cli::io::load_vectors(format!("{DIR}/pixels.npy")).unwrap();
-    let y = codedb_cli::io::load_labels(format!("{DIR}/labels.npy")).unwrap();
-    let tr: Vec<usize> = (0..y.len()).step_by(2).collect();
-    let te: Vec<usize> = (1..y.len()).step_by(2).collect();
-    Digits {
-        xtr: x.select(Axis(0), &tr),
-        ytr: tr.iter().map(|&i| y[i]).collect(),
-        xte: x.select(Axis(0), &te),
-        yte: te.iter().map(|&i| y[i]).collect(),
-    }
-}
+mod cli_support;
+use cli_support::{Digits, digits_split as digits};
 
 /// An index of the training rows under a model trained by `spec`, with labels if given.
 fn build_index(dir: &Path, spec: &str, d: &Digits, labelled: bool) {
@@ -197,12 +177,7 @@ fn cli_train_from_index_writes_a_model() {
     let dir = tmp.path().join("pq");
     build_index(&dir, "pq:16x8", &d, true);
     let out = tmp.path().join("ncm.model");
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_codedb"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = cli_support::codedb;
     let o = run(&[
         "train",
         "--from-index",
@@ -222,7 +197,7 @@ fn cli_train_from_index_writes_a_model() {
     let o = run(&[
         "train",
         "--data",
-        &format!("{DIR}/pixels.npy"),
+        cli_support::s(&cli_support::digits().0),
         "--pipeline",
         "ncmml:16,itq,bits",
         "--out",

@@ -1,5 +1,6 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+pub mod files;
 pub mod golden;
 pub mod golden_v1_1;
 pub mod golden_v1_2;

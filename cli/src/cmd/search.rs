@@ -1,23 +1,20 @@
-//! `codedb build` and `codedb search`: argument plumbing over `codedb::Index::build` and
-//! `codedb::search`.
+//! `codedb search`: the k best rows per query, or every row within a Hamming radius.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::BuildOptions;
-use codedb::classes::ListAssignment;
-use codedb::format::{ModelFile, VectorDType};
+use clap::Args;
 use codedb::model::Model;
 use codedb::search::{Hit, SearchError, SearchMode, SearchParams, search_radius, search_with};
-use codedb::storage::{Index, Snapshot};
+use codedb::storage::Snapshot;
 use ndarray::{ArrayView2, s};
 
-use crate::args::usage;
+use crate::args::{self, usage};
 use crate::inputs;
-use crate::out::{errln, outln};
+use crate::out::errln;
 use crate::progress;
 
 /// `search --help` text after the options.
@@ -70,89 +67,49 @@ pub const MODES: [&str; 8] = [
     "hamming", "asym", "adc", "adc-ip", "float", "float-ip", "exact", "exact-ip",
 ];
 
-fn load_model(path: &Path) -> Result<Model> {
-    let mf = ModelFile::open(path)?;
-    Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
-}
-
-/// `build --help` text after the options.
-pub const BUILD_HELP: &str = "\
-Examples:
-  codedb build my-index --model itq64.model --data X.npy --labels labels.npy
-  codedb build my-index --model pq.model --data X.npy --store-vectors f16
-  codedb build my-index --model itq64.model --data X.npy --labels L.npy \\
-      --lists label
-
---labels stores each row's class label and creates the class table from them in the same commit \
-(class id = the label, name = the label in decimal, with the count and sum of its rows), so \
-codedb classify and search --nprobe work right away. --lists label files each row under its \
-label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels \
-here, since the class table comes from them). Rows grouped by list let search --classes and \
---nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
-exact modes).";
-
-/// Arguments of `codedb build`.
-pub struct BuildArgs<'a> {
-    pub dir: &'a Path,
-    pub model: &'a Path,
-    pub data: &'a Path,
-    pub labels: Option<&'a Path>,
-    pub ids: Option<&'a Path>,
-    pub store_vectors: Option<&'a str>,
-    pub lists: Option<&'a str>,
-}
-
-pub fn build(a: &BuildArgs<'_>) -> Result<ExitCode> {
-    let store_vectors = match a.store_vectors {
-        None => None,
-        Some("f32") => Some(VectorDType::F32),
-        Some("f16") => Some(VectorDType::F16),
-        Some(other) => bail!("--store-vectors {other}: expected f16 or f32"),
-    };
-    let lists = a
-        .lists
-        .map(|l| {
-            ListAssignment::parse(l)
-                .with_context(|| format!("--lists {l}: expected label or nearest"))
-        })
-        .transpose()?;
-    let model = load_model(a.model)?;
-    let x = inputs::vectors_for(
-        "--data",
-        a.data,
-        model.input_dim(),
-        &format!("model {}", a.model.display()),
-    )?;
-    let labels = inputs::labels(a.labels)?;
-    let ids = inputs::ids(a.ids)?;
-    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
-    let index = Index::build(
-        a.dir,
-        &model,
-        x.view(),
-        &BuildOptions {
-            ids: ids.as_deref(),
-            labels: labels.as_deref(),
-            store_vectors,
-            lists,
-            ..BuildOptions::default()
-        },
-        &mut |n| bar.set_position(n as u64),
-    )
-    .with_context(|| format!("building {}", a.dir.display()))?;
-    bar.finish_and_clear();
-    let snap = index.snapshot();
-    outln!(
-        "built {}: version {}, {} rows{}",
-        a.dir.display(),
-        index.version(),
-        snap.live_rows(),
-        match snap.classes() {
-            Some(t) => format!(", {} classes", t.classes.len()),
-            None => String::new(),
-        }
-    );
-    Ok(ExitCode::SUCCESS)
+#[derive(Args)]
+/// Search an index: the k best rows per query row, or every row within a Hamming radius.
+#[command(after_help = SEARCH_HELP)]
+pub struct SearchArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Query vectors (.npy, .fvecs, .bvecs, IDX), one per row, in the model's input
+    /// dimension.
+    #[arg(long)]
+    pub queries: PathBuf,
+    /// Results per query (default 10; with --radius: no cap unless given).
+    #[arg(short, long, allow_negative_numbers = true, value_parser = args::count)]
+    pub k: Option<usize>,
+    /// How queries are compared with rows (default: the natural mode of the index's codes).
+    #[arg(long, value_parser = MODES)]
+    pub mode: Option<String>,
+    /// Re-rank the R best by the mode's score with the stored vectors (R >= k).
+    #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = args::count)]
+    pub rerank: Option<usize>,
+    /// Hash lookup: every row within this Hamming radius (0-2; codes of at most 32 bits).
+    #[arg(
+        long,
+        value_name = "r",
+        conflicts_with_all = ["rerank", "classes", "nprobe"],
+        allow_negative_numbers = true,
+        value_parser = args::u32_0
+    )]
+    pub radius: Option<u32>,
+    /// Scan only the inverted lists of these classes (comma-separated names or ids).
+    #[arg(long, value_delimiter = ',', conflicts_with = "nprobe")]
+    pub classes: Vec<String>,
+    /// IVF: per query, scan the lists of the n nearest class means.
+    #[arg(long, value_name = "n", allow_negative_numbers = true, value_parser = args::count)]
+    pub nprobe: Option<usize>,
+    /// Threads (0 = all cores; more than the cores is capped at the cores).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count0)]
+    pub threads: usize,
+    /// Output format: tsv (a header, then query rank id score) or json.
+    #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
+    pub format: String,
+    /// Print what ran (mode, rows, queries, threads, seconds) on stderr.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
@@ -187,21 +144,6 @@ fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
         .collect()
 }
 
-/// Arguments of `codedb search`.
-pub struct SearchArgs<'a> {
-    pub dir: &'a Path,
-    pub queries: &'a Path,
-    pub k: Option<usize>,
-    pub mode: Option<&'a str>,
-    pub rerank: Option<usize>,
-    pub radius: Option<u32>,
-    pub classes: &'a [String],
-    pub nprobe: Option<usize>,
-    pub threads: usize,
-    pub format: &'a str,
-    pub verbose: bool,
-}
-
 /// Queries per search call when a progress bar is shown: enough that each call still shares
 /// its passes over the codes among many queries (`scan::schedule`), few enough that the bar
 /// moves about a hundred times.
@@ -209,16 +151,16 @@ fn progress_chunk(queries: usize) -> usize {
     (queries / 100).max(256)
 }
 
-pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
-    if let (Some(_), Some(m)) = (a.radius, a.mode)
+pub fn run(a: SearchArgs) -> Result<ExitCode> {
+    if let (Some(_), Some(m)) = (a.radius, a.mode.as_deref())
         && m != "hamming"
     {
         usage!("--radius is a Hamming hash lookup; it does not take --mode {m}");
     }
-    let snap = crate::recovery_cmd::open_snapshot(a.dir)?;
+    let snap = crate::open::open_snapshot(&a.dir)?;
     let model = Model::from_model_file(snap.model())
         .with_context(|| format!("the model of {}", a.dir.display()))?;
-    let mode = match a.mode {
+    let mode = match a.mode.as_deref() {
         Some(m) => SearchMode::parse(m)
             .with_context(|| format!("--mode {m}: expected one of {}", MODES.join(", ")))?,
         None => SearchMode::default_for(model.code_kind())
@@ -226,9 +168,9 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
     };
     let q = inputs::vectors_for(
         "--queries",
-        a.queries,
+        &a.queries,
         model.input_dim(),
-        &inputs::index_model(a.dir),
+        &inputs::index_model(&a.dir),
     )?;
     let threads = crate::args::threads(a.threads);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -259,7 +201,7 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             let lists = if a.classes.is_empty() {
                 None
             } else {
-                Some(resolve_classes(&snap, a.classes)?)
+                Some(resolve_classes(&snap, &a.classes)?)
             };
             let option = if lists.is_some() {
                 Some("--classes")
@@ -326,7 +268,7 @@ pub fn search(a: &SearchArgs<'_>) -> Result<ExitCode> {
             start.elapsed().as_secs_f64()
         );
     }
-    if let Err(e) = write_hits(&hits, a.format) {
+    if let Err(e) = write_hits(&hits, &a.format) {
         crate::out::failed(&e);
     }
     Ok(ExitCode::SUCCESS)

@@ -1,10 +1,11 @@
 //! `codedb add-class`, `codedb classify` and `codedb classes`: argument plumbing over
 //! `codedb::classes`.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use clap::Args;
 use codedb::classes::{
     ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
     NewClass, PriorScope, choose_prior_weight,
@@ -13,30 +14,116 @@ use codedb::format::class_table::class_name_problem;
 use codedb::model::Model;
 use codedb_cli::io::tsv_field;
 
+use crate::args;
 use crate::inputs;
 use crate::out::outln;
 
-/// Options of `codedb add-class`.
-pub struct AddClassArgs<'a> {
-    pub dir: &'a Path,
-    pub name: &'a str,
+#[derive(Args)]
+/// Add a class to the class table and commit: from images, from a given mean, or
+/// zero-shot from its parent (Mensink et al. eq. 29), with a few images the MAP mean
+/// (eq. 30).
+#[command(after_help = "Examples:
+  codedb add-class my-index --name sneaker --data sneakers.npy
+  codedb add-class my-index --name boot --parent footwear            # zero-shot
+  codedb add-class my-index --name boot --parent footwear --data few.npy \\
+      --prior-weight 5
+  codedb add-class my-index --name boot --parent footwear --data few.npy \\
+      --validation val.npy --validation-labels val_labels.npy   # m validated
+  codedb add-class my-index --name logo --mean logo_mean.npy   # count 1
+
+With a parent and no --prior-weight/--validation, m = 5. The count of a class made from the prior \
+includes its m pseudo-images. Errors (unknown parent, duplicate name or id, dimension mismatch, \
+NaN, no data and no parent) leave the index unchanged.")]
+pub struct AddClassArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// The new class's name.
+    #[arg(long)]
+    pub name: String,
+    /// Class id (default: one past every class id and row label in use).
+    #[arg(long, allow_negative_numbers = true, value_parser = args::u32_0)]
     pub id: Option<u32>,
-    pub parent: Option<&'a str>,
-    pub data: Option<&'a Path>,
-    pub mean: Option<&'a Path>,
+    /// Parent class name.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Images of the class (raw descriptors, the model's input dimension).
+    #[arg(long, conflicts_with = "mean")]
+    pub data: Option<PathBuf>,
+    /// The class mean (1 x D).
+    #[arg(long)]
+    pub mean: Option<PathBuf>,
+    /// m of eq. 30: weight of the zero-shot prior in pseudo-images.
+    #[arg(long, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub prior_weight: Option<u64>,
-    pub prior_scope: &'a str,
-    pub validation: Option<&'a Path>,
-    pub validation_labels: Option<&'a Path>,
+    /// Ancestors averaged for the prior (eq. 29): parent or ancestors.
+    #[arg(long, default_value = "parent", value_parser = ["parent", "ancestors"])]
+    pub prior_scope: String,
+    /// Held-out images of existing classes to choose m on (with --data and --parent).
+    #[arg(
+        long,
+        requires = "validation_labels",
+        requires = "data",
+        requires = "parent",
+        conflicts_with = "prior_weight"
+    )]
+    pub validation: Option<PathBuf>,
+    /// Class ids of the --validation rows.
+    #[arg(long, requires = "validation")]
+    pub validation_labels: Option<PathBuf>,
+    /// Seed of the held-out episodes that choose m (with --validation).
+    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
+    /// Print the new class (name, id, parent, count, version, how its mean was made) as JSON.
+    #[arg(long)]
     pub json: bool,
 }
 
-pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
-    if let Some(problem) = class_name_problem(a.name) {
+#[derive(Args)]
+/// Classify descriptors by nearest class mean in the index model's projected space.
+#[command(after_help = "Examples:
+  codedb classify my-index --data X.npy --top 5
+  codedb classify my-index --data X.npy --format json
+
+TSV columns: row, rank, id, name, score. JSON: [{\"row\": i, \"classes\": [{\"name\", \"id\", \
+\"score\"}, …]}], best first, ties by smaller id. Score: the eq. 9 linear score w_c·x + b_c, \
+centred (larger is better). In TSV, \
+control characters in a name (possible only in files written before they were refused) are \
+escaped as \\t, \\n, \\r, \\u{hex}, and a backslash as \\\\; JSON keeps names as they are.")]
+pub struct ClassifyArgs {
+    /// The index directory (its model and class table).
+    pub dir: PathBuf,
+    /// Descriptors to classify, one row per image, in the model's input dimension.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Classes per row, best first.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = args::count)]
+    pub top: usize,
+    /// Output format: tsv (a header, then row rank id name score) or json.
+    #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
+    pub format: String,
+}
+
+#[derive(Args)]
+/// List the classes of an index's class table: id, name, parent, image count, centroids.
+#[command(after_help = "Examples:
+  codedb classes my-index
+  codedb classes my-index --json | jq '.[] | select(.count == 0)'
+
+JSON: [{\"id\", \"name\", \"parent\" (id or null), \"parent_name\", \"count\", \"centroids\"}, …] \
+in id order; [] when the index has no class table.")]
+pub struct ClassesArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Print the classes as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
+    if let Some(problem) = class_name_problem(&a.name) {
         bail!("--name {problem}");
     }
-    let scope = PriorScope::parse(a.prior_scope).with_context(|| {
+    let scope = PriorScope::parse(&a.prior_scope).with_context(|| {
         format!(
             "--prior-scope {}: expected parent or ancestors",
             a.prior_scope
@@ -44,14 +131,15 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     })?;
     // Argument combinations (--validation with its labels, --data and --parent, not with
     // --prior-weight; --data or --mean) are checked by clap.
-    let index = crate::recovery_cmd::open_writer(a.dir)?;
+    let index = crate::open::open_writer(&a.dir)?;
     let dim = Model::from_model_file(index.model())?.input_dim();
-    let whom = inputs::index_model(a.dir);
+    let whom = inputs::index_model(&a.dir);
     let data = a
         .data
+        .as_deref()
         .map(|p| inputs::vectors_for("--data", p, dim, &whom))
         .transpose()?;
-    let mean = match a.mean {
+    let mean = match a.mean.as_deref() {
         None => None,
         Some(p) => {
             let m = inputs::vectors_for("--mean", p, dim, &whom)?;
@@ -67,7 +155,12 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     };
     // The prior weight: given, chosen on validation data, or the documented default.
     let mut choice = None;
-    let weight = match (a.prior_weight, a.validation, a.validation_labels, &data) {
+    let weight = match (
+        a.prior_weight,
+        a.validation.as_deref(),
+        a.validation_labels.as_deref(),
+        &data,
+    ) {
         (Some(m), ..) => m,
         (None, Some(v), Some(l), Some(x)) if a.parent.is_some() => {
             let model = Model::from_model_file(index.model())?;
@@ -102,7 +195,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     let new = NewClass {
         name: a.name.to_string(),
         id: a.id,
-        parent: a.parent.map(|p| ClassRef::Name(p.to_string())),
+        parent: a.parent.as_deref().map(|p| ClassRef::Name(p.to_string())),
         source,
         prior_weight: weight,
         prior_scope: scope,
@@ -153,8 +246,15 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
-    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+pub fn classify(a: ClassifyArgs) -> Result<ExitCode> {
+    let ClassifyArgs {
+        dir,
+        data,
+        top,
+        format,
+    } = a;
+    let (dir, data, format) = (dir.as_path(), data.as_path(), format.as_str());
+    let snap = crate::open::open_snapshot(dir)?;
     let dim = Model::from_model_file(snap.model())?.input_dim();
     let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
     let res = snap
@@ -195,7 +295,9 @@ fn write_classes(res: &[Vec<ClassScore>], format: &str) -> std::io::Result<()> {
 }
 
 /// `codedb classes`: the class table of the newest version, in id order.
-pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
+pub fn classes(a: ClassesArgs) -> Result<ExitCode> {
+    let ClassesArgs { dir, json } = a;
+    let dir = dir.as_path();
     #[derive(serde::Serialize)]
     struct Entry<'a> {
         id: u32,
@@ -205,7 +307,7 @@ pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
         count: u64,
         centroids: usize,
     }
-    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+    let snap = crate::open::open_snapshot(dir)?;
     let Some(table) = snap.classes() else {
         if json {
             outln!("[]");

@@ -11,8 +11,24 @@ use crate::args::{self, usage};
 use crate::out::outln;
 use crate::progress;
 
-/// The arguments of `codedb eval`.
 #[derive(clap::Args)]
+/// Measure retrieval quality of several pipelines on one data set (ITQ §4.2 protocols):
+/// Euclidean-neighbour mAP, class mAP and precision@k, recall@R, Hamming-ball lookup,
+/// train/encode/query times, averaged over random partitions.
+#[command(after_help = "Examples:
+  codedb eval --data /usr/share/datasets/fashion-mnist \\
+      --pipelines 'lsh:64; pca-itq:64; pq:8x8'
+  codedb eval --data X.npy --labels L.npy --split split.npy \\
+      --pipelines 'pca-rr:32; pca-itq:32' --runs 5 --json
+  codedb eval --task classify --data X.npy --labels L.npy \\
+      --pipelines 'ncm; ncmml:64'
+
+--json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid, \
+map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...). \
+/usr/share/datasets/fashion-mnist is installed by the Debian package dataset-fashion-mnist \
+(apt-get install dataset-fashion-mnist).
+
+Exit codes: 0 success, 1 failure, 2 usage error (bad pipeline token, unknown --task).")]
 pub struct EvalArgs {
     /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols; pipelines are model SPECs)
     /// or `classify` (Mensink et al. §5.1 flat top-1/top-5 error; pipelines are classifier
@@ -76,7 +92,7 @@ fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
     Ok(s.into_iter().map(|v| v != 0).collect())
 }
 
-pub fn eval(a: EvalArgs) -> Result<ExitCode> {
+pub fn run(a: EvalArgs) -> Result<ExitCode> {
     // clap allows only these two tasks.
     if a.task == "classify" {
         return eval_classify(&a);

@@ -1,0 +1,243 @@
+//! `codedb bench scan` and `codedb bench encode`: numbers, not pass/fail.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use codedb::model::PipelineSpec;
+use codedb_cli::bench::encode_case::{EncodeBench, run_encode_bench};
+use codedb_cli::bench::scan_case::{BenchKind, ScanBench, run_scan_bench};
+
+use crate::args::{self, usage};
+use crate::out::outln;
+use crate::progress;
+
+// The benchmarks (`codedb bench --help` takes its text from the `Bench` command).
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    Scan(ScanArgs),
+    Encode(EncodeArgs),
+}
+
+#[derive(Args)]
+/// Scan throughput on generated codes stored as a real segment in DIR (written once,
+/// reused), next to the machine's read bandwidth measured on the same mapping.
+#[command(after_help = "Examples:
+  codedb bench scan --codes 100000000 --kind hamming64 --threads 2 --dir /tmp/cb
+  codedb bench scan --codes 10000000 --kind hamming64,pq8x16,pq4x32 \\
+      --queries 1,16 --threads 1,2 --dir /tmp/cb --json
+
+Kinds: hammingB (B bits), pq8xM (LUT-8 ADC), pq4xM (4-bit fast-scan). Lists are comma-separated; \
+every combination runs. --json prints one object per case.")]
+pub struct ScanArgs {
+    /// Rows of the generated segment.
+    #[arg(long, default_value_t = 10_000_000, allow_negative_numbers = true, value_parser = args::count_u64)]
+    pub codes: u64,
+    /// Code kinds, comma-separated: hammingB, pq8xM, pq4xM.
+    #[arg(long, value_delimiter = ',', default_value = "hamming64")]
+    pub kind: Vec<String>,
+    /// Queries per scan, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = args::count)]
+    pub queries: Vec<usize>,
+    /// Results per query.
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = args::count)]
+    pub k: usize,
+    /// Thread counts, comma-separated (0 = all cores; more than the cores is capped).
+    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = args::count0)]
+    pub threads: Vec<usize>,
+    /// Where the generated segments are kept between runs.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// hot, cold or both.
+    #[arg(long, default_value = "hot", value_parser = ["hot", "cold", "both"])]
+    pub cache: String,
+    /// Timed repetitions per case (the median is reported).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = args::count)]
+    pub repeats: usize,
+    /// Seed of the generated codes and queries.
+    #[arg(long, default_value_t = 42, allow_negative_numbers = true, value_parser = args::u64_0)]
+    pub seed: u64,
+    /// Print one object per case as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+/// Encoding throughput: train a pipeline on generated descriptors, then time encoding
+/// (rows/s) on the given thread counts.
+#[command(after_help = "Examples:
+  codedb bench encode --pipeline pca-itq:64 --dim 784 --threads 1,2
+  codedb bench encode --pipeline pq:16x8 --dim 128 --threads 1,2 --json
+
+Descriptors are seeded Gaussians with a decaying spectrum. --json prints one object per case \
+(pipeline, dim, rows, train_rows, threads, code_bytes, train_s, encode_s, rows_per_s).")]
+pub struct EncodeArgs {
+    /// Pipeline SPECs, `;`-separated.
+    #[arg(long, value_delimiter = ';', default_value = "pca-itq:64")]
+    pub pipeline: Vec<String>,
+    /// Dimension of the generated descriptors.
+    #[arg(long, default_value_t = 784, allow_negative_numbers = true, value_parser = args::count)]
+    pub dim: usize,
+    /// Rows encoded per case.
+    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true, value_parser = args::count)]
+    pub rows: usize,
+    /// Rows the pipeline is trained on.
+    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true, value_parser = args::count)]
+    pub train_rows: usize,
+    /// Thread counts, comma-separated (0 = all cores; more than the cores is capped).
+    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = args::count0)]
+    pub threads: Vec<usize>,
+    /// Seed of the generated descriptors and of training.
+    #[arg(long, default_value_t = 42, allow_negative_numbers = true, value_parser = args::u64_0)]
+    pub seed: u64,
+    /// Print one object per case as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: BenchCommand) -> Result<ExitCode> {
+    match command {
+        BenchCommand::Scan(a) => scan(a),
+        BenchCommand::Encode(a) => encode(a),
+    }
+}
+
+fn scan(a: ScanArgs) -> Result<ExitCode> {
+    let ScanArgs {
+        codes,
+        kind: kinds,
+        queries,
+        k,
+        threads,
+        dir,
+        cache,
+        repeats,
+        seed,
+        json,
+    } = a;
+    let (kinds, queries, threads, dir, cache) =
+        (&kinds, &queries, &threads, dir.as_path(), cache.as_str());
+    let threads = crate::args::thread_list(threads);
+    let caches: Vec<&'static str> = match cache {
+        "both" => vec!["hot", "cold"],
+        "cold" => vec!["cold"],
+        _ => vec!["hot"],
+    };
+    let mut all = Vec::new();
+    for kname in kinds {
+        let Some(kind) = BenchKind::parse(kname) else {
+            usage!("--kind {kname}: expected hammingB, pq8xM or pq4xM");
+        };
+        for &t in &threads {
+            for &nq in queries {
+                let bar = progress::bar(codes, "generating codes", "rows");
+                let b = ScanBench {
+                    kind,
+                    codes,
+                    queries: nq,
+                    k,
+                    threads: t,
+                    repeats,
+                    seed,
+                };
+                let res = run_scan_bench(dir, &b, &caches, &mut |n| bar.set_position(n))?;
+                bar.finish_and_clear();
+                for r in res {
+                    if !json {
+                        outln!(
+                            "{:<10} codes {:>11} nq {:>4} threads {} {:<4} {:>10.6} s/query {:>10.3e} codes/s {:>7.2} GB/s = {:>5.1}% of {:.2} GB/s read bandwidth [{}]{}",
+                            r.kind,
+                            r.codes,
+                            r.queries,
+                            r.threads,
+                            r.cache,
+                            r.seconds_per_query,
+                            r.codes_per_s,
+                            r.gb_per_s,
+                            100.0 * r.bandwidth_fraction,
+                            r.bandwidth_gb_per_s,
+                            r.isa,
+                            r.note
+                                .as_deref()
+                                .map(|n| format!(" ({n})"))
+                                .unwrap_or_default()
+                        );
+                        if let Some(c) = r.checked {
+                            outln!(
+                                "{:<10} checked scans (s/batch): first {:.6} (checksums {:.6}), later {:.6}; unchecked: first {:.6}, later {:.6}",
+                                r.kind,
+                                c.checked_first_s,
+                                c.check_s,
+                                c.checked_later_s,
+                                c.unchecked_first_s,
+                                c.unchecked_later_s
+                            );
+                        }
+                    }
+                    all.push(r);
+                }
+            }
+        }
+    }
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn encode(a: EncodeArgs) -> Result<ExitCode> {
+    let EncodeArgs {
+        pipeline: pipelines,
+        dim,
+        rows,
+        train_rows,
+        threads,
+        seed,
+        json,
+    } = a;
+    let (pipelines, threads) = (&pipelines, &threads);
+    for p in pipelines {
+        if let Err(e) = PipelineSpec::parse(p.trim()) {
+            usage!("--pipeline {}: {e}", p.trim());
+        }
+    }
+    let threads = crate::args::thread_list(threads);
+    let mut all = Vec::new();
+    for p in pipelines {
+        for &t in &threads {
+            let spinner = progress::spinner(&format!(
+                "training and encoding {} on {t} thread(s)",
+                p.trim()
+            ));
+            let r = run_encode_bench(&EncodeBench {
+                pipeline: p.trim().to_string(),
+                dim,
+                rows,
+                train_rows,
+                threads: t,
+                seed,
+            });
+            spinner.finish_and_clear();
+            let r = r.with_context(|| format!("bench encode --pipeline {p}"))?;
+            if !json {
+                outln!(
+                    "{:<16} dim {:>5} rows {:>11} threads {} code {:>4} B  train {:>8.3} s  encode {:>8.3} s  {:>10.3e} rows/s",
+                    r.pipeline,
+                    r.dim,
+                    r.rows,
+                    r.threads,
+                    r.code_bytes,
+                    r.train_s,
+                    r.encode_s,
+                    r.rows_per_s
+                );
+            }
+            all.push(r);
+        }
+    }
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

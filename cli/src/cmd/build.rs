@@ -1,0 +1,117 @@
+//! `codedb build`: a new index from a model file and descriptors (`codedb::Index::build`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use codedb::BuildOptions;
+use codedb::classes::ListAssignment;
+use codedb::format::{ModelFile, VectorDType};
+use codedb::model::Model;
+use codedb::storage::Index;
+
+use crate::inputs;
+use crate::out::outln;
+use crate::progress;
+
+/// `build --help` text after the options.
+pub const BUILD_HELP: &str = "\
+Examples:
+  codedb build my-index --model itq64.model --data X.npy --labels labels.npy
+  codedb build my-index --model pq.model --data X.npy --store-vectors f16
+  codedb build my-index --model itq64.model --data X.npy --labels L.npy \\
+      --lists label
+
+--labels stores each row's class label and creates the class table from them in the same commit \
+(class id = the label, name = the label in decimal, with the count and sum of its rows), so \
+codedb classify and search --nprobe work right away. --lists label files each row under its \
+label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels \
+here, since the class table comes from them). Rows grouped by list let search --classes and \
+--nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
+exact modes).";
+
+#[derive(Args)]
+/// Create an index from a model file and descriptors (encoded and committed as version 2).
+#[command(after_help = BUILD_HELP)]
+pub struct BuildArgs {
+    /// The index directory to create (must not exist or be empty).
+    pub dir: PathBuf,
+    /// The model file (from codedb train) that encodes the rows.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Descriptors, one row per image, in the model's input dimension.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Class labels (.npy int32/int64), one per row; also creates the class table.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Row ids (.npy integers), one per row (default: 0, 1, 2, …).
+    #[arg(long)]
+    pub ids: Option<PathBuf>,
+    /// Keep every row's input vector (f16 or f32) for --rerank and the exact modes.
+    #[arg(long, value_parser = ["f16", "f32"])]
+    pub store_vectors: Option<String>,
+    /// Inverted-list id of each row: its label, or its nearest class mean.
+    #[arg(long, value_parser = ["label", "nearest"])]
+    pub lists: Option<String>,
+}
+
+fn load_model(path: &Path) -> Result<Model> {
+    let mf = ModelFile::open(path)?;
+    Model::from_model_file(&mf).with_context(|| format!("{}", path.display()))
+}
+
+pub fn run(a: BuildArgs) -> Result<ExitCode> {
+    let store_vectors = match a.store_vectors.as_deref() {
+        None => None,
+        Some("f32") => Some(VectorDType::F32),
+        Some("f16") => Some(VectorDType::F16),
+        Some(other) => bail!("--store-vectors {other}: expected f16 or f32"),
+    };
+    let lists = a
+        .lists
+        .as_deref()
+        .map(|l| {
+            ListAssignment::parse(l)
+                .with_context(|| format!("--lists {l}: expected label or nearest"))
+        })
+        .transpose()?;
+    let model = load_model(&a.model)?;
+    let x = inputs::vectors_for(
+        "--data",
+        &a.data,
+        model.input_dim(),
+        &format!("model {}", a.model.display()),
+    )?;
+    let labels = inputs::labels(a.labels.as_deref())?;
+    let ids = inputs::ids(a.ids.as_deref())?;
+    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
+    let index = Index::build(
+        &a.dir,
+        &model,
+        x.view(),
+        &BuildOptions {
+            ids: ids.as_deref(),
+            labels: labels.as_deref(),
+            store_vectors,
+            lists,
+            ..BuildOptions::default()
+        },
+        &mut |n| bar.set_position(n as u64),
+    )
+    .with_context(|| format!("building {}", a.dir.display()))?;
+    bar.finish_and_clear();
+    let snap = index.snapshot();
+    outln!(
+        "built {}: version {}, {} rows{}",
+        a.dir.display(),
+        index.version(),
+        snap.live_rows(),
+        match snap.classes() {
+            Some(t) => format!(", {} classes", t.classes.len()),
+            None => String::new(),
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

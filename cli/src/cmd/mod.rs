@@ -1,0 +1,14 @@
+//! The commands, one file per group: each holds its `#[derive(Args)]` struct (options, help
+//! lines, examples) and the function that runs it.
+
+pub mod bench;
+pub mod build;
+pub mod classes;
+pub mod compact_gc;
+pub mod demo;
+pub mod eval;
+pub mod inspect_verify;
+pub mod rows;
+pub mod search;
+pub mod train;
+pub mod versions;

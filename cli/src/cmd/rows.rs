@@ -1,0 +1,278 @@
+//! `codedb add` and `codedb delete`: rows in and out of an index, one commit each.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use codedb::classes::{ClassError, ListAssignment};
+use codedb::model::Model;
+use codedb::storage::{AddOptions, ClassStats, StorageError};
+
+use crate::args;
+use crate::inputs;
+use crate::out::outln;
+use crate::progress;
+
+#[derive(Args)]
+/// Append descriptors to an index (encoded with its model) and commit; prints the ids of
+/// the new rows.
+#[command(after_help = "Examples:
+  codedb add my-index --data new.npy
+  codedb add my-index --data new.npy --ids new_ids.npy --json
+  codedb add my-index --data fixed.npy --ids ids.npy --upsert
+  codedb add my-index --data new.npy --labels new_labels.npy --lists label
+
+With --labels on an index with a class table, every label must be a class (add new ones with \
+codedb add-class first) and the rows' descriptors are added to their classes' means in the same \
+commit. An index that stores vectors keeps the new rows' vectors too. A given id that is \
+already live is an error unless --upsert, which replaces that row (in the same commit; a \
+replaced labelled row leaves its class as in codedb delete, see its --help). \
+--json prints {\"added\": n, \"ids\": [...], \"replaced\": r, \"version\": v}.")]
+pub struct AddArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Descriptors, one row per image, in the index model's input dimension.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Class labels (.npy int32/int64), one per row.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Row ids (.npy integers), one per row (default: assigned by the index).
+    #[arg(long)]
+    pub ids: Option<PathBuf>,
+    /// Replace the live rows whose ids are given instead of refusing them (needs --ids).
+    #[arg(long, requires = "ids")]
+    pub upsert: bool,
+    /// With --upsert: replaced rows stay in their classes' counts and sums (needed to
+    /// replace labelled rows of an index without stored vectors).
+    #[arg(long, requires = "upsert")]
+    pub keep_class_stats: bool,
+    /// Inverted-list id of each row: its label, or its nearest class mean.
+    #[arg(long, value_parser = ["label", "nearest"])]
+    pub lists: Option<String>,
+    /// Print {added, ids, replaced, version} as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+/// Delete rows by id and commit.
+#[command(after_help = "Examples:
+  codedb delete my-index --ids 4,8,15
+  codedb delete my-index --ids-file gone.npy
+  codedb delete my-index --ids 4,8,99999 --ignore-missing --json
+  codedb delete my-index --ids 4,8 --keep-class-stats   # no stored vectors
+
+An id that is not live aborts the whole delete (nothing is deleted) unless --ignore-missing, \
+which deletes the live ones and lists the others. --json prints {\"deleted\": n, \"missing\": \
+[...], \"version\": v, \"class_stats\": \"updated\"|\"kept\"}; with nothing to delete, no version \
+is written.
+
+A deleted row that counts in a class (its label is a class of the class table) leaves it in the \
+same commit: its stored vector is subtracted from the class's sum and the count drops by one, so \
+class means stay the means of the rows that are there. Without stored vectors the row's \
+descriptor is unknown and the delete is refused, unless --keep-class-stats keeps every class's \
+count and sum as they are.")]
+pub struct DeleteArgs {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Comma-separated ids.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "ids_file",
+        allow_negative_numbers = true,
+        value_parser = args::u64_0
+    )]
+    pub ids: Vec<u64>,
+    /// A .npy file of ids.
+    #[arg(long)]
+    pub ids_file: Option<PathBuf>,
+    /// Skip ids that are not live instead of refusing the batch (they are listed).
+    #[arg(long)]
+    pub ignore_missing: bool,
+    /// Print {deleted, missing, version} as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Leave class counts and sums unchanged (the deleted rows stay in their classes'
+    /// means); needed to delete labelled rows from an index without stored vectors.
+    #[arg(long)]
+    pub keep_class_stats: bool,
+}
+
+pub fn add(a: AddArgs) -> Result<ExitCode> {
+    let lists = a
+        .lists
+        .as_deref()
+        .map(|l| {
+            ListAssignment::parse(l)
+                .with_context(|| format!("--lists {l}: expected label or nearest"))
+        })
+        .transpose()?;
+    let index = crate::open::open_writer(&a.dir)?;
+    let model = Model::from_model_file(index.model())?;
+    let x = inputs::vectors_for(
+        "--data",
+        &a.data,
+        model.input_dim(),
+        &inputs::index_model(&a.dir),
+    )?;
+    let labels = inputs::labels(a.labels.as_deref())?;
+    let ids = inputs::ids(a.ids.as_deref())?;
+    let opts = AddOptions {
+        ids: ids.as_deref(),
+        labels: labels.as_deref(),
+        lists,
+    };
+    let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
+    let added = if a.upsert {
+        index.upsert_descriptors_with(&model, x.view(), &opts, class_stats(a.keep_class_stats))
+    } else {
+        index
+            .add_descriptors(&model, x.view(), &opts)
+            .map(|ids| (ids, 0))
+    };
+    let (ids, replaced) = match added {
+        Err(ClassError::Storage(StorageError::DuplicateId { dir, id })) => bail!(
+            "{}: id {id} is already a live row (add --upsert replaces live rows); nothing added",
+            dir.display()
+        ),
+        r => r.with_context(|| format!("adding {} to {}", a.data.display(), a.dir.display()))?,
+    };
+    let version = index.commit()?;
+    spinner.finish_and_clear();
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "added": ids.len(), "ids": ids, "replaced": replaced, "version": version,
+            })
+        );
+    } else {
+        outln!(
+            "added {} rows ({}{}), version {version}",
+            ids.len(),
+            id_summary(&ids),
+            if a.upsert {
+                format!("; replaced {replaced} live rows")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ids for a one-line report: a range when consecutive, else the first few.
+fn id_summary(ids: &[u64]) -> String {
+    const SHOWN: usize = 10;
+    match ids {
+        [] => "no ids".into(),
+        [one] => format!("id {one}"),
+        [first, .., last] if ids.windows(2).all(|w| w[1] == w[0] + 1) => {
+            format!("ids {first}..={last}")
+        }
+        _ if ids.len() <= SHOWN => format!("ids {}", join(ids)),
+        _ => format!(
+            "ids {}, … ({} in all; --json lists them)",
+            join(&ids[..SHOWN]),
+            ids.len()
+        ),
+    }
+}
+
+fn join(ids: &[u64]) -> String {
+    ids.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--keep-class-stats` as the library's choice.
+fn class_stats(keep: bool) -> ClassStats {
+    if keep {
+        ClassStats::Keep
+    } else {
+        ClassStats::Update
+    }
+}
+
+pub fn delete(a: DeleteArgs) -> Result<ExitCode> {
+    let DeleteArgs {
+        dir,
+        mut ids,
+        ids_file,
+        ignore_missing,
+        json,
+        keep_class_stats,
+    } = a;
+    let (dir, ids_file) = (dir.as_path(), ids_file.as_deref());
+    if let Some(f) = ids_file {
+        ids.extend(codedb_cli::io::read_ids(f)?);
+    }
+    let index = crate::open::open_writer(dir)?;
+    let (live, missing) = if ignore_missing {
+        // No writes are staged yet, so the snapshot is what the delete will see.
+        let snap = index.snapshot();
+        let mut live = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        for id in ids {
+            if snap.get(id)?.is_some() {
+                live.push(id);
+            } else {
+                missing.push(id);
+            }
+        }
+        (live, missing)
+    } else {
+        (ids, Vec::new())
+    };
+    let version = if live.is_empty() && ignore_missing {
+        index.version()
+    } else {
+        match index.delete_with(&live, class_stats(keep_class_stats)) {
+            Err(StorageError::UnknownId { dir, id }) => bail!(
+                "{}: id {id} is not a live row; nothing deleted (--ignore-missing skips such ids)",
+                dir.display()
+            ),
+            r => r?,
+        }
+        index.commit()?
+    };
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "deleted": live.len(), "missing": missing, "version": version,
+                "class_stats": if keep_class_stats { "kept" } else { "updated" },
+            })
+        );
+    } else {
+        let skipped = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped {} not live: {}",
+                missing.len(),
+                id_summary(&missing)
+            )
+        };
+        let committed = if live.is_empty() {
+            format!("nothing to commit (version {version})")
+        } else {
+            format!("version {version}")
+        };
+        outln!(
+            "deleted {} row{}{skipped}, {committed}{}",
+            live.len(),
+            if live.len() == 1 { "" } else { "s" },
+            if keep_class_stats && !live.is_empty() {
+                " (class counts and sums kept)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,237 @@
+//! `codedb train`: train a model on descriptors, or on the codes of an index, into a model file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
+
+use crate::args::{self, usage};
+use crate::out::{errln, outln};
+use crate::progress;
+
+#[derive(Args)]
+/// Train a model (a pipeline of stages) on descriptors and write it to a model file.
+#[command(after_help = "Examples:
+  codedb train --data X.npy --pipeline pca-itq:64 --out itq64.model
+  codedb train --data X.npy --pipeline 'pca:128,pq:16x8' --out pq.model --seed 7
+  codedb train --from-index pq-index --pipeline ncmml:64,itq,bits --out m2
+
+Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
+pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
+float16. A pipeline ends with a quantiser (bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, \
+float16).")]
+pub struct TrainArgs {
+    /// Training descriptors (.npy, .fvecs, .bvecs, IDX, or a Fashion-MNIST directory).
+    #[arg(
+        long,
+        required_unless_present = "from_index",
+        conflicts_with = "from_index"
+    )]
+    pub data: Option<PathBuf>,
+    /// Class labels of --data (.npy), for supervised steps (`ncmml:C`).
+    #[arg(long, conflicts_with = "from_index")]
+    pub labels: Option<PathBuf>,
+    /// Train on the decoded PQ codes (and labels) of this index instead of --data
+    /// (Mensink et al. §5.1); the model keeps the index's transforms in front.
+    #[arg(long)]
+    pub from_index: Option<PathBuf>,
+    /// The pipeline SPEC: a preset or a comma-separated list of stages (see below).
+    #[arg(long)]
+    pub pipeline: String,
+    /// The model file to write (refused if it exists, unless --force).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace --out if it exists (atomically: the old file stays whole until the new one
+    /// is complete).
+    #[arg(long)]
+    pub force: bool,
+    /// Seed of every random choice (sampling, rotations, projections, k-means).
+    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    pub seed: u64,
+    /// Train on this many rows sampled with the seed (default: all, up to a cap).
+    #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
+    pub sample: Option<usize>,
+    /// Print per-iteration details (ITQ quantisation loss …).
+    #[arg(long)]
+    pub verbose: bool,
+    /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `codedb train` learns from.
+enum TrainSource {
+    /// Vectors (and optional labels) from files.
+    Data {
+        data: PathBuf,
+        labels: Option<PathBuf>,
+    },
+    /// The decoded PQ codes and labels of an index.
+    Index(PathBuf),
+}
+
+/// A training progress bar: one bar whose label and unit follow the step being trained.
+fn train_progress() -> (indicatif::ProgressBar, codedb::model::ProgressFn) {
+    let bar = progress::spinner("training");
+    let b = bar.clone();
+    let unit: Mutex<&'static str> = Mutex::new("");
+    let f: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
+        TrainEvent::Progress {
+            step,
+            unit: u,
+            done,
+            total,
+        } => {
+            if let Ok(mut last) = unit.lock()
+                && *last != *u
+            {
+                b.set_style(progress::counted(u));
+                *last = u;
+            }
+            b.set_length(*total);
+            b.set_position(*done);
+            b.set_message(step.clone());
+        }
+        // Shown whether or not the bar is (a hidden bar's `println` drops lines).
+        TrainEvent::Message(m) => b.suspend(|| errln!("{m}")),
+    });
+    (bar, f)
+}
+
+pub fn run(a: TrainArgs) -> Result<ExitCode> {
+    let source = match (a.from_index, a.data) {
+        (Some(dir), _) => TrainSource::Index(dir),
+        (None, Some(data)) => TrainSource::Data {
+            data,
+            labels: a.labels,
+        },
+        (None, None) => usage!("train: pass --data or --from-index"),
+    };
+    let pipeline = a.pipeline.as_str();
+    let spec = match PipelineSpec::parse(pipeline) {
+        Ok(s) => s,
+        Err(e) => usage!("--pipeline {pipeline}: {e}"),
+    };
+    if a.out.exists() && !a.force {
+        bail!(
+            "{}: already exists (pass --force to replace it)",
+            a.out.display()
+        );
+    }
+    let (bar, progress) = train_progress();
+    let opts = TrainOptions {
+        seed: a.seed,
+        sample: a.sample,
+        verbose: a.verbose,
+        progress: Some(progress),
+        ..TrainOptions::default()
+    };
+    let (model, report) = match &source {
+        TrainSource::Data { data, labels } => {
+            let x = codedb_cli::io::load_vectors(data)?;
+            let labels = labels
+                .as_deref()
+                .map(|p| -> Result<Arc<[i64]>> {
+                    let l = codedb_cli::io::load_labels(p)?;
+                    if l.len() != x.nrows() {
+                        bail!("{}: {} labels for {} rows", p.display(), l.len(), x.nrows());
+                    }
+                    Ok(l.into())
+                })
+                .transpose()?;
+            if spec.is_supervised() && labels.is_none() {
+                usage!("--pipeline {pipeline}: learns from class labels: pass --labels");
+            }
+            train_model(&spec, x.view(), &TrainOptions { labels, ..opts })
+                .with_context(|| format!("training {pipeline} on {}", data.display()))?
+        }
+        TrainSource::Index(dir) => {
+            let snap = crate::open::open_snapshot(dir)?;
+            codedb::model::classify::train_from_index(&snap, &spec, &opts).with_context(|| {
+                format!(
+                    "training {pipeline} on the codes of index {}",
+                    dir.display()
+                )
+            })?
+        }
+    };
+    bar.finish_and_clear();
+    if a.verbose && !a.json {
+        for (i, l) in report.itq_loss.iter().enumerate() {
+            outln!("itq iteration {i}: quantisation loss {l:.6}");
+        }
+    }
+    let bytes = model.to_model_file().to_bytes()?;
+    write_new_file(&a.out, &bytes, a.force)?;
+    let out = &a.out;
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
+                "code_kind": model.code_kind().name(), "code_bytes": model.code_bytes(),
+                "code_bits": model.code_bits(), "training_rows": report.training_rows,
+                "itq_loss": report.itq_loss, "train_s": report.total_seconds,
+                "pca": report.pca.as_ref().map(|p| serde_json::json!({
+                    "eigenvalues": p.eigenvalues, "total_variance": p.total_variance,
+                    "explained_variance_ratio": p.explained_variance_ratio,
+                    "components": pca_components(&model),
+                })),
+                "pq": report.pq.as_ref().map(|q| serde_json::json!({
+                    "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
+                })),
+            })
+        );
+    } else {
+        outln!(
+            "wrote {} ({}: {}-D -> {} codes of {} bytes, trained on {} rows)",
+            out.display(),
+            report.canonical,
+            model.input_dim(),
+            model.code_kind().name(),
+            model.code_bytes(),
+            report.training_rows
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it, synced, then
+/// renamed over `path` (`replace`) or linked to it only if `path` still does not exist.
+fn write_new_file(path: &Path, bytes: &[u8], replace: bool) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let what = || path.display().to_string();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".codedb-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(what)?;
+    tmp.write_all(bytes).with_context(what)?;
+    tmp.as_file().sync_all().with_context(what)?;
+    if replace {
+        tmp.persist(path).map_err(|e| e.error).with_context(what)?;
+    } else {
+        tmp.persist_noclobber(path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("{}: already exists? (pass --force to replace it)", what()))?;
+    }
+    Ok(())
+}
+
+/// The rows of the last PCA projection (a linear stage that carries eigenvalues), for peer
+/// comparisons (`tools/compare_peers.py`).
+fn pca_components(model: &Model) -> Option<Vec<Vec<f32>>> {
+    model.stages().iter().rev().find_map(|s| match s {
+        codedb::model::Stage::Linear(l) if l.eigenvalues().is_some() => {
+            Some(l.weight().rows().into_iter().map(|r| r.to_vec()).collect())
+        }
+        _ => None,
+    })
+}
