@@ -30,5 +30,5 @@ pub use build::{BuildOptions, build_index};
 pub use error::Error;
 pub use format::FormatError;
 pub use model::Model;
-pub use search::{Hit, SearchMode, SearchParams, search, search_with};
+pub use search::{Hit, SearchMode, SearchParams};
 pub use storage::{Index, Snapshot, StorageError};

@@ -155,7 +155,7 @@ pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
 
 pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
     let snap = crate::recovery_cmd::open_snapshot(dir)?;
-    let dim = Model::from_model_file(snap.model())?.input_dim();
+    let dim = snap.model()?.input_dim();
     let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
     let res = snap
         .classify(x.view(), top)

@@ -219,7 +219,7 @@ pub fn train(a: &TrainArgs<'_>) -> Result<ExitCode> {
         }
         TrainSource::Index(dir) => {
             let snap = crate::recovery_cmd::open_snapshot(dir)?;
-            codedb::model::classify::train_from_index(&snap, &spec, &opts).with_context(|| {
+            codedb::search::train_from_index(&snap, &spec, &opts).with_context(|| {
                 format!(
                     "training {pipeline} on the codes of index {}",
                     dir.display()
