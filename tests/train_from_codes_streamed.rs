@@ -5,11 +5,9 @@
 //! decoded matrix with the same seed. Also the errors of the index side: non-PQ codes, no
 //! live rows, unlabelled rows.
 
-use codedb::model::classify::{
-    Classifier, ClassifierSpec, ClassifyOptions, fit_classifier, fit_classifier_from_index,
-    train_from_index,
-};
+use codedb::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, fit_classifier};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::search::{fit_classifier_from_index, train_from_index};
 use codedb::storage::{Config, Index, Snapshot};
 use ndarray::{Array2, Axis};
 
@@ -81,7 +79,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             build_index(&dir, index_spec, &d, true);
         }
         let snap = Snapshot::open(&dir).unwrap();
-        let index_model = Model::from_model_file(snap.model()).unwrap();
+        let index_model = snap.model().unwrap();
         let spec = PipelineSpec::parse(spec).unwrap();
         let opts = TrainOptions {
             seed: 77,
@@ -121,7 +119,7 @@ fn streamed_classifiers_equal_fitting_on_the_decoded_matrix() {
         let dir = tmp.path().join(index_spec.replace([':', ','], "_"));
         build_index(&dir, index_spec, &d, true);
         let snap = Snapshot::open(&dir).unwrap();
-        let index_model = Model::from_model_file(snap.model()).unwrap();
+        let index_model = snap.model().unwrap();
         let (x, y) = decoded(&snap, &index_model);
         let opts = ClassifyOptions {
             seed: 5,

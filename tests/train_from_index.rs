@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use codedb::model::classify::train_from_index;
+use codedb::search::train_from_index;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{Config, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, Axis};
