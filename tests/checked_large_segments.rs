@@ -178,12 +178,7 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
                 case.spec
             );
         }
-        assert_eq!(
-            snap.search(q, &p).unwrap(),
-            want,
-            "{}",
-            case.spec
-        );
+        assert_eq!(snap.search(q, &p).unwrap(), want, "{}", case.spec);
         let (done, total) = seg.checked_blocks(RowColumn::Ids);
         assert_eq!(
             done, total,
@@ -192,12 +187,7 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
         );
         assert!(seg.has_block_checksums(RowColumn::Codes));
         // Later scans: the same answer from the remembered checks.
-        assert_eq!(
-            snap.search(q, &p).unwrap(),
-            want,
-            "{}",
-            case.spec
-        );
+        assert_eq!(snap.search(q, &p).unwrap(), want, "{}", case.spec);
     }
 }
 

@@ -197,10 +197,7 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     let mut recall_prev = 0usize;
     for nprobe in [1usize, 2, 3, 5] {
         let got = snap
-            .search(
-                q,
-                &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe),
-            )
+            .search(q, &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe))
             .unwrap();
         let probes = snap.probe_lists(q, nprobe).unwrap();
         for (i, (g, p)) in got.iter().zip(&probes).enumerate() {

@@ -306,9 +306,8 @@ fn rerank_and_exact_search_with_vectors() {
     let exact = exact_l2(&snap, &x, q, k);
     let mem = memory_vectors(&x);
     let cols = Columns::new(&snap, &x);
-    let run = |p: SearchParams, src: &dyn VectorSource| {
-        snap.search_with_vectors(q, &p, src).unwrap()
-    };
+    let run =
+        |p: SearchParams, src: &dyn VectorSource| snap.search_with_vectors(q, &p, src).unwrap();
     // Exact mode, both vector paths: equal to brute force.
     assert_eq!(run(SearchParams::new(k, SearchMode::ExactL2), &mem), exact);
     assert_eq!(
@@ -440,30 +439,23 @@ fn bad_searches_are_clear_errors() {
     assert!(e.contains("no stored vectors"), "{e}");
     // Wrong width, NaN, no rows.
     let narrow = Array2::<f32>::zeros((2, 9));
-    let e = snap.search(
-        narrow.view(),
-        &SearchParams::new(5, SearchMode::Asym),
-    );
+    let e = snap.search(narrow.view(), &SearchParams::new(5, SearchMode::Asym));
     assert!(e.unwrap_err().to_string().contains("64-D"));
     let mut nan = q.to_owned();
     nan[[1, 2]] = f32::NAN;
     for mode in [SearchMode::Hamming, SearchMode::Asym] {
-        assert!(snap.search(nan.view(), &SearchParams::new(5, mode)).is_err());
+        assert!(
+            snap.search(nan.view(), &SearchParams::new(5, mode))
+                .is_err()
+        );
     }
     let mem = memory_vectors(&x);
-    let e = snap.search_with_vectors(
-        nan.view(),
-        &SearchParams::new(5, SearchMode::ExactL2),
-        &mem,
-    );
+    let e = snap.search_with_vectors(nan.view(), &SearchParams::new(5, SearchMode::ExactL2), &mem);
     assert!(e.unwrap_err().to_string().contains("not finite"));
     let empty = Array2::<f32>::zeros((0, 64));
     assert!(
-        snap.search(
-            empty.view(),
-            &SearchParams::new(5, SearchMode::Asym)
-        )
-        .is_err()
+        snap.search(empty.view(), &SearchParams::new(5, SearchMode::Asym))
+            .is_err()
     );
     // k above the live rows returns every live row.
     let all = snap

@@ -66,8 +66,8 @@ use float_codes::FloatColumn;
 pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
 use pq4_fastscan::fastscan_scope;
-pub use train_from_index::{fit_classifier_from_index, train_from_index};
 use rerank::{Candidate, exact_search};
+pub use train_from_index::{fit_classifier_from_index, train_from_index};
 
 /// One result row.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -281,7 +281,11 @@ fn search_scoped(
 }
 
 /// Argument checks shared by every entry point (`model`: the snapshot's).
-fn check(model: &Model, queries: ArrayView2<f32>, params: &SearchParams) -> Result<(), SearchError> {
+fn check(
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+) -> Result<(), SearchError> {
     if params.k == 0 {
         return Err(invalid("k", "must be at least 1"));
     }

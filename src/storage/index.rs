@@ -43,9 +43,7 @@ use super::publish::{publish, sync_dir};
 use super::recovery::{LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest};
 use super::row_batch::{CheckedRows, RowBatch, check_batch};
 use super::snapshot::Snapshot;
-use super::version::{
-    IndexModel, SegmentSlot, VersionState, choose_manifest, load_version,
-};
+use super::version::{IndexModel, SegmentSlot, VersionState, choose_manifest, load_version};
 
 /// The writer handle of an index directory. Dropping it releases the lock and discards
 /// uncommitted changes.
