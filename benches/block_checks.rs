@@ -4,6 +4,7 @@
 //! of the same column, once every block is remembered as good.
 //!
 //! `cargo bench --bench block_checks`.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::format::FormatError;
 use codedb::format::block_checksums::{ColumnBlockCrcs, ColumnCheck};

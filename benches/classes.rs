@@ -5,6 +5,7 @@
 //!
 //! `cargo bench --bench classes`. The index lives in the default temporary directory;
 //! `CODEDB_BENCH_DIR` puts it elsewhere.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

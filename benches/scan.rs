@@ -5,6 +5,7 @@
 //! `scalar` = the portable twins, `simd` = `Dispatch::Auto` on one thread, `simd-2t` = the same
 //! on two rayon tasks. 10⁶ codes of 8-64 bytes fit in the last-level cache of most machines, so
 //! these are compute figures; memory-bound figures need `codedb bench` at ≥ 10⁸ codes.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::sync::LazyLock;
 

@@ -4,6 +4,7 @@
 //!
 //! `cargo bench --bench storage`. Indexes live in the default temporary directory (a real
 //! disk, so commits pay real fsyncs); `CODEDB_BENCH_DIR` puts them elsewhere.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,5 @@
 //! The umbrella error of the embedded API: each layer keeps its own enum (format, storage,
-//! model, scan, io, eval, search) and this one wraps whichever a composite operation hit.
+//! model, scan, search, classes) and this one wraps whichever a composite operation hit.
 
 /// Any codedb error.
 #[derive(Debug, thiserror::Error)]
@@ -12,10 +12,6 @@ pub enum Error {
     Model(#[from] crate::model::ModelError),
     #[error(transparent)]
     Scan(#[from] crate::scan::ScanError),
-    #[error(transparent)]
-    Io(#[from] crate::io::IoError),
-    #[error(transparent)]
-    Eval(#[from] crate::eval::EvalError),
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
     #[error(transparent)]

@@ -5,22 +5,15 @@
 //! - [`format`]: bytes ⇄ structures — the versioned, checksummed file format (FORMAT.md).
 //! - [`storage`]: files and versions — the index directory, the writer, snapshots, compaction,
 //!   garbage collection, inspection, verification.
-//! - [`io`]: reading descriptors and labels (.npy, .fvecs/.bvecs/.ivecs, gzip IDX).
-//! - [`eval`]: ground truth and retrieval / classification metrics.
 //! - [`model`]: the math — PCA, ITQ, LSH, SKLSH, RFF, PQ/OPQ stages, pipelines, training.
 //! - [`scan`]: kernels — Hamming, LUT, dense, top-k, with runtime CPU dispatch.
 //! - [`classes`]: class-mean tables — NCM classification, new classes, zero-shot priors.
 //! - [`search`]: scan plans — a query batch over a snapshot, per-block kernels, merged top-k.
-//! - [`bench`]: generated data and the bandwidth yardstick for `codedb bench`.
 
-pub mod bench;
 pub mod build;
 pub mod classes;
-pub mod demo;
 pub mod error;
-pub mod eval;
 pub mod format;
-pub mod io;
 pub mod model;
 pub mod scan;
 pub mod search;

@@ -2,6 +2,7 @@
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
 //! backward_compatibility` writes the current version's set (format/golden/v1.4); older
 //! folders are never rewritten.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -4,6 +4,9 @@
 //! a reopen; a class whose rows are all gone has count 0 and is never a classification answer;
 //! an index without stored vectors refuses rather than keep a stale mean unless told to keep the
 //! class statistics; and the writer refuses the states that would make a subtraction wrong.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,8 +20,8 @@ use ndarray::{Array2, ArrayView2, Axis};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = codedb::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb::io::load_labels(root.join("labels.npy")).unwrap();
+    let x = common::npy::load_vectors(root.join("pixels.npy"));
+    let y = common::npy::load_labels(root.join("labels.npy"));
     (x, y.iter().map(|&v| v as u32).collect())
 }
 

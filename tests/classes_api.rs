@@ -1,6 +1,9 @@
 //! The class layer through the library: NCM classification of committed classes, snapshot
 //! consistency, zero-shot priors (eq. 29), MAP means (eq. 30), labelled adds, the choice of the
 //! prior weight, and errors that leave the index byte for byte unchanged.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,8 +19,8 @@ use ndarray::{Array2, ArrayView2, Axis};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = codedb::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb::io::load_labels(root.join("labels.npy")).unwrap();
+    let x = common::npy::load_vectors(root.join("pixels.npy"));
+    let y = common::npy::load_labels(root.join("labels.npy"));
     (x, y.iter().map(|&v| v as u32).collect())
 }
 

@@ -1,6 +1,7 @@
 //! Concurrency: snapshots stay consistent while a writer commits and compaction and garbage
 //! collection run; readers in other processes (and threads using `Snapshot::open`) need no lock
 //! and survive GC; a second writer — in another process or this one — gets `Locked`.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

@@ -9,6 +9,7 @@
 //! by re-writing the golden files section by section with `ContainerWriter`.
 //!
 //! Fast by construction (files are < 1 KB): ~60,000 parses in all.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

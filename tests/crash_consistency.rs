@@ -15,6 +15,7 @@
 //!
 //! The other tests damage the active log by hand: torn and uncommitted tails are cut off and
 //! reported, damage inside the committed length is an error.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

@@ -8,6 +8,7 @@
 //! of this CPU, so agreement is also the SIMD = scalar check, and it shows that stored codes do
 //! not change. Batches of every size around the kernels' 4-row and 16-row tiles are compared
 //! with the rows encoded alone.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod force_scalar_support;
 

@@ -6,6 +6,7 @@
 //! manifest was renamed into place — at exactly the version that commit was publishing; `verify`
 //! must be clean and the index writable again. The workload's index stores f32 vectors and
 //! most of its rows carry list ids: they are part of the state compared.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

@@ -1,5 +1,6 @@
 //! Every file kind: what is written reads back equal (property tests over random contents),
 //! and bad writer input is refused with an error naming the argument.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 

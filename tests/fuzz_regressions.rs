@@ -6,6 +6,7 @@
 //!
 //! A test marked `#[ignore = "bug: ..."]` documents a bug that is not fixed yet: it fails today
 //! and must pass once the fix lands (then drop the `ignore`).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod common;
 

@@ -2,6 +2,9 @@
 //! list-restricted search in every mode (deleted rows inside lists, rows without a list),
 //! IVF `nprobe` over the class means, stored vectors of active-log rows for re-ranking and
 //! exact search, and the class table a labelled build creates.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -18,8 +21,8 @@ use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    let x = codedb::io::load_vectors(root.join("pixels.npy")).unwrap();
-    let y = codedb::io::load_labels(root.join("labels.npy")).unwrap();
+    let x = common::npy::load_vectors(root.join("pixels.npy"));
+    let y = common::npy::load_labels(root.join("labels.npy"));
     (x, y.iter().map(|&v| v as u32).collect())
 }
 

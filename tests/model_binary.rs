@@ -2,6 +2,7 @@
 //! never increases and ends below PCA-RR's, ITQ codes rank clustered data better than random
 //! projections, every preset gives the code length asked for, and impossible lengths are
 //! refused per method.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::format::CodeKind;
 use codedb::model::{Model, PipelineSpec, Rotation, TrainOptions, train};

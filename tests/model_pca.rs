@@ -1,5 +1,6 @@
 //! PCA: known principal directions and eigenvalues are recovered, the covariance (streamed)
 //! and SVD paths agree, and the sign convention is deterministic.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::model::{CovarianceAccumulator, Pca};
 use ndarray::{Array2, s};

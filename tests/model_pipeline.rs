@@ -1,5 +1,6 @@
 //! The model pipeline: save/load round trips encode byte-identically, codes do not depend on
 //! batching, bad input and corrupt model files give errors naming what is wrong.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 

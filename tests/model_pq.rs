@@ -1,4 +1,5 @@
 //! Product quantisation (FAISS-style PQ, 4-bit PQ, OPQ) and ADC tables.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::format::CodeKind;
 use codedb::model::{AdcMetric, Model, PipelineSpec, Rotation, TrainOptions, TrainReport, train};

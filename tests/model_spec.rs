@@ -1,5 +1,6 @@
 //! The pipeline SPEC grammar: presets expand as in the paper, explicit lists parse, and every
 //! kind of bad token gets its own error naming the token.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::model::{ModelError, PipelineSpec, QuantizerSpec, StepSpec};
 

@@ -4,6 +4,9 @@
 //! rows in row-major form: an index with sealed segments (one with a partial last block), rows
 //! still in the append log, deleted rows, list-restricted scopes that start inside a 32-row
 //! block, 1 and 2 threads, and again after compaction.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use std::path::Path;
 
@@ -18,9 +21,8 @@ use ndarray::{Array2, ArrayView2, s};
 fn digits() -> (Array2<f32>, Vec<u32>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
     (
-        codedb::io::load_vectors(root.join("pixels.npy")).unwrap(),
-        codedb::io::load_labels(root.join("labels.npy"))
-            .unwrap()
+        common::npy::load_vectors(root.join("pixels.npy")),
+        common::npy::load_labels(root.join("labels.npy"))
             .into_iter()
             .map(|l| l as u32)
             .collect(),

@@ -4,6 +4,7 @@
 //! all special and odd widths, lengths that are not a multiple of any block size, all-equal
 //! codes (every row ties), k = 1 / N / > N, no / some / all rows deleted, several threads and
 //! several queries per pass.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use codedb::scan::{
     CodeRows, Direction, Dispatch, ScanOptions, TopK, available_dispatches, hamming_topk,

@@ -1,5 +1,6 @@
 //! `CODEDB_FORCE_SCALAR=1` makes `Dispatch::Auto` run the scalar kernels. The variable is read
 //! once per process, so the test re-runs itself in a child process with the variable set.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod force_scalar_support;
 

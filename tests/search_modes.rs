@@ -1,6 +1,9 @@
 //! Every search mode against a brute-force reference over the live rows of a multi-block
 //! index with deletions (segments and active-log batches), re-ranking and exact search with
 //! in-memory vectors, radius lookups, and the errors.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use std::path::Path;
 
@@ -17,7 +20,7 @@ use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits");
-    codedb::io::load_vectors(root.join("pixels.npy")).unwrap()
+    common::npy::load_vectors(root.join("pixels.npy"))
 }
 
 fn model(spec: &str, x: ArrayView2<f32>) -> Model {

@@ -1,5 +1,6 @@
 //! Compaction: the size-tiered policy, streaming with a tiny buffer, commits made during a
 //! merge, segments written by other tools (unsorted ids), and damaged sources.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

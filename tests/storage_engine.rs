@@ -1,6 +1,7 @@
 //! The storage engine's behaviour, one rule per test: versions and commits, ids, deletes,
 //! upserts, sealing, class deltas, snapshots, locking, recovery choices, GC retention, input
 //! validation, the golden index.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

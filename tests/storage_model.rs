@@ -6,6 +6,7 @@
 //! The same runs on an index that stores f16 vectors, with list ids on most rows: every live
 //! row's list id and stored vector must survive add, upsert, delete, seal, compaction (with the
 //! recorded merge order and with the recomputing fallback) and reopen exactly.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

@@ -1,6 +1,7 @@
 //! Damaged manifests: a reader that falls back says so, no writer builds on the older version,
 //! garbage collection removes nothing a manifest it cannot read might name, and
 //! `Index::recover` is the explicit decision that sets the damage aside and lets writers work.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod storage_support;
 

@@ -4,6 +4,9 @@
 //! classifiers `ncm`, `ncmml:d`, `ncmc:dxk` equal, bit for bit, those fitted on the explicitly
 //! decoded matrix with the same seed. Also the errors of the index side: non-PQ codes, no
 //! live rows, unlabelled rows.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
+
+mod common;
 
 use codedb::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, fit_classifier};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
@@ -19,8 +22,8 @@ struct Data {
 }
 
 fn digits() -> Data {
-    let x = codedb::io::load_vectors(format!("{DIR}/pixels.npy")).unwrap();
-    let y = codedb::io::load_labels(format!("{DIR}/labels.npy")).unwrap();
+    let x = common::npy::load_vectors(format!("{DIR}/pixels.npy"));
+    let y = common::npy::load_labels(format!("{DIR}/labels.npy"));
     let tr: Vec<usize> = (0..y.len()).step_by(2).collect();
     Data {
         x: x.select(Axis(0), &tr),

@@ -17,6 +17,7 @@ pub mod container_writer;
 pub mod deletion_bitmap;
 pub mod error;
 pub mod fastscan_layout;
+#[allow(unsafe_code)] // the mmap site (ARCHITECTURE.md, "unsafe")
 pub mod file_bytes;
 pub mod le;
 pub mod manifest;

@@ -25,11 +25,15 @@
 //! probe, and unaligned vector loads / table gathers whose addresses are proven in bounds. Each block
 //! carries a `// SAFETY:` comment.
 
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod dense;
 pub mod dispatch;
 pub mod error;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod fastscan;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod hamming;
+#[allow(unsafe_code)] // SIMD kernels (ARCHITECTURE.md, "unsafe")
 pub mod lut;
 pub mod rows;
 pub mod schedule;

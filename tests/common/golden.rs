@@ -2,7 +2,7 @@
 //! fixed ids and contents. `tests/backward_compatibility.rs` reads the checked-in copies in
 //! `format/golden/` and checks every value; `CODEDB_BLESS=1` rewrites them (only ever for a new
 //! format version, into a new folder — old folders stay and must keep being read).
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use codedb::format::{

@@ -4,7 +4,7 @@
 //! records carry list ids and vectors (log meta and record flags of §10). Fixed ids and
 //! contents, so the bytes are reproducible; `tests/backward_compatibility.rs` reads the
 //! checked-in copies in `format/golden/v1.1/` and checks every value.
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use codedb::format::{

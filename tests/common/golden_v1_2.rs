@@ -4,7 +4,7 @@
 //! partial and zero-padded), with labels. Fixed ids and contents, so the bytes are
 //! reproducible; `tests/backward_compatibility.rs` reads the checked-in copy in
 //! `format/golden/v1.2/` and checks every value.
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use codedb::format::{CodeKind, FileId, SegmentData, SegmentLayout};

@@ -4,7 +4,7 @@
 //! gains two images and loses one in the same record, and the delta adds a new class "fresh"
 //! that removes nothing. Fixed ids and dyadic values, so bytes and folded sums are exact;
 //! `tests/backward_compatibility.rs` reads the checked-in copy in `format/golden/v1.3/`.
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use codedb::format::{ClassRecord, ClassTable, FileId};

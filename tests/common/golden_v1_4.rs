@@ -11,7 +11,7 @@
 //!
 //! Fixed ids and contents, so the bytes are reproducible; `tests/backward_compatibility.rs`
 //! reads the checked-in copy in `format/golden/v1.4/` and checks every value.
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use std::path::Path;

@@ -1,6 +1,8 @@
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 pub mod golden;
 pub mod golden_v1_1;
 pub mod golden_v1_2;
 pub mod golden_v1_3;
 pub mod golden_v1_4;
+pub mod npy;

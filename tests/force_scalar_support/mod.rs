@@ -1,6 +1,7 @@
 //! Re-running a test of the current test binary in a child process with
 //! `CODEDB_FORCE_SCALAR=1` (the variable is read once per process, so a child is the only way
 //! to see what a CPU without SIMD computes).
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 /// True inside such a child.
 pub fn in_forced_scalar_child() -> bool {

@@ -1,6 +1,6 @@
 //! Helpers shared by the storage-engine tests: a small model, deterministic codes, and the
 //! live rows of a snapshot as a map (what every test compares against its in-memory model).
-
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;

@@ -174,8 +174,10 @@ fn tile<const R: usize, const S: usize>(ws: &[&[f32]; S], xs: &[&[f32]; R]) -> [
         while off < body {
             // SAFETY (all loads below): `off + 8 <= body <= d`, the common length of every
             // row in `ws` and `xs` (asserted above); `loadu` has no alignment requirement.
-            let wv: [__m256; S] =
-                core::array::from_fn(|s| unsafe { _mm256_loadu_ps(ws[s].as_ptr().add(off)) });
+            let wv: [__m256; S] = core::array::from_fn(|s| {
+                // SAFETY: as above (`off + 8 <= d` for every row of `ws`).
+                unsafe { _mm256_loadu_ps(ws[s].as_ptr().add(off)) }
+            });
             for (a, x) in acc.iter_mut().zip(xs) {
                 // SAFETY: as above.
                 let xv = unsafe { _mm256_loadu_ps(x.as_ptr().add(off)) };

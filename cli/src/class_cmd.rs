@@ -1,0 +1,268 @@
+//! `codedb add-class`, `codedb classify` and `codedb classes`: argument plumbing over
+//! `codedb::classes`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use codedb::classes::{
+    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
+    NewClass, PriorScope, choose_prior_weight,
+};
+use codedb::format::class_table::class_name_problem;
+use codedb::model::Model;
+use codedb_cli::io::tsv_field;
+
+use crate::inputs;
+use crate::out::outln;
+
+/// Options of `codedb add-class`.
+pub struct AddClassArgs<'a> {
+    pub dir: &'a Path,
+    pub name: &'a str,
+    pub id: Option<u32>,
+    pub parent: Option<&'a str>,
+    pub data: Option<&'a Path>,
+    pub mean: Option<&'a Path>,
+    pub prior_weight: Option<u64>,
+    pub prior_scope: &'a str,
+    pub validation: Option<&'a Path>,
+    pub validation_labels: Option<&'a Path>,
+    pub seed: u64,
+    pub json: bool,
+}
+
+pub fn add_class(a: &AddClassArgs<'_>) -> Result<ExitCode> {
+    if let Some(problem) = class_name_problem(a.name) {
+        bail!("--name {problem}");
+    }
+    let scope = PriorScope::parse(a.prior_scope).with_context(|| {
+        format!(
+            "--prior-scope {}: expected parent or ancestors",
+            a.prior_scope
+        )
+    })?;
+    // Argument combinations (--validation with its labels, --data and --parent, not with
+    // --prior-weight; --data or --mean) are checked by clap.
+    let index = crate::recovery_cmd::open_writer(a.dir)?;
+    let dim = Model::from_model_file(index.model())?.input_dim();
+    let whom = inputs::index_model(a.dir);
+    let data = a
+        .data
+        .map(|p| inputs::vectors_for("--data", p, dim, &whom))
+        .transpose()?;
+    let mean = match a.mean {
+        None => None,
+        Some(p) => {
+            let m = inputs::vectors_for("--mean", p, dim, &whom)?;
+            if m.nrows() != 1 {
+                bail!(
+                    "--mean {}: a mean is one row, got {} rows",
+                    p.display(),
+                    m.nrows()
+                );
+            }
+            Some(m.row(0).to_vec())
+        }
+    };
+    // The prior weight: given, chosen on validation data, or the documented default.
+    let mut choice = None;
+    let weight = match (a.prior_weight, a.validation, a.validation_labels, &data) {
+        (Some(m), ..) => m,
+        (None, Some(v), Some(l), Some(x)) if a.parent.is_some() => {
+            let model = Model::from_model_file(index.model())?;
+            let table = index
+                .staged_classes()?
+                .context("--validation: the index has no class table to validate on")?;
+            let vx = inputs::vectors_for("--validation", v, dim, &whom)?;
+            let vl = codedb_cli::demo::labels_u32(&codedb_cli::io::load_labels(l)?)
+                .with_context(|| l.display().to_string())?;
+            let c = choose_prior_weight(
+                &model,
+                &table,
+                vx.view(),
+                &vl,
+                x.nrows(),
+                DEFAULT_PRIOR_CANDIDATES,
+                scope,
+                a.seed,
+            )?;
+            let w = c.weight;
+            choice = Some(c);
+            w
+        }
+        _ => DEFAULT_PRIOR_WEIGHT,
+    };
+    let source = match (&data, &mean) {
+        (Some(_), Some(_)) => bail!("give --data or --mean, not both"),
+        (Some(x), None) => ClassSource::Images(x.view()),
+        (None, Some(m)) => ClassSource::Mean(m),
+        (None, None) => ClassSource::None,
+    };
+    let new = NewClass {
+        name: a.name.to_string(),
+        id: a.id,
+        parent: a.parent.map(|p| ClassRef::Name(p.to_string())),
+        source,
+        prior_weight: weight,
+        prior_scope: scope,
+    };
+    let planned = index.add_new_classes(std::slice::from_ref(&new))?;
+    let version = index.commit()?;
+    let Some(p) = planned.first() else {
+        bail!("internal: no class planned");
+    };
+    let how = match p.source {
+        MeanSource::Images { n } => format!("mean of {n} images"),
+        MeanSource::GivenMean => "given mean (count 1)".into(),
+        MeanSource::ZeroShot { m } => format!("zero-shot prior (eq. 29), weight m = {m}"),
+        MeanSource::Map { n, m } => {
+            format!("MAP mean (eq. 30) of {n} images and the prior, m = {m}")
+        }
+        MeanSource::ImagesNoPrior { n } => {
+            format!("mean of {n} images (no class under the parent has images yet: no prior)")
+        }
+    };
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "name": p.record.name, "id": p.record.id, "parent": p.record.parent,
+                "count": p.record.count, "version": version, "mean": how,
+                "prior_weight_choice": choice,
+            })
+        );
+    } else {
+        if let Some(c) = &choice {
+            for (m, e) in &c.top1_error {
+                outln!("prior weight m = {m:<4} top-1 error {e:.4}");
+            }
+            outln!(
+                "chose m = {} on {} held-out images of {} classes",
+                c.weight,
+                c.test_images,
+                c.episodes
+            );
+        }
+        outln!(
+            "added class {:?} (id {}): {how}; version {version}",
+            p.record.name,
+            p.record.id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn classify(dir: &Path, data: &Path, top: usize, format: &str) -> Result<ExitCode> {
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+    let dim = snap.model()?.input_dim();
+    let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
+    let res = snap
+        .classify(x.view(), top)
+        .with_context(|| format!("classifying {} with {}", data.display(), dir.display()))?;
+    if let Err(e) = write_classes(&res, format) {
+        crate::out::failed(&e);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The classification in the output format, in the order the help documents.
+fn write_classes(res: &[Vec<ClassScore>], format: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        row: usize,
+        classes: &'a [ClassScore],
+    }
+    let mut o = std::io::BufWriter::new(std::io::stdout().lock());
+    if format == "json" {
+        let out: Vec<Row<'_>> = res
+            .iter()
+            .enumerate()
+            .map(|(row, classes)| Row { row, classes })
+            .collect();
+        serde_json::to_writer(&mut o, &out)?;
+        writeln!(o)?;
+    } else {
+        writeln!(o, "row\trank\tid\tname\tscore")?;
+        for (i, l) in res.iter().enumerate() {
+            for (r, c) in l.iter().enumerate() {
+                writeln!(o, "{i}\t{r}\t{}\t{}\t{}", c.id, tsv_field(&c.name), c.score)?;
+            }
+        }
+    }
+    o.flush()
+}
+
+/// `codedb classes`: the class table of the newest version, in id order.
+pub fn classes(dir: &Path, json: bool) -> Result<ExitCode> {
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        id: u32,
+        name: &'a str,
+        parent: Option<u32>,
+        parent_name: Option<&'a str>,
+        count: u64,
+        centroids: usize,
+    }
+    let snap = crate::recovery_cmd::open_snapshot(dir)?;
+    let Some(table) = snap.classes() else {
+        if json {
+            outln!("[]");
+        } else {
+            outln!(
+                "{}: no class table (build with --labels, or codedb add-class)",
+                dir.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let name_of = |id: u32| {
+        table
+            .classes
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.name.as_str())
+    };
+    let mut entries: Vec<Entry<'_>> = table
+        .classes
+        .iter()
+        .map(|c| Entry {
+            id: c.id,
+            name: &c.name,
+            parent: c.parent,
+            parent_name: c.parent.and_then(name_of),
+            count: c.count,
+            centroids: c.centroids.len(),
+        })
+        .collect();
+    entries.sort_by_key(|e| e.id);
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{:<10}  {:<24}  {:<24}  {:>12}  {:>9}",
+        "id",
+        "name",
+        "parent",
+        "count",
+        "centroids"
+    );
+    for e in &entries {
+        let parent = match (e.parent, e.parent_name) {
+            (Some(p), Some(n)) => format!("{} ({p})", tsv_field(n)),
+            (Some(p), None) => p.to_string(),
+            (None, _) => "-".into(),
+        };
+        outln!(
+            "{:<10}  {:<24}  {:<24}  {:>12}  {:>9}",
+            e.id,
+            tsv_field(e.name),
+            parent,
+            e.count,
+            e.centroids
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
