@@ -1,6 +1,7 @@
 //! A snapshot owns its index's model and class means: searching and classifying need only the
 //! snapshot; the model is decoded once per model file and the class means projected once per
 //! class table, kept by the index handle (shared by its versions), not by process-global state.
+#![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::ptr;
 

@@ -90,7 +90,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             ..TrainOptions::default()
         };
         let (streamed, report) = train_from_index(&snap, &spec, &opts).unwrap();
-        let (x, y) = decoded(&snap, &index_model);
+        let (x, y) = decoded(&snap, index_model);
         let (dense, dense_report) = train(
             &spec,
             x.view(),
@@ -100,7 +100,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             },
         )
         .unwrap();
-        let dense = with_prefix(&index_model, dense);
+        let dense = with_prefix(index_model, dense);
         // (Model ids are random per model: compare the stages.)
         assert_eq!(
             streamed.stages(),
@@ -123,7 +123,7 @@ fn streamed_classifiers_equal_fitting_on_the_decoded_matrix() {
         build_index(&dir, index_spec, &d, true);
         let snap = Snapshot::open(&dir).unwrap();
         let index_model = snap.model().unwrap();
-        let (x, y) = decoded(&snap, &index_model);
+        let (x, y) = decoded(&snap, index_model);
         let opts = ClassifyOptions {
             seed: 5,
             max_epochs: Some(4),
