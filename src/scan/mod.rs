@@ -1,5 +1,5 @@
-//! Scan kernels: the hot loops every query compiles to (DESIGN.md, "the one idea that keeps it
-//! small").
+//! Scan kernels: the hot loops every query compiles to (ARCHITECTURE.md, "Rooms": the second
+//! room, which knows bytes but not models, files or queries).
 //!
 //! This layer knows kernels, not files: it works over slices handed in by a segment
 //! ([`CodeRows`]: row-major codes, user ids, optional deletion bitmap) and returns results as
