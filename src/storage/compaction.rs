@@ -640,7 +640,7 @@ impl Index {
         let replay_sources = sources();
         let mut order = RecordedOrder::new(slots.len(), policy.order_budget_bytes);
         let n = policy.buffer_rows as u64;
-        let width = self.shared.model.file().code_bytes as usize;
+        let width = self.shared.model.code_bytes as usize;
         let slot = self.write_segment(live, cols, |col, out| {
             if col == Column::Ids {
                 let mut cursor = Cursor::new(sources(), sorted);
@@ -852,7 +852,6 @@ impl Index {
             model: cur.model.clone(),
             segments,
             log,
-            class_means: cur.class_means_for(&classes),
             classes,
         };
         w.next_version += 1;

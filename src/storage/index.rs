@@ -43,7 +43,7 @@ use super::publish::{publish, sync_dir};
 use super::recovery::{LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest};
 use super::row_batch::{CheckedRows, RowBatch, check_batch};
 use super::snapshot::Snapshot;
-use super::version::{IndexModel, SegmentSlot, VersionState, choose_manifest, load_version};
+use super::version::{SegmentSlot, VersionState, choose_manifest, load_version};
 
 /// The writer handle of an index directory. Dropping it releases the lock and discards
 /// uncommitted changes.
@@ -56,7 +56,7 @@ pub struct Index {
 pub(crate) struct Shared {
     pub dir: PathBuf,
     pub config: Config,
-    pub model: Arc<IndexModel>,
+    pub model: Arc<ModelFile>,
     /// The index's stored-vector setting (fixed at creation, FORMAT.md §7.3).
     pub vectors: Option<VectorSpec>,
     /// The newest committed version: what [`Index::snapshot`] returns.
@@ -283,11 +283,10 @@ impl Index {
         let state = VersionState {
             dir: dir.to_path_buf(),
             manifest,
-            model: Arc::new(IndexModel::new(model.clone())),
+            model: Arc::new(model.clone()),
             segments: Vec::new(),
             log: None,
             classes: None,
-            class_means: Default::default(),
         };
         let recovery = RecoveryReport {
             version: 1,
@@ -463,7 +462,7 @@ impl Index {
 
     /// The model that encodes this index's codes.
     pub fn model(&self) -> &ModelFile {
-        self.shared.model.file()
+        &self.shared.model
     }
 
     /// The vectors every row stores (fixed at creation), if any.
@@ -559,7 +558,7 @@ impl Index {
     ) -> Result<Vec<u64>> {
         let checked = check_batch(
             &self.shared.dir,
-            self.shared.model.file(),
+            &self.shared.model,
             self.shared.vectors,
             batch,
         )?;
@@ -655,7 +654,7 @@ impl Index {
         };
         let checked = check_batch(
             &self.shared.dir,
-            self.shared.model.file(),
+            &self.shared.model,
             self.shared.vectors,
             batch,
         )?;
@@ -878,7 +877,7 @@ impl Index {
     ) -> Result<()> {
         let dir = &self.shared.dir;
         let fs = &*self.shared.config.fs;
-        let model = self.shared.model.file();
+        let model = &self.shared.model;
         if w.log.is_none() {
             let id = FileId::generate();
             let name = data_file_name(FileKind::AppendLog, id);
@@ -1171,7 +1170,6 @@ impl Index {
             model: old.model.clone(),
             segments: slots,
             log: log_view,
-            class_means: old.class_means_for(&classes),
             classes,
         };
         if seal {
@@ -1343,7 +1341,7 @@ impl Index {
             &mut SegmentWriter<&mut std::io::BufWriter<super::fs::SeamWriter>>,
         ) -> Result<()>,
     ) -> Result<SegmentSlot> {
-        let model = self.shared.model.file();
+        let model = &self.shared.model;
         let id = FileId::generate();
         let name = data_file_name(FileKind::Segment, id);
         let layout = SegmentLayout {
