@@ -10,7 +10,6 @@
 //! - [`classes`]: class-mean tables — NCM classification, new classes, zero-shot priors.
 //! - [`search`]: scan plans — a query batch over a snapshot, per-block kernels, merged top-k.
 
-pub mod build;
 pub mod classes;
 pub mod error;
 pub mod format;
@@ -19,9 +18,8 @@ pub mod scan;
 pub mod search;
 pub mod storage;
 
-pub use build::{BuildOptions, build_index};
 pub use error::Error;
 pub use format::FormatError;
 pub use model::Model;
 pub use search::{Hit, SearchMode, SearchParams};
-pub use storage::{Index, Snapshot, StorageError};
+pub use storage::{BuildOptions, Index, Snapshot, StorageError};

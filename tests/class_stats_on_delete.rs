@@ -11,11 +11,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use codedb::classes::{AddOptions, ClassError, ClassSource, NewClass};
+use codedb::classes::{ClassError, ClassSource, NewClass};
 use codedb::format::{ClassTable, VectorDType};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::storage::{ClassStats, CompactionPolicy, Config, Index, StorageError};
-use codedb::{BuildOptions, build::build_index_opts};
+use codedb::storage::{
+    AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, Index, StorageError,
+};
 use ndarray::{Array2, ArrayView2, Axis};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
@@ -45,7 +46,7 @@ fn build(
     vectors: Option<VectorDType>,
 ) -> (Index, Model) {
     let m = model(x.view());
-    let idx = build_index_opts(
+    let idx = Index::build(
         dir,
         &m,
         x.slice(ndarray::s![..n, ..]),

@@ -9,14 +9,12 @@ mod common;
 use std::collections::HashSet;
 use std::path::Path;
 
-use codedb::BuildOptions;
-use codedb::build::build_index_opts;
-use codedb::classes::{AddOptions, ClassError, ListAssignment};
+use codedb::classes::{ClassError, ListAssignment};
 use codedb::format::VectorDType;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::l2sq_f32;
 use codedb::search::{Hit, SearchMode, SearchParams};
-use codedb::storage::{Config, Index, Snapshot};
+use codedb::storage::{AddOptions, BuildOptions, Config, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
@@ -43,7 +41,7 @@ fn model(spec: &str, x: ArrayView2<f32>) -> Model {
 /// 1700..1797 with neither labels nor lists; every 7th id deleted.
 fn ivf_index(dir: &Path, m: &Model, x: &Array2<f32>, y: &[u32], how: ListAssignment) -> Index {
     let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 10 * r).collect();
-    let index = build_index_opts(
+    let index = Index::build(
         dir,
         m,
         x.slice(s![0..1000, ..]),
@@ -264,7 +262,14 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     );
     // nprobe needs class means.
     let plain = tempfile::tempdir().unwrap();
-    let idx = Index::build(plain.path(), &m, x.view(), BuildOptions::default()).unwrap();
+    let idx = Index::build(
+        plain.path(),
+        &m,
+        x.view(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     let msg = idx
         .snapshot()
         .search(q, &SearchParams::new(k, SearchMode::Hamming).nprobe(2))
@@ -278,7 +283,7 @@ fn nearest_lists_are_the_ncm_classes_of_the_rows() {
     let (x, y) = digits();
     let m = model("pca:24,float", x.view());
     let tmp = tempfile::tempdir().unwrap();
-    let index = build_index_opts(
+    let index = Index::build(
         tmp.path(),
         &m,
         x.slice(s![0..1200, ..]),
@@ -326,7 +331,7 @@ fn nearest_lists_are_the_ncm_classes_of_the_rows() {
         (ListAssignment::Nearest, "class"),
         (ListAssignment::Label, "labels"),
     ] {
-        let e = build_index_opts(
+        let e = Index::build(
             &d,
             &m,
             x.view(),
@@ -352,10 +357,11 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
         tmp.path(),
         &m,
         x.slice(s![0..1500, ..]),
-        BuildOptions {
+        &BuildOptions {
             labels: Some(&y[..1500]),
             ..BuildOptions::default()
         },
+        &mut |_| {},
     )
     .unwrap();
     let check_table = |index: &Index, n: usize| {
@@ -418,11 +424,12 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
         t2.path(),
         &m,
         x.slice(s![0..100, ..]),
-        BuildOptions {
+        &BuildOptions {
             labels: Some(&y[..100]),
             classes_from_labels: false,
             ..BuildOptions::default()
         },
+        &mut |_| {},
     )
     .unwrap();
     assert!(plain.snapshot().classes().is_none());

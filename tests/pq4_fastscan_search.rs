@@ -47,7 +47,7 @@ fn index(dir: &Path, m: &Model, x: ArrayView2<f32>, labels: &[u32]) -> Index {
         dir,
         m,
         x.slice(s![0..1200, ..]),
-        BuildOptions {
+        &BuildOptions {
             ids: Some(&ids[..1200]),
             labels: Some(&labels[..1200]),
             lists: Some(ListAssignment::Label),
@@ -60,6 +60,7 @@ fn index(dir: &Path, m: &Model, x: ArrayView2<f32>, labels: &[u32]) -> Index {
             },
             ..BuildOptions::default()
         },
+        &mut |_| {},
     )
     .unwrap();
     let add = |idx: &Index, r: std::ops::Range<usize>| {

@@ -41,7 +41,7 @@ fn multi_block_index(dir: &Path, m: &Model, x: ArrayView2<f32>) -> Index {
         dir,
         m,
         x.slice(s![0..1200, ..]),
-        BuildOptions {
+        &BuildOptions {
             ids: Some(&ids[..1200]),
             config: Config {
                 seal_bytes: 4096,
@@ -49,6 +49,7 @@ fn multi_block_index(dir: &Path, m: &Model, x: ArrayView2<f32>) -> Index {
             },
             ..BuildOptions::default()
         },
+        &mut |_| {},
     )
     .unwrap();
     index
@@ -414,7 +415,14 @@ fn radius_lookup_equals_brute_force() {
     // 64-bit codes cannot be hash keys.
     let m64 = model("pca-itq:64", x.view());
     let t2 = tempfile::tempdir().unwrap();
-    let idx = Index::build(t2.path(), &m64, x.view(), BuildOptions::default()).unwrap();
+    let idx = Index::build(
+        t2.path(),
+        &m64,
+        x.view(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     let e = idx.snapshot().search_radius(q, 1).unwrap_err().to_string();
     assert!(e.contains("32 bits"), "{e}");
 }
@@ -424,7 +432,14 @@ fn bad_searches_are_clear_errors() {
     let x = digits();
     let m = model("pca-itq:16", x.view());
     let tmp = tempfile::tempdir().unwrap();
-    let idx = Index::build(tmp.path(), &m, x.view(), BuildOptions::default()).unwrap();
+    let idx = Index::build(
+        tmp.path(),
+        &m,
+        x.view(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     let snap = idx.snapshot();
     let q = x.slice(s![0..3, ..]);
     let err = |p: SearchParams| snap.search(q, &p).unwrap_err();
@@ -471,7 +486,8 @@ fn bad_searches_are_clear_errors() {
         &t2.path().join("i"),
         &m,
         empty.view(),
-        BuildOptions::default(),
+        &BuildOptions::default(),
+        &mut |_| {},
     );
     assert!(r.unwrap_err().to_string().contains("no rows"));
 }

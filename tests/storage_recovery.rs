@@ -217,7 +217,12 @@ fn gc_removes_nothing_while_an_older_manifest_does_not_read() {
     let r = idx.compact(&CompactionPolicy::full()).unwrap();
     assert!(r.version.is_some());
     assert!(r.gc.is_none());
-    assert!(r.gc_error.unwrap().contains("garbage collection refused"));
+    assert!(
+        r.gc_error
+            .unwrap()
+            .to_string()
+            .contains("garbage collection refused")
+    );
     drop(idx);
 
     let idx = Index::recover(dir.path(), 6, small_config(1 << 20)).unwrap();

@@ -16,11 +16,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use codedb::build::build_index_opts;
 use codedb::classes::ListAssignment;
-use codedb::model::{PipelineSpec, TrainOptions, train};
+use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::search::{Hit, SearchMode, SearchParams};
-use codedb::{BuildOptions, Snapshot};
+use codedb::{BuildOptions, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, Axis};
 
 const K: usize = 10;
@@ -104,7 +103,7 @@ fn run(ds: &DataSet, spec: &str) {
     let mode = SearchMode::default_for(m.code_kind()).expect("mode");
     for how in [ListAssignment::Label, ListAssignment::Nearest] {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let index = build_index_opts(
+        let index = Index::build(
             &tmp.path().join("idx"),
             &m,
             ds.db.view(),

@@ -5,10 +5,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use codedb::classes::{AddOptions, ClassError, ListAssignment};
+use codedb::classes::{ClassError, ListAssignment};
 use codedb::model::{Model, PipelineSpec, TrainEvent, TrainOptions, train as train_model};
 use codedb::storage::{
-    ClassStats, CompactionPolicy, MergeReason, SkippedManifest, StorageError, list_versions,
+    AddOptions, ClassStats, CompactionPolicy, MergeReason, SkippedManifest, StorageError,
+    list_versions,
 };
 use codedb_cli::demo::labels_u32;
 
@@ -512,7 +513,7 @@ pub fn compact(dir: &Path, full: bool, deleted_threshold: f64, json: bool) -> Re
         // version still names it.
         match index.gc() {
             Ok(g) => r.gc = Some(g),
-            Err(e) => r.gc_error = Some(e.to_string()),
+            Err(e) => r.gc_error = Some(Arc::new(e)),
         }
     }
     spinner.finish_and_clear();

@@ -167,16 +167,20 @@ pub fn run_demo(
         let train_s = t.elapsed().as_secs_f64();
         let idir = dir.join(spec.replace(':', "-"));
         let t = Instant::now();
-        let index = codedb::build::build_index(
+        let index = codedb::storage::Index::build(
             &idir,
             &model,
             db.view(),
-            Some(&ids),
-            Some(&db_labels),
-            // Seal every commit into a segment so compaction has segments to merge.
-            Config {
-                seal_bytes: 4096,
-                ..Config::default()
+            &codedb::storage::BuildOptions {
+                ids: Some(&ids),
+                labels: Some(&db_labels),
+                classes_from_labels: false,
+                // Seal every commit into a segment so compaction has segments to merge.
+                config: Config {
+                    seal_bytes: 4096,
+                    ..Config::default()
+                },
+                ..codedb::storage::BuildOptions::default()
             },
             &mut |_| {},
         )?;

@@ -1,4 +1,4 @@
-//! `codedb build` and `codedb search`: argument plumbing over `codedb::build::build_index_opts` and
+//! `codedb build` and `codedb search`: argument plumbing over `codedb::Index::build` and
 //! `codedb::search`.
 
 use std::io::Write;
@@ -8,12 +8,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use codedb::BuildOptions;
-use codedb::build::build_index_opts;
 use codedb::classes::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
 use codedb::search::{Hit, SearchError, SearchMode, SearchParams};
-use codedb::storage::Snapshot;
+use codedb::storage::{Index, Snapshot};
 use ndarray::{ArrayView2, s};
 
 use crate::args::usage;
@@ -127,7 +126,7 @@ pub fn build(a: &BuildArgs<'_>) -> Result<ExitCode> {
     let labels = inputs::labels(a.labels)?;
     let ids = inputs::ids(a.ids)?;
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
-    let index = build_index_opts(
+    let index = Index::build(
         a.dir,
         &model,
         x.view(),

@@ -39,7 +39,7 @@ fn one_segment_index(dir: &Path, m: &Model, x: ArrayView2<f32>) {
         store_vectors: Some(VectorDType::F32),
         ..BuildOptions::default()
     };
-    Index::build(dir, m, x, opts).unwrap();
+    Index::build(dir, m, x, &opts, &mut |_| {}).unwrap();
 }
 
 /// Opens the index the way a large segment is opened: no column checksummed.

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::storage::{Config, Snapshot};
-use codedb::{Error, SearchMode, SearchParams, build_index};
+use codedb::storage::{BuildOptions, Index, Snapshot};
+use codedb::{Error, SearchMode, SearchParams};
 use ndarray::Array2;
 
 fn digits() -> (Array2<f32>, Vec<u32>) {
@@ -25,13 +25,16 @@ fn class_p10(spec: &str, x: &Array2<f32>, y: &[u32], dir: &Path) -> f64 {
     )
     .unwrap();
     let ids: Vec<u64> = (0..x.nrows() as u64).collect();
-    let index = build_index(
+    let index = Index::build(
         dir,
         &model,
         x.view(),
-        Some(&ids),
-        Some(y),
-        Config::default(),
+        &BuildOptions {
+            ids: Some(&ids),
+            labels: Some(y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -77,13 +80,15 @@ fn a_database_row_finds_itself_at_distance_zero_and_results_are_ordered() {
         &TrainOptions::default(),
     )
     .unwrap();
-    build_index(
+    Index::build(
         tmp.path(),
         &model,
         x.view(),
-        None,
-        Some(&y),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -121,13 +126,15 @@ fn bad_search_arguments_are_clear_errors() {
         &TrainOptions::default(),
     )
     .unwrap();
-    let index = build_index(
+    let index = Index::build(
         tmp.path(),
         &model,
         x.view(),
-        None,
-        Some(&y),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     )
     .unwrap();
@@ -151,13 +158,15 @@ fn bad_search_arguments_are_clear_errors() {
     );
     // A build with mismatched labels leaves no index behind.
     let t2 = tempfile::tempdir().unwrap();
-    let r = build_index(
+    let r = Index::build(
         &t2.path().join("x"),
         &model,
         x.view(),
-        None,
-        Some(&y[..10]),
-        Config::default(),
+        &BuildOptions {
+            labels: Some(&y[..10]),
+            classes_from_labels: false,
+            ..BuildOptions::default()
+        },
         &mut |_| {},
     );
     assert!(matches!(r, Err(Error::InvalidArgument { .. })));

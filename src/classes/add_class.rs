@@ -14,7 +14,6 @@ use ndarray::ArrayView2;
 
 use crate::format::class_table::{NO_PARENT, class_name_problem};
 use crate::format::{ClassRecord, ClassTable};
-use crate::storage::{Index, Snapshot};
 
 use super::class_ref::{ClassLookup, ClassRef};
 use super::error::{ClassError, Result};
@@ -432,56 +431,6 @@ pub fn plan_new_classes(
             })
         })
         .collect()
-}
-
-/// The largest row label of the snapshot's live rows (`None` when no row has one); the label
-/// columns are checked as they are read.
-pub fn max_row_label(snap: &Snapshot) -> Result<Option<u32>> {
-    let mut max = None;
-    for b in snap.blocks() {
-        let labels = b.labels().map_err(crate::storage::StorageError::from)?;
-        let m = labels.and_then(|l| {
-            l.iter()
-                .copied()
-                .filter(|&x| x != crate::format::append_log::NO_LABEL)
-                .max()
-        });
-        max = max.max(m);
-    }
-    Ok(max)
-}
-
-impl Index {
-    /// Plans `new` classes (see [`plan_new_classes`]) against the class table as the next
-    /// commit will have it and stages them; visible at the next [`Index::commit`]. On error
-    /// nothing is staged. Descriptors are of the model's input dimension.
-    pub fn add_new_classes(&self, new: &[NewClass<'_>]) -> Result<Vec<PlannedClass>> {
-        let table = self.staged_classes()?;
-        let dim = self.model().input_dim as usize;
-        // Rows labelled before their class existed were never counted in it: a new class takes
-        // none of their labels (automatic ids go past them, given ones are refused).
-        let labels = self.row_labels()?;
-        let known = |id: u32| {
-            table
-                .as_ref()
-                .is_some_and(|t| t.classes.iter().any(|c| c.id == id))
-        };
-        if let Some(id) = new
-            .iter()
-            .filter_map(|c| c.id)
-            .find(|&id| labels.contains(&id) && !known(id))
-        {
-            return Err(ClassError::DuplicateId {
-                id,
-                detail: "live rows carry it as their label, and no class counts them".into(),
-            });
-        }
-        let max_label = labels.last().copied();
-        let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;
-        let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
-        self.add_class(&records)?;
-        Ok(planned)
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use ndarray::ArrayView2;
 
 use crate::format::ClassTable;
 use crate::model::Model;
-use crate::storage::Index;
 
 use super::class_means::ClassMeans;
 use super::error::{ClassError, Result};
@@ -106,29 +105,5 @@ pub fn assign_lists(
             }
             means.nearest_classes(model, x)
         }
-    }
-}
-
-impl Index {
-    /// [`assign_lists`] against the class table as the next commit will publish it (committed
-    /// classes plus those staged), under `model` (the index's model).
-    pub fn assign_lists(
-        &self,
-        how: ListAssignment,
-        model: &Model,
-        x: ArrayView2<f32>,
-        labels: Option<&[u32]>,
-    ) -> Result<Vec<u32>> {
-        if model.id() != self.model().model_id {
-            return Err(ClassError::ModelMismatch {
-                expected: self.model().model_id.to_string(),
-                got: model.id().to_string(),
-            });
-        }
-        let table = match how {
-            ListAssignment::Label => None,
-            ListAssignment::Nearest => self.staged_classes()?,
-        };
-        assign_lists(how, model, x, labels, table.as_ref())
     }
 }

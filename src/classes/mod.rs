@@ -12,31 +12,27 @@
 //! - [`add_class`]: new classes from images, a given mean, or zero-shot from the hierarchy;
 //! - [`zero_shot`]: the zero-shot prior (eq. 29) and the MAP mean (eq. 30);
 //! - [`prior_weight`]: choosing eq. 30's m on held-out data;
-//! - [`labelled_add`]: rows, list ids and class sums in one commit —
-//!   [`Index::add_labelled`](crate::storage::Index::add_labelled),
-//!   [`Index::add_descriptors`](crate::storage::Index::add_descriptors) and
-//!   [`Index::upsert_descriptors`](crate::storage::Index::upsert_descriptors) (deletes take rows
-//!   out of their classes, see `storage::ClassStats`); the class table of a labelled data set;
+//! - [`label_sums`]: per-label counts and sums — the class table of a labelled data set and the
+//!   deltas of a labelled add (the `Index` methods that stage them live in `storage::index`);
 //! - [`list_assign`]: inverted-list ids at insert (the row's label, or its nearest class mean).
 
 pub mod add_class;
 pub mod class_means;
 pub mod class_ref;
 pub mod error;
-pub mod labelled_add;
+pub mod label_sums;
 pub mod list_assign;
 pub mod ncm_classify;
 pub mod prior_weight;
 pub mod zero_shot;
 
 pub use add_class::{
-    ClassSource, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass, PlannedClass, max_row_label,
-    plan_new_classes,
+    ClassSource, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass, PlannedClass, plan_new_classes,
 };
 pub use class_means::ClassMeans;
 pub use class_ref::ClassRef;
 pub use error::ClassError;
-pub use labelled_add::{AddOptions, class_records_from_labels};
+pub use label_sums::class_records_from_labels;
 pub use list_assign::{ListAssignment, assign_lists};
 pub use ncm_classify::ClassScore;
 pub use prior_weight::{DEFAULT_PRIOR_CANDIDATES, PriorWeightChoice, choose_prior_weight};

@@ -104,7 +104,14 @@ pub enum StorageError {
     #[error(
         "{dir}: the writer stopped after an earlier failure ({cause}); drop it and reopen the index, which opens at the last committed version"
     )]
-    Poisoned { dir: PathBuf, cause: String },
+    Poisoned {
+        dir: PathBuf,
+        /// The message of the failure that poisoned the handle. That error itself went, typed,
+        /// to the call that failed; it holds a `std::io::Error`, which cannot be cloned, so the
+        /// handle keeps a second copy only as text (sharing it would change the type of the
+        /// error the failing call returns).
+        cause: String,
+    },
 }
 
 impl StorageError {

@@ -11,7 +11,7 @@ use crate::format::{
 };
 
 use super::layout::list_manifests;
-use super::manifest_recovery::recovery_records;
+use super::recovery::recovery_records;
 use super::recovery::{RecoveryRecord, SkippedManifest};
 use super::version::{choose_manifest, read_manifest};
 

@@ -1,5 +1,5 @@
 //! Which segments a compaction rewrites: the merge policy (FORMAT.md §11.4). It only chooses;
-//! `compaction.rs` does the k-way merge of what it chose.
+//! `merger.rs` does the k-way merge of what it chose and `index/compact.rs` publishes it.
 //!
 //! Size-tiered, as Lucene's and tantivy's log merge policies are: segments of similar size are
 //! merged once a tier holds enough of them, so every row is rewritten O(log N) times. Deleted

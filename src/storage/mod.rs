@@ -5,40 +5,42 @@
 //! by the index's model (kept in the index as a [`crate::format::ModelFile`]); encoding vectors
 //! is the model layer's job. Durability and concurrency guarantees are stated in
 //! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
+//!
+//! Every method of [`Index`] lives in `index/`, one file per concern. Compaction is split the
+//! way tantivy splits it: `merge_policy` chooses which segments to merge, `merger` merges
+//! sorted row sources into a new segment (it knows nothing of the policy), and
+//! `index/compact.rs` applies the one with the other and publishes the result.
 
-mod class_accounting;
-pub mod compaction;
 pub mod config;
 pub mod error;
 pub mod fs;
-pub mod gc;
 pub mod index;
 pub mod inspect;
 pub mod layout;
 mod lock;
 mod log_rows;
-pub mod manifest_recovery;
 pub mod merge_policy;
+mod merger;
 pub mod open_segment;
 mod publish;
 pub mod recovery;
 pub mod row_batch;
+mod segment_columns;
 pub mod snapshot;
 pub mod verify;
 mod version;
 pub mod versions;
 
-pub use class_accounting::ClassStats;
-pub use compaction::{CompactionReport, MergeReport};
 pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention};
 pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
-pub use gc::GcReport;
-pub use index::Index;
-pub use manifest_recovery::recovery_records;
+pub use index::{
+    AddOptions, BuildOptions, ClassStats, CompactionReport, GcReport, Index, MergeReport,
+};
 pub use merge_policy::MergeReason;
 pub use recovery::{
-    DroppedManifest, LogTailReport, RecoveryRecord, RecoveryReport, SkippedManifest,
+    DroppedManifest, LogTailReport, RecoveryRecord, RecoveryRecordError, RecoveryReport,
+    SkippedManifest, recovery_records,
 };
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};

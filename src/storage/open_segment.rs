@@ -98,8 +98,12 @@ impl OpenSegment {
     /// The id order, built (and the id column checked) on first use.
     pub(crate) fn id_order(&self) -> Result<&IdOrder, FormatError> {
         if self.ids.get().is_none() {
-            // Not cached when it fails: a damaged block is reported on every lookup.
+            // Not cached when it fails: a damaged block or an id outside the segment's
+            // recorded range is reported, as itself, on every lookup.
             self.reader.check_column(RowColumn::Ids)?;
+            if !self.columns_verified.load(Ordering::Acquire) {
+                self.reader.check_id_range()?;
+            }
         }
         let r = self.ids.get_or_init(|| self.build_id_order());
         r.as_ref().map_err(|f| FormatError::Corrupt {
@@ -110,11 +114,6 @@ impl OpenSegment {
     }
 
     fn build_id_order(&self) -> Result<IdOrder, IdFault> {
-        if !self.columns_verified.load(Ordering::Acquire) {
-            self.reader.check_id_range().map_err(|e| IdFault {
-                detail: e.to_string(),
-            })?;
-        }
         let ids = self.reader.ids();
         if ids.windows(2).all(|w| w[0] < w[1]) {
             return Ok(IdOrder::Sorted);

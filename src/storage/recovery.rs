@@ -2,7 +2,14 @@
 //! interrupted commits, and the uncommitted or torn tail cut off the active log; and the record
 //! an explicit recovery from damaged manifests leaves (FORMAT.md §11.7).
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
+
+use super::layout::RECOVERED_DIR;
+
+/// Layout version of [`RecoveryRecord`] files.
+pub const RECOVERY_RECORD_FORMAT: u32 = 1;
 
 /// A manifest that could not be used (one newer than the opened version, for a reader).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,4 +93,53 @@ impl RecoveryReport {
             && self.log_tail.is_none()
             && self.recovered.is_none()
     }
+}
+
+/// Why a recovery record file does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryRecordError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Parse(#[from] serde_json::Error),
+    #[error("unknown record format {0}")]
+    UnknownFormat(u32),
+}
+
+/// The recovery records of an index directory (none when it has no `recovered/`), each with
+/// its path, by file name; a record that does not parse is returned as its error.
+pub fn recovery_records(dir: &Path) -> Vec<(PathBuf, Result<RecoveryRecord, RecoveryRecordError>)> {
+    let rdir = dir.join(RECOVERED_DIR);
+    let Ok(rd) = std::fs::read_dir(&rdir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = file_name(p);
+            n.starts_with("recovery-") && n.ends_with(".json")
+        })
+        .map(|p| {
+            let r = std::fs::read(&p)
+                .map_err(RecoveryRecordError::from)
+                .and_then(|b| Ok(serde_json::from_slice::<RecoveryRecord>(&b)?))
+                .and_then(|r| {
+                    if r.format == RECOVERY_RECORD_FORMAT {
+                        Ok(r)
+                    } else {
+                        Err(RecoveryRecordError::UnknownFormat(r.format))
+                    }
+                });
+            (p, r)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

@@ -21,7 +21,7 @@ use crate::format::{
 };
 
 use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
-use super::manifest_recovery::recovery_records;
+use super::recovery::recovery_records;
 use super::version::read_manifest;
 
 /// One thing wrong, with where it is.

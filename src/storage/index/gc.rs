@@ -20,14 +20,14 @@ use serde::Serialize;
 
 use crate::format::Manifest;
 
-use super::error::{Result, StorageError};
-use super::index::{Index, Writer, now_ms};
-use super::layout::{
+use super::{Index, Writer, now_ms};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::layout::{
     LOCK_FILE, TMP_SUFFIX, manifest_file_name, parse_data_file_name, parse_manifest_file_name,
 };
-use super::publish::sync_dir;
-use super::recovery::SkippedManifest;
-use super::version::read_manifest;
+use crate::storage::publish::sync_dir;
+use crate::storage::recovery::SkippedManifest;
+use crate::storage::version::read_manifest;
 
 /// What a garbage collection kept and removed.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -17,15 +17,21 @@
 //! ([`StorageError::ClassStatsNeedVectors`]) unless the caller asks for [`ClassStats::Keep`] —
 //! the class keeps the row's image in its count and sum, as it keeps images given to
 //! `add-class` that were never rows.
+//!
+//! Class records are staged like rows ([`Index::add_class`]; [`Index::add_new_classes`] plans
+//! them from images, a given mean or the hierarchy with `classes::plan_new_classes`) and
+//! published by the next commit as one class-table delta.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::classes::{ClassError, NewClass, PlannedClass, plan_new_classes};
 use crate::format::append_log::NO_LABEL;
-use crate::format::{ClassRecord, ClassTable, RowColumn};
+use crate::format::class_table::class_name_problem;
+use crate::format::{ClassRecord, ClassTable, FileId, RowColumn};
 
-use super::error::{Result, StorageError};
-use super::index::{Index, WLoc, Writer};
-use super::log_rows::LogBatchEntry;
+use super::{Index, WLoc, Writer};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::log_rows::LogBatchEntry;
 
 /// What a delete or an upsert does to the class statistics of the labelled rows it removes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -72,6 +78,113 @@ fn class_ids(w: &Writer) -> HashSet<u32> {
 }
 
 impl Index {
+    /// Stages class records for the class table (visible at the next commit, as one delta
+    /// file). Per class id, counts and sums add to the existing class and centroids replace
+    /// its centroids; new ids create classes (FORMAT.md §5). The records are checked against
+    /// the table as it will be after the commit: names and parents must agree with existing
+    /// classes, parents must exist, sums must be finite and of the table's dimension.
+    pub fn add_class(&self, classes: &[ClassRecord]) -> Result<()> {
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        let pending = self.stage_classes(&w, classes)?;
+        w.pending.classes = Some(pending);
+        w.pending.changed = true;
+        Ok(())
+    }
+
+    /// The class table as the next commit will publish it: the committed table with the
+    /// staged records folded in (`None` when there is neither).
+    pub fn staged_classes(&self) -> Result<Option<ClassTable>> {
+        let w = self.shared.writer.lock();
+        let dir = &self.shared.dir;
+        let committed = w.committed.classes.clone();
+        match (committed, &w.pending.classes) {
+            (c, None) => Ok(c.map(|t| (*t).clone())),
+            (Some(base), Some(p)) => {
+                let mut t = (*base).clone();
+                t.fold(p, dir)?;
+                Ok(Some(t))
+            }
+            (None, Some(p)) => {
+                let mut t = ClassTable {
+                    file_id: p.delta_of.unwrap_or(FileId::ZERO),
+                    dim: p.dim,
+                    delta_of: None,
+                    classes: Vec::new(),
+                };
+                t.fold(p, dir)?;
+                Ok(Some(t))
+            }
+        }
+    }
+
+    /// The pending class table after staging `classes` (checked against the committed table
+    /// with everything staged so far), without installing it.
+    pub(super) fn stage_classes(&self, w: &Writer, classes: &[ClassRecord]) -> Result<ClassTable> {
+        let dir = &self.shared.dir;
+        let Some(first) = classes.first() else {
+            return Err(self.invalid("classes", "no class records given"));
+        };
+        let committed = w.committed.classes.clone();
+        let dim = committed
+            .as_ref()
+            .map(|t| t.dim)
+            .or(w.pending.classes.as_ref().map(|t| t.dim))
+            .unwrap_or(first.sum.len() as u32);
+        let exists = |id: u32| {
+            let has = |t: &ClassTable| t.classes.iter().any(|c| c.id == id);
+            committed.as_deref().is_some_and(has) || w.pending.classes.as_ref().is_some_and(has)
+        };
+        if let Some(problem) = classes
+            .iter()
+            .filter(|c| !exists(c.id))
+            .find_map(|c| class_name_problem(&c.name))
+        {
+            return Err(self.invalid("classes", format!("class name {problem}")));
+        }
+        self.check_new_class_ids(w, classes)?;
+        if let Some(c) = classes.iter().find(|c| c.sum.len() != dim as usize) {
+            return Err(self.invalid(
+                "classes",
+                format!(
+                    "class {} has a sum of {} values, the table's dimension is {dim}",
+                    c.id,
+                    c.sum.len()
+                ),
+            ));
+        }
+        let base = match &committed {
+            Some(t) => (**t).clone(),
+            None => ClassTable {
+                file_id: FileId::generate(),
+                dim,
+                delta_of: None,
+                classes: Vec::new(),
+            },
+        };
+        let mut pending = w.pending.classes.clone().unwrap_or_else(|| ClassTable {
+            file_id: FileId::generate(),
+            dim,
+            delta_of: Some(base.file_id),
+            classes: Vec::new(),
+        });
+        pending.delta_of = Some(base.file_id);
+        let call = ClassTable {
+            file_id: FileId::generate(),
+            dim,
+            delta_of: Some(pending.file_id),
+            classes: classes.to_vec(),
+        };
+        let map = |e: crate::format::FormatError| match e {
+            crate::format::FormatError::Corrupt { detail, .. } => self.invalid("classes", detail),
+            other => StorageError::Format(other),
+        };
+        pending.fold(&call, dir).map_err(map)?;
+        let mut trial = base;
+        trial.fold(&pending, dir).map_err(map)?;
+        Ok(pending)
+    }
+
     /// The class records that take the rows `rows` (live rows about to be deleted or
     /// replaced) out of their classes: per class, `removed` = its rows among them and `sum` =
     /// minus their descriptors. Empty with [`ClassStats::Keep`], without a class table, or when
@@ -243,6 +356,40 @@ impl Index {
     /// they are read: FORMAT.md §3.5).
     pub fn row_labels(&self) -> Result<BTreeSet<u32>> {
         labels_in_use(&self.shared.writer.lock())
+    }
+
+    /// Plans `new` classes (see [`plan_new_classes`]) against the class table as the next
+    /// commit will have it and stages them; visible at the next [`Index::commit`]. On error
+    /// nothing is staged. Descriptors are of the model's input dimension.
+    pub fn add_new_classes(
+        &self,
+        new: &[NewClass<'_>],
+    ) -> std::result::Result<Vec<PlannedClass>, ClassError> {
+        let table = self.staged_classes()?;
+        let dim = self.model().input_dim as usize;
+        // Rows labelled before their class existed were never counted in it: a new class takes
+        // none of their labels (automatic ids go past them, given ones are refused).
+        let labels = self.row_labels()?;
+        let known = |id: u32| {
+            table
+                .as_ref()
+                .is_some_and(|t| t.classes.iter().any(|c| c.id == id))
+        };
+        if let Some(id) = new
+            .iter()
+            .filter_map(|c| c.id)
+            .find(|&id| labels.contains(&id) && !known(id))
+        {
+            return Err(ClassError::DuplicateId {
+                id,
+                detail: "live rows carry it as their label, and no class counts them".into(),
+            });
+        }
+        let max_label = labels.last().copied();
+        let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;
+        let records: Vec<ClassRecord> = planned.iter().map(|p| p.record.clone()).collect();
+        self.add_class(&records)?;
+        Ok(planned)
     }
 }
 

@@ -1,93 +1,27 @@
-//! Compaction (FORMAT.md §11.4): merge small segments into larger ones (size-tiered), drop
-//! deleted rows, fold class-table deltas into a new base table — published as one commit.
+//! The k-way merge of segments (FORMAT.md §11.4): the live rows of several segments streamed
+//! into one new segment, in id order — or (list id, id) order when the segments are grouped by
+//! list — when the sources are sorted (the engine always writes them sorted), concatenated
+//! otherwise. It knows nothing of which segments to merge (`merge_policy`) or of publishing
+//! the result (`index/compact.rs`): tantivy's `merger` beside its `merge_policy`.
 //!
-//! It runs in three phases so that neither readers nor the writer wait for the merge itself:
-//!
-//! 1. *Plan* (writer mutex held for an `Arc` clone): pin the committed version `B` and choose
-//!    the groups of segments to merge.
-//! 2. *Merge* (no lock): stream each group into a new segment, skipping rows deleted in `B`.
-//!    Sources are k-way merged by id when their rows are sorted (the engine always writes them
-//!    sorted), so the output is sorted too; otherwise they are concatenated. Each column is a
-//!    separate streaming pass (the merge on a scoped helper thread, overlapping the writes:
-//!    [`stream_column`]), so memory is O(`buffer_rows` × row width + group size) whatever
-//!    the index size, and I/O is O(rows): every source column is read once to check its
-//!    checksum (a damaged column must not be rewritten under a fresh checksum), once to copy,
-//!    and the id column once per output column.
-//! 3. *Publish* (writer mutex held): rows deleted in the committed version `C` but not in `B`
-//!    (commits that happened during the merge) are found by id in the merged segment and
-//!    written as its deletion bitmap; deltas committed meanwhile are folded too; the manifest
-//!    C+1 replaces the sources by the merged segments. Deletes staged but not committed are
-//!    kept by id and land on whichever segment holds the row at the next commit.
-//!
-//! An error before the manifest is published leaves the index as it was (the merged files
-//! are removed) and does not poison the writer; an error after it (the directory fsync) does.
+//! Each column is a separate streaming pass (the merge on a scoped helper thread, overlapping
+//! the writes: [`stream_column`]), so memory is O(`buffer_rows` × row width + group size)
+//! whatever the index size, and I/O is O(rows): every source column is read once to check its
+//! checksum (a damaged column must not be rewritten under a fresh checksum), once to copy, and
+//! the id column once. The first column's pass (ids) runs the k-way merge and records the row
+//! order (within a budget, [`RecordedOrder`]); every later column replays it, copying runs of
+//! rows straight out of the mapped sources.
 
-use std::collections::HashSet;
-use std::sync::Arc;
-
-use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 use crate::format::{
-    ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest, SegmentWriter, VectorBuf,
-    VectorSlice, VectorSpec,
+    SegmentReader, VectorBuf, VectorSlice, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
 
-use super::config::CompactionPolicy;
 use super::error::{Result, StorageError};
-use super::gc::GcReport;
-use super::index::{Column, Index, SegmentColumns, Writer, now_ms};
-use super::layout::data_file_name;
-use super::merge_policy::{MergeReason, PlannedMerge, plan};
-use super::publish::{publish, sync_dir};
-use super::version::{SegmentSlot, VersionState};
-
-/// One merge of a compaction.
-#[derive(Debug, Clone, Serialize)]
-pub struct MergeReport {
-    /// Why the policy chose these segments: `tier` (similar sizes), `deletes` (one segment
-    /// whose deleted share reached `max_deleted_fraction`), `full`.
-    pub reason: MergeReason,
-    /// The merged segments' file names.
-    pub sources: Vec<String>,
-    /// The new segment (`None` when every source row was deleted).
-    pub output: Option<String>,
-    /// Rows written.
-    pub rows: u64,
-    /// Deleted rows dropped.
-    pub dropped: u64,
-    /// Bytes of the source segment files.
-    pub bytes_in: u64,
-    /// Bytes of the new segment file.
-    pub bytes_out: u64,
-}
-
-/// What a compaction did.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompactionReport {
-    /// The version it published (`None`: nothing to do).
-    pub version: Option<u64>,
-    /// The committed version its result has the same rows as.
-    pub based_on: u64,
-    pub merges: Vec<MergeReport>,
-    /// Class files folded into a new base table (0: none).
-    pub folded_class_files: usize,
-    /// Deleted rows still stored after this compaction (in segments below the policy's
-    /// `max_deleted_fraction`, and in the active log).
-    pub deleted_rows_kept: u64,
-    /// Garbage collection after the compaction (when `config.auto_gc`).
-    pub gc: Option<GcReport>,
-    /// A garbage-collection failure (the compaction itself succeeded).
-    pub gc_error: Option<String>,
-}
-
-/// The output of phase 2 for one group.
-struct Merged {
-    /// Positions of the sources in the base version.
-    sources: Vec<usize>,
-    slot: Option<SegmentSlot>,
-    report: MergeReport,
-}
+use super::segment_columns::{Column, ColumnWriter, SegmentColumns};
+use super::version::SegmentSlot;
 
 /// One source of a merge: its key columns and deletions.
 struct Source<'a> {
@@ -482,102 +416,25 @@ impl RunSource for Replay<'_> {
     }
 }
 
-impl Index {
-    /// Compacts the index by `policy` and publishes the result as one new version (see the
-    /// module documentation). Returns what it did; `version: None` when there was nothing to
-    /// do. Other compactions and garbage collections wait; readers and the writer do not,
-    /// except for the short publish step.
-    pub fn compact(&self, policy: &CompactionPolicy) -> Result<CompactionReport> {
-        let dir = self.shared.dir.clone();
-        policy.validate(&dir)?;
-        let _guard = self.shared.compaction.lock();
-        let base = {
-            let w = self.shared.writer.lock();
-            w.check_poisoned(&dir)?;
-            w.committed.clone()
-        };
-        let groups = plan(&base, policy);
-        let fold_now = policy.fold_classes && base.manifest.class_files.len() > 1;
-        if groups.is_empty() && !fold_now {
-            return Ok(CompactionReport {
-                version: None,
-                based_on: base.version(),
-                merges: Vec::new(),
-                folded_class_files: 0,
-                deleted_rows_kept: base.manifest.deleted_rows_with(base.log_entry()),
-                gc: None,
-                gc_error: None,
-            });
-        }
-        let mut merged = Vec::with_capacity(groups.len());
-        for g in groups {
-            match self.merge_group(&base, g, policy) {
-                Ok(m) => merged.push(m),
-                Err(e) => {
-                    self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
-                    return Err(e);
-                }
-            }
-        }
-        let mut w = self.shared.writer.lock();
-        let mut created = Vec::new();
-        let published = match w.check_poisoned(&dir) {
-            Ok(()) => self.publish_compaction(&mut w, &base, &merged, policy, &mut created),
-            Err(e) => Err((e, false)),
-        };
-        let mut report = match published {
-            Ok(r) => r,
-            Err((e, visible)) => {
-                if visible {
-                    w.poison(&e);
-                } else {
-                    self.remove_quietly(
-                        merged
-                            .iter()
-                            .filter_map(|m| m.report.output.clone())
-                            .chain(created),
-                    );
-                }
-                return Err(e);
-            }
-        };
-        if self.shared.config.auto_gc {
-            match self.gc_locked(&w) {
-                Ok(g) => report.gc = Some(g),
-                Err(e) => report.gc_error = Some(e.to_string()),
-            }
-        }
-        Ok(report)
-    }
+/// The live rows of a group of segments, checked and ready to be streamed into one new
+/// segment ([`Merger::filler`]).
+pub(crate) struct Merger<'a> {
+    dir: PathBuf,
+    slots: Vec<&'a SegmentSlot>,
+    readers: Vec<&'a SegmentReader>,
+    has_lists: bool,
+    sorted: bool,
+    columns: SegmentColumns,
+}
 
-    fn remove_quietly(&self, names: impl Iterator<Item = String>) {
-        let fs = &*self.shared.config.fs;
-        for n in names {
-            let _ = fs.remove_file(&self.shared.dir.join(n));
-        }
-        let _ = fs.sync_dir(&self.shared.dir);
-    }
-
-    /// Phase 2 for one group: writes the merged segment (published but not yet referenced).
-    ///
-    /// The first column's pass (ids) runs the k-way merge and records the row order (within
-    /// `policy.order_budget_bytes`); every later column replays it, copying runs of rows
-    /// straight out of the mapped sources, `buffer_rows` at a time.
-    fn merge_group(
-        &self,
-        base: &VersionState,
-        planned: PlannedMerge,
-        policy: &CompactionPolicy,
-    ) -> Result<Merged> {
-        let PlannedMerge {
-            segments: group,
-            reason,
-        } = planned;
-        let slots: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
-        let readers: Vec<_> = slots.iter().map(|s| s.seg.reader()).collect();
+impl<'a> Merger<'a> {
+    /// Checks every column of the sources (not checked at open), and whether their rows are
+    /// sorted. `dir` names the index in errors.
+    pub fn new(dir: &Path, slots: &[&'a SegmentSlot]) -> Result<Merger<'a>> {
+        let readers: Vec<&SegmentReader> = slots.iter().map(|s| s.seg.reader()).collect();
         let has_lists = readers.iter().all(|r| r.lists().is_some());
         let mut sorted = true;
-        for s in &slots {
+        for s in slots {
             s.seg.verify_columns()?;
             sorted &= if has_lists {
                 sorted_by_list_then_id(s.seg.reader())
@@ -585,292 +442,160 @@ impl Index {
                 s.seg.is_sorted()?
             };
         }
-        let rows: u64 = slots.iter().map(|s| s.entry.rows).sum();
-        let live: u64 = slots.iter().map(|s| s.entry.rows - s.entry.deleted).sum();
         let vectors = readers
             .first()
             .and_then(|r| r.meta().vectors)
             .map(|(t, d)| VectorSpec::new(t, d));
-        let cols = SegmentColumns {
+        let columns = SegmentColumns {
             labels: readers.iter().any(|r| r.labels().is_some()),
             lists: has_lists,
             vectors,
         };
-        let mut report = MergeReport {
-            reason,
-            sources: slots.iter().map(|s| s.entry.segment.name.clone()).collect(),
-            output: None,
-            rows: live,
-            dropped: rows - live,
-            bytes_in: slots.iter().map(|s| s.seg.file_len()).sum(),
-            bytes_out: 0,
-        };
-        if live == 0 {
-            return Ok(Merged {
-                sources: group,
-                slot: None,
-                report,
-            });
-        }
-        let vector_cols: Vec<Option<VectorSlice<'_>>> =
-            readers.iter().map(|r| r.vector_column()).collect();
-        if vectors.is_some()
-            && (vector_cols.iter().any(|v| v.is_none())
-                || readers
-                    .iter()
-                    .any(|r| r.meta().vectors != vectors.map(|v| v.pair())))
-        {
-            return Err(self.invalid_merge("sources with different or compressed stored vectors"));
-        }
-        let sources = || -> Vec<Source<'_>> {
-            slots
-                .iter()
-                .map(|s| Source {
-                    ids: s.seg.reader().ids(),
-                    lists: if has_lists {
-                        s.seg.reader().lists()
-                    } else {
-                        None
-                    },
-                    rows: s.entry.rows,
-                    deletions: s.deletions.as_deref(),
-                })
-                .collect()
-        };
-        let replay_sources = sources();
-        let mut order = RecordedOrder::new(slots.len(), policy.order_budget_bytes);
-        let n = policy.buffer_rows as u64;
-        let width = self.shared.model.code_bytes as usize;
-        let slot = self.write_segment(live, cols, |col, out| {
-            if col == Column::Ids {
-                let mut cursor = Cursor::new(sources(), sorted);
-                let cols: Vec<&[u64]> = readers.iter().map(|r| r.ids()).collect();
-                let order = &mut order;
-                stream_column(
-                    &mut cursor,
-                    n,
-                    n as usize,
-                    |buf: &mut Vec<u64>, s, a, len| {
-                        order.record(s, len);
-                        if len == 1 {
-                            buf.push(cols[s][a as usize]);
-                        } else {
-                            buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
-                        }
-                    },
-                    |buf| Ok(out.ids(buf)?),
-                )?;
-                if let Some(id) = cursor.duplicate() {
-                    return Err(StorageError::Format(crate::format::FormatError::Corrupt {
-                        path: self.shared.dir.clone(),
-                        section: "ids".into(),
-                        detail: format!("id {id} is live in two of the segments being merged"),
-                    }));
-                }
-                return Ok(());
-            }
-            let copy = ColumnCopy {
-                readers: &readers,
-                vectors: &vector_cols,
-                spec: vectors,
-                width,
-                n,
-            };
-            if order.overflow {
-                copy.run(col, &mut Cursor::new(sources(), sorted), out)
-            } else {
-                copy.run(col, &mut Replay::new(&replay_sources, &order.runs), out)
-            }
-        })?;
-        report.output = Some(slot.entry.segment.name.clone());
-        report.bytes_out = slot.seg.file_len();
-        Ok(Merged {
-            sources: group,
-            slot: Some(slot),
-            report,
+        Ok(Merger {
+            dir: dir.to_path_buf(),
+            slots: slots.to_vec(),
+            readers,
+            has_lists,
+            sorted,
+            columns,
         })
     }
 
-    fn invalid_merge(&self, detail: &str) -> StorageError {
-        StorageError::invalid(
-            &self.shared.dir,
-            "compaction",
-            format!("internal: {detail}"),
-        )
+    /// Rows of the sources, deleted ones included.
+    pub fn rows(&self) -> u64 {
+        self.slots.iter().map(|s| s.entry.rows).sum()
     }
 
-    /// Phase 3. Errors carry whether the new manifest may already be visible.
-    fn publish_compaction(
-        &self,
-        w: &mut Writer,
-        base: &Arc<VersionState>,
-        merged: &[Merged],
-        policy: &CompactionPolicy,
-        created: &mut Vec<String>,
-    ) -> std::result::Result<CompactionReport, (StorageError, bool)> {
-        let hidden = |e: StorageError| (e, false);
-        let dir = &self.shared.dir;
-        let fs = &*self.shared.config.fs;
-        let cur = w.committed.clone();
-        let mut out_slots: Vec<Option<SegmentSlot>> = Vec::with_capacity(merged.len());
-        let mut replaced: HashSet<FileId> = HashSet::new();
-        for m in merged {
-            let mut slot = m.slot.clone();
-            let mut late = Vec::new();
-            for &si in &m.sources {
-                let b = &base.segments[si];
-                replaced.insert(b.entry.segment.id);
-                let c = cur
-                    .segments
-                    .iter()
-                    .find(|c| c.entry.segment.id == b.entry.segment.id)
-                    .ok_or_else(|| {
-                        hidden(StorageError::invalid(
-                            dir,
-                            "compaction",
-                            format!(
-                                "internal: segment {} vanished during the merge",
-                                b.entry.segment.name
-                            ),
-                        ))
-                    })?;
-                if c.entry.deletions.as_ref().map(|d| d.id)
-                    == b.entry.deletions.as_ref().map(|d| d.id)
-                {
-                    continue;
-                }
-                // Rows deleted by commits made during the merge.
-                c.seg
-                    .reader()
-                    .check_column(crate::format::RowColumn::Ids)
-                    .map_err(|e| hidden(e.into()))?;
-                let ids = c.seg.reader().ids();
-                for r in 0..c.entry.rows {
-                    if c.is_deleted(r) && !b.is_deleted(r) {
-                        late.push(ids[r as usize]);
-                    }
-                }
-            }
-            if !late.is_empty()
-                && let Some(s) = slot.as_mut()
-            {
-                let mut rows = Vec::with_capacity(late.len());
-                for id in late {
-                    let row = s
-                        .seg
-                        .find(id)
-                        .map_err(|e| hidden(e.into()))?
-                        .ok_or_else(|| {
-                            hidden(StorageError::invalid(
-                                dir,
-                                "compaction",
-                                format!("internal: id {id} is missing from the merged segment"),
-                            ))
-                        })?;
-                    rows.push(row);
-                }
-                let (bm, fref) = self
-                    .write_bitmap(s.entry.segment.id, s.entry.rows, None, &rows)
-                    .map_err(hidden)?;
-                created.push(fref.name.clone());
-                s.entry.deleted = bm.deleted_count();
-                s.entry.deletions = Some(fref);
-                s.deletions = Some(Arc::new(bm));
-            }
-            out_slots.push(slot);
-        }
-        // The new segment list: each group's output takes the place of its first source.
-        let mut segments = Vec::with_capacity(cur.segments.len());
-        let first_source: Vec<FileId> = merged
+    /// Rows of the merged segment.
+    pub fn live_rows(&self) -> u64 {
+        self.slots
             .iter()
-            .map(|m| base.segments[m.sources[0]].entry.segment.id)
-            .collect();
-        for c in &cur.segments {
-            let id = c.entry.segment.id;
-            if let Some(k) = first_source.iter().position(|&f| f == id) {
-                if let Some(s) = &out_slots[k] {
-                    segments.push(s.clone());
-                }
-            } else if !replaced.contains(&id) {
-                segments.push(c.clone());
-            }
-        }
-        let mut class_files = cur.manifest.class_files.clone();
-        let mut classes = cur.classes.clone();
-        let mut folded_class_files = 0;
-        if policy.fold_classes
-            && cur.manifest.class_files.len() > 1
-            && let Some(t) = &cur.classes
-        {
-            let id = FileId::generate();
-            let name = data_file_name(FileKind::ClassTable, id);
-            let table = ClassTable {
-                file_id: id,
-                dim: t.dim,
-                delta_of: None,
-                classes: t.classes.clone(),
-            };
-            publish(fs, dir, &name, |out, path| {
-                table.write_to(out, path)?;
-                Ok(())
+            .map(|s| s.entry.rows - s.entry.deleted)
+            .sum()
+    }
+
+    /// The optional columns of the merged segment.
+    pub fn columns(&self) -> SegmentColumns {
+        self.columns
+    }
+
+    fn sources(&self) -> Vec<Source<'a>> {
+        self.slots
+            .iter()
+            .map(|s| Source {
+                ids: s.seg.reader().ids(),
+                lists: if self.has_lists {
+                    s.seg.reader().lists()
+                } else {
+                    None
+                },
+                rows: s.entry.rows,
+                deletions: s.deletions.as_deref(),
             })
-            .map_err(hidden)?;
-            created.push(name.clone());
-            folded_class_files = class_files.len();
-            class_files = vec![ClassFileEntry {
-                file: FileRef { id, name },
-                delta: false,
-            }];
-            classes = Some(Arc::new(table));
+            .collect()
+    }
+
+    /// What streams the merged columns, `buffer_rows` rows at a time, into a segment writer
+    /// (see [`ColumnFill::column`]); the merged order is recorded within
+    /// `order_budget_bytes`. `code_width` is the sources' code bytes per row.
+    pub fn filler(
+        &self,
+        buffer_rows: usize,
+        order_budget_bytes: usize,
+        code_width: usize,
+    ) -> Result<ColumnFill<'_, 'a>> {
+        let vectors: Vec<Option<VectorSlice<'a>>> =
+            self.readers.iter().map(|r| r.vector_column()).collect();
+        let spec = self.columns.vectors;
+        if spec.is_some()
+            && (vectors.iter().any(|v| v.is_none())
+                || self
+                    .readers
+                    .iter()
+                    .any(|r| r.meta().vectors != spec.map(|v| v.pair())))
+        {
+            return Err(StorageError::invalid(
+                &self.dir,
+                "compaction",
+                "internal: sources with different or compressed stored vectors",
+            ));
         }
-        sync_dir(fs, dir).map_err(hidden)?;
-        let manifest = Manifest {
-            file_id: FileId::generate(),
-            version: w.next_version,
-            created_unix_ms: now_ms(),
-            next_auto_id: cur.manifest.next_auto_id,
-            model: cur.manifest.model.clone(),
-            segments: segments.iter().map(|s| s.entry.clone()).collect(),
-            class_files,
-            vectors: cur.manifest.vectors,
-        };
-        let log = cur.log.clone();
-        publish(
-            fs,
-            dir,
-            &super::layout::manifest_file_name(manifest.version),
-            |out, path| {
-                manifest.write_with_log_to(log.as_ref().map(|l| &l.entry), out, path)?;
-                Ok(())
-            },
-        )
-        .map_err(hidden)?;
-        sync_dir(fs, dir).map_err(|e| (e, true))?;
-        let state = VersionState {
-            dir: dir.clone(),
-            manifest,
-            model: cur.model.clone(),
-            segments,
-            log,
-            classes,
-        };
-        w.next_version += 1;
-        let deleted_rows_kept = state.manifest.deleted_rows_with(state.log_entry());
-        let version = self.install(w, state);
-        Ok(CompactionReport {
-            version: Some(version),
-            based_on: cur.version(),
-            merges: merged.iter().map(|m| m.report.clone()).collect(),
-            folded_class_files,
-            deleted_rows_kept,
-            gc: None,
-            gc_error: None,
+        Ok(ColumnFill {
+            merger: self,
+            replay_sources: self.sources(),
+            order: RecordedOrder::new(self.slots.len(), order_budget_bytes),
+            vectors,
+            n: buffer_rows as u64,
+            width: code_width,
         })
     }
 }
 
+/// Streams the columns of a merge, in file order: the id column runs the k-way merge and
+/// records its order, the others replay it (or merge again when the order outgrew its
+/// budget).
+pub(crate) struct ColumnFill<'m, 'a> {
+    merger: &'m Merger<'a>,
+    replay_sources: Vec<Source<'a>>,
+    order: RecordedOrder,
+    vectors: Vec<Option<VectorSlice<'a>>>,
+    n: u64,
+    width: usize,
+}
+
+impl ColumnFill<'_, '_> {
+    /// Writes column `col` of the merged segment to `out`.
+    pub fn column(&mut self, col: Column, out: &mut ColumnWriter<'_>) -> Result<()> {
+        let m = self.merger;
+        let n = self.n;
+        if col == Column::Ids {
+            let mut cursor = Cursor::new(m.sources(), m.sorted);
+            let cols: Vec<&[u64]> = m.readers.iter().map(|r| r.ids()).collect();
+            let order = &mut self.order;
+            stream_column(
+                &mut cursor,
+                n,
+                n as usize,
+                |buf: &mut Vec<u64>, s, a, len| {
+                    order.record(s, len);
+                    if len == 1 {
+                        buf.push(cols[s][a as usize]);
+                    } else {
+                        buf.extend_from_slice(&cols[s][a as usize..(a + len) as usize])
+                    }
+                },
+                |buf| Ok(out.ids(buf)?),
+            )?;
+            if let Some(id) = cursor.duplicate() {
+                return Err(StorageError::Format(crate::format::FormatError::Corrupt {
+                    path: m.dir.clone(),
+                    section: "ids".into(),
+                    detail: format!("id {id} is live in two of the segments being merged"),
+                }));
+            }
+            return Ok(());
+        }
+        let copy = ColumnCopy {
+            readers: &m.readers,
+            vectors: &self.vectors,
+            spec: m.columns.vectors,
+            width: self.width,
+            n,
+        };
+        if self.order.overflow {
+            copy.run(col, &mut Cursor::new(m.sources(), m.sorted), out)
+        } else {
+            copy.run(
+                col,
+                &mut Replay::new(&self.replay_sources, &self.order.runs),
+                out,
+            )
+        }
+    }
+}
+
 /// Whether a segment's rows are in strictly increasing (list id, id) order.
-fn sorted_by_list_then_id(r: &crate::format::SegmentReader) -> bool {
+fn sorted_by_list_then_id(r: &SegmentReader) -> bool {
     let (ids, Some(lists)) = (r.ids(), r.lists()) else {
         return false;
     };
@@ -879,7 +604,7 @@ fn sorted_by_list_then_id(r: &crate::format::SegmentReader) -> bool {
 
 /// Copies one non-id column of the merged segment, in the order a [`RunSource`] gives.
 struct ColumnCopy<'a, 'b> {
-    readers: &'b [&'a crate::format::SegmentReader],
+    readers: &'b [&'a SegmentReader],
     vectors: &'b [Option<VectorSlice<'a>>],
     spec: Option<VectorSpec>,
     width: usize,
@@ -891,7 +616,7 @@ impl ColumnCopy<'_, '_> {
         &self,
         col: Column,
         rs: &mut (impl RunSource + Send),
-        out: &mut SegmentWriter<&mut std::io::BufWriter<super::fs::SeamWriter>>,
+        out: &mut ColumnWriter<'_>,
     ) -> Result<()> {
         let n = self.n;
         match col {
@@ -1042,7 +767,7 @@ fn copy_code_rows(buf: &mut Vec<u8>, rows: &[u8], width: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::DeletionBitmap;
+    use crate::format::{DeletionBitmap, FileId};
     use rand::{Rng, SeedableRng};
 
     /// Drains a run source into (source, row) pairs, in chunks of `n`.

@@ -1,28 +1,28 @@
-//! Labelled adds: rows of known classes go into the index and their descriptors into the
-//! class sums in the same commit, so NCM class means (Mensink et al., TPAMI 2013, eq. 2) stay
-//! current at O(D) per image — no pass over the data, no retraining.
-//!
-//! [`Index::add_descriptors`] is the one path from raw descriptors to rows: it encodes them,
-//! keeps their vectors when the index stores vectors, files them under inverted lists
-//! ([`ListAssignment`]) and, when they carry labels and the index has a class table, adds them
-//! to their classes' counts and sums. [`Index::upsert_descriptors`] does the same while
-//! replacing rows by id, the replaced rows leaving their classes (`storage::ClassStats`).
-//! [`class_records_from_labels`] turns a labelled data set into a class table (what `codedb
-//! build --labels` creates). With f16 stored vectors the sums are of the f16-rounded rows, what
-//! the index stores, so a later delete subtracts exactly what was added.
+//! Raw descriptors in: [`Index::add_descriptors`] is the one path from descriptors to rows —
+//! it encodes them, keeps their vectors when the index stores vectors, files them under
+//! inverted lists ([`ListAssignment`], `classes::assign_lists`) and, when they carry labels and
+//! the index has a class table, adds them to their classes' counts and sums in the same commit,
+//! so NCM class means (Mensink et al., TPAMI 2013, eq. 2) stay current at O(D) per image.
+//! [`Index::upsert_descriptors`] does the same while replacing rows by id, the replaced rows
+//! leaving their classes ([`ClassStats`]). With f16 stored vectors the sums are of the
+//! f16-rounded rows, what the index stores, so a later delete subtracts exactly what was added.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use ndarray::ArrayView2;
 
+use crate::classes::class_ref::{ClassLookup, ClassRef};
+use crate::classes::label_sums::sum_by_label;
+use crate::classes::{ClassError, ListAssignment, assign_lists};
+use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
-use crate::format::{ClassRecord, VectorDType};
 use crate::model::Model;
-use crate::storage::{ClassStats, Index, RowBatch};
+use crate::storage::RowBatch;
 
-use super::class_ref::{ClassLookup, ClassRef};
-use super::error::{ClassError, Result};
-use super::list_assign::ListAssignment;
+use super::{ClassStats, Index};
+
+/// Shorthand: the class layer's errors (an unknown label, a wrong model, …).
+type Result<T> = std::result::Result<T, ClassError>;
 
 /// What [`Index::add_descriptors`] adds besides the descriptors.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,85 +35,6 @@ pub struct AddOptions<'a> {
     pub labels: Option<&'a [u32]>,
     /// How to give the rows inverted-list ids (`None`: no list ids).
     pub lists: Option<ListAssignment>,
-}
-
-/// Per-class count and f64 sum of the rows of `x` with `labels` (one per row), in class-id
-/// order; a class's name is `name(id)`, its parent none. With `stored = Some(F16)` each value
-/// is first rounded to f16 as the index stores it, so the class sum holds exactly the stored
-/// vectors and a delete can subtract exactly what was added (`storage::class_accounting`).
-/// NaN/Inf in `x` is an error naming the row and column.
-pub(crate) fn sum_by_label(
-    x: ArrayView2<f32>,
-    labels: &[u32],
-    stored: Option<VectorDType>,
-    name: &dyn Fn(u32) -> (String, Option<u32>),
-) -> Result<Vec<ClassRecord>> {
-    let round = stored == Some(VectorDType::F16);
-    let d = x.ncols();
-    let mut acc: BTreeMap<u32, (u64, Vec<f64>)> = BTreeMap::new();
-    for (i, (row, &id)) in x.rows().into_iter().zip(labels).enumerate() {
-        let (count, sum) = acc.entry(id).or_insert_with(|| (0, vec![0f64; d]));
-        *count += 1;
-        for (j, (s, v)) in sum.iter_mut().zip(row.iter()).enumerate() {
-            if !v.is_finite() {
-                return Err(ClassError::NonFinite {
-                    argument: "data".into(),
-                    row: i,
-                    col: j,
-                    value: *v as f64,
-                });
-            }
-            *s += if round {
-                half::f16::from_f32(*v).to_f32() as f64
-            } else {
-                *v as f64
-            };
-        }
-    }
-    Ok(acc
-        .into_iter()
-        .map(|(id, (count, sum))| {
-            let (name, parent) = name(id);
-            ClassRecord {
-                id,
-                name,
-                parent,
-                count,
-                sum,
-                centroids: Vec::new(),
-                removed: 0,
-            }
-        })
-        .collect())
-}
-
-/// The class table a labelled data set defines: one class per distinct label, class id = the
-/// label, name = the label in decimal, no parent, count and f64 sum of its rows. Labels must
-/// not be `u32::MAX` (reserved for "no label").
-pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<Vec<ClassRecord>> {
-    class_records_stored(x, labels, None)
-}
-
-/// [`class_records_from_labels`] for an index that stores the rows' vectors as `stored`: with
-/// f16 the sums are of the f16-rounded rows (see [`sum_by_label`]).
-pub(crate) fn class_records_stored(
-    x: ArrayView2<f32>,
-    labels: &[u32],
-    stored: Option<VectorDType>,
-) -> Result<Vec<ClassRecord>> {
-    if labels.len() != x.nrows() {
-        return Err(ClassError::invalid(
-            "labels",
-            format!("{} labels for {} rows", labels.len(), x.nrows()),
-        ));
-    }
-    if let Some(r) = labels.iter().position(|&l| l == NO_LABEL) {
-        return Err(ClassError::invalid(
-            "labels",
-            format!("row {r}: {NO_LABEL} is reserved (it means \"no label\")"),
-        ));
-    }
-    sum_by_label(x, labels, stored, &|id| (id.to_string(), None))
 }
 
 impl Index {
@@ -277,6 +198,28 @@ impl Index {
                 lists: None,
             },
         )
+    }
+
+    /// [`assign_lists`] against the class table as the next commit will publish it (committed
+    /// classes plus those staged), under `model` (the index's model).
+    pub fn assign_lists(
+        &self,
+        how: ListAssignment,
+        model: &Model,
+        x: ArrayView2<f32>,
+        labels: Option<&[u32]>,
+    ) -> Result<Vec<u32>> {
+        if model.id() != self.model().model_id {
+            return Err(ClassError::ModelMismatch {
+                expected: self.model().model_id.to_string(),
+                got: model.id().to_string(),
+            });
+        }
+        let table = match how {
+            ListAssignment::Label => None,
+            ListAssignment::Nearest => self.staged_classes()?,
+        };
+        assign_lists(how, model, x, labels, table.as_ref())
     }
 }
 

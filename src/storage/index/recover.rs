@@ -7,21 +7,20 @@
 //! the lost version, say — destroying what a restore from backup could still bring back.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::format::{FileId, Manifest};
 
-use super::config::Config;
-use super::error::{Result, StorageError};
-use super::index::{Index, check_is_index, now_ms};
-use super::layout::{RECOVERED_DIR, list_manifests, manifest_file_name};
-use super::lock::DirLock;
-use super::publish::{publish, sync_dir};
-use super::recovery::{DroppedManifest, RecoveryRecord, SkippedManifest};
-use super::version::{load_version, read_manifest};
-
-/// Layout version of [`RecoveryRecord`] files.
-pub const RECOVERY_RECORD_FORMAT: u32 = 1;
+use super::{Index, check_is_index, now_ms};
+use crate::storage::config::Config;
+use crate::storage::error::{Result, StorageError};
+use crate::storage::layout::{RECOVERED_DIR, list_manifests, manifest_file_name};
+use crate::storage::lock::DirLock;
+use crate::storage::publish::{publish, sync_dir};
+use crate::storage::recovery::{
+    DroppedManifest, RECOVERY_RECORD_FORMAT, RecoveryRecord, SkippedManifest,
+};
+use crate::storage::version::{load_version, read_manifest};
 
 impl Index {
     /// Accepts the loss of every version whose manifest does not read, and opens the index for
@@ -159,44 +158,4 @@ fn set_aside(dir: &Path, to_version: u64, config: &Config) -> Result<RecoveryRec
     sync_dir(fs, &rdir)?;
     sync_dir(fs, dir)?;
     Ok(record)
-}
-
-/// The recovery records of an index directory (none when it has no `recovered/`), each with
-/// its path, by file name; a record that does not parse is returned as its error.
-pub fn recovery_records(dir: &Path) -> Vec<(PathBuf, std::result::Result<RecoveryRecord, String>)> {
-    let rdir = dir.join(RECOVERED_DIR);
-    let Ok(rd) = std::fs::read_dir(&rdir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = file_name(p);
-            n.starts_with("recovery-") && n.ends_with(".json")
-        })
-        .map(|p| {
-            let r = std::fs::read(&p)
-                .map_err(|e| e.to_string())
-                .and_then(|b| {
-                    serde_json::from_slice::<RecoveryRecord>(&b).map_err(|e| e.to_string())
-                })
-                .and_then(|r| {
-                    if r.format == RECOVERY_RECORD_FORMAT {
-                        Ok(r)
-                    } else {
-                        Err(format!("unknown record format {}", r.format))
-                    }
-                });
-            (p, r)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

@@ -1,0 +1,217 @@
+//! Building an index from raw descriptors: create the directory with the model, encode the rows
+//! in bounded chunks, append, commit once with the rows sealed into one segment.
+
+use std::path::Path;
+
+use ndarray::ArrayView2;
+
+use crate::classes::label_sums::class_records_stored;
+use crate::classes::{ListAssignment, assign_lists};
+use crate::error::Error;
+use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
+use crate::model::Model;
+use crate::storage::row_batch::check_batch;
+use crate::storage::{Config, CreateOptions, RowBatch, StorageError};
+
+use super::Index;
+
+/// Rows encoded per chunk (bounds the memory of the float → code step).
+const ENCODE_CHUNK: usize = 65_536;
+
+/// What `dir` was before a build, so a failed build can remove what it created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirBefore {
+    Absent,
+    Empty,
+    /// Held files (or could not be listed): a failed build leaves it alone.
+    Other,
+}
+
+impl DirBefore {
+    fn of(dir: &Path) -> DirBefore {
+        match std::fs::read_dir(dir).map(|mut entries| entries.next().is_none()) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DirBefore::Absent,
+            Ok(true) => DirBefore::Empty,
+            _ => DirBefore::Other,
+        }
+    }
+
+    /// Puts `dir` back as it was (the failed build's index handle is already dropped).
+    fn undo(self, dir: &Path) -> std::io::Result<()> {
+        match self {
+            DirBefore::Absent => match std::fs::remove_dir_all(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                r => r,
+            },
+            DirBefore::Empty => {
+                for e in std::fs::read_dir(dir)? {
+                    let path = e?.path();
+                    if path.is_dir() {
+                        std::fs::remove_dir_all(&path)?;
+                    } else {
+                        std::fs::remove_file(&path)?;
+                    }
+                }
+                Ok(())
+            }
+            DirBefore::Other => Ok(()),
+        }
+    }
+}
+
+/// What [`Index::build`] adds besides the vectors.
+#[derive(Debug, Clone)]
+pub struct BuildOptions<'a> {
+    /// One user id per row (default: 0, 1, 2, … assigned by the index).
+    pub ids: Option<&'a [u64]>,
+    /// One class label per row.
+    pub labels: Option<&'a [u32]>,
+    /// Keep every row's input vector, as f32 or f16, for re-ranking and exact search.
+    pub store_vectors: Option<VectorDType>,
+    /// Give every row an inverted-list id: its label, or its nearest class mean (which needs
+    /// the class table made from `labels`). `None`: rows have no list.
+    pub lists: Option<ListAssignment>,
+    /// With `labels`: also create the class table from them in the same commit (class id = the
+    /// label, name = the label in decimal, count and f64 sum of its rows), so NCM
+    /// classification and `nprobe` search work right after the build. **Default true**; it
+    /// has no effect without labels.
+    pub classes_from_labels: bool,
+    pub config: Config,
+}
+
+impl Default for BuildOptions<'_> {
+    fn default() -> Self {
+        BuildOptions {
+            ids: None,
+            labels: None,
+            store_vectors: None,
+            lists: None,
+            classes_from_labels: true,
+            config: Config::default(),
+        }
+    }
+}
+
+impl Index {
+    /// Creates an index in `dir` with `model` and adds every row of `data` as [`BuildOptions`]
+    /// says — ids, labels, the class table made from the labels, inverted-list ids, stored
+    /// vectors — all committed as one version, the rows sealed into one segment
+    /// ([`Index::commit_sealed`]). `progress(rows_done)` is called per encoded chunk (`&mut |_| {}`
+    /// for none). The one way to build an index from raw descriptors.
+    ///
+    /// Every input is checked (ids unique and not reserved, labels, finite data, values that fit
+    /// the stored-vector type) and every row encoded before anything is written. If a write fails
+    /// after that (I/O), what this build created is removed: the directory itself when it did not
+    /// exist, its entries when it was empty; a directory that held other files keeps them (and
+    /// whatever the failed build left, which the error then names).
+    pub fn build(
+        dir: &Path,
+        model: &Model,
+        data: ArrayView2<f32>,
+        opts: &BuildOptions<'_>,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Index, Error> {
+        let n = data.nrows();
+        let bad = |argument: &str, detail: String| Error::InvalidArgument {
+            argument: argument.into(),
+            detail,
+        };
+        if n == 0 {
+            return Err(bad("data", "no rows to build an index from".into()));
+        }
+        if data.ncols() != model.input_dim() {
+            return Err(bad(
+                "data",
+                format!(
+                    "{} columns, the model takes {}-D vectors",
+                    data.ncols(),
+                    model.input_dim()
+                ),
+            ));
+        }
+        if let Some(i) = opts.ids
+            && i.len() != n
+        {
+            return Err(bad("ids", format!("{} ids for {n} rows", i.len())));
+        }
+        if let Some(l) = opts.labels
+            && l.len() != n
+        {
+            return Err(bad("labels", format!("{} labels for {n} rows", l.len())));
+        }
+        // The class table of the labels (checked and summed before anything is created), of the
+        // vectors as the index stores them (f16-rounded with f16), so deletes subtract exactly.
+        let classes = match opts.labels {
+            Some(l) if opts.classes_from_labels => {
+                class_records_stored(data, l, opts.store_vectors)?
+            }
+            _ => Vec::new(),
+        };
+        let lists = match opts.lists {
+            None => None,
+            Some(how) => {
+                let table = (!classes.is_empty()).then(|| ClassTable {
+                    file_id: FileId::ZERO,
+                    dim: model.input_dim() as u32,
+                    delta_of: None,
+                    classes: classes.clone(),
+                });
+                Some(assign_lists(how, model, data, opts.labels, table.as_ref())?)
+            }
+        };
+        // Encode everything first: a bad row (NaN, …) fails before the index exists.
+        let mut codes = Vec::with_capacity(n * model.code_bytes());
+        let mut start = 0;
+        while start < n {
+            let end = (start + ENCODE_CHUNK).min(n);
+            codes.extend(model.encode(data.slice(ndarray::s![start..end, ..]))?);
+            start = end;
+            progress(end);
+        }
+        let spec = opts
+            .store_vectors
+            .map(|t| VectorSpec::new(t, model.input_dim() as u32));
+        let model_file = model.to_model_file();
+        let batch = RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: lists.as_deref(),
+            vectors: opts.store_vectors.map(|_| data.view()),
+            ..RowBatch::new(&codes)
+        };
+        // Ids, labels, list ids and stored vectors are checked as the add will check them, before
+        // the directory is touched.
+        let checked = check_batch(dir, &model_file, spec, &batch)?;
+        let before = DirBefore::of(dir);
+        let built = (|| -> Result<Index, Error> {
+            let index = Index::create_with(
+                dir,
+                &model_file,
+                &CreateOptions {
+                    store_vectors: spec,
+                },
+                opts.config.clone(),
+            )?;
+            index.add_checked_rows(&batch, checked, &classes)?;
+            // One sealed segment, not a log: sorted rows (grouped by list), the fast-scan layout
+            // for pq4 codes, memory-mapped rather than held in memory.
+            index.commit_sealed()?;
+            // The sealed log was never named by a manifest: remove it now rather than at the
+            // first GC.
+            index.gc()?;
+            Ok(index)
+        })();
+        match built {
+            Ok(index) => Ok(index),
+            Err(e) if matches!(e, Error::Storage(StorageError::AlreadyExists { .. })) => Err(e),
+            Err(e) => match before.undo(dir) {
+                Ok(()) => Err(e),
+                Err(cleanup) => Err(Error::BuildLeftovers {
+                    dir: dir.to_path_buf(),
+                    cause: Box::new(e),
+                    cleanup,
+                }),
+            },
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! Compaction (FORMAT.md §11.4): merge small segments into larger ones (size-tiered), drop
+//! deleted rows, fold class-table deltas into a new base table — published as one commit.
+//!
+//! It runs in three phases so that neither readers nor the writer wait for the merge itself:
+//!
+//! 1. *Plan* (writer mutex held for an `Arc` clone): pin the committed version `B` and choose
+//!    the groups of segments to merge.
+//! 2. *Merge* (no lock): stream each group into a new segment, skipping rows deleted in `B`
+//!    (`storage::merger`: a k-way merge by id, or by (list id, id), in bounded memory).
+//! 3. *Publish* (writer mutex held): rows deleted in the committed version `C` but not in `B`
+//!    (commits that happened during the merge) are found by id in the merged segment and
+//!    written as its deletion bitmap; deltas committed meanwhile are folded too; the manifest
+//!    C+1 replaces the sources by the merged segments. Deletes staged but not committed are
+//!    kept by id and land on whichever segment holds the row at the next commit.
+//!
+//! An error before the manifest is published leaves the index as it was (the merged files
+//! are removed) and does not poison the writer; an error after it (the directory fsync) does.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::format::{ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest};
+
+use super::{GcReport, Index, Writer, now_ms};
+use crate::storage::config::CompactionPolicy;
+use crate::storage::error::{Result, StorageError};
+use crate::storage::layout::{data_file_name, manifest_file_name};
+use crate::storage::merge_policy::{MergeReason, PlannedMerge, plan};
+use crate::storage::merger::Merger;
+use crate::storage::publish::{publish, sync_dir};
+use crate::storage::version::{SegmentSlot, VersionState};
+
+/// One merge of a compaction.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeReport {
+    /// Why the policy chose these segments: `tier` (similar sizes), `deletes` (one segment
+    /// whose deleted share reached `max_deleted_fraction`), `full`.
+    pub reason: MergeReason,
+    /// The merged segments' file names.
+    pub sources: Vec<String>,
+    /// The new segment (`None` when every source row was deleted).
+    pub output: Option<String>,
+    /// Rows written.
+    pub rows: u64,
+    /// Deleted rows dropped.
+    pub dropped: u64,
+    /// Bytes of the source segment files.
+    pub bytes_in: u64,
+    /// Bytes of the new segment file.
+    pub bytes_out: u64,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactionReport {
+    /// The version it published (`None`: nothing to do).
+    pub version: Option<u64>,
+    /// The committed version its result has the same rows as.
+    pub based_on: u64,
+    pub merges: Vec<MergeReport>,
+    /// Class files folded into a new base table (0: none).
+    pub folded_class_files: usize,
+    /// Deleted rows still stored after this compaction (in segments below the policy's
+    /// `max_deleted_fraction`, and in the active log).
+    pub deleted_rows_kept: u64,
+    /// Garbage collection after the compaction (when `config.auto_gc`).
+    pub gc: Option<GcReport>,
+    /// A garbage-collection failure (the compaction itself succeeded); serialised as its
+    /// message.
+    #[serde(serialize_with = "error_message")]
+    pub gc_error: Option<Arc<StorageError>>,
+}
+
+/// Serialises an optional error as its message (what `codedb compact --json` prints).
+fn error_message<S: serde::Serializer>(
+    e: &Option<Arc<StorageError>>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.collect_str(e),
+        None => s.serialize_none(),
+    }
+}
+
+/// The output of phase 2 for one group.
+struct Merged {
+    /// Positions of the sources in the base version.
+    sources: Vec<usize>,
+    slot: Option<SegmentSlot>,
+    report: MergeReport,
+}
+
+impl Index {
+    /// Compacts the index by `policy` and publishes the result as one new version (see the
+    /// module documentation). Returns what it did; `version: None` when there was nothing to
+    /// do. Other compactions and garbage collections wait; readers and the writer do not,
+    /// except for the short publish step.
+    pub fn compact(&self, policy: &CompactionPolicy) -> Result<CompactionReport> {
+        let dir = self.shared.dir.clone();
+        policy.validate(&dir)?;
+        let _guard = self.shared.compaction.lock();
+        let base = {
+            let w = self.shared.writer.lock();
+            w.check_poisoned(&dir)?;
+            w.committed.clone()
+        };
+        let groups = plan(&base, policy);
+        let fold_now = policy.fold_classes && base.manifest.class_files.len() > 1;
+        if groups.is_empty() && !fold_now {
+            return Ok(CompactionReport {
+                version: None,
+                based_on: base.version(),
+                merges: Vec::new(),
+                folded_class_files: 0,
+                deleted_rows_kept: base.manifest.deleted_rows_with(base.log_entry()),
+                gc: None,
+                gc_error: None,
+            });
+        }
+        let mut merged = Vec::with_capacity(groups.len());
+        for g in groups {
+            match self.merge_group(&base, g, policy) {
+                Ok(m) => merged.push(m),
+                Err(e) => {
+                    self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
+                    return Err(e);
+                }
+            }
+        }
+        let mut w = self.shared.writer.lock();
+        let mut created = Vec::new();
+        let published = match w.check_poisoned(&dir) {
+            Ok(()) => self.publish_compaction(&mut w, &base, &merged, policy, &mut created),
+            Err(e) => Err((e, false)),
+        };
+        let mut report = match published {
+            Ok(r) => r,
+            Err((e, visible)) => {
+                if visible {
+                    w.poison(&e);
+                } else {
+                    self.remove_quietly(
+                        merged
+                            .iter()
+                            .filter_map(|m| m.report.output.clone())
+                            .chain(created),
+                    );
+                }
+                return Err(e);
+            }
+        };
+        if self.shared.config.auto_gc {
+            match self.gc_locked(&w) {
+                Ok(g) => report.gc = Some(g),
+                Err(e) => report.gc_error = Some(Arc::new(e)),
+            }
+        }
+        Ok(report)
+    }
+
+    fn remove_quietly(&self, names: impl Iterator<Item = String>) {
+        let fs = &*self.shared.config.fs;
+        for n in names {
+            let _ = fs.remove_file(&self.shared.dir.join(n));
+        }
+        let _ = fs.sync_dir(&self.shared.dir);
+    }
+
+    /// Phase 2 for one group: writes the merged segment (published but not yet referenced).
+    fn merge_group(
+        &self,
+        base: &VersionState,
+        planned: PlannedMerge,
+        policy: &CompactionPolicy,
+    ) -> Result<Merged> {
+        let PlannedMerge {
+            segments: group,
+            reason,
+        } = planned;
+        let slots: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
+        let merger = Merger::new(&self.shared.dir, &slots)?;
+        let live = merger.live_rows();
+        let mut report = MergeReport {
+            reason,
+            sources: slots.iter().map(|s| s.entry.segment.name.clone()).collect(),
+            output: None,
+            rows: live,
+            dropped: merger.rows() - live,
+            bytes_in: slots.iter().map(|s| s.seg.file_len()).sum(),
+            bytes_out: 0,
+        };
+        if live == 0 {
+            return Ok(Merged {
+                sources: group,
+                slot: None,
+                report,
+            });
+        }
+        let mut fill = merger.filler(
+            policy.buffer_rows,
+            policy.order_budget_bytes,
+            self.shared.model.file().code_bytes as usize,
+        )?;
+        let slot = self.write_segment(live, merger.columns(), |col, out| fill.column(col, out))?;
+        report.output = Some(slot.entry.segment.name.clone());
+        report.bytes_out = slot.seg.file_len();
+        Ok(Merged {
+            sources: group,
+            slot: Some(slot),
+            report,
+        })
+    }
+
+    /// Phase 3. Errors carry whether the new manifest may already be visible.
+    fn publish_compaction(
+        &self,
+        w: &mut Writer,
+        base: &Arc<VersionState>,
+        merged: &[Merged],
+        policy: &CompactionPolicy,
+        created: &mut Vec<String>,
+    ) -> std::result::Result<CompactionReport, (StorageError, bool)> {
+        let hidden = |e: StorageError| (e, false);
+        let dir = &self.shared.dir;
+        let fs = &*self.shared.config.fs;
+        let cur = w.committed.clone();
+        let mut out_slots: Vec<Option<SegmentSlot>> = Vec::with_capacity(merged.len());
+        let mut replaced: HashSet<FileId> = HashSet::new();
+        for m in merged {
+            let mut slot = m.slot.clone();
+            let mut late = Vec::new();
+            for &si in &m.sources {
+                let b = &base.segments[si];
+                replaced.insert(b.entry.segment.id);
+                let c = cur
+                    .segments
+                    .iter()
+                    .find(|c| c.entry.segment.id == b.entry.segment.id)
+                    .ok_or_else(|| {
+                        hidden(StorageError::invalid(
+                            dir,
+                            "compaction",
+                            format!(
+                                "internal: segment {} vanished during the merge",
+                                b.entry.segment.name
+                            ),
+                        ))
+                    })?;
+                if c.entry.deletions.as_ref().map(|d| d.id)
+                    == b.entry.deletions.as_ref().map(|d| d.id)
+                {
+                    continue;
+                }
+                // Rows deleted by commits made during the merge.
+                c.seg
+                    .reader()
+                    .check_column(crate::format::RowColumn::Ids)
+                    .map_err(|e| hidden(e.into()))?;
+                let ids = c.seg.reader().ids();
+                for r in 0..c.entry.rows {
+                    if c.is_deleted(r) && !b.is_deleted(r) {
+                        late.push(ids[r as usize]);
+                    }
+                }
+            }
+            if !late.is_empty()
+                && let Some(s) = slot.as_mut()
+            {
+                let mut rows = Vec::with_capacity(late.len());
+                for id in late {
+                    let row = s
+                        .seg
+                        .find(id)
+                        .map_err(|e| hidden(e.into()))?
+                        .ok_or_else(|| {
+                            hidden(StorageError::invalid(
+                                dir,
+                                "compaction",
+                                format!("internal: id {id} is missing from the merged segment"),
+                            ))
+                        })?;
+                    rows.push(row);
+                }
+                let (bm, fref) = self
+                    .write_bitmap(s.entry.segment.id, s.entry.rows, None, &rows)
+                    .map_err(hidden)?;
+                created.push(fref.name.clone());
+                s.entry.deleted = bm.deleted_count();
+                s.entry.deletions = Some(fref);
+                s.deletions = Some(Arc::new(bm));
+            }
+            out_slots.push(slot);
+        }
+        // The new segment list: each group's output takes the place of its first source.
+        let mut segments = Vec::with_capacity(cur.segments.len());
+        let first_source: Vec<FileId> = merged
+            .iter()
+            .map(|m| base.segments[m.sources[0]].entry.segment.id)
+            .collect();
+        for c in &cur.segments {
+            let id = c.entry.segment.id;
+            if let Some(k) = first_source.iter().position(|&f| f == id) {
+                if let Some(s) = &out_slots[k] {
+                    segments.push(s.clone());
+                }
+            } else if !replaced.contains(&id) {
+                segments.push(c.clone());
+            }
+        }
+        let mut class_files = cur.manifest.class_files.clone();
+        let mut classes = cur.classes.clone();
+        let mut folded_class_files = 0;
+        if policy.fold_classes
+            && cur.manifest.class_files.len() > 1
+            && let Some(t) = &cur.classes
+        {
+            let id = FileId::generate();
+            let name = data_file_name(FileKind::ClassTable, id);
+            let table = ClassTable {
+                file_id: id,
+                dim: t.dim,
+                delta_of: None,
+                classes: t.classes.clone(),
+            };
+            publish(fs, dir, &name, |out, path| {
+                table.write_to(out, path)?;
+                Ok(())
+            })
+            .map_err(hidden)?;
+            created.push(name.clone());
+            folded_class_files = class_files.len();
+            class_files = vec![ClassFileEntry {
+                file: FileRef { id, name },
+                delta: false,
+            }];
+            classes = Some(Arc::new(table));
+        }
+        sync_dir(fs, dir).map_err(hidden)?;
+        let manifest = Manifest {
+            file_id: FileId::generate(),
+            version: w.next_version,
+            created_unix_ms: now_ms(),
+            next_auto_id: cur.manifest.next_auto_id,
+            model: cur.manifest.model.clone(),
+            segments: segments.iter().map(|s| s.entry.clone()).collect(),
+            class_files,
+            vectors: cur.manifest.vectors,
+        };
+        let log = cur.log.clone();
+        publish(
+            fs,
+            dir,
+            &manifest_file_name(manifest.version),
+            |out, path| {
+                manifest.write_with_log_to(log.as_ref().map(|l| &l.entry), out, path)?;
+                Ok(())
+            },
+        )
+        .map_err(hidden)?;
+        sync_dir(fs, dir).map_err(|e| (e, true))?;
+        let state = VersionState {
+            dir: dir.clone(),
+            manifest,
+            model: cur.model.clone(),
+            segments,
+            log,
+            class_means: cur.class_means_for(&classes),
+            classes,
+        };
+        w.next_version += 1;
+        let deleted_rows_kept = state.manifest.deleted_rows_with(state.log_entry());
+        let version = self.install(w, state);
+        Ok(CompactionReport {
+            version: Some(version),
+            based_on: cur.version(),
+            merges: merged.iter().map(|m| m.report.clone()).collect(),
+            folded_class_files,
+            deleted_rows_kept,
+            gc: None,
+            gc_error: None,
+        })
+    }
+}

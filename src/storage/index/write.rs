@@ -1,0 +1,388 @@
+//! Staging rows: add, upsert and delete (visible at the next commit). Rows go to the active
+//! log at once (unsynced); deletes of sealed rows wait in memory, by id.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::format::{
+    ClassRecord, FileId, FileKind, FileRef, LogBatch, LogMeta, VectorBuf,
+    append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS},
+};
+
+use super::{ClassStats, Index, LogWriter, WLoc, Writer};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::layout::{data_file_name, tmp_name};
+use crate::storage::log_rows::LogBatchEntry;
+use crate::storage::row_batch::{CheckedRows, RowBatch, check_batch};
+
+impl Index {
+    /// Adds rows of already-encoded codes (`code_bytes` per row, row-major), with optional
+    /// user ids and class labels: [`Index::add_rows`] without list ids or vectors.
+    pub fn add_codes(
+        &self,
+        codes: &[u8],
+        ids: Option<&[u64]>,
+        labels: Option<&[u32]>,
+    ) -> Result<Vec<u64>> {
+        self.add_codes_with_classes(codes, ids, labels, &[])
+    }
+
+    /// [`Index::add_codes`] and [`Index::add_class`] as one step: the rows and the class
+    /// records (typically count/sum deltas of the rows' classes, so a labelled add updates the
+    /// class table in the same commit) are all checked before anything is staged, so on error
+    /// neither is. An empty `classes` is plain `add_codes`.
+    pub fn add_codes_with_classes(
+        &self,
+        codes: &[u8],
+        ids: Option<&[u64]>,
+        labels: Option<&[u32]>,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
+        self.add_rows_with_classes(
+            &RowBatch {
+                ids,
+                labels,
+                ..RowBatch::new(codes)
+            },
+            classes,
+        )
+    }
+
+    /// Adds rows (codes and their optional columns, see [`RowBatch`]). Without ids, ids are
+    /// assigned in increasing order from the manifest's `next_auto_id` (which always stays
+    /// above every id ever stored, so an assigned id never collides with a user id). A given
+    /// id that is already live is [`StorageError::DuplicateId`] and nothing is added (use
+    /// [`Index::upsert_rows`] to replace rows). Every column is checked (shapes, reserved
+    /// values, finite vectors of the index's dimension) before anything is written. Returns
+    /// the rows' ids, in the batch's order. The rows become visible at the next commit.
+    pub fn add_rows(&self, batch: &RowBatch<'_>) -> Result<Vec<u64>> {
+        self.add_rows_with_classes(batch, &[])
+    }
+
+    /// [`Index::add_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]).
+    pub fn add_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
+        let checked = check_batch(
+            &self.shared.dir,
+            self.shared.model.file(),
+            self.shared.vectors,
+            batch,
+        )?;
+        self.add_checked_rows(batch, checked, classes)
+    }
+
+    /// [`Index::add_rows_with_classes`] of a batch [`check_batch`] already passed against this
+    /// index's model and vector setting (`codedb build` checks before it creates the index).
+    pub(crate) fn add_checked_rows(
+        &self,
+        batch: &RowBatch<'_>,
+        checked: CheckedRows,
+        classes: &[ClassRecord],
+    ) -> Result<Vec<u64>> {
+        let rows = checked.rows;
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        self.check_labels_counted(&w, batch.labels, classes)?;
+        let staged_classes = if classes.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, classes)?)
+        };
+        let ids = match batch.ids {
+            Some(ids) => {
+                for &id in ids {
+                    if w.find(id)?.is_some() {
+                        return Err(StorageError::DuplicateId {
+                            dir: self.shared.dir.clone(),
+                            id,
+                        });
+                    }
+                }
+                ids.to_vec()
+            }
+            None => {
+                let first = w.next_auto_id;
+                let end = first
+                    .checked_add(rows as u64)
+                    .filter(|&e| e < u64::MAX)
+                    .ok_or_else(|| self.invalid("ids", "the automatic id space is exhausted"))?;
+                (first..end).collect()
+            }
+        };
+        self.append_locked(&mut w, &ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
+        Ok(ids)
+    }
+
+    /// Adds rows with the given ids, replacing the live row of each id that has one (the old
+    /// row is deleted in the same commit). Returns how many rows were replaced.
+    pub fn upsert_codes(&self, codes: &[u8], ids: &[u64], labels: Option<&[u32]>) -> Result<u64> {
+        self.upsert_rows(&RowBatch {
+            ids: Some(ids),
+            labels,
+            ..RowBatch::new(codes)
+        })
+    }
+
+    /// [`Index::add_rows`] that replaces the live row of each given id instead of refusing it
+    /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
+    /// rows were replaced. [`Index::upsert_rows_with_classes`] with no class records and
+    /// [`ClassStats::Update`].
+    pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
+        self.upsert_rows_with(batch, &[], ClassStats::Update)
+    }
+
+    /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
+    /// is staged (see [`Index::add_codes_with_classes`]): [`Index::upsert_rows_with`] with
+    /// [`ClassStats::Update`].
+    pub fn upsert_rows_with_classes(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+    ) -> Result<u64> {
+        self.upsert_rows_with(batch, classes, ClassStats::Update)
+    }
+
+    /// [`Index::upsert_rows_with_classes`] with what happens to the classes of the replaced
+    /// rows: a replaced row that counts in a class leaves it (per `stats`, see [`ClassStats`];
+    /// its stored vector is subtracted), and `classes` count the new rows (as for
+    /// [`Index::add_rows_with_classes`]). Everything is checked before anything is staged.
+    pub fn upsert_rows_with(
+        &self,
+        batch: &RowBatch<'_>,
+        classes: &[ClassRecord],
+        stats: ClassStats,
+    ) -> Result<u64> {
+        let Some(ids) = batch.ids else {
+            return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
+        };
+        let checked = check_batch(
+            &self.shared.dir,
+            self.shared.model.file(),
+            self.shared.vectors,
+            batch,
+        )?;
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        let mut found = Vec::new();
+        for &id in ids {
+            if let Some(loc) = w.find(id)? {
+                found.push((id, loc));
+            }
+        }
+        self.check_labels_counted(&w, batch.labels, classes)?;
+        let mut records = self.removal_records(&w, &found, stats)?;
+        records.extend_from_slice(classes);
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &found);
+        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
+        Ok(found.len() as u64)
+    }
+
+    /// Marks located live rows deleted (segment rows by id, resolved at commit).
+    fn stage_deletes(w: &mut Writer, rows: &[(u64, WLoc)]) {
+        for &(id, loc) in rows {
+            match loc {
+                WLoc::Segment { .. } => {
+                    w.pending.segment_deletes.insert(id);
+                }
+                WLoc::Log(row) => {
+                    if let Some(l) = w.log.as_mut() {
+                        l.delete(row);
+                    }
+                }
+            }
+        }
+        w.pending.changed |= !rows.is_empty();
+    }
+
+    /// Deletes the live rows with these ids (visible at the next commit). An id that is not
+    /// live is [`StorageError::UnknownId`] and nothing is deleted. A deleted row that counts in
+    /// a class leaves it in the same commit: [`Index::delete_with`] and [`ClassStats::Update`].
+    pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        self.delete_with(ids, ClassStats::Update)
+    }
+
+    /// [`Index::delete`], with what happens to the class statistics of deleted labelled rows
+    /// (see [`ClassStats`]): with `Update`, each one's stored vector is subtracted from its
+    /// class's sum and the class's count drops by one, and an index without stored vectors
+    /// refuses ([`StorageError::ClassStatsNeedVectors`]); with `Keep` the classes stay as they
+    /// are. Everything is checked before anything is staged.
+    pub fn delete_with(&self, ids: &[u64], stats: ClassStats) -> Result<()> {
+        if ids.is_empty() {
+            return Err(self.invalid("ids", "no ids given"));
+        }
+        let mut seen = HashSet::with_capacity(ids.len());
+        if let Some(&dup) = ids.iter().find(|&&x| !seen.insert(x)) {
+            return Err(self.invalid("ids", format!("id {dup} appears twice")));
+        }
+        let mut w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        let mut locs = Vec::with_capacity(ids.len());
+        for &id in ids {
+            match w.find(id)? {
+                Some(loc) => locs.push((id, loc)),
+                None => {
+                    return Err(StorageError::UnknownId {
+                        dir: self.shared.dir.clone(),
+                        id,
+                    });
+                }
+            }
+        }
+        let records = self.removal_records(&w, &locs, stats)?;
+        let staged_classes = if records.is_empty() {
+            None
+        } else {
+            Some(self.stage_classes(&w, &records)?)
+        };
+        Self::stage_deletes(&mut w, &locs);
+        if let Some(t) = staged_classes {
+            w.pending.classes = Some(t);
+        }
+        Ok(())
+    }
+
+    /// Appends rows to the active log (creating it if needed). An I/O failure poisons.
+    fn append_locked(
+        &self,
+        w: &mut Writer,
+        ids: &[u64],
+        batch: &RowBatch<'_>,
+        vectors: Option<&VectorBuf>,
+    ) -> Result<()> {
+        let r = self.append_inner(w, ids, batch, vectors);
+        if let Err(e) = &r {
+            w.poison(e);
+        }
+        r
+    }
+
+    fn append_inner(
+        &self,
+        w: &mut Writer,
+        ids: &[u64],
+        batch: &RowBatch<'_>,
+        vectors: Option<&VectorBuf>,
+    ) -> Result<()> {
+        let dir = &self.shared.dir;
+        let fs = &*self.shared.config.fs;
+        let model = self.shared.model.file();
+        if w.log.is_none() {
+            let id = FileId::generate();
+            let name = data_file_name(FileKind::AppendLog, id);
+            let path = dir.join(&name);
+            let meta = LogMeta {
+                code_kind: model.code_kind,
+                code_bytes: model.code_bytes,
+                code_bits: model.code_bits,
+                model_id: model.model_id,
+                vectors: self.shared.vectors,
+            };
+            // The prelude is published like any file (temporary name, fsync, rename), so a
+            // log under its final name always starts with a valid header and meta.
+            let tmp = dir.join(tmp_name(&name));
+            let mut handle = fs
+                .create_new(&tmp)
+                .map_err(StorageError::io(&tmp, "create"))?;
+            handle
+                .write_all(&append_log::encode_prelude(id, &meta))
+                .map_err(StorageError::io(&tmp, "write"))?;
+            handle.sync().map_err(StorageError::io(&tmp, "fsync"))?;
+            drop(handle);
+            fs.rename(&tmp, &path)
+                .map_err(StorageError::io(&path, "rename"))?;
+            let handle = fs
+                .open_append(&path)
+                .map_err(StorageError::io(&path, "open for append"))?;
+            w.log = Some(LogWriter {
+                file: FileRef { id, name },
+                path,
+                handle,
+                meta,
+                batches: Vec::new(),
+                rows: 0,
+                len: LOG_DATA_START,
+                committed_len: LOG_DATA_START,
+                deleted: Vec::new(),
+                deleted_count: 0,
+                committed_deletions: None,
+                deletions_dirty: false,
+                new_file: true,
+            });
+        }
+        let Some(log) = w.log.as_mut() else {
+            return Ok(());
+        };
+        let width = model.code_bytes as usize;
+        let dim = self.shared.vectors.map_or(0, |v| v.dim as usize);
+        let chunk = MAX_BATCH_ROWS as usize;
+        for (k, id_chunk) in ids.chunks(chunk).enumerate() {
+            let start = k * chunk;
+            let end = start + id_chunk.len();
+            // Rows with list ids are stored grouped by list, then by id (FORMAT.md §10.2), so
+            // every block of rows a scan sees, logged or sealed, has contiguous lists.
+            let order: Vec<usize> = match batch.lists {
+                Some(l) => {
+                    let mut o: Vec<usize> = (start..end).collect();
+                    o.sort_unstable_by_key(|&r| (l[r], ids[r]));
+                    o
+                }
+                None => (start..end).collect(),
+            };
+            let mut codes = Vec::with_capacity(order.len() * width);
+            for &r in &order {
+                codes.extend_from_slice(&batch.codes[r * width..(r + 1) * width]);
+            }
+            let vecs = vectors.map(|v| {
+                let mut out = VectorBuf::empty(v.dtype());
+                out_extend_rows(&mut out, v, &order, dim);
+                out
+            });
+            let record_batch = LogBatch {
+                ids: order.iter().map(|&r| ids[r]).collect(),
+                codes,
+                labels: batch.labels.map(|l| order.iter().map(|&r| l[r]).collect()),
+                lists: batch.lists.map(|l| order.iter().map(|&r| l[r]).collect()),
+                vectors: vecs,
+            };
+            let batch = record_batch;
+            let record = batch.encode(&log.meta, &log.path)?;
+            log.handle
+                .write_all(&record)
+                .map_err(StorageError::io(&log.path, "write"))?;
+            log.len += record.len() as u64;
+            let entry = LogBatchEntry::new(batch, log.rows);
+            log.rows += entry.rows();
+            log.deleted.resize(log.rows.div_ceil(64) as usize, 0);
+            log.batches.push(Arc::new(entry));
+        }
+        if let Some(&max) = ids.iter().max() {
+            w.next_auto_id = w.next_auto_id.max(max + 1);
+        }
+        w.pending.changed = true;
+        Ok(())
+    }
+}
+
+/// Appends rows `order` (of `dim` values each) of `src` to `out` (same dtype).
+fn out_extend_rows(out: &mut VectorBuf, src: &VectorBuf, order: &[usize], dim: usize) {
+    let s = src.as_slice();
+    for &r in order {
+        let ok = out.extend_from(s, r * dim, (r + 1) * dim);
+        debug_assert!(ok, "vector rows were checked against the batch");
+    }
+}
