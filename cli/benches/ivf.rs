@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use codedb::classes::ListAssignment;
-use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::search::{Hit, SearchMode, SearchParams};
 use codedb::{BuildOptions, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, Axis};
