@@ -21,5 +21,5 @@ pub mod storage;
 pub use error::Error;
 pub use format::FormatError;
 pub use model::Model;
-pub use search::{Hit, SearchMode, SearchParams, search, search_with};
+pub use search::{Hit, SearchMode, SearchParams};
 pub use storage::{BuildOptions, Index, Snapshot, StorageError};

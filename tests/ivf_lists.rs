@@ -9,11 +9,11 @@ mod common;
 use std::collections::HashSet;
 use std::path::Path;
 
-use codedb::classes::{ClassError, ListAssignment, class_cache};
+use codedb::classes::{ClassError, ListAssignment};
 use codedb::format::VectorDType;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::l2sq_f32;
-use codedb::search::{Hit, SearchMode, SearchParams, probe_lists};
+use codedb::search::{Hit, SearchMode, SearchParams};
 use codedb::storage::{AddOptions, BuildOptions, Config, Index, Snapshot};
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, s};
@@ -140,14 +140,14 @@ fn lists_restrict_every_mode_with_deletions_and_unlisted_rows() {
             _ => [SearchMode::FloatL2, SearchMode::FloatDot],
         });
         for mode in modes {
-            let full = snap.search(&m, q, &SearchParams::new(all, mode)).unwrap();
+            let full = snap.search(q, &SearchParams::new(all, mode)).unwrap();
             for allowed in [vec![3u32], vec![9, 0, 5, 5], vec![2, 4, 6, 8], vec![77]] {
                 let want = filtered(&full, &by_id, &allowed, k);
                 for threads in [1, 2] {
                     let p = SearchParams::new(k, mode)
                         .threads(threads)
                         .lists(allowed.clone());
-                    let got = snap.search(&m, q, &p).unwrap();
+                    let got = snap.search(q, &p).unwrap();
                     assert_eq!(got, want, "{spec} {mode:?} {allowed:?}");
                 }
                 // No deleted row, no row of another list.
@@ -161,14 +161,12 @@ fn lists_restrict_every_mode_with_deletions_and_unlisted_rows() {
         let allowed = vec![1u32, 7];
         let exact = snap
             .search(
-                &m,
                 q,
                 &SearchParams::new(k, SearchMode::ExactL2).lists(allowed.clone()),
             )
             .unwrap();
         let rr = snap
             .search(
-                &m,
                 q,
                 &SearchParams::new(k, code_mode).rerank(all).lists(allowed),
             )
@@ -186,21 +184,17 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     let q = x.slice(s![2..600;11, ..]);
     let k = 10;
     let full = snap
-        .search(&m, q, &SearchParams::new(k, SearchMode::Hamming))
+        .search(q, &SearchParams::new(k, SearchMode::Hamming))
         .unwrap();
-    let means = &class_cache::for_snapshot(&snap).unwrap().means;
+    let means = snap.class_means().unwrap();
     assert_eq!(means.len(), 10);
     let by_id = lists_by_id(&snap);
     let mut recall_prev = 0usize;
     for nprobe in [1usize, 2, 3, 5] {
         let got = snap
-            .search(
-                &m,
-                q,
-                &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe),
-            )
+            .search(q, &SearchParams::new(k, SearchMode::Hamming).nprobe(nprobe))
             .unwrap();
-        let probes = probe_lists(means, &m, q, nprobe).unwrap();
+        let probes = snap.probe_lists(q, nprobe).unwrap();
         for (i, (g, p)) in got.iter().zip(&probes).enumerate() {
             assert_eq!(p.len(), nprobe);
             // The NCM top classes of the query are the probed lists.
@@ -212,7 +206,6 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
             assert_eq!(&ids, p);
             let one = snap
                 .search(
-                    &m,
                     q.slice(s![i..i + 1, ..]),
                     &SearchParams::new(k, SearchMode::Hamming).lists(p.clone()),
                 )
@@ -237,20 +230,19 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     // Probing every class, or more, is the full search; so is naming every list.
     for n in [10, 11, 1000] {
         let got = snap
-            .search(&m, q, &SearchParams::new(k, SearchMode::Hamming).nprobe(n))
+            .search(q, &SearchParams::new(k, SearchMode::Hamming).nprobe(n))
             .unwrap();
         assert_eq!(got, full, "nprobe {n}");
     }
     let every = snap
         .search(
-            &m,
             q,
             &SearchParams::new(k, SearchMode::Hamming).lists((0..10).collect()),
         )
         .unwrap();
     assert_eq!(every, full);
     // Errors.
-    let e = |p: SearchParams| snap.search(&m, q, &p).unwrap_err().to_string();
+    let e = |p: SearchParams| snap.search(q, &p).unwrap_err().to_string();
     assert!(e(SearchParams::new(k, SearchMode::Hamming).nprobe(0)).contains("nprobe"));
     assert!(e(SearchParams::new(k, SearchMode::Hamming).lists(vec![])).contains("lists"));
     assert!(
@@ -273,7 +265,8 @@ fn nprobe_scans_the_lists_of_the_nearest_class_means() {
     )
     .unwrap();
     let msg = idx
-        .search(&m, q, &SearchParams::new(k, SearchMode::Hamming).nprobe(2))
+        .snapshot()
+        .search(q, &SearchParams::new(k, SearchMode::Hamming).nprobe(2))
         .unwrap_err()
         .to_string();
     assert!(msg.contains("nprobe") && msg.contains("class"), "{msg}");
@@ -480,13 +473,13 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
             "no log row found"
         );
         let exact = snap
-            .search(&m, q, &SearchParams::new(k, SearchMode::ExactL2))
+            .search(q, &SearchParams::new(k, SearchMode::ExactL2))
             .unwrap();
         assert_eq!(exact, want, "{spec}");
         let mode = SearchMode::default_for(m.code_kind()).unwrap();
         let all = snap.live_rows() as usize;
         let rr = snap
-            .search(&m, q, &SearchParams::new(k, mode).rerank(all))
+            .search(q, &SearchParams::new(k, mode).rerank(all))
             .unwrap();
         assert_eq!(rr, want, "{spec} rerank all");
         // A short re-rank improves on the codes alone (recall against exact).
@@ -499,9 +492,9 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
                 })
                 .sum()
         };
-        let codes = snap.search(&m, q, &SearchParams::new(k, mode)).unwrap();
+        let codes = snap.search(q, &SearchParams::new(k, mode)).unwrap();
         let rr50 = snap
-            .search(&m, q, &SearchParams::new(k, mode).rerank(50))
+            .search(q, &SearchParams::new(k, mode).rerank(50))
             .unwrap();
         assert!(recall(&rr50) >= recall(&codes), "{spec}");
     }

@@ -120,7 +120,7 @@ fn check(snap: &Snapshot, m: &Model, q: ArrayView2<f32>, what: &str) {
                     if let Some(l) = &lists {
                         p = p.lists(l.clone());
                     }
-                    let got = snap.search(m, q, &p).unwrap();
+                    let got = snap.search(q, &p).unwrap();
                     assert_eq!(
                         got, want,
                         "{what}: {mode:?} k {k} lists {lists:?} threads {threads}"

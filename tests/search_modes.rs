@@ -13,7 +13,7 @@ use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::{DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score};
 use codedb::search::{
     HammingTable, Hit, MemoryVectors, RowRef, SearchError, SearchMode, SearchParams, VectorSource,
-    asym_tables, search_radius, search_with, search_with_source,
+    asym_tables,
 };
 use codedb::storage::{Config, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, s};
@@ -111,10 +111,10 @@ fn brute(
         .collect()
 }
 
-fn check_mode(snap: &Snapshot, m: &Model, q: ArrayView2<f32>, mode: SearchMode, want: &[Vec<Hit>]) {
+fn check_mode(snap: &Snapshot, q: ArrayView2<f32>, mode: SearchMode, want: &[Vec<Hit>]) {
     for threads in [1, 2] {
         let p = SearchParams::new(want[0].len(), mode).threads(threads);
-        let got = snap.search(m, q, &p).unwrap();
+        let got = snap.search(q, &p).unwrap();
         assert_eq!(got, want, "{mode:?} threads {threads}");
     }
 }
@@ -132,23 +132,23 @@ fn binary_modes_equal_brute_force() {
     let want = brute(&snap, nq, 15, Direction::SmallerIsBetter, |i, c| {
         hamming_distance(&qc[i * 4..(i + 1) * 4], c).unwrap() as f32
     });
-    check_mode(&snap, &m, q, SearchMode::Hamming, &want);
+    check_mode(&snap, q, SearchMode::Hamming, &want);
     let luts = asym_tables(&m, q).unwrap();
     let want = brute(&snap, nq, 15, Direction::SmallerIsBetter, |i, c| {
         lut8_score(c, &luts[i * 4 * 256..(i + 1) * 4 * 256]).unwrap()
     });
-    check_mode(&snap, &m, q, SearchMode::Asym, &want);
+    check_mode(&snap, q, SearchMode::Asym, &want);
     // A stored row's own code scores 0 in both modes (row 4 has id 40, not deleted).
     let own = snap.search(
-        &m,
         x.slice(s![4..5, ..]),
         &SearchParams::new(3, SearchMode::Asym),
     );
     assert!(own.unwrap()[0].iter().any(|h| h.id == 40 && h.score == 0.0));
-    // Index::search is the same search.
+    // The index's newest snapshot is the same search.
     assert_eq!(
         index
-            .search(&m, q, &SearchParams::new(15, SearchMode::Asym))
+            .snapshot()
+            .search(q, &SearchParams::new(15, SearchMode::Asym))
             .unwrap(),
         want
     );
@@ -186,7 +186,7 @@ fn pq_and_float_modes_equal_brute_force() {
                     lut8_score(c, &lut).unwrap()
                 }
             });
-            check_mode(&snap, &m, q, mode, &want);
+            check_mode(&snap, q, mode, &want);
         }
     }
     for spec in ["pca:16,float", "pca:16,float16"] {
@@ -200,7 +200,7 @@ fn pq_and_float_modes_equal_brute_force() {
         });
         // f16 codes: the kernel reads f16 directly; compare ids and scores to 1e-5 relative.
         let got = snap
-            .search(&m, q, &SearchParams::new(12, SearchMode::FloatL2))
+            .search(q, &SearchParams::new(12, SearchMode::FloatL2))
             .unwrap();
         for (g, w) in got.iter().zip(&want) {
             let gi: Vec<u64> = g.iter().map(|h| h.id).collect();
@@ -211,7 +211,7 @@ fn pq_and_float_modes_equal_brute_force() {
             }
         }
         let dot = snap
-            .search(&m, q, &SearchParams::new(5, SearchMode::FloatDot))
+            .search(q, &SearchParams::new(5, SearchMode::FloatDot))
             .unwrap();
         let want = brute(&snap, nq, 5, Direction::LargerIsBetter, |i, c| {
             codedb::scan::dot_f32(&p.row(i).to_vec(), &decode(c)).unwrap()
@@ -309,9 +309,8 @@ fn rerank_and_exact_search_with_vectors() {
     let exact = exact_l2(&snap, &x, q, k);
     let mem = memory_vectors(&x);
     let cols = Columns::new(&snap, &x);
-    let run = |p: SearchParams, src: &dyn VectorSource| {
-        search_with_source(&snap, &m, q, &p, Some(src)).unwrap()
-    };
+    let run =
+        |p: SearchParams, src: &dyn VectorSource| snap.search_with_vectors(q, &p, src).unwrap();
     // Exact mode, both vector paths: equal to brute force.
     assert_eq!(run(SearchParams::new(k, SearchMode::ExactL2), &mem), exact);
     assert_eq!(
@@ -325,10 +324,10 @@ fn rerank_and_exact_search_with_vectors() {
     // Re-ranking 50 candidates: exact scores of a subset of the ADC top 50, and recall@10
     // against exact search at least that of plain ADC.
     let adc50 = snap
-        .search(&m, q, &SearchParams::new(50, SearchMode::AdcL2))
+        .search(q, &SearchParams::new(50, SearchMode::AdcL2))
         .unwrap();
     let adc10 = snap
-        .search(&m, q, &SearchParams::new(k, SearchMode::AdcL2))
+        .search(q, &SearchParams::new(k, SearchMode::AdcL2))
         .unwrap();
     let rr = run(SearchParams::new(k, SearchMode::AdcL2).rerank(50), &cols);
     let recall = |lists: &[Vec<Hit>]| -> f64 {
@@ -364,7 +363,7 @@ fn asym_finds_euclidean_neighbours_at_least_as_well_as_hamming() {
     let q = x.slice(s![0..1797;9, ..]);
     let exact = exact_l2(&snap, &x, q, 10);
     let recall = |mode| {
-        let got = snap.search(&m, q, &SearchParams::new(10, mode)).unwrap();
+        let got = snap.search(q, &SearchParams::new(10, mode)).unwrap();
         let mut found = 0;
         for (l, e) in got.iter().zip(&exact) {
             found += l.iter().filter(|h| e.iter().any(|x| x.id == h.id)).count();
@@ -387,7 +386,7 @@ fn radius_lookup_equals_brute_force() {
     let table = HammingTable::from_snapshot(&snap).unwrap();
     assert_eq!(table.len(), snap.live_rows() as usize);
     for radius in 0..=2u32 {
-        let got = search_radius(&snap, &m, q, radius).unwrap();
+        let got = snap.search_radius(q, radius).unwrap();
         let mut nonempty = 0;
         for (i, l) in got.iter().enumerate() {
             let code = &qc[i * 2..(i + 1) * 2];
@@ -410,7 +409,7 @@ fn radius_lookup_equals_brute_force() {
             );
         }
     }
-    let e = search_radius(&snap, &m, q, 3).unwrap_err().to_string();
+    let e = snap.search_radius(q, 3).unwrap_err().to_string();
     assert!(e.contains("radius"), "{e}");
     // 64-bit codes cannot be hash keys.
     let m64 = model("pca-itq:64", x.view());
@@ -423,7 +422,7 @@ fn radius_lookup_equals_brute_force() {
         &mut |_| {},
     )
     .unwrap();
-    let e = idx.search_radius(&m64, q, 1).unwrap_err().to_string();
+    let e = idx.snapshot().search_radius(q, 1).unwrap_err().to_string();
     assert!(e.contains("32 bits"), "{e}");
 }
 
@@ -442,7 +441,7 @@ fn bad_searches_are_clear_errors() {
     .unwrap();
     let snap = idx.snapshot();
     let q = x.slice(s![0..3, ..]);
-    let err = |p: SearchParams| search_with(&snap, &m, q, &p).unwrap_err();
+    let err = |p: SearchParams| snap.search(q, &p).unwrap_err();
     let msg = |p: SearchParams| err(p).to_string();
     assert!(msg(SearchParams::new(0, SearchMode::Hamming)).contains("k"));
     assert!(msg(SearchParams::new(5, SearchMode::Hamming).rerank(4)).contains("rerank"));
@@ -455,46 +454,29 @@ fn bad_searches_are_clear_errors() {
     ));
     let e = msg(SearchParams::new(5, SearchMode::ExactL2));
     assert!(e.contains("no stored vectors"), "{e}");
-    // Another model (even of the same pipeline) is refused.
-    let other = model("pca-itq:16", x.slice(s![0..900, ..]));
-    let e = search_with(&snap, &other, q, &SearchParams::new(5, SearchMode::Hamming));
-    assert!(matches!(e, Err(SearchError::WrongModel { .. })));
     // Wrong width, NaN, no rows.
     let narrow = Array2::<f32>::zeros((2, 9));
-    let e = search_with(
-        &snap,
-        &m,
-        narrow.view(),
-        &SearchParams::new(5, SearchMode::Asym),
-    );
+    let e = snap.search(narrow.view(), &SearchParams::new(5, SearchMode::Asym));
     assert!(e.unwrap_err().to_string().contains("64-D"));
     let mut nan = q.to_owned();
     nan[[1, 2]] = f32::NAN;
     for mode in [SearchMode::Hamming, SearchMode::Asym] {
-        assert!(search_with(&snap, &m, nan.view(), &SearchParams::new(5, mode)).is_err());
+        assert!(
+            snap.search(nan.view(), &SearchParams::new(5, mode))
+                .is_err()
+        );
     }
     let mem = memory_vectors(&x);
-    let e = search_with_source(
-        &snap,
-        &m,
-        nan.view(),
-        &SearchParams::new(5, SearchMode::ExactL2),
-        Some(&mem),
-    );
+    let e = snap.search_with_vectors(nan.view(), &SearchParams::new(5, SearchMode::ExactL2), &mem);
     assert!(e.unwrap_err().to_string().contains("not finite"));
     let empty = Array2::<f32>::zeros((0, 64));
     assert!(
-        search_with(
-            &snap,
-            &m,
-            empty.view(),
-            &SearchParams::new(5, SearchMode::Asym)
-        )
-        .is_err()
+        snap.search(empty.view(), &SearchParams::new(5, SearchMode::Asym))
+            .is_err()
     );
     // k above the live rows returns every live row.
     let all = snap
-        .search(&m, q, &SearchParams::new(5000, SearchMode::Asym))
+        .search(q, &SearchParams::new(5000, SearchMode::Asym))
         .unwrap();
     assert!(all.iter().all(|l| l.len() == 1797));
     // A build from no rows is refused.

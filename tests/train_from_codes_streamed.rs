@@ -8,11 +8,9 @@
 
 mod common;
 
-use codedb::model::classify::{
-    Classifier, ClassifierSpec, ClassifyOptions, fit_classifier, fit_classifier_from_index,
-    train_from_index,
-};
+use codedb::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, fit_classifier};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::search::{fit_classifier_from_index, train_from_index};
 use codedb::storage::{Config, Index, Snapshot};
 use ndarray::{Array2, Axis};
 
@@ -84,7 +82,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             build_index(&dir, index_spec, &d, true);
         }
         let snap = Snapshot::open(&dir).unwrap();
-        let index_model = Model::from_model_file(snap.model()).unwrap();
+        let index_model = snap.model().unwrap();
         let spec = PipelineSpec::parse(spec).unwrap();
         let opts = TrainOptions {
             seed: 77,
@@ -92,7 +90,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             ..TrainOptions::default()
         };
         let (streamed, report) = train_from_index(&snap, &spec, &opts).unwrap();
-        let (x, y) = decoded(&snap, &index_model);
+        let (x, y) = decoded(&snap, index_model);
         let (dense, dense_report) = train(
             &spec,
             x.view(),
@@ -102,7 +100,7 @@ fn streamed_ncmml_pipeline_equals_training_on_the_decoded_matrix() {
             },
         )
         .unwrap();
-        let dense = with_prefix(&index_model, dense);
+        let dense = with_prefix(index_model, dense);
         // (Model ids are random per model: compare the stages.)
         assert_eq!(
             streamed.stages(),
@@ -124,8 +122,8 @@ fn streamed_classifiers_equal_fitting_on_the_decoded_matrix() {
         let dir = tmp.path().join(index_spec.replace([':', ','], "_"));
         build_index(&dir, index_spec, &d, true);
         let snap = Snapshot::open(&dir).unwrap();
-        let index_model = Model::from_model_file(snap.model()).unwrap();
-        let (x, y) = decoded(&snap, &index_model);
+        let index_model = snap.model().unwrap();
+        let (x, y) = decoded(&snap, index_model);
         let opts = ClassifyOptions {
             seed: 5,
             max_epochs: Some(4),

@@ -16,9 +16,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use codedb::classes::{ListAssignment, class_cache};
-use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{Hit, SearchMode, SearchParams, probe_lists};
+use codedb::classes::ListAssignment;
+use codedb::model::{PipelineSpec, TrainOptions, train};
+use codedb::search::{Hit, SearchMode, SearchParams};
 use codedb::{BuildOptions, Index, Snapshot};
 use ndarray::{Array2, ArrayView2, Axis};
 
@@ -65,12 +65,12 @@ fn fashion() -> Option<DataSet> {
     })
 }
 
-fn timed(snap: &Snapshot, m: &Model, q: ArrayView2<f32>, p: &SearchParams) -> (Vec<Vec<Hit>>, f64) {
+fn timed(snap: &Snapshot, q: ArrayView2<f32>, p: &SearchParams) -> (Vec<Vec<Hit>>, f64) {
     let mut best = f64::INFINITY;
     let mut out = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
-        out = snap.search(m, q, p).expect("search");
+        out = snap.search(q, p).expect("search");
         best = best.min(t.elapsed().as_secs_f64());
     }
     (out, best * 1e3 / q.nrows() as f64)
@@ -122,11 +122,11 @@ fn run(ds: &DataSet, spec: &str) {
         }
         let n = snap.live_rows() as f64;
         let q = ds.queries.view();
-        let (truth, full_ms) = timed(&snap, &m, q, &SearchParams::new(K, mode));
-        let means = &class_cache::for_snapshot(&snap).expect("classes").means;
+        let (truth, full_ms) = timed(&snap, q, &SearchParams::new(K, mode));
+        let means = snap.class_means().expect("classes");
         for nprobe in NPROBES {
-            let (got, ms) = timed(&snap, &m, q, &SearchParams::new(K, mode).nprobe(nprobe));
-            let probes = probe_lists(means, &m, q, nprobe).expect("probes");
+            let (got, ms) = timed(&snap, q, &SearchParams::new(K, mode).nprobe(nprobe));
+            let probes = snap.probe_lists(q, nprobe).expect("probes");
             let scanned: f64 = probes
                 .iter()
                 .map(|p| {

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::search::{SearchMode, search};
+use codedb::search::{SearchMode, SearchParams};
 use codedb::storage::{CompactionPolicy, Config, Snapshot};
 
 const DIGITS_PIXELS: &[u8] = include_bytes!("../../tests/data/digits/pixels.npy");
@@ -188,7 +188,7 @@ pub fn run_demo(
         let snap = index.snapshot();
         let mode = mode_of(&model);
         let t = Instant::now();
-        let hits = search(&snap, &model, qs.view(), DEMO_K, mode, 1)?;
+        let hits = snap.search(qs.view(), &SearchParams::new(DEMO_K, mode))?;
         let query_ms = t.elapsed().as_secs_f64() * 1e3 / qs.nrows() as f64;
         let mut found = 0usize;
         for (h, e) in hits.iter().zip(&exact) {
@@ -240,13 +240,9 @@ pub fn run_demo(
         snap.deleted_rows()
     ));
     // A query that was appended finds itself first.
-    let hit = search(
-        &snap,
-        &model,
+    let hit = snap.search(
         qs.slice(ndarray::s![0..1, ..]),
-        1,
-        mode_of(&model),
-        1,
+        &SearchParams::new(1, mode_of(&model)),
     )?;
     steps.push(match hit.first().and_then(|l| l.first()) {
         Some(h) => format!(

@@ -15,7 +15,7 @@ use codedb::format::{
     FormatError, OpenOptions, RowColumn, SegmentReader, VectorDType, section_kind,
 };
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{SearchError, SearchMode, SearchParams, search_radius, search_with};
+use codedb::search::{SearchError, SearchMode, SearchParams};
 use codedb::storage::{Config, Index, ReadOptions, Snapshot};
 use ndarray::{Array2, ArrayView2, s};
 
@@ -166,7 +166,7 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
         let mut p = SearchParams::new(10, case.mode);
         p.rerank = case.rerank;
         let checked = Snapshot::open(tmp.path()).unwrap();
-        let want = search_with(&checked, &m, q, &p).unwrap();
+        let want = checked.search(q, &p).unwrap();
         let snap = unchecked(tmp.path());
         let b = snap.blocks().next().unwrap();
         let seg = b.segment().unwrap();
@@ -178,12 +178,7 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
                 case.spec
             );
         }
-        assert_eq!(
-            search_with(&snap, &m, q, &p).unwrap(),
-            want,
-            "{}",
-            case.spec
-        );
+        assert_eq!(snap.search(q, &p).unwrap(), want, "{}", case.spec);
         let (done, total) = seg.checked_blocks(RowColumn::Ids);
         assert_eq!(
             done, total,
@@ -192,12 +187,7 @@ fn unchecked_open_searches_exactly_like_a_checked_one_and_checks_each_block_once
         );
         assert!(seg.has_block_checksums(RowColumn::Codes));
         // Later scans: the same answer from the remembered checks.
-        assert_eq!(
-            search_with(&snap, &m, q, &p).unwrap(),
-            want,
-            "{}",
-            case.spec
-        );
+        assert_eq!(snap.search(q, &p).unwrap(), want, "{}", case.spec);
     }
 }
 
@@ -227,13 +217,13 @@ fn a_damaged_code_block_fails_every_scan_mode_naming_the_file() {
         let mut p = SearchParams::new(10, case.mode);
         p.rerank = case.rerank;
         let label = section_kind::label(codedb::format::FileKind::Segment, kind);
-        fails_naming(search_with(&snap, &m, q, &p), &seg, &label);
+        fails_naming(snap.search(q, &p), &seg, &label);
         // Not a one-off: the block is not remembered as good.
-        fails_naming(search_with(&snap, &m, q, &p), &seg, &label);
+        fails_naming(snap.search(q, &p), &seg, &label);
         // A fully checked open refuses the file outright.
         assert!(Snapshot::open(tmp.path()).is_err(), "{}", case.spec);
         if m.code_kind() == codedb::format::CodeKind::Binary && cb <= 4 {
-            fails_naming(search_radius(&snap, &m, q, 1), &seg, &label);
+            fails_naming(snap.search_radius(q, 1), &seg, &label);
         }
     }
 }
@@ -250,7 +240,7 @@ fn damaged_ids_and_vectors_fail_the_scans_that_read_them() {
     flip(&seg, section_kind::SEG_IDS, 8 * 900, 8);
     let snap = unchecked(tmp.path());
     let p = SearchParams::new(10, SearchMode::AdcL2);
-    fails_naming(search_with(&snap, &m, q, &p), &seg, "ids");
+    fails_naming(snap.search(q, &p), &seg, "ids");
     // Vectors: re-ranking and exact search read them, the code scan alone does not.
     let tmp = tempfile::tempdir().unwrap();
     one_segment_index(tmp.path(), &m, x.view());
@@ -258,10 +248,13 @@ fn damaged_ids_and_vectors_fail_the_scans_that_read_them() {
     let dim = x.ncols() * 4;
     flip(&seg, section_kind::SEG_VECTORS, dim * 1500, 4);
     let snap = unchecked(tmp.path());
-    let want = search_with(&Snapshot::open(&copy_clean(&m, &x)).unwrap(), &m, q, &p).unwrap();
-    assert_eq!(search_with(&snap, &m, q, &p).unwrap(), want);
+    let want = Snapshot::open(&copy_clean(&m, &x))
+        .unwrap()
+        .search(q, &p)
+        .unwrap();
+    assert_eq!(snap.search(q, &p).unwrap(), want);
     let exact = SearchParams::new(10, SearchMode::ExactL2);
-    fails_naming(search_with(&snap, &m, q, &exact), &seg, "vectors");
+    fails_naming(snap.search(q, &exact), &seg, "vectors");
     // The row whose vector is damaged: a lookup of its vector fails, other rows' work.
     let row = |r: u64| 3 * r + 1;
     assert!(snap.vector(row(1500)).is_err());
@@ -299,7 +292,7 @@ fn rows_codes_and_lookups_are_checked_too() {
     // Training from the index's codes reads them through the same checks.
     let spec = PipelineSpec::parse("pca:8,pq:2x4").unwrap();
     let opts = TrainOptions::default();
-    let err = codedb::model::classify::train_from_index(&snap, &spec, &opts).unwrap_err();
+    let err = codedb::search::train_from_index(&snap, &spec, &opts).unwrap_err();
     assert!(
         err.to_string().contains(&seg.display().to_string()),
         "{err}"
@@ -318,21 +311,21 @@ fn old_segments_without_block_checksums_are_checked_whole_on_first_touch() {
     let seg = segment_path(tmp.path());
     as_format_1_2(&seg);
     let p = SearchParams::new(10, SearchMode::Hamming);
-    let want = search_with(&Snapshot::open(tmp.path()).unwrap(), &m, q, &p).unwrap();
+    let want = Snapshot::open(tmp.path()).unwrap().search(q, &p).unwrap();
     let snap = unchecked(tmp.path());
     let b = snap.blocks().next().unwrap();
     let r = b.segment().unwrap();
     assert_eq!(r.container().version(), (1, 2));
     assert!(!r.has_block_checksums(RowColumn::Codes));
     assert_eq!(r.checked_blocks(RowColumn::Codes), (0, 1));
-    assert_eq!(search_with(&snap, &m, q, &p).unwrap(), want);
+    assert_eq!(snap.search(q, &p).unwrap(), want);
     assert_eq!(r.checked_blocks(RowColumn::Codes), (1, 1));
     drop(snap);
 
     flip(&seg, section_kind::SEG_CODES, 4 * 1500, 2);
     let snap = unchecked(tmp.path());
-    fails_naming(search_with(&snap, &m, q, &p), &seg, "codes");
-    let err = search_with(&snap, &m, q, &p).unwrap_err().to_string();
+    fails_naming(snap.search(q, &p), &seg, "codes");
+    let err = snap.search(q, &p).unwrap_err().to_string();
     assert!(err.contains("codes block 0 (rows 0..1797)"), "{err}");
 }
 

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 mod cli_support;
 use cli_support::{build, codedb, digits_data, json, ok, s, search, train};
 
-use codedb::model::Model;
 use codedb::search::{SearchError, SearchMode, SearchParams};
 use codedb::storage::Snapshot;
 use ndarray::s;
@@ -58,11 +57,9 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
     }
     // The library says the same.
     let snap = Snapshot::open(&nolists).unwrap();
-    let m = Model::from_model_file(snap.model()).unwrap();
     let qx = x.slice(s![1500..1520, ..]);
     let e = snap
         .search(
-            &m,
             qx,
             &SearchParams::new(5, SearchMode::Hamming).lists(vec![9, 7]),
         )
@@ -78,7 +75,7 @@ fn list_restricted_searches_need_lists_and_count_the_rows_without_one() {
         "{e}"
     );
     let e = snap
-        .search(&m, qx, &SearchParams::new(5, SearchMode::Hamming).nprobe(2))
+        .search(qx, &SearchParams::new(5, SearchMode::Hamming).nprobe(2))
         .unwrap_err();
     assert!(
         matches!(

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::storage::{BuildOptions, Index, Snapshot};
-use codedb::{Error, SearchMode, search};
+use codedb::{Error, SearchMode, SearchParams};
 use ndarray::Array2;
 
 mod cli_support;
@@ -40,7 +40,10 @@ fn class_p10(spec: &str, x: &Array2<f32>, y: &[u32], dir: &Path) -> f64 {
     .unwrap();
     let q = x.slice(ndarray::s![0..300;3, ..]);
     let mode = SearchMode::default_for(model.code_kind()).unwrap();
-    let hits = search(&index.snapshot(), &model, q, 11, mode, 2).unwrap();
+    let hits = index
+        .snapshot()
+        .search(q, &SearchParams::new(11, mode).threads(2))
+        .unwrap();
     let mut good = 0;
     for (qi, l) in hits.iter().enumerate() {
         // Drop the query itself (it is in the database).
@@ -90,15 +93,12 @@ fn a_database_row_finds_itself_at_distance_zero_and_results_are_ordered() {
     )
     .unwrap();
     let snap = Snapshot::open(tmp.path()).unwrap();
-    let hits = search(
-        &snap,
-        &model,
-        x.slice(ndarray::s![5..6, ..]),
-        20,
-        SearchMode::Hamming,
-        1,
-    )
-    .unwrap();
+    let hits = snap
+        .search(
+            x.slice(ndarray::s![5..6, ..]),
+            &SearchParams::new(20, SearchMode::Hamming),
+        )
+        .unwrap();
     assert_eq!(hits[0][0].score, 0.0);
     assert!(hits[0].iter().any(|h| h.id == 5 && h.score == 0.0));
     assert!(
@@ -107,15 +107,12 @@ fn a_database_row_finds_itself_at_distance_zero_and_results_are_ordered() {
             .all(|w| (w[0].score, w[0].id) < (w[1].score, w[1].id))
     );
     // k larger than the index returns every row.
-    let all = search(
-        &snap,
-        &model,
-        x.slice(ndarray::s![0..1, ..]),
-        5000,
-        SearchMode::Hamming,
-        2,
-    )
-    .unwrap();
+    let all = snap
+        .search(
+            x.slice(ndarray::s![0..1, ..]),
+            &SearchParams::new(5000, SearchMode::Hamming).threads(2),
+        )
+        .unwrap();
     assert_eq!(all[0].len(), x.nrows());
 }
 
@@ -144,23 +141,21 @@ fn bad_search_arguments_are_clear_errors() {
     let snap = index.snapshot();
     let q = x.slice(ndarray::s![0..2, ..]);
     let err = |r: Result<_, codedb::search::SearchError>| r.map(|_| ()).unwrap_err().to_string();
-    assert!(err(search(&snap, &model, q, 0, SearchMode::Hamming, 1)).contains("k"));
-    assert!(err(search(&snap, &model, q, 3, SearchMode::AdcL2, 1)).contains("does not apply"));
+    assert!(err(snap.search(q, &SearchParams::new(0, SearchMode::Hamming))).contains("k"));
+    assert!(
+        err(snap.search(q, &SearchParams::new(3, SearchMode::AdcL2))).contains("does not apply")
+    );
     let narrow = Array2::<f32>::zeros((1, 7));
     assert!(
-        err(search(
-            &snap,
-            &model,
-            narrow.view(),
-            3,
-            SearchMode::Hamming,
-            1
-        ))
-        .contains("64-D")
+        err(snap.search(narrow.view(), &SearchParams::new(3, SearchMode::Hamming)))
+            .contains("64-D")
     );
     let mut nan = x.slice(ndarray::s![0..1, ..]).to_owned();
     nan[[0, 3]] = f32::NAN;
-    assert!(search(&snap, &model, nan.view(), 3, SearchMode::Hamming, 1).is_err());
+    assert!(
+        snap.search(nan.view(), &SearchParams::new(3, SearchMode::Hamming))
+            .is_err()
+    );
     // A build with mismatched labels leaves no index behind.
     let t2 = tempfile::tempdir().unwrap();
     let r = Index::build(

@@ -8,7 +8,6 @@ mod cli_support;
 use cli_support::{codedb, json};
 use std::process::Output;
 
-use codedb::model::Model;
 use codedb::search::{SearchMode, SearchParams};
 use codedb::storage::Snapshot;
 use ndarray::{Array2, s};
@@ -51,8 +50,7 @@ fn trained_index(tmp: &Path, spec: &str) -> PathBuf {
 
 fn library_search(dir: &Path, q: &Array2<f32>, p: &SearchParams) -> serde_json::Value {
     let snap = Snapshot::open(dir).unwrap();
-    let m = Model::from_model_file(snap.model()).unwrap();
-    let hits = snap.search(&m, q.view(), p).unwrap();
+    let hits = snap.search(q.view(), p).unwrap();
     serde_json::json!(
         hits.iter()
             .enumerate()
@@ -152,8 +150,7 @@ fn search_outputs_match_the_library() {
     ]));
     let v = json(&out);
     let snap = Snapshot::open(&dir).unwrap();
-    let m = Model::from_model_file(snap.model()).unwrap();
-    let lib = snap.search_radius(&m, q.view(), 2).unwrap();
+    let lib = snap.search_radius(q.view(), 2).unwrap();
     same(&v, &library_search_radius_json(&lib));
     assert!(lib.iter().any(|l| l.len() > 3));
     let out = ok(codedb(&[

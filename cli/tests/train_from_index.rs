@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use codedb::model::classify::train_from_index;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::search::train_from_index;
 use codedb::storage::{Config, Index, Snapshot};
 use ndarray::ArrayView2;
 

@@ -6,9 +6,9 @@
 //! and the f64 sum of the raw descriptors. This module gives it its meaning:
 //!
 //! - [`class_means`]: projected means Wμ_c and biases b_c = −½‖Wμ_c‖² (eq. 9-11) under the
-//!   index's model, and [`class_cache`] keeping them per (model, class files);
-//! - [`ncm_classify`]: [`Snapshot::classify`](crate::storage::Snapshot::classify), NCM
-//!   (eq. 1) as a dense dot-product scan over the class means;
+//!   index's model (a snapshot keeps them: `Snapshot::class_means`);
+//! - [`ncm_classify`]: NCM (eq. 1) as a dense dot-product scan over the class means (over a
+//!   snapshot: `Snapshot::classify`);
 //! - [`add_class`]: new classes from images, a given mean, or zero-shot from the hierarchy;
 //! - [`zero_shot`]: the zero-shot prior (eq. 29) and the MAP mean (eq. 30);
 //! - [`prior_weight`]: choosing eq. 30's m on held-out data;
@@ -17,7 +17,6 @@
 //! - [`list_assign`]: inverted-list ids at insert (the row's label, or its nearest class mean).
 
 pub mod add_class;
-pub mod class_cache;
 pub mod class_means;
 pub mod class_ref;
 pub mod error;

@@ -1,14 +1,13 @@
 //! NCM classification (Mensink et al., TPAMI 2013, eq. 1 in the bias form of eq. 9-11): the
-//! top classes of each query row by a dense dot-product scan over the projected class means.
+//! top classes of each query row by a dense dot-product scan over the projected class means
+//! (over a snapshot: `Snapshot::classify`, in the search room).
 
 use ndarray::ArrayView2;
 use serde::Serialize;
 
 use crate::model::Model;
 use crate::scan::{DenseRows, DenseValues, Metric, ScanOptions, dense_topk};
-use crate::storage::Snapshot;
 
-use super::class_cache;
 use super::class_means::ClassMeans;
 use super::error::{ClassError, Result};
 
@@ -106,16 +105,5 @@ impl ClassMeans {
         }
         let z = model.project(x)?;
         self.classify_projected(z.view(), top)
-    }
-}
-
-impl Snapshot {
-    /// The `top` best classes of each row of `x` (raw descriptors of the index's model input
-    /// dimension) by NCM over this version's class table, projected with the index's model;
-    /// best first, ties by smaller class id. The projected means are built once per (model,
-    /// class files) and shared by every snapshot with the same table (see `class_cache`).
-    pub fn classify(&self, x: ArrayView2<f32>, top: usize) -> Result<Vec<Vec<ClassScore>>> {
-        let c = class_cache::for_snapshot(self)?;
-        c.means.classify(&c.model, x, top)
     }
 }

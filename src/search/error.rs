@@ -14,12 +14,13 @@ pub enum SearchError {
         kind: &'static str,
         hint: &'static str,
     },
-    /// The model handed in is not the one that encoded the index.
-    #[error(
-        "invalid argument model: the index was encoded by model {index_model}, not {given} \
-         (load it with Model::from_model_file(snapshot.model()))"
-    )]
-    WrongModel { index_model: String, given: String },
+    /// `nprobe` on a snapshot whose class means (the coarse quantiser) cannot be built: no
+    /// class with images, or a class table that does not fit the model.
+    #[error("invalid argument nprobe: the class means are the coarse quantiser: {source}")]
+    NoClassMeans { source: crate::classes::ClassError },
+    /// The class means refused the queries of an `nprobe` search.
+    #[error("invalid argument nprobe: {source}")]
+    Probe { source: crate::classes::ClassError },
     /// A list-restricted search (`lists`, or `nprobe`) on an index where no live row has a list
     /// id: it would scan every row, so the restriction would silently do nothing.
     #[error(
@@ -41,6 +42,11 @@ pub enum SearchError {
     Scan(#[from] crate::scan::ScanError),
     #[error(transparent)]
     Format(#[from] crate::format::FormatError),
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
+    /// Training from an index's codes failed.
+    #[error(transparent)]
+    Train(#[from] crate::model::classify::ClassifyError),
 }
 
 /// Shorthand for [`SearchError::InvalidArgument`].

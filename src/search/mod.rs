@@ -1,3 +1,8 @@
+//! Queries over a [`Snapshot`]: k-NN search ([`Snapshot::search`]), radius lookup
+//! ([`Snapshot::search_radius`]), NCM classification ([`Snapshot::classify`]) and training
+//! from an index's codes ([`train_from_index`]). Each uses the snapshot's own model, so no
+//! search can run with a model other than the one that encoded the index.
+//!
 //! Scan plans: a query batch over a snapshot compiles to one kernel per block and the per-block
 //! top-k lists merge into one list per query, best first, ties by smaller id.
 //!
@@ -22,16 +27,18 @@
 //! [`list_coverage`] counts them); on an index where no row has one, such a search is refused
 //! ([`SearchError::NoLists`]).
 
-pub mod api;
+mod api;
 pub mod asym;
+mod classify;
 mod error;
 mod float_codes;
 pub(crate) mod list_scope;
 pub mod mode;
 mod pq4_fastscan;
-pub mod probe;
+mod probe;
 pub mod radius;
 pub mod rerank;
+mod train_from_index;
 pub mod vectors;
 
 use std::ops::Range;
@@ -59,8 +66,8 @@ use float_codes::FloatColumn;
 pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
 use pq4_fastscan::fastscan_scope;
-pub use probe::probe_lists;
 use rerank::{Candidate, exact_search};
+pub use train_from_index::{fit_classifier_from_index, train_from_index};
 
 /// One result row.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -131,51 +138,26 @@ impl SearchParams {
     }
 }
 
-/// The `k` best live rows of `snapshot` for each query row, best first (ties: smaller id).
-pub fn search(
+/// The `k` best live rows of `snapshot` for each query row (see [`Snapshot::search`]), full
+/// vectors for re-ranking and the exact modes read from `source`, or from the snapshot's
+/// stored vectors ([`SnapshotVectors`]) when `source` is `None`.
+pub(crate) fn search_snapshot(
     snapshot: &Snapshot,
-    model: &Model,
-    queries: ArrayView2<f32>,
-    k: usize,
-    mode: SearchMode,
-    threads: usize,
-) -> Result<Vec<Vec<Hit>>, SearchError> {
-    search_with(
-        snapshot,
-        model,
-        queries,
-        &SearchParams::new(k, mode).threads(threads),
-    )
-}
-
-/// [`search`] with every option; re-ranking and exact modes read the vectors stored in the
-/// snapshot's segments ([`SnapshotVectors`]) and fail with [`SearchError::NoVectors`] when
-/// some rows have none.
-pub fn search_with(
-    snapshot: &Snapshot,
-    model: &Model,
-    queries: ArrayView2<f32>,
-    params: &SearchParams,
-) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check(snapshot, model, queries, params)?;
-    if params.rerank.is_some() || params.mode.is_exact() {
-        let source = SnapshotVectors::new(snapshot)?;
-        search_with_source(snapshot, model, queries, params, Some(&source))
-    } else {
-        search_with_source(snapshot, model, queries, params, None)
-    }
-}
-
-/// [`search_with`] reading full vectors from `source` (required for re-ranking and the exact
-/// modes).
-pub fn search_with_source(
-    snapshot: &Snapshot,
-    model: &Model,
     queries: ArrayView2<f32>,
     params: &SearchParams,
     source: Option<&dyn VectorSource>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check(snapshot, model, queries, params)?;
+    let model = snapshot.model()?;
+    check(model, queries, params)?;
+    let stored;
+    let source = match source {
+        Some(s) => Some(s),
+        None if params.rerank.is_some() || params.mode.is_exact() => {
+            stored = SnapshotVectors::new(snapshot)?;
+            Some(&stored as &dyn VectorSource)
+        }
+        None => None,
+    };
     let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
     let groups: probe::ProbeGroups = match (&params.lists, params.nprobe) {
         (Some(_), Some(_)) => {
@@ -191,7 +173,7 @@ pub fn search_with_source(
             l.dedup();
             vec![(Some(l), (0..queries.nrows()).collect())]
         }
-        (None, Some(n)) => probe::probe_groups(snapshot, model, queries, n)?,
+        (None, Some(n)) => probe::probe_groups(snapshot, queries, n)?,
     };
     // Lists that do not exist cannot restrict anything: say so rather than scan every row.
     if params.lists.is_some() || params.nprobe.is_some() {
@@ -298,9 +280,8 @@ fn search_scoped(
     }
 }
 
-/// Argument checks shared by every entry point.
+/// Argument checks shared by every entry point (`model`: the snapshot's).
 fn check(
-    snapshot: &Snapshot,
     model: &Model,
     queries: ArrayView2<f32>,
     params: &SearchParams,
@@ -327,12 +308,6 @@ fn check(
                 params.mode.name()
             ),
         ));
-    }
-    if model.id() != snapshot.model().model_id {
-        return Err(SearchError::WrongModel {
-            index_model: snapshot.model().model_id.to_hex(),
-            given: model.id().to_hex(),
-        });
     }
     if queries.nrows() == 0 {
         return Err(invalid("queries", "no query rows"));
@@ -494,21 +469,15 @@ fn scan_codes(
     Ok(lists)
 }
 
-/// Every live row within Hamming distance `radius` (≤ 2) of each query's code, sorted by
-/// distance then id: a hash-table lookup for binary codes of at most 32 bits (ITQ §4.5).
-/// Builds the table on each call; keep a [`HammingTable`] to look up many batches.
-pub fn search_radius(
+/// Every live row within Hamming distance `radius` of each query's code (see
+/// [`Snapshot::search_radius`]).
+pub(crate) fn radius_snapshot(
     snapshot: &Snapshot,
-    model: &Model,
     queries: ArrayView2<f32>,
     radius: u32,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check(
-        snapshot,
-        model,
-        queries,
-        &SearchParams::new(1, SearchMode::Hamming),
-    )?;
+    let model = snapshot.model()?;
+    check(model, queries, &SearchParams::new(1, SearchMode::Hamming))?;
     if radius > MAX_RADIUS {
         return Err(invalid(
             "radius",

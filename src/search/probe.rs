@@ -17,8 +17,6 @@ use std::collections::BTreeMap;
 
 use ndarray::ArrayView2;
 
-use crate::classes::{ClassMeans, class_cache};
-use crate::model::Model;
 use crate::storage::Snapshot;
 
 use super::error::{SearchError, invalid};
@@ -30,25 +28,15 @@ pub(crate) type ProbeGroups = Vec<(Option<Vec<u32>>, Vec<usize>)>;
 /// class table.
 pub(crate) fn probe_groups(
     snapshot: &Snapshot,
-    model: &Model,
     queries: ArrayView2<f32>,
     nprobe: usize,
 ) -> Result<ProbeGroups, SearchError> {
-    if nprobe == 0 {
-        return Err(invalid("nprobe", "must be at least 1"));
-    }
-    let cached = class_cache::for_snapshot(snapshot).map_err(|e| {
-        invalid(
-            "nprobe",
-            format!("the class means are the coarse quantiser: {e}"),
-        )
-    })?;
-    let means = &cached.means;
+    let means = coarse_quantizer(snapshot, nprobe)?;
     let all: Vec<usize> = (0..queries.nrows()).collect();
     if nprobe >= means.len() {
         return Ok(vec![(None, all)]);
     }
-    let probes = probe_lists(means, model, queries, nprobe)?;
+    let probes = probe_lists(snapshot, queries, nprobe)?;
     let mut groups: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
     for (q, lists) in probes.into_iter().enumerate() {
         groups.entry(lists).or_default().push(q);
@@ -56,24 +44,31 @@ pub(crate) fn probe_groups(
     Ok(groups.into_iter().map(|(l, q)| (Some(l), q)).collect())
 }
 
+/// The snapshot's class means, after checking `nprobe`.
+fn coarse_quantizer(
+    snapshot: &Snapshot,
+    nprobe: usize,
+) -> Result<&crate::classes::ClassMeans, SearchError> {
+    if nprobe == 0 {
+        return Err(invalid("nprobe", "must be at least 1"));
+    }
+    snapshot
+        .class_means()
+        .map_err(|source| SearchError::NoClassMeans { source })
+}
+
 /// The ids of the `nprobe` classes nearest each query (NCM in the model's projected space),
-/// sorted ascending per query.
-pub fn probe_lists(
-    means: &ClassMeans,
-    model: &Model,
+/// sorted ascending per query ([`Snapshot::probe_lists`]).
+pub(crate) fn probe_lists(
+    snapshot: &Snapshot,
     queries: ArrayView2<f32>,
     nprobe: usize,
 ) -> Result<Vec<Vec<u32>>, SearchError> {
-    if means.model_id() != model.id() {
-        return Err(SearchError::WrongModel {
-            index_model: means.model_id().to_hex(),
-            given: model.id().to_hex(),
-        });
-    }
-    let z = model.project(queries)?;
+    let means = coarse_quantizer(snapshot, nprobe)?;
+    let z = snapshot.model()?.project(queries)?;
     let ranked = means
         .classify_projected(z.view(), nprobe)
-        .map_err(|e| invalid("nprobe", e.to_string()))?;
+        .map_err(|source| SearchError::Probe { source })?;
     Ok(ranked
         .into_iter()
         .map(|l| {

@@ -96,7 +96,7 @@ impl HammingTable {
 
     /// A table of every live row of `snapshot` (binary codes of at most 32 bits).
     pub fn from_snapshot(snapshot: &Snapshot) -> Result<HammingTable, SearchError> {
-        let kind = snapshot.model().code_kind;
+        let kind = snapshot.model_file().code_kind;
         if kind != CodeKind::Binary {
             return Err(SearchError::ModeNotApplicable {
                 mode: "radius lookup",

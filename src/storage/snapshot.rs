@@ -6,17 +6,23 @@
 //! collection keeps every file of a version some snapshot still holds. A snapshot opened by
 //! another process ([`Snapshot::open`]) reads the newest manifest and opens all its files at
 //! once; from then on it needs nothing from the directory (mappings outlive unlinking).
+//!
+//! A snapshot holds its index's model ([`Snapshot::model`], decoded once per model file) and
+//! the class means projected through it ([`Snapshot::class_means`], built once per class
+//! table), so searching and classifying need nothing but the snapshot.
 
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::classes::{ClassError, ClassMeans};
 use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes};
 use crate::format::{
     ActiveLogEntry, ClassTable, DeletionBitmap, FormatError, ListEntry, Manifest, ModelFile,
     RowColumn, SegmentReader, VectorSlice, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
+use crate::model::{Model, ModelError};
 
 use super::config::ReadOptions;
 use super::error::{Result, StorageError};
@@ -503,13 +509,22 @@ impl Snapshot {
         self.v.log_entry()
     }
 
-    pub fn model(&self) -> &ModelFile {
-        &self.v.model
+    /// The model that encodes this index's codes, decoded on first use and kept (shared by
+    /// every snapshot of the same [`crate::storage::Index`] handle). An error when the stored
+    /// model file does not decode: the index still reads, lists, inspects and verifies, but
+    /// nothing that needs the model runs.
+    pub fn model(&self) -> std::result::Result<&Model, ModelError> {
+        self.v.model.decoded()
+    }
+
+    /// The model file as stored (what inspection and verification report).
+    pub fn model_file(&self) -> &ModelFile {
+        self.v.model.file()
     }
 
     /// Bytes per code.
     pub fn code_bytes(&self) -> usize {
-        self.v.model.code_bytes as usize
+        self.v.model.file().code_bytes as usize
     }
 
     /// The vectors every row of the index stores (fixed at creation), if any.
@@ -534,6 +549,25 @@ impl Snapshot {
     /// The class table with every delta of this version folded in.
     pub fn classes(&self) -> Option<&ClassTable> {
         self.v.classes.as_deref()
+    }
+
+    /// The NCM classifier of this version: the class means of [`Snapshot::classes`] projected
+    /// through [`Snapshot::model`], built on first use and kept; versions of one
+    /// [`crate::storage::Index`] handle with the same class table share them. An error when
+    /// the version has no class with images.
+    pub fn class_means(&self) -> std::result::Result<&ClassMeans, ClassError> {
+        if let Some(m) = self.v.class_means.get() {
+            return Ok(m);
+        }
+        let no_classes = || ClassError::NoClasses {
+            dir: self.dir().display().to_string(),
+        };
+        let table = self.classes().ok_or_else(no_classes)?;
+        let means = ClassMeans::build(table, self.model()?)?;
+        if means.is_empty() {
+            return Err(no_classes());
+        }
+        Ok(self.v.class_means.get_or_init(|| means))
     }
 
     /// Newer manifests that did not read when this snapshot (or the [`crate::storage::Index`]

@@ -1,15 +1,19 @@
 //! One index version in memory: its manifest and every file it names, opened and
 //! cross-checked. Versions are immutable and shared (`Arc`) by snapshots; a new version reuses
-//! the opened segments, bitmaps and log batches of the one before.
+//! the opened segments, bitmaps and log batches of the one before, its model (decoded at most
+//! once per model file, [`IndexModel`]) and, when its class table is the same, the class means
+//! projected through that model ([`ClassMeansCache`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::classes::ClassMeans;
 use crate::format::{
     ActiveLogEntry, ClassTable, DeletionBitmap, FileRef, FormatError, LogMeta, LogTail, Manifest,
     ModelFile, SegmentEntry, append_log,
 };
+use crate::model::{Model, ModelError};
 
 use super::config::ReadOptions;
 use super::error::{Result, StorageError};
@@ -32,16 +36,63 @@ impl SegmentSlot {
     }
 }
 
+/// The index's model: the file as stored and the [`Model`] it decodes to.
+///
+/// Decoding is lazy: the engine stores and checks codes without interpreting the model, so an
+/// index whose model file reads but does not decode (a newer stage kind, say) still opens,
+/// lists, inspects and verifies; only what needs the model (search, classification) fails,
+/// with the decoding error. A successful decode is kept (once per `IndexModel`: one per opened
+/// index or snapshot, shared by every version made from it); a failed one is not cached and
+/// is reported afresh on each call (decoding is deterministic).
+#[derive(Debug)]
+pub(crate) struct IndexModel {
+    file: ModelFile,
+    decoded: OnceLock<Model>,
+}
+
+impl IndexModel {
+    pub(crate) fn new(file: ModelFile) -> IndexModel {
+        IndexModel {
+            file,
+            decoded: OnceLock::new(),
+        }
+    }
+
+    /// The model file as stored.
+    pub(crate) fn file(&self) -> &ModelFile {
+        &self.file
+    }
+
+    /// The decoded model, decoded on first use.
+    pub(crate) fn decoded(&self) -> std::result::Result<&Model, ModelError> {
+        if let Some(m) = self.decoded.get() {
+            return Ok(m);
+        }
+        let m = Model::from_model_file(&self.file)?;
+        // Another thread may have decoded it meanwhile: the first one stored is kept.
+        Ok(self.decoded.get_or_init(|| m))
+    }
+}
+
+/// The class means of a version's class table projected through the index's model, built on
+/// first use (classification, `nprobe`). Projecting costs C × (model cost), so versions whose
+/// folded class table is the same (`Arc`) share one cache: a commit that only adds or deletes
+/// rows keeps it, a commit with new class records or a compaction that folds the class files
+/// starts a new one ([`VersionState::class_means_for`]).
+pub(crate) type ClassMeansCache = Arc<OnceLock<ClassMeans>>;
+
 /// Everything one manifest version names, opened.
 #[derive(Debug)]
 pub(crate) struct VersionState {
     pub dir: PathBuf,
     pub manifest: Manifest,
-    pub model: Arc<ModelFile>,
+    pub model: Arc<IndexModel>,
     pub segments: Vec<SegmentSlot>,
     pub log: Option<LogView>,
     /// The class table with every delta folded in.
     pub classes: Option<Arc<ClassTable>>,
+    /// `classes` projected through the model, when something needed them.
+    pub class_means: ClassMeansCache,
 }
 
 /// Where a live row is.
@@ -62,6 +113,21 @@ impl VersionState {
 
     pub(crate) fn live_rows(&self) -> u64 {
         self.manifest.live_rows_with(self.log_entry())
+    }
+
+    /// The class-means cache of a successor of this version whose folded class table is
+    /// `classes`: this version's when it is the same table, a new one otherwise.
+    pub(crate) fn class_means_for(&self, classes: &Option<Arc<ClassTable>>) -> ClassMeansCache {
+        let same = match (&self.classes, classes) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if same {
+            self.class_means.clone()
+        } else {
+            ClassMeansCache::default()
+        }
     }
 
     /// The live row in a sealed segment holding `id`, ignoring the ids in `skip`
@@ -353,10 +419,11 @@ pub(crate) fn load_version(
         state: VersionState {
             dir: dir.to_path_buf(),
             manifest,
-            model: Arc::new(model),
+            model: Arc::new(IndexModel::new(model)),
             segments,
             log,
             classes,
+            class_means: ClassMeansCache::default(),
         },
         log_tail,
     })

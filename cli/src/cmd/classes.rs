@@ -255,7 +255,7 @@ pub fn classify(a: ClassifyArgs) -> Result<ExitCode> {
     } = a;
     let (dir, data, format) = (dir.as_path(), data.as_path(), format.as_str());
     let snap = crate::open::open_snapshot(dir)?;
-    let dim = Model::from_model_file(snap.model())?.input_dim();
+    let dim = snap.model()?.input_dim();
     let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
     let res = snap
         .classify(x.view(), top)

@@ -7,8 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::model::Model;
-use codedb::search::{Hit, SearchError, SearchMode, SearchParams, search_radius, search_with};
+use codedb::search::{Hit, SearchError, SearchMode, SearchParams};
 use codedb::storage::Snapshot;
 use ndarray::{ArrayView2, s};
 
@@ -158,7 +157,8 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
         usage!("--radius is a Hamming hash lookup; it does not take --mode {m}");
     }
     let snap = crate::open::open_snapshot(&a.dir)?;
-    let model = Model::from_model_file(snap.model())
+    let model = snap
+        .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;
     let mode = match a.mode.as_deref() {
         Some(m) => SearchMode::parse(m)
@@ -188,7 +188,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                 );
             }
             let mut h = pool
-                .install(|| search_radius(&snap, &model, q.view(), r))
+                .install(|| snap.search_radius(q.view(), r))
                 .with_context(|| format!("--radius {r} on {}", a.dir.display()))?;
             if let Some(k) = a.k {
                 for l in &mut h {
@@ -228,7 +228,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                 nprobe: a.nprobe,
             };
             let run = |q: ArrayView2<f32>| {
-                pool.install(|| search_with(&snap, &model, q, &params))
+                pool.install(|| snap.search(q, &params))
                     .map_err(|e| match e {
                         SearchError::NoLists { live_rows, .. } => anyhow::anyhow!(
                             "{}: {} has no inverted lists (none of its {live_rows} live rows has \

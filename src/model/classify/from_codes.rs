@@ -3,10 +3,10 @@
 //! product-quantised, decompressing the images of each SGD mini-batch on the fly: the (lossy)
 //! reconstructions of the codes stand in for the raw floats.
 //!
-//! [`train_from_index`] reads the live rows' PQ codes and labels from a [`Snapshot`] (codes
-//! are a few bytes a row, so all of them are held) and draws the seeded training sample (the
-//! cap of [`TrainOptions::sample`], as [`train`] would). What happens next depends on the
-//! pipeline:
+//! [`train_from_codes`] takes PQ codes and their labels held in memory ([`LabelledCodes`]:
+//! codes are a few bytes a row, so all of them are held; the live rows of an index, read by
+//! `search::train_from_index`) and draws the seeded training sample (the cap of
+//! [`TrainOptions::sample`], as [`train`] would). What happens next depends on the pipeline:
 //!
 //! - a pipeline that starts with `ncmml:C` learns W from the sampled **codes**: every
 //!   mini-batch of the SGD (eq. 3-7), the class means, the PCA start of W and the held-out
@@ -45,27 +45,27 @@ use super::ncmml::{NcmmlOptions, train_ncmml_rows};
 use super::projection::Projection;
 use super::spec::ClassifierSpec;
 use super::train_rows::{CodeRows, RowSource, STREAM_ROWS};
-use crate::error::Error;
-use crate::storage::Snapshot;
 
 /// Codes decoded per batch on the decoded-sample path.
 pub const DECODE_BATCH_ROWS: usize = 65_536;
 
-/// The live rows of an index: their codes (row-major) and labels, with the index's model.
-struct IndexRows {
+/// PQ codes (row-major) and their labels, with the model that encoded them: what
+/// [`train_from_codes`] and [`fit_classifier_from_codes`] learn from.
+#[derive(Debug, Clone)]
+pub struct LabelledCodes<'a> {
+    /// What the rows are, for error messages (e.g. `--from-index DIR`).
     what: String,
-    model: Model,
+    model: &'a Model,
     codes: Vec<u8>,
     /// `None` for an unlabelled row.
     labels: Vec<Option<i64>>,
 }
 
-impl IndexRows {
-    /// Reads the codes and labels of the live rows; errors when the codes are not PQ, there
-    /// are no live rows, or a row's code has the wrong size.
-    fn read(snapshot: &Snapshot) -> Result<IndexRows, Error> {
-        let what = format!("--from-index {}", snapshot.dir().display());
-        let model = Model::from_model_file(snapshot.model())?;
+impl<'a> LabelledCodes<'a> {
+    /// No rows yet, for codes of `model`; an error naming `what` when its codes are not PQ
+    /// (only product-quantised codes decode to vectors to train on).
+    pub fn new(what: impl Into<String>, model: &'a Model) -> Result<LabelledCodes<'a>, ModelError> {
+        let what = what.into();
         if model.pq().is_none() {
             return Err(ModelError::unsupported(
                 &what,
@@ -74,45 +74,67 @@ impl IndexRows {
                      vectors to train on",
                     model.code_kind().name()
                 ),
-            )
-            .into());
+            ));
         }
-        let cb = model.code_bytes();
-        let mut codes: Vec<u8> = Vec::new();
-        let mut labels: Vec<Option<i64>> = Vec::new();
-        for row in snapshot.rows()? {
-            if row.code.len() != cb {
-                return Err(ModelError::invalid(
-                    &what,
-                    format!(
-                        "row id {}: {} code bytes, the model's codes have {cb}",
-                        row.id,
-                        row.code.len()
-                    ),
-                )
-                .into());
-            }
-            labels.push(row.label.map(i64::from));
-            codes.extend_from_slice(row.code);
-        }
-        if labels.is_empty() {
-            return Err(ModelError::Empty {
-                what: format!("{what}: live rows"),
-                rows: 0,
-                cols: model.input_dim(),
-            }
-            .into());
-        }
-        Ok(IndexRows {
+        Ok(LabelledCodes {
             what,
             model,
-            codes,
-            labels,
+            codes: Vec::new(),
+            labels: Vec::new(),
         })
     }
 
+    /// Appends the row `id` (named in errors) with its code and label; an error when the
+    /// code is not `code_bytes` long.
+    pub fn push(&mut self, id: u64, code: &[u8], label: Option<u32>) -> Result<(), ModelError> {
+        let cb = self.model.code_bytes();
+        if code.len() != cb {
+            return Err(ModelError::invalid(
+                &self.what,
+                format!(
+                    "row id {id}: {} code bytes, the model's codes have {cb}",
+                    code.len()
+                ),
+            ));
+        }
+        self.labels.push(label.map(i64::from));
+        self.codes.extend_from_slice(code);
+        Ok(())
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// The model that encoded the codes.
+    pub fn model(&self) -> &'a Model {
+        self.model
+    }
+
+    /// What the rows are (as given to [`LabelledCodes::new`]).
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// An error when there are no rows to learn from.
+    fn check_not_empty(&self) -> Result<(), ModelError> {
+        if self.is_empty() {
+            return Err(ModelError::Empty {
+                what: format!("{}: rows", self.what),
+                rows: 0,
+                cols: self.model.input_dim(),
+            });
+        }
+        Ok(())
+    }
+
     /// The labels of `idx`; an error naming `needed_by` when one of those rows has none.
-    fn labels_of(&self, idx: &[usize], needed_by: &str) -> Result<Vec<i64>, Error> {
+    fn labels_of(&self, idx: &[usize], needed_by: &str) -> Result<Vec<i64>, ModelError> {
         let missing = idx.iter().filter(|&&i| self.labels[i].is_none()).count();
         if missing > 0 {
             return Err(ModelError::invalid(
@@ -123,24 +145,30 @@ impl IndexRows {
                     self.what,
                     idx.len()
                 ),
-            )
-            .into());
+            ));
         }
         Ok(idx.iter().filter_map(|&i| self.labels[i]).collect())
     }
 
-    /// The codes of rows `idx`, row-major.
     /// The rows `idx` decoded into one matrix ([`DECODE_BATCH_ROWS`] at a time): the path of
     /// the steps that need the whole sample (idx × D floats).
-    fn decode_all(&self, idx: &[usize]) -> Result<ndarray::Array2<f32>, Error> {
+    fn decode_all(&self, idx: &[usize]) -> Result<ndarray::Array2<f32>, ModelError> {
         let dim = self.model.project_dim();
-        let mut x: Vec<f32> = Vec::with_capacity(idx.len() * dim);
-        for chunk in idx.chunks(DECODE_BATCH_ROWS) {
+        let mut x = ndarray::Array2::<f32>::zeros((idx.len(), dim));
+        for (k, chunk) in idx.chunks(DECODE_BATCH_ROWS).enumerate() {
             let dec = self.model.decode(&self.codes_of(chunk))?;
-            x.extend(dec.iter());
+            if dec.dim() != (chunk.len(), dim) {
+                return Err(ModelError::DimensionMismatch {
+                    what: format!("{}: decoded codes", self.what),
+                    expected: dim,
+                    got: dec.ncols(),
+                });
+            }
+            let from = k * DECODE_BATCH_ROWS;
+            x.slice_mut(ndarray::s![from..from + chunk.len(), ..])
+                .assign(&dec);
         }
-        Ok(ndarray::Array2::from_shape_vec((idx.len(), dim), x)
-            .map_err(|e| ModelError::invalid(&self.what, e.to_string()))?)
+        Ok(x)
     }
 
     fn codes_of(&self, idx: &[usize]) -> Vec<u8> {
@@ -152,8 +180,8 @@ impl IndexRows {
         out
     }
 
-    /// The index's transforms (everything before its PQ stage) followed by `trained`.
-    fn prefix_model(&self, trained: Model) -> Result<Model, Error> {
+    /// The model's transforms (everything before its PQ stage) followed by `trained`.
+    fn prefix_model(&self, trained: Model) -> Result<Model, ModelError> {
         let all = self.model.stages();
         let prefix = &all[..all.len() - 1];
         if prefix.is_empty() {
@@ -161,41 +189,41 @@ impl IndexRows {
         }
         let mut stages = prefix.to_vec();
         stages.extend(trained.stages().iter().cloned());
-        Ok(Model::new(stages)?)
+        Model::new(stages)
     }
 }
 
 /// The seeded training sample of `n` rows (as [`train`] draws it).
-fn sample(opts: &TrainOptions, n: usize) -> Result<Vec<usize>, Error> {
+fn sample(opts: &TrainOptions, n: usize) -> Result<Vec<usize>, ModelError> {
     let cap = opts.sample.unwrap_or(DEFAULT_TRAIN_SAMPLE_CAP);
     if cap == 0 {
-        return Err(ModelError::invalid("sample", "must be >= 1 row").into());
+        return Err(ModelError::invalid("sample", "must be >= 1 row"));
     }
     Ok(sample_indices(&mut rng(derive_seed(opts.seed, 0)), n, cap))
 }
 
-/// Trains `spec` on the PQ codes of the index behind `snapshot` (see the module docs); the
-/// labels of the rows feed supervised steps (`ncmml:C`). `opts.labels` must be `None` (the
-/// index's labels are used).
+/// Trains `spec` on the PQ codes of `rows` (see the module docs); the labels of the rows feed
+/// supervised steps (`ncmml:C`). `opts.labels` must be `None` (the rows' labels are used).
+/// The returned model takes the raw vectors the codes' model takes.
 ///
-/// Errors: the index's codes are not PQ; it has no live rows; a supervised `spec` and a
-/// sampled row without a label; then any training error.
-pub fn train_from_index(
-    snapshot: &Snapshot,
+/// Errors: no rows; a supervised `spec` and a sampled row without a label; then any training
+/// error.
+pub fn train_from_codes(
+    rows: &LabelledCodes<'_>,
     spec: &PipelineSpec,
     opts: &TrainOptions,
-) -> Result<(Model, TrainReport), Error> {
+) -> Result<(Model, TrainReport), ClassifyError> {
     if opts.labels.is_some() {
         return Err(ModelError::invalid(
             "labels",
             format!(
-                "--from-index {}: labels come from the index, do not pass TrainOptions::labels",
-                snapshot.dir().display()
+                "{}: labels come with the codes, do not pass TrainOptions::labels",
+                rows.what
             ),
         )
         .into());
     }
-    let rows = IndexRows::read(snapshot)?;
+    rows.check_not_empty()?;
     let n = rows.labels.len();
     let idx = sample(opts, n)?;
     let labels = if spec.is_supervised() {
@@ -205,9 +233,9 @@ pub fn train_from_index(
     };
     let (trained, mut report) = match (spec.steps.first(), labels) {
         (Some(&StepSpec::Ncmml(c)), Some(labels)) => {
-            streamed_ncmml_pipeline(&rows, &idx, labels, spec, c, opts)?
+            streamed_ncmml_pipeline(rows, &idx, labels, spec, c, opts)?
         }
-        (_, labels) => decoded_sample_pipeline(&rows, &idx, labels, spec, opts)?,
+        (_, labels) => decoded_sample_pipeline(rows, &idx, labels, spec, opts)?,
     };
     let model = rows.prefix_model(trained)?;
     report.input_rows = n;
@@ -218,13 +246,13 @@ pub fn train_from_index(
 /// A pipeline starting with `ncmml:C`: W learned from the sampled codes decoded per
 /// mini-batch, then the rest of the pipeline on the sample projected by W.
 fn streamed_ncmml_pipeline(
-    rows: &IndexRows,
+    rows: &LabelledCodes<'_>,
     idx: &[usize],
     labels: Vec<i64>,
     spec: &PipelineSpec,
     c: usize,
     opts: &TrainOptions,
-) -> Result<(Model, TrainReport), Error> {
+) -> Result<(Model, TrainReport), ClassifyError> {
     let t = Instant::now();
     let Some(pq) = rows.model.pq() else {
         return Err(ModelError::unsupported(&rows.what, "its codes are not PQ").into());
@@ -237,7 +265,7 @@ fn streamed_ncmml_pipeline(
         sampled = rows.codes_of(idx);
         &sampled
     };
-    let src = RowSource::Codes(CodeRows::new(&rows.what, codes, pq).map_err(model_err)?);
+    let src = RowSource::Codes(CodeRows::new(&rows.what, codes, pq)?);
     let name = format!("ncmml:{c}");
     // As `train` seeds its first step.
     let mut nopts = NcmmlOptions::new(c);
@@ -262,8 +290,8 @@ fn streamed_ncmml_pipeline(
             e.epoch, e.train_loss, e.val_top1, e.val_top5
         )));
     };
-    let tr = train_ncmml_rows(src.clone(), &labels, &nopts, Some(&mut cb)).map_err(model_err)?;
-    let stages = tr.projection.to_stages().map_err(model_err)?;
+    let tr = train_ncmml_rows(src.clone(), &labels, &nopts, Some(&mut cb))?;
+    let stages = tr.projection.to_stages()?;
     // The sample through W, in the blocks `train` materialises it in.
     let d = src.dim();
     let all: Vec<usize> = (0..src.n()).collect();
@@ -304,12 +332,12 @@ fn streamed_ncmml_pipeline(
 
 /// Any other pipeline: [`train`] on the decoded sample (sample × D floats).
 fn decoded_sample_pipeline(
-    rows: &IndexRows,
+    rows: &LabelledCodes<'_>,
     idx: &[usize],
     labels: Option<Vec<i64>>,
     spec: &PipelineSpec,
     opts: &TrainOptions,
-) -> Result<(Model, TrainReport), Error> {
+) -> Result<(Model, TrainReport), ClassifyError> {
     let x = rows.decode_all(idx)?;
     let view = x.view();
     Ok(train(
@@ -323,32 +351,24 @@ fn decoded_sample_pipeline(
     )?)
 }
 
-/// A classifier error as a model error (this module returns the crate error).
-fn model_err(e: ClassifyError) -> ModelError {
-    match e {
-        ClassifyError::Model(m) => *m,
-        other => ModelError::unsupported("train --from-index", other.to_string()),
-    }
-}
-
-/// Fits the classifier `spec` on the PQ codes and labels of the index behind `snapshot`
-/// (the live rows, or a seeded sample of `sample` of them). `ncm`, `ncmml*:d` and `ncmc:dxk`
-/// read the codes block by block and decode each SGD mini-batch on the fly (class means,
-/// k-means within a class, validation likewise; see `train_rows.rs`); the other methods and
-/// a `pca:C` prefix need the whole matrix and are fitted by [`fit_classifier`] on the
-/// decoded sample. The index's transforms (e.g. the `pca:C` of `pca:C,pq:MxB`) are put in
-/// front of the classifier's projections, so it takes the index's raw input vectors.
+/// Fits the classifier `spec` on the PQ codes and labels of `rows` (all of them, or a seeded
+/// sample of `sample`). `ncm`, `ncmml*:d` and `ncmc:dxk` read the codes block by block and
+/// decode each SGD mini-batch on the fly (class means, k-means within a class, validation
+/// likewise; see `train_rows.rs`); the other methods and a `pca:C` prefix need the whole
+/// matrix and are fitted by [`fit_classifier`] on the decoded sample. The codes' model's
+/// transforms (e.g. the `pca:C` of `pca:C,pq:MxB`) are put in front of the classifier's
+/// projections, so it takes the model's raw input vectors.
 ///
-/// Errors: the codes are not PQ; no live rows; a sampled row without a label; an index
-/// transform that is not affine (random features); then any fitting error.
-pub fn fit_classifier_from_index(
-    snapshot: &Snapshot,
+/// Errors: no rows; a sampled row without a label; a transform that is not affine (random
+/// features); then any fitting error.
+pub fn fit_classifier_from_codes(
+    rows: &LabelledCodes<'_>,
     spec: &ClassifierSpec,
     opts: &ClassifyOptions,
     sample: Option<usize>,
-) -> Result<(Classifier, FitReport), Error> {
+) -> Result<(Classifier, FitReport), ClassifyError> {
     let t = Instant::now();
-    let rows = IndexRows::read(snapshot)?;
+    rows.check_not_empty()?;
     let n = rows.labels.len();
     let cap = sample.unwrap_or(n);
     if cap == 0 {
@@ -356,7 +376,7 @@ pub fn fit_classifier_from_index(
     }
     let idx = sample_indices(&mut rng(derive_seed(opts.seed, 0)), n, cap);
     let labels = rows.labels_of(&idx, &format!("classifier {:?}", spec.text))?;
-    let prefix = transforms_as_projections(&rows)?;
+    let prefix = transforms_as_projections(rows)?;
     let Some(pq) = rows.model.pq() else {
         return Err(ModelError::unsupported(&rows.what, "its codes are not PQ").into());
     };
@@ -368,7 +388,7 @@ pub fn fit_classifier_from_index(
             sampled = rows.codes_of(&idx);
             &sampled
         };
-        let src = RowSource::Codes(CodeRows::new(&rows.what, codes, pq).map_err(model_err)?);
+        let src = RowSource::Codes(CodeRows::new(&rows.what, codes, pq)?);
         let name = spec.text.clone();
         let progress = opts.progress.clone();
         let mut cb = move |e: &super::EpochReport| {
@@ -377,13 +397,12 @@ pub fn fit_classifier_from_index(
             }
         };
         let mut report = FitReport::default();
-        let clf = fit_on_rows(spec.method, &src, &labels, opts, &mut cb, &mut report)
-            .map_err(model_err)?;
+        let clf = fit_on_rows(spec.method, &src, &labels, opts, &mut cb, &mut report)?;
         (clf, report)
     } else {
         let x = rows.decode_all(&idx)?;
         let view = x.view();
-        fit_classifier(spec, view, &labels, opts).map_err(model_err)?
+        fit_classifier(spec, view, &labels, opts)?
     };
     for p in prefix.into_iter().rev() {
         prepend(&mut clf, p);
@@ -392,10 +411,10 @@ pub fn fit_classifier_from_index(
     Ok((clf, report))
 }
 
-/// The index's transforms before its PQ stage as a chain of projections `W (x − m)`: a
+/// The model's transforms before its PQ stage as a chain of projections `W (x − m)`: a
 /// centre joins the linear map or rotation after it (alone, it is `I (x − m)`). Random
 /// features and biased linear maps are not of that form: an error.
-fn transforms_as_projections(rows: &IndexRows) -> Result<Vec<Projection>, Error> {
+fn transforms_as_projections(rows: &LabelledCodes<'_>) -> Result<Vec<Projection>, ClassifyError> {
     let all = rows.model.stages();
     let mut out = Vec::new();
     let mut centre: Option<Vec<f32>> = None;
@@ -407,7 +426,7 @@ fn transforms_as_projections(rows: &IndexRows) -> Result<Vec<Projection>, Error>
         let (w, din) = match s {
             Stage::Center(c) => {
                 if let Some(m) = centre.take() {
-                    out.push(identity(m).map_err(model_err)?);
+                    out.push(identity(m)?);
                 }
                 centre = Some(c.mean().to_vec());
                 continue;
@@ -427,10 +446,10 @@ fn transforms_as_projections(rows: &IndexRows) -> Result<Vec<Projection>, Error>
             }
         };
         let m = centre.take().unwrap_or_else(|| vec![0.0; din]);
-        out.push(Projection::new(m, w).map_err(model_err)?);
+        out.push(Projection::new(m, w)?);
     }
     if let Some(m) = centre {
-        out.push(identity(m).map_err(model_err)?);
+        out.push(identity(m)?);
     }
     Ok(out)
 }

@@ -10,7 +10,7 @@
 //! | `softmax_metric.rs` | the batch gradient of eq. 7 / eq. 19-20 / eq. 21 |
 //! | `sgd.rs` | standardisation, PCA initialisation, held-out split, early stopping (§5.1) |
 //! | `fda.rs` | Fisher discriminant analysis, eq. 8 |
-//! | `from_codes.rs` | training on the PQ codes of an index, decoded per mini-batch (§5.1) |
+//! | `from_codes.rs` | training on PQ codes held in memory, decoded per mini-batch (§5.1) |
 //! | `train_rows.rs` | the learners' row source: a dense matrix or PQ codes decoded on demand |
 //! | `mahalanobis.rs` | PCA + inverse (regularised) covariance metric (§3.2, Table 4) |
 //! | `knn_metric.rs` | k-NN with an LMNN-style metric, eq. 25-28 |
@@ -40,7 +40,9 @@ mod train_rows;
 pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
 pub use error::{ClassifyError, Result};
 pub use fda::{Fda, fit_fda};
-pub use from_codes::{DECODE_BATCH_ROWS, fit_classifier_from_index, train_from_index};
+pub use from_codes::{
+    DECODE_BATCH_ROWS, LabelledCodes, fit_classifier_from_codes, train_from_codes,
+};
 pub use knn_metric::{Knn, KnnMetricOptions, KnnMetricTraining, Targets, train_knn_metric};
 pub use labels::ClassIndex;
 pub use linear_ovr::{RidgeOvr, fit_ridge_ovr};

@@ -212,6 +212,7 @@ impl Index {
             model: old.model.clone(),
             segments: slots,
             log: log_view,
+            class_means: old.class_means_for(&classes),
             classes,
         };
         if seal {

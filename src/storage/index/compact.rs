@@ -201,7 +201,7 @@ impl Index {
         let mut fill = merger.filler(
             policy.buffer_rows,
             policy.order_budget_bytes,
-            self.shared.model.code_bytes as usize,
+            self.shared.model.file().code_bytes as usize,
         )?;
         let slot = self.write_segment(live, merger.columns(), |col, out| fill.column(col, out))?;
         report.output = Some(slot.entry.segment.name.clone());
@@ -366,6 +366,7 @@ impl Index {
             model: cur.model.clone(),
             segments,
             log,
+            class_means: cur.class_means_for(&classes),
             classes,
         };
         w.next_version += 1;

@@ -47,7 +47,7 @@ use super::error::{Result, StorageError};
 use super::lock::DirLock;
 use super::recovery::{RecoveryReport, SkippedManifest};
 use super::snapshot::Snapshot;
-use super::version::VersionState;
+use super::version::{IndexModel, VersionState};
 
 pub use build::BuildOptions;
 pub use classes::ClassStats;
@@ -69,7 +69,7 @@ pub struct Index {
 pub(crate) struct Shared {
     pub dir: PathBuf,
     pub config: Config,
-    pub model: Arc<ModelFile>,
+    pub model: Arc<IndexModel>,
     /// The index's stored-vector setting (fixed at creation, FORMAT.md §7.3).
     pub vectors: Option<VectorSpec>,
     /// The newest committed version: what [`Index::snapshot`] returns.
@@ -146,7 +146,7 @@ impl Index {
 
     /// The model that encodes this index's codes.
     pub fn model(&self) -> &ModelFile {
-        &self.shared.model
+        self.shared.model.file()
     }
 
     /// The vectors every row stores (fixed at creation), if any.

@@ -12,7 +12,7 @@ use crate::storage::layout::{TMP_SUFFIX, data_file_name, list_manifests, manifes
 use crate::storage::lock::DirLock;
 use crate::storage::publish::{publish, sync_dir};
 use crate::storage::recovery::{LogTailReport, RecoveryRecord, RecoveryReport};
-use crate::storage::version::{VersionState, choose_manifest, load_version};
+use crate::storage::version::{IndexModel, VersionState, choose_manifest, load_version};
 
 impl Index {
     /// Creates an index in `dir` (created if missing; it must not hold an index yet) with
@@ -80,10 +80,11 @@ impl Index {
         let state = VersionState {
             dir: dir.to_path_buf(),
             manifest,
-            model: Arc::new(model.clone()),
+            model: Arc::new(IndexModel::new(model.clone())),
             segments: Vec::new(),
             log: None,
             classes: None,
+            class_means: Default::default(),
         };
         let recovery = RecoveryReport {
             version: 1,

@@ -104,7 +104,7 @@ impl Index {
         cols: SegmentColumns,
         mut fill: impl FnMut(Column, &mut ColumnWriter<'_>) -> Result<()>,
     ) -> Result<SegmentSlot> {
-        let model = &self.shared.model;
+        let model = self.shared.model.file();
         let id = FileId::generate();
         let name = data_file_name(FileKind::Segment, id);
         let layout = SegmentLayout {

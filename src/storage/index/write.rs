@@ -68,7 +68,7 @@ impl Index {
     ) -> Result<Vec<u64>> {
         let checked = check_batch(
             &self.shared.dir,
-            &self.shared.model,
+            self.shared.model.file(),
             self.shared.vectors,
             batch,
         )?;
@@ -164,7 +164,7 @@ impl Index {
         };
         let checked = check_batch(
             &self.shared.dir,
-            &self.shared.model,
+            self.shared.model.file(),
             self.shared.vectors,
             batch,
         )?;
@@ -280,7 +280,7 @@ impl Index {
     ) -> Result<()> {
         let dir = &self.shared.dir;
         let fs = &*self.shared.config.fs;
-        let model = &self.shared.model;
+        let model = self.shared.model.file();
         if w.log.is_none() {
             let id = FileId::generate();
             let name = data_file_name(FileKind::AppendLog, id);
