@@ -34,16 +34,19 @@ pub enum ClassSource<'a> {
 /// A class to add.
 #[derive(Debug, Clone)]
 pub struct NewClass<'a> {
+    /// The class's name, unique in the class table.
     pub name: String,
     /// The class id; `None` = one past every class id and row label in use.
     pub id: Option<u32>,
     /// The parent: an existing class or another class of the same call.
     pub parent: Option<ClassRef>,
+    /// Where its mean comes from.
     pub source: ClassSource<'a>,
     /// m of eq. 30: the weight, in pseudo-images, of the zero-shot prior when the class has a
     /// parent. With images, 0 means the plain sample mean; a zero-shot class needs m ≥ 1 (it
     /// is stored as m pseudo-images of the prior).
     pub prior_weight: u64,
+    /// Which ancestors feed the zero-shot prior.
     pub prior_scope: PriorScope,
 }
 
@@ -60,16 +63,19 @@ impl<'a> NewClass<'a> {
         }
     }
 
+    /// The same class under `parent` (a class id, a name, or another class of the same call).
     pub fn with_parent(mut self, parent: impl Into<ClassRef>) -> Self {
         self.parent = Some(parent.into());
         self
     }
 
+    /// The same class with the id `id`.
     pub fn with_id(mut self, id: u32) -> Self {
         self.id = Some(id);
         self
     }
 
+    /// The same class with prior weight `m` (eq. 30).
     pub fn with_prior_weight(mut self, m: u64) -> Self {
         self.prior_weight = m;
         self
@@ -83,22 +89,38 @@ pub const DEFAULT_PRIOR_WEIGHT: u64 = 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MeanSource {
     /// Sample mean of n images (no parent, or prior weight 0).
-    Images { n: u64 },
+    Images {
+        /// The number of images.
+        n: u64,
+    },
     /// A given mean (count 1).
     GivenMean,
     /// Zero-shot prior (eq. 29) stored as m pseudo-images.
-    ZeroShot { m: u64 },
+    ZeroShot {
+        /// The prior's weight, in pseudo-images.
+        m: u64,
+    },
     /// MAP mean (eq. 30) of n images and the prior with weight m.
-    Map { n: u64, m: u64 },
+    Map {
+        /// The number of images.
+        n: u64,
+        /// The prior's weight, in pseudo-images.
+        m: u64,
+    },
     /// n images under a parent that has no class with images yet: the sample mean (eq. 30
     /// with no prior to weigh).
-    ImagesNoPrior { n: u64 },
+    ImagesNoPrior {
+        /// The number of images.
+        n: u64,
+    },
 }
 
 /// A new class as it will be staged.
 #[derive(Debug, Clone)]
 pub struct PlannedClass {
+    /// The class-table record that will be staged.
     pub record: ClassRecord,
+    /// How its mean was computed.
     pub source: MeanSource,
 }
 

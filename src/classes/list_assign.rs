@@ -40,6 +40,7 @@ impl ListAssignment {
         }
     }
 
+    /// The CLI name: `label` or `nearest`.
     pub fn name(self) -> &'static str {
         match self {
             ListAssignment::Label => "label",

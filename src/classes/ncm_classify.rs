@@ -14,7 +14,9 @@ use super::error::{ClassError, Result};
 /// One class of a classification result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClassScore {
+    /// The class's name.
     pub name: String,
+    /// The class's id.
     pub id: u32,
     /// The centred eq. 9 score (larger is better; see `class_means`).
     pub score: f32,

@@ -11,72 +11,116 @@ pub enum ModelError {
     /// A matrix argument has no rows (or no columns).
     #[error("{what}: empty input ({rows} rows x {cols} columns)")]
     Empty {
+        /// The input at fault.
         what: String,
+        /// Its number of rows.
         rows: usize,
+        /// Its number of columns.
         cols: usize,
     },
     /// A matrix argument has the wrong number of columns.
     #[error("{what}: expected {expected} columns, got {got}")]
     DimensionMismatch {
+        /// The input at fault.
         what: String,
+        /// The number of columns expected.
         expected: usize,
+        /// The number of columns given.
         got: usize,
     },
     /// NaN or infinity in input data.
     #[error("{what}: non-finite value {value} at row {row}, column {col}")]
     NonFinite {
+        /// The input at fault.
         what: String,
+        /// The row of the value.
         row: usize,
+        /// The column of the value.
         col: usize,
+        /// The value.
         value: f32,
     },
     /// A finite value the code cannot represent (float16 storage beyond ±65504).
     #[error("{what}: value {value} at row {row}, column {col}: {detail}")]
     OutOfRange {
+        /// The input at fault.
         what: String,
+        /// The row of the value.
         row: usize,
+        /// The column of the value.
         col: usize,
+        /// The value.
         value: f32,
+        /// What is wrong.
         detail: String,
     },
     /// A tensor of a stored stage is missing, has the wrong dtype or shape, or bad values.
     #[error("model stage {stage}: tensor {tensor:?}: {detail}")]
     BadTensor {
+        /// The stage at fault.
         stage: String,
+        /// The tensor's name.
         tensor: String,
+        /// What is wrong.
         detail: String,
     },
     /// A stored stage is inconsistent as a whole (kind, order, dimensions).
     #[error("model stage {stage}: {detail}")]
-    BadStage { stage: String, detail: String },
+    BadStage {
+        /// The stage at fault.
+        stage: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// The model as a whole is inconsistent (stage order, code layout vs. the file's meta).
     #[error("model: {detail}")]
-    BadModel { detail: String },
+    BadModel {
+        /// What is wrong.
+        detail: String,
+    },
     /// A pipeline SPEC string could not be parsed; `token` is the offending token.
     #[error("pipeline {spec:?}: bad token {token:?}: {detail}")]
     BadSpec {
+        /// The SPEC string.
         spec: String,
+        /// The token that does not parse.
         token: String,
+        /// What is wrong.
         detail: String,
     },
     /// A method cannot produce what was asked of it on this data (e.g. PCA to more dimensions
     /// than the input has, PQ with M not dividing the dimension).
     #[error("{method}: {detail}")]
-    Unsupported { method: String, detail: String },
+    Unsupported {
+        /// The method at fault.
+        method: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// Not enough training rows for the method.
     #[error("{method}: needs at least {needed} training rows, got {got}")]
     TooFewRows {
+        /// The method at fault.
         method: String,
+        /// The least number of rows it needs.
         needed: usize,
+        /// The number of rows given.
         got: usize,
     },
     /// An invalid argument to a library call (option out of range, codes of the wrong length).
     #[error("invalid argument {argument}: {detail}")]
-    InvalidArgument { argument: String, detail: String },
+    InvalidArgument {
+        /// The argument at fault.
+        argument: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A decomposition did not converge (faer reported an error).
     #[error("{operation}: linear algebra failed: {source}")]
     Numerical {
+        /// The decomposition that failed.
         operation: String,
+        /// faer's error.
         #[source]
         source: LinalgError,
     },
@@ -84,8 +128,11 @@ pub enum ModelError {
     /// are checked by the byte layer).
     #[error("model stage {stage}: tensor {tensor:?}: {source}")]
     TensorShape {
+        /// The stage at fault.
         stage: String,
+        /// The tensor's name.
         tensor: String,
+        /// ndarray's error.
         #[source]
         source: ndarray::ShapeError,
     },
@@ -93,7 +140,9 @@ pub enum ModelError {
     /// such call, so this names a bug in codedb, not bad input.
     #[error("{what}: internal shape error: {source}")]
     Shape {
+        /// The matrix being shaped.
         what: String,
+        /// ndarray's error.
         #[source]
         source: ndarray::ShapeError,
     },
@@ -101,7 +150,9 @@ pub enum ModelError {
     /// (too few classes, labels of the wrong length, divergence).
     #[error("{method}: {source}")]
     Classifier {
+        /// The method whose classifier failed.
         method: String,
+        /// The classifier's error.
         #[source]
         source: ClassifyError,
     },

@@ -6,21 +6,35 @@
 pub enum SearchError {
     /// A caller argument is unusable (k = 0, wrong query width, empty queries, bad radius …).
     #[error("invalid argument {argument}: {detail}")]
-    InvalidArgument { argument: String, detail: String },
+    InvalidArgument {
+        /// The argument at fault.
+        argument: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// The mode needs codes of another kind than the index stores.
     #[error("invalid argument mode: {mode} does not apply to {kind} codes ({hint})")]
     ModeNotApplicable {
+        /// The mode asked for.
         mode: &'static str,
+        /// The kind of codes the index stores.
         kind: &'static str,
+        /// What the mode needs, or which modes apply to these codes.
         hint: &'static str,
     },
     /// `nprobe` on a snapshot whose class means (the coarse quantiser) cannot be built: no
     /// class with images, or a class table that does not fit the model.
     #[error("invalid argument nprobe: the class means are the coarse quantiser: {source}")]
-    NoClassMeans { source: crate::classes::ClassError },
+    NoClassMeans {
+        /// Why the class means cannot be built.
+        source: crate::classes::ClassError,
+    },
     /// The class means refused the queries of an `nprobe` search.
     #[error("invalid argument nprobe: {source}")]
-    Probe { source: crate::classes::ClassError },
+    Probe {
+        /// The class means' error.
+        source: crate::classes::ClassError,
+    },
     /// A list-restricted search (`lists`, or `nprobe`) on an index where no live row has a list
     /// id: it would scan every row, so the restriction would silently do nothing.
     #[error(
@@ -30,18 +44,27 @@ pub enum SearchError {
          BuildOptions::lists, AddOptions::lists)"
     )]
     NoLists {
+        /// The argument at fault.
         argument: &'static str,
+        /// The index's number of live rows.
         live_rows: u64,
     },
     /// Re-ranking or exact search needs stored vectors and (some of) the index has none.
     #[error("no stored vectors: {detail}")]
-    NoVectors { detail: String },
+    NoVectors {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The model failed to encode or project the queries.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),
+    /// A scan kernel refused its arguments.
     #[error(transparent)]
     Scan(#[from] crate::scan::ScanError),
+    /// A file of the index does not decode.
     #[error(transparent)]
     Format(#[from] crate::format::FormatError),
+    /// Opening the index or reading its files failed.
     #[error(transparent)]
     Storage(#[from] crate::storage::StorageError),
     /// Training from an index's codes failed.

@@ -72,6 +72,7 @@ pub use train_from_index::{fit_classifier_from_index, train_from_index};
 /// One result row.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Hit {
+    /// The row's id.
     pub id: u64,
     /// The mode's score: Hamming distance, asymmetric distance, squared L2 (smaller is better)
     /// or inner product (larger is better); after re-ranking, the exact score.
@@ -83,6 +84,7 @@ pub struct Hit {
 pub struct SearchParams {
     /// Results per query (≥ 1; more than the live rows returns them all).
     pub k: usize,
+    /// How codes are compared with the queries.
     pub mode: SearchMode,
     /// Re-rank the best `R` (≥ k) by the mode's score with the stored vectors
     /// ([`SearchMode::rerank_metric`]); `None`: no re-ranking.
@@ -126,6 +128,7 @@ impl SearchParams {
         }
     }
 
+    /// The same search, re-ranking the best `r` with the stored vectors.
     pub fn rerank(self, r: usize) -> SearchParams {
         SearchParams {
             rerank: Some(r),
@@ -133,6 +136,7 @@ impl SearchParams {
         }
     }
 
+    /// The same search on `threads` scan threads.
     pub fn threads(self, threads: usize) -> SearchParams {
         SearchParams { threads, ..self }
     }

@@ -142,6 +142,7 @@ impl HammingTable {
         self.rows
     }
 
+    /// Whether the table has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
     }

@@ -18,8 +18,11 @@ use super::error::{SearchError, invalid};
 /// One stored row: its block (position in [`Snapshot::blocks`]), row within the block, and id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowRef {
+    /// The block's position in [`Snapshot::blocks`].
     pub block: usize,
+    /// The row within the block.
     pub row: usize,
+    /// The row's id.
     pub id: u64,
 }
 

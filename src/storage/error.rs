@@ -14,13 +14,19 @@ pub enum StorageError {
     #[error(
         "{dir}: the index is locked by another writer (only one writer at a time; readers need no lock)"
     )]
-    Locked { dir: PathBuf },
+    Locked {
+        /// The index's directory.
+        dir: PathBuf,
+    },
 
     /// A file operation failed; `op` says which (create, write, fsync, rename, …).
     #[error("{path}: {op} failed: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operation that failed.
         op: &'static str,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -31,27 +37,48 @@ pub enum StorageError {
 
     /// `add` was given an id that is already a live row (use `upsert` to replace rows).
     #[error("{dir}: id {id} is already a live row (use upsert to replace it)")]
-    DuplicateId { dir: PathBuf, id: u64 },
+    DuplicateId {
+        /// The index's directory.
+        dir: PathBuf,
+        /// The id.
+        id: u64,
+    },
 
     /// `delete` was given an id that is not a live row.
     #[error("{dir}: id {id} is not a live row")]
-    UnknownId { dir: PathBuf, id: u64 },
+    UnknownId {
+        /// The index's directory.
+        dir: PathBuf,
+        /// The id.
+        id: u64,
+    },
 
     /// An argument is malformed (shape, value, empty input, …).
     #[error("{dir}: invalid argument {argument}: {detail}")]
     InvalidArgument {
+        /// The index's directory.
         dir: PathBuf,
+        /// The argument at fault.
         argument: String,
+        /// What is wrong.
         detail: String,
     },
 
     /// The directory is not a codedb index (no manifest, or no manifest that reads).
     #[error("{dir}: not a codedb index: {detail}")]
-    NotAnIndex { dir: PathBuf, detail: String },
+    NotAnIndex {
+        /// The index's directory.
+        dir: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
 
     /// `create` was pointed at a directory that already holds an index.
     #[error("{dir}: already holds a codedb index (open it instead)")]
-    AlreadyExists { dir: PathBuf },
+    AlreadyExists {
+        /// The index's directory.
+        dir: PathBuf,
+    },
 
     /// A delete or an upsert would remove a row that counts in a class, and the index stores
     /// no vectors, so the row's descriptor (what its class's sum holds for it) is unknown.
@@ -63,9 +90,13 @@ pub enum StorageError {
          --store-vectors f32"
     )]
     ClassStatsNeedVectors {
+        /// The index's directory.
         dir: PathBuf,
+        /// The row's id.
         id: u64,
+        /// The id of the row's class.
         class: u32,
+        /// The class's name.
         name: String,
     },
 
@@ -79,6 +110,7 @@ pub enum StorageError {
         describe_skipped(skipped)
     )]
     FellBack {
+        /// The index's directory.
         dir: PathBuf,
         /// The version the index opened at (the newest manifest that reads).
         version: u64,
@@ -93,9 +125,11 @@ pub enum StorageError {
         describe_skipped(damaged)
     )]
     DamagedManifest {
+        /// The index's directory.
         dir: PathBuf,
         /// The newest version that reads.
         version: u64,
+        /// The manifests that do not read.
         damaged: Vec<SkippedManifest>,
     },
 
@@ -105,6 +139,7 @@ pub enum StorageError {
         "{dir}: the writer stopped after an earlier failure ({cause}); drop it and reopen the index, which opens at the last committed version"
     )]
     Poisoned {
+        /// The index's directory.
         dir: PathBuf,
         /// The message of the failure that poisoned the handle. That error itself went, typed,
         /// to the call that failed; it holds a `std::io::Error`, which cannot be cloned, so the

@@ -105,10 +105,13 @@ impl RecoveryReport {
 /// Why a recovery record file does not read.
 #[derive(Debug, thiserror::Error)]
 pub enum RecoveryRecordError {
+    /// The file could not be read.
     #[error(transparent)]
     Read(#[from] std::io::Error),
+    /// The file is not a JSON recovery record.
     #[error(transparent)]
     Parse(#[from] serde_json::Error),
+    /// A record format number this build does not know.
     #[error("unknown record format {0}")]
     UnknownFormat(u32),
 }

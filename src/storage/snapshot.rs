@@ -32,7 +32,9 @@ use super::version::{Loc, VersionState, choose_manifest, load_version};
 /// One live row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row<'a> {
+    /// The row's id.
     pub id: u64,
+    /// The row's code.
     pub code: &'a [u8],
     /// The row's class label (`None` when it was added without one).
     pub label: Option<u32>,
@@ -76,12 +78,16 @@ pub struct Block<'a> {
 /// multiple of 32), with the ids of its rows.
 #[derive(Debug, Clone, Copy)]
 pub struct FastScanRun<'a> {
+    /// The packed codes of the run's groups (FORMAT.md's fast-scan layout).
     pub packed: &'a [u8],
+    /// 4-bit sub-codes per row.
     pub m: usize,
+    /// The run's first row within the block.
     pub first_row: usize,
 }
 
 impl<'a> Block<'a> {
+    /// Rows in the block, deleted ones included.
     pub fn rows(&self) -> usize {
         self.ids.len()
     }
@@ -464,6 +470,7 @@ impl Snapshot {
         Snapshot::open_with(dir, &ReadOptions::default())
     }
 
+    /// [`Snapshot::open`] with read options (map or copy segments, when to checksum columns).
     pub fn open_with(dir: &Path, opts: &ReadOptions) -> Result<Snapshot> {
         const ATTEMPTS: usize = 5;
         let mut attempt = 0;
@@ -492,14 +499,17 @@ impl Snapshot {
         }
     }
 
+    /// The version this snapshot pins.
     pub fn version(&self) -> u64 {
         self.v.version()
     }
 
+    /// The index's directory.
     pub fn dir(&self) -> &Path {
         &self.v.dir
     }
 
+    /// The version's manifest.
     pub fn manifest(&self) -> &Manifest {
         &self.v.manifest
     }
@@ -532,6 +542,7 @@ impl Snapshot {
         self.v.manifest.vectors
     }
 
+    /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.v.live_rows()
     }

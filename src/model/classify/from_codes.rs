@@ -107,6 +107,7 @@ impl<'a> LabelledCodes<'a> {
         self.labels.len()
     }
 
+    /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty()
     }

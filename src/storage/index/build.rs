@@ -76,6 +76,7 @@ pub struct BuildOptions<'a> {
     /// classification and `nprobe` search work right after the build. **Default true**; it
     /// has no effect without labels.
     pub classes_from_labels: bool,
+    /// The new index's configuration.
     pub config: Config,
 }
 

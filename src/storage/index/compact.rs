@@ -59,6 +59,7 @@ pub struct CompactionReport {
     pub version: Option<u64>,
     /// The committed version its result has the same rows as.
     pub based_on: u64,
+    /// One report per merge it ran.
     pub merges: Vec<MergeReport>,
     /// Class files folded into a new base table (0: none).
     pub folded_class_files: usize,

@@ -36,6 +36,7 @@ pub struct GcReport {
     pub kept_versions: Vec<u64>,
     /// Files removed.
     pub removed: Vec<String>,
+    /// Bytes of the files removed.
     pub removed_bytes: u64,
 }
 

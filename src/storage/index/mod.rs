@@ -139,10 +139,12 @@ impl Index {
         }
     }
 
+    /// The index's directory.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
     }
 
+    /// The index's configuration (segment size, compaction policy, retention).
     pub fn config(&self) -> &Config {
         &self.shared.config
     }
