@@ -31,7 +31,7 @@
 //! training, the options, the reports and the errors ([`Error`] gathers each room's). Four
 //! modules serve other users, each a flat list:
 //!
-//! - [`format`]: the file format as a product — readers and writers of every codedb file
+//! - [`format`](mod@format): the file format as a product — readers and writers of every codedb file
 //!   (FORMAT.md), for tools that read or write them without the engine.
 //! - [`model`]: stage-level training — PCA, ITQ, LSH, RFF, PQ/OPQ stages, k-means, and the
 //!   classifiers and metric learning of Mensink et al. — for research on the models.

@@ -327,9 +327,9 @@ impl Header {
 pub struct SectionEntry {
     /// Section kind number (see `section_kind`).
     pub kind: u32,
-    /// Section flags; bit 0 is [`SECTION_REQUIRED`].
+    /// Section flags; bit 0 (value 1) marks a section a reader must understand.
     pub flags: u32,
-    /// Byte offset of the section from the start of the file, a multiple of [`SECTION_ALIGN`].
+    /// Byte offset of the section from the start of the file, a multiple of 64.
     pub offset: u64,
     /// Length of the stored (possibly compressed) bytes.
     pub stored_len: u64,
@@ -337,7 +337,7 @@ pub struct SectionEntry {
     pub raw_len: u64,
     /// How the stored bytes are encoded.
     pub codec: Codec,
-    /// Checksum algorithm of `crc32` ([`CHECKSUM_CRC32`]).
+    /// Checksum algorithm of `crc32` (1: CRC32).
     pub checksum_type: u8,
     /// CRC32 (IEEE) of the stored bytes.
     pub crc32: u32,

@@ -27,7 +27,7 @@ use super::segment_vectors::VectorSpec;
 pub struct FileRef {
     /// The referenced file's header id; `verify` checks the named file carries it.
     pub id: FileId,
-    /// The file's name inside the index directory (see [`valid_file_name`]).
+    /// The file's name inside the index directory (a plain name: no separators, no `..`, no control characters).
     pub name: String,
 }
 

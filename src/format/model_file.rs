@@ -149,9 +149,9 @@ impl TensorData {
 /// A named, shaped array. Scalars have an empty shape and one element.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
-    /// Name the stage looks the tensor up by, at most [`MAX_TENSOR_NAME`] bytes.
+    /// Name the stage looks the tensor up by, at most 64 bytes.
     pub name: String,
-    /// Dimensions, outermost first, at most [`MAX_RANK`] of them; empty for a scalar.
+    /// Dimensions, outermost first, at most 4 of them; empty for a scalar.
     pub shape: Vec<u64>,
     /// Elements in row-major order; their count is the product of `shape`.
     pub data: TensorData,

@@ -101,7 +101,8 @@ pub(crate) fn set_bit(code: &mut [u8], j: usize) {
     }
 }
 
-/// Reads bit `j` of a packed code (same layout as [`set_bit`]).
+/// Reads bit `j` of a packed code: byte `j / 8`, bit position `j % 8` (least significant
+/// first), the layout of `CodeKind::Binary` (FORMAT.md §3.1).
 #[inline]
 pub fn get_bit(code: &[u8], j: usize) -> bool {
     code.get(j / 8).is_some_and(|b| b >> (j % 8) & 1 == 1)

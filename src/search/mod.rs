@@ -92,10 +92,10 @@ pub struct SearchParams {
     /// Scan threads (see [`ScanOptions::threads`]; the results do not depend on it).
     pub threads: usize,
     /// Scan only the rows of these inverted lists (class ids; rows with no list are always
-    /// scanned, see [`list_scope`]); `None`: every row. Not with `nprobe`.
+    /// scanned); `None`: every row. Not with `nprobe`.
     pub lists: Option<Vec<u32>>,
     /// IVF: per query, scan only the lists of the `n` class means nearest the query (NCM in the
-    /// model's projected space, see [`probe`]); needs a class table. `None`: every row.
+    /// model's projected space); needs a class table. `None`: every row.
     pub nprobe: Option<usize>,
 }
 

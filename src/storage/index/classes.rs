@@ -358,7 +358,7 @@ impl Index {
         labels_in_use(&self.shared.writer.lock())
     }
 
-    /// Plans `new` classes (see [`plan_new_classes`]) against the class table as the next
+    /// Plans `new` classes (ids, parents, means and priors) against the class table as the next
     /// commit will have it and stages them; visible at the next [`Index::commit`]. On error
     /// nothing is staged. Descriptors are of the model's input dimension.
     pub fn add_new_classes(
