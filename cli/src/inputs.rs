@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use codedb::ListAssignment;
 use codedb_cli::demo::labels_u32;
 use ndarray::Array2;
 
@@ -39,4 +40,12 @@ pub fn labels(path: Option<&Path>) -> Result<Option<Vec<u32>>> {
 /// Row ids from `path`.
 pub fn ids(path: Option<&Path>) -> Result<Option<Vec<u64>>> {
     Ok(path.map(codedb_cli::io::read_ids).transpose()?)
+}
+
+/// The `--lists` choice: `label` or `nearest`.
+pub fn lists(name: Option<&str>) -> Result<Option<ListAssignment>> {
+    name.map(|l| {
+        ListAssignment::parse(l).with_context(|| format!("--lists {l}: expected label or nearest"))
+    })
+    .transpose()
 }

@@ -14,7 +14,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::quantizer::{RowFault, RowQuantizer, encode_rows};
+use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::record::{RecordReader, f32_tensor};
 
 /// Packs signs into bits.
@@ -59,17 +59,8 @@ impl Binarize {
     /// eq. 2.
     pub fn decode_signs(&self, codes: &[u8]) -> Result<Array2<f32>> {
         let cb = self.code_bytes();
-        if codes.is_empty() || !codes.len().is_multiple_of(cb) {
-            return Err(ModelError::invalid(
-                "codes",
-                format!(
-                    "length {} is not a positive multiple of {cb} bytes",
-                    codes.len()
-                ),
-            ));
-        }
+        let n = code_rows(codes, cb)?;
         let c = self.thresholds.len();
-        let n = codes.len() / cb;
         let mut out = Array2::<f32>::zeros((n, c));
         for (mut row, code) in out.rows_mut().into_iter().zip(codes.chunks_exact(cb)) {
             for (j, v) in row.iter_mut().enumerate() {

@@ -12,7 +12,7 @@ use crate::format::{StageRecord, Tensor, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::quantizer::{RowFault, RowQuantizer, encode_rows};
+use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::record::RecordReader;
 
 /// Stores vectors as floats.
@@ -50,15 +50,7 @@ impl FloatStage {
     /// Stored codes back to f32 rows.
     pub fn decode(&self, codes: &[u8]) -> Result<Array2<f32>> {
         let cb = self.code_bytes();
-        if codes.is_empty() || !codes.len().is_multiple_of(cb) {
-            return Err(ModelError::invalid(
-                "codes",
-                format!(
-                    "length {} is not a positive multiple of {cb} bytes",
-                    codes.len()
-                ),
-            ));
-        }
+        let n = code_rows(codes, cb)?;
         let vals: Vec<f32> = if self.half {
             codes
                 .chunks_exact(2)
@@ -70,7 +62,7 @@ impl FloatStage {
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect()
         };
-        Array2::from_shape_vec((codes.len() / cb, self.dim), vals)
+        Array2::from_shape_vec((n, self.dim), vals)
             .map_err(|e| ModelError::shape("float: decoded codes", e))
     }
 

@@ -14,7 +14,7 @@ use crate::format::{CodeKind, FileId, ModelFile};
 use super::error::{ModelError, Result};
 use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
 use super::pq::{AdcMetric, ProductQuantizer};
-use super::quantizer::{RowFault, RowQuantizer, encode_block, first_fault, get_bit};
+use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_block, first_fault, get_bit};
 use super::stage::Stage;
 use super::transform::{ROW_BLOCK, RowMap};
 
@@ -269,17 +269,8 @@ impl Model {
             Stage::Pq(p) => p.decode(codes),
             Stage::Float(f) => f.decode(codes),
             _ => {
-                if codes.is_empty() || !codes.len().is_multiple_of(cb) {
-                    return Err(ModelError::invalid(
-                        "codes",
-                        format!(
-                            "length {} is not a positive multiple of {cb} bytes",
-                            codes.len()
-                        ),
-                    ));
-                }
+                let n = code_rows(codes, cb)?;
                 let bits = self.code_bits();
-                let n = codes.len() / cb;
                 let mut out = Array2::<f32>::zeros((n, bits));
                 for (mut row, code) in out.rows_mut().into_iter().zip(codes.chunks_exact(cb)) {
                     for (j, v) in row.iter_mut().enumerate() {

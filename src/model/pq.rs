@@ -25,7 +25,7 @@ use super::error::{ModelError, Result};
 use super::input::checked_rows;
 use super::kernels::{nearest_transposed, nearest_transposed_pair};
 use super::kmeans::{KMeansOptions, kmeans_rows};
-use super::quantizer::{RowFault, RowQuantizer, encode_rows};
+use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::random::{derive_seed, gather_rows, rng, sample_indices};
 use super::record::{RecordReader, f32_tensor};
 
@@ -283,16 +283,7 @@ impl ProductQuantizer {
     /// Reconstructions (concatenated centroids) of row-major codes.
     pub fn decode(&self, codes: &[u8]) -> Result<Array2<f32>> {
         let cb = self.code_bytes();
-        if codes.is_empty() || !codes.len().is_multiple_of(cb) {
-            return Err(ModelError::invalid(
-                "codes",
-                format!(
-                    "length {} is not a positive multiple of {cb} bytes",
-                    codes.len()
-                ),
-            ));
-        }
-        let n = codes.len() / cb;
+        let n = code_rows(codes, cb)?;
         let d = self.dim();
         let mut out = vec![0f32; n * d];
         for (o, code) in out.chunks_exact_mut(d).zip(codes.chunks_exact(cb)) {

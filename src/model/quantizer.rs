@@ -72,6 +72,21 @@ pub(crate) fn first_fault(what: &str, faults: Vec<Option<(usize, RowFault)>>) ->
     Ok(())
 }
 
+/// The number of rows in `codes` of `cb` bytes each; an error unless that is a positive
+/// whole number.
+pub(crate) fn code_rows(codes: &[u8], cb: usize) -> Result<usize> {
+    if codes.is_empty() || !codes.len().is_multiple_of(cb) {
+        return Err(ModelError::invalid(
+            "codes",
+            format!(
+                "length {} is not a positive multiple of {cb} bytes",
+                codes.len()
+            ),
+        ));
+    }
+    Ok(codes.len() / cb)
+}
+
 /// Encodes a row-major buffer of rows (parallel over row blocks; each row independently).
 /// `what` names the input in errors.
 pub(crate) fn encode_rows(

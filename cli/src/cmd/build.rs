@@ -7,7 +7,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::BuildOptions;
 use codedb::Index;
-use codedb::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
 
@@ -69,14 +68,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         Some("f16") => Some(VectorDType::F16),
         Some(other) => bail!("--store-vectors {other}: expected f16 or f32"),
     };
-    let lists = a
-        .lists
-        .as_deref()
-        .map(|l| {
-            ListAssignment::parse(l)
-                .with_context(|| format!("--lists {l}: expected label or nearest"))
-        })
-        .transpose()?;
+    let lists = inputs::lists(a.lists.as_deref())?;
     let model = load_model(&a.model)?;
     let x = inputs::vectors_for(
         "--data",

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use codedb::ClassError;
 use codedb::{AddOptions, ClassStats, StorageError};
-use codedb::{ClassError, ListAssignment};
 
 use crate::args;
 use crate::inputs;
@@ -101,14 +101,7 @@ pub struct DeleteArgs {
 }
 
 pub fn add(a: AddArgs) -> Result<ExitCode> {
-    let lists = a
-        .lists
-        .as_deref()
-        .map(|l| {
-            ListAssignment::parse(l)
-                .with_context(|| format!("--lists {l}: expected label or nearest"))
-        })
-        .transpose()?;
+    let lists = inputs::lists(a.lists.as_deref())?;
     let index = crate::open::open_writer(&a.dir)?;
     let model = index.model()?;
     let x = inputs::vectors_for(
