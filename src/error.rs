@@ -29,25 +29,4 @@ pub enum Error {
     /// Defining, updating or classifying with classes.
     #[error(transparent)]
     Classes(#[from] crate::classes::ClassError),
-    /// An argument of a composite call (a build's options, a path) that no room checks.
-    #[error("invalid argument {argument}: {detail}")]
-    InvalidArgument {
-        /// The argument at fault.
-        argument: String,
-        /// What is wrong with it.
-        detail: String,
-    },
-    /// A build failed after it had created files, and removing them failed too.
-    #[error(
-        "{cause}; removing what the failed build created in {dir} failed too ({cleanup}): \
-         remove it by hand before building again"
-    )]
-    BuildLeftovers {
-        /// The directory the build was creating.
-        dir: std::path::PathBuf,
-        /// Why the build failed.
-        cause: Box<Error>,
-        /// Why removing its files failed.
-        cleanup: std::io::Error,
-    },
 }

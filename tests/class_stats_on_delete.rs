@@ -307,10 +307,7 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
         )
         .unwrap_err();
     assert!(
-        matches!(
-            e,
-            ClassError::Storage(StorageError::ClassStatsNeedVectors { id: 7, .. })
-        ),
+        matches!(e, StorageError::ClassStatsNeedVectors { id: 7, .. }),
         "{e}"
     );
     assert!(!idx.has_uncommitted(), "nothing staged");
@@ -392,7 +389,13 @@ fn the_writer_refuses_labels_that_a_class_would_not_count() {
     let e = idx
         .add_new_classes(&[NewClass::new("forty", ClassSource::Mean(&mean)).with_id(40)])
         .unwrap_err();
-    assert!(matches!(e, ClassError::DuplicateId { id: 40, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            StorageError::Class(ClassError::DuplicateId { id: 40, .. })
+        ),
+        "{e}"
+    );
     let rec = codedb::format::ClassRecord {
         id: 41,
         name: "forty-one".into(),

@@ -15,7 +15,7 @@ use codedb::{
     ClassError, ClassRef, ClassSource, MeanSource, NewClass, PriorScope, choose_prior_weight,
     map_mean,
 };
-use codedb::{CompactionPolicy, Config, Index};
+use codedb::{CompactionPolicy, Config, Index, StorageError};
 use common::files::dir_bytes;
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
@@ -48,7 +48,7 @@ fn add_labelled(
     x: ArrayView2<f32>,
     classes: &[ClassRef],
     ids: Option<&[u64]>,
-) -> Result<Vec<u64>, ClassError> {
+) -> Result<Vec<u64>, StorageError> {
     let labels = index.class_ids(classes)?;
     let opts = AddOptions {
         ids,
@@ -442,7 +442,10 @@ fn bad_input_is_refused_and_leaves_the_index_byte_for_byte_unchanged() {
         ),
     ];
     for (what, new) in &cases {
-        let e = index.add_new_classes(new).expect_err(what);
+        let e = match index.add_new_classes(new).expect_err(what) {
+            StorageError::Class(e) => e,
+            other => panic!("{what}: not a class error: {other:?}"),
+        };
         match (*what, &e) {
             ("unknown parent", ClassError::UnknownClass { argument, .. }) => {
                 assert_eq!(argument, "parent")
@@ -471,21 +474,18 @@ fn bad_input_is_refused_and_leaves_the_index_byte_for_byte_unchanged() {
     // class deltas were computed: neither rows nor sums are staged).
     assert!(matches!(
         add_labelled(&index, ok.view(), &[ClassRef::from("nope")], None),
-        Err(ClassError::UnknownClass { .. })
+        Err(StorageError::Class(ClassError::UnknownClass { .. }))
     ));
     assert!(matches!(
         add_labelled(&index, ok.view(), &[ClassRef::Id(4242)], None),
-        Err(ClassError::UnknownClass { .. })
+        Err(StorageError::Class(ClassError::UnknownClass { .. }))
     ));
     assert!(add_labelled(&index, nan.view(), &[ClassRef::from("sandal")], None).is_err());
     assert!(add_labelled(&index, wide.view(), &[ClassRef::from("sandal")], None).is_err());
     assert!(add_labelled(&index, ok.view(), &[], None).is_err());
     assert!(matches!(
         add_labelled(&index, ok.view(), &[ClassRef::from("sandal")], Some(&[7])),
-        Err(ClassError::Storage(codedb::StorageError::DuplicateId {
-            id: 7,
-            ..
-        }))
+        Err(StorageError::DuplicateId { id: 7, .. })
     ));
     assert!(!index.has_uncommitted());
     assert_eq!(index.commit().unwrap(), version);

@@ -13,7 +13,7 @@ use codedb::format::VectorDType;
 use codedb::kernels::l2sq_f32;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::{AddOptions, BuildOptions, Config, Index, Snapshot};
-use codedb::{ClassError, ListAssignment};
+use codedb::{ClassError, ListAssignment, StorageError};
 use codedb::{Hit, SearchMode, SearchParams};
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, s};
@@ -404,7 +404,10 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
             },
         )
         .unwrap_err();
-    assert!(matches!(e, ClassError::UnknownLabel { row: 1, label: 42 }));
+    assert!(matches!(
+        e,
+        StorageError::Class(ClassError::UnknownLabel { row: 1, label: 42 })
+    ));
     let msg = e.to_string();
     assert!(msg.contains("42") && msg.contains("add-class"), "{msg}");
     assert!(!index.has_uncommitted());

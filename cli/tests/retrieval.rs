@@ -6,7 +6,7 @@ use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::{BuildOptions, Index, Snapshot};
-use codedb::{Error, SearchMode, SearchParams};
+use codedb::{SearchMode, SearchParams, StorageError};
 use ndarray::Array2;
 
 mod cli_support;
@@ -169,7 +169,7 @@ fn bad_search_arguments_are_clear_errors() {
         },
         &mut |_| {},
     );
-    assert!(matches!(r, Err(Error::InvalidArgument { .. })));
+    assert!(matches!(r, Err(StorageError::InvalidArgument { .. })));
     assert!(!t2.path().join("x").exists());
 }
 

@@ -3,15 +3,11 @@
 
 use crate::model::ModelError;
 use crate::scan::ScanError;
-use crate::storage::StorageError;
 
 /// An error defining, updating or classifying with classes.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClassError {
-    /// Reading or writing the index failed.
-    #[error(transparent)]
-    Storage(#[from] StorageError),
     /// Projecting, encoding or decoding with the index's model failed.
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -35,6 +35,15 @@ pub enum StorageError {
     #[error(transparent)]
     Format(#[from] FormatError),
 
+    /// Rows or classes that do not fit the class table or the model (an unknown label, a
+    /// duplicate class, a descriptor of the wrong width).
+    #[error(transparent)]
+    Class(#[from] crate::classes::ClassError),
+
+    /// The index's model failed to encode rows (bad values, a model file that does not decode).
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+
     /// `add` was given an id that is already a live row (use `upsert` to replace rows).
     #[error("{dir}: id {id} is already a live row (use upsert to replace it)")]
     DuplicateId {
@@ -131,6 +140,21 @@ pub enum StorageError {
         version: u64,
         /// The manifests that do not read.
         damaged: Vec<SkippedManifest>,
+    },
+
+    /// [`crate::storage::Index::build`] failed after it had created files, and removing them
+    /// failed too.
+    #[error(
+        "{cause}; removing what the failed build created in {dir} failed too ({cleanup}): \
+         remove it by hand before building again"
+    )]
+    BuildLeftovers {
+        /// The directory the build was creating.
+        dir: PathBuf,
+        /// Why the build failed.
+        cause: Box<StorageError>,
+        /// Why removing its files failed.
+        cleanup: std::io::Error,
     },
 
     /// An earlier write failed part-way; the handle refuses further writes. Reopening the index

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::ClassError;
 use codedb::{AddOptions, ClassStats, StorageError};
 
 use crate::args;
@@ -125,7 +124,7 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         index.add(x.view(), &opts).map(|ids| (ids, 0))
     };
     let (ids, replaced) = match added {
-        Err(ClassError::Storage(StorageError::DuplicateId { dir, id })) => bail!(
+        Err(StorageError::DuplicateId { dir, id }) => bail!(
             "{}: id {id} is already a live row (add --upsert replaces live rows); nothing added",
             dir.display()
         ),

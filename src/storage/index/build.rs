@@ -7,7 +7,6 @@ use ndarray::ArrayView2;
 
 use crate::classes::label_sums::class_records_stored;
 use crate::classes::{ListAssignment, assign_lists};
-use crate::error::Error;
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
 use crate::model::Model;
 use crate::storage::row_batch::check_batch;
@@ -111,9 +110,10 @@ impl Index {
         data: ArrayView2<f32>,
         opts: &BuildOptions<'_>,
         progress: &mut dyn FnMut(usize),
-    ) -> Result<Index, Error> {
+    ) -> Result<Index, StorageError> {
         let n = data.nrows();
-        let bad = |argument: &str, detail: String| Error::InvalidArgument {
+        let bad = |argument: &str, detail: String| StorageError::InvalidArgument {
+            dir: dir.to_path_buf(),
             argument: argument.into(),
             detail,
         };
@@ -184,7 +184,7 @@ impl Index {
         // the directory is touched.
         let checked = check_batch(dir, &model_file, spec, &batch)?;
         let before = DirBefore::of(dir);
-        let built = (|| -> Result<Index, Error> {
+        let built = (|| -> Result<Index, StorageError> {
             let index = Index::create_with(
                 dir,
                 &model_file,
@@ -204,10 +204,10 @@ impl Index {
         })();
         match built {
             Ok(index) => Ok(index),
-            Err(e) if matches!(e, Error::Storage(StorageError::AlreadyExists { .. })) => Err(e),
+            Err(e) if matches!(e, StorageError::AlreadyExists { .. }) => Err(e),
             Err(e) => match before.undo(dir) {
                 Ok(()) => Err(e),
-                Err(cleanup) => Err(Error::BuildLeftovers {
+                Err(cleanup) => Err(StorageError::BuildLeftovers {
                     dir: dir.to_path_buf(),
                     cause: Box::new(e),
                     cleanup,

@@ -364,7 +364,7 @@ impl Index {
     pub fn add_new_classes(
         &self,
         new: &[NewClass<'_>],
-    ) -> std::result::Result<Vec<PlannedClass>, ClassError> {
+    ) -> std::result::Result<Vec<PlannedClass>, StorageError> {
         let table = self.staged_classes()?;
         let dim = self.model_file().input_dim as usize;
         // Rows labelled before their class existed were never counted in it: a new class takes
@@ -383,7 +383,8 @@ impl Index {
             return Err(ClassError::DuplicateId {
                 id,
                 detail: "live rows carry it as their label, and no class counts them".into(),
-            });
+            }
+            .into());
         }
         let max_label = labels.last().copied();
         let planned = plan_new_classes(table.as_ref(), dim, new, max_label)?;

@@ -17,12 +17,12 @@ use crate::classes::label_sums::sum_by_label;
 use crate::classes::{ClassError, ListAssignment, assign_lists};
 use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
-use crate::storage::RowBatch;
+use crate::storage::{RowBatch, StorageError};
 
 use super::{ClassStats, EncodedOptions, Index};
 
 /// Shorthand: the class layer's errors (an unknown label, a wrong model, …).
-type Result<T> = std::result::Result<T, ClassError>;
+type Result<T> = std::result::Result<T, StorageError>;
 
 /// What [`Index::add`] and [`Index::upsert`] store besides the descriptors.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,15 +48,16 @@ impl Index {
     /// of an index with a class table — a count/sum delta per class, so rows, lists and class
     /// means change together at the next commit. A given id that is already live is
     /// [`StorageError::DuplicateId`](crate::StorageError::DuplicateId) (use [`Index::upsert`]).
-    /// Everything is checked first (an unknown label is [`ClassError::UnknownLabel`]); on error
-    /// nothing is staged. Returns the rows' ids, in `x`'s order.
+    /// Everything is checked first (an unknown label is [`ClassError::UnknownLabel`] in
+    /// [`StorageError::Class`]); on error nothing is staged. Returns the rows' ids, in `x`'s
+    /// order.
     pub fn add(&self, x: ArrayView2<f32>, opts: &AddOptions<'_>) -> Result<Vec<u64>> {
         let p = self.prepare_descriptors(x, opts)?;
         let write = EncodedOptions {
             classes: &p.deltas,
             class_stats: opts.class_stats,
         };
-        Ok(self.add_encoded(&p.batch(self, &x, opts), &write)?)
+        self.add_encoded(&p.batch(self, &x, opts), &write)
     }
 
     /// [`Index::add`] that replaces the live row of each given id instead of refusing it (the
@@ -66,10 +67,7 @@ impl Index {
     /// error nothing is staged. Returns the rows' ids and how many live rows were replaced.
     pub fn upsert(&self, x: ArrayView2<f32>, opts: &AddOptions<'_>) -> Result<(Vec<u64>, u64)> {
         let Some(ids) = opts.ids else {
-            return Err(ClassError::invalid(
-                "ids",
-                "an upsert needs the ids of its rows",
-            ));
+            return Err(ClassError::invalid("ids", "an upsert needs the ids of its rows").into());
         };
         let p = self.prepare_descriptors(x, opts)?;
         let write = EncodedOptions {
@@ -90,22 +88,22 @@ impl Index {
         let model = self.model()?;
         let (n, d) = x.dim();
         if n == 0 {
-            return Err(ClassError::invalid("data", "no rows"));
+            return Err(ClassError::invalid("data", "no rows").into());
         }
         if d != model.input_dim() {
             return Err(ClassError::Dimension {
                 argument: "data".into(),
                 expected: model.input_dim(),
                 got: d,
-            });
+            }
+            .into());
         }
         if let Some(l) = opts.labels
             && l.len() != n
         {
-            return Err(ClassError::invalid(
-                "labels",
-                format!("{} labels for {n} rows", l.len()),
-            ));
+            return Err(
+                ClassError::invalid("labels", format!("{} labels for {n} rows", l.len())).into(),
+            );
         }
         let table = self.staged_classes()?;
         let deltas = match (opts.labels, &table) {
@@ -116,7 +114,7 @@ impl Index {
                     .enumerate()
                     .find(|(_, l)| lookup.by_id(**l).is_none())
                 {
-                    return Err(ClassError::UnknownLabel { row, label });
+                    return Err(ClassError::UnknownLabel { row, label }.into());
                 }
                 sum_by_label(x, labels, self.vector_spec().map(|v| v.dtype), &|id| {
                     lookup
@@ -148,7 +146,8 @@ impl Index {
 
     /// The class ids of `classes` (each a name or an id) in the class table as the next commit
     /// will publish it (committed classes plus those staged), for [`AddOptions::labels`]. A
-    /// class that does not exist is [`ClassError::UnknownClass`] naming `classes[i]`.
+    /// class that does not exist is [`ClassError::UnknownClass`] (in [`StorageError::Class`])
+    /// naming `classes[i]`.
     pub fn class_ids(&self, classes: &[ClassRef]) -> Result<Vec<u32>> {
         let table = self.staged_classes()?;
         let lookup = ClassLookup::new(table.as_ref());
