@@ -55,6 +55,7 @@ mod rotation;
 mod sklsh;
 mod spec;
 mod stage;
+mod supervised;
 mod train;
 mod transform;
 
@@ -82,6 +83,10 @@ pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};
 pub use sklsh::Sklsh;
 pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
 pub use stage::Stage;
+pub use supervised::{
+    CcaFit, CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl,
+    fit_metric,
+};
 pub use train::{
     DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,
     TrainOptions, TrainReport, train,
