@@ -17,6 +17,13 @@ fn write_labels(path: &std::path::Path, v: &[i64]) {
     std::fs::write(path, cli_support::handmade::npy_bytes(1, &dict, &data)).unwrap();
 }
 
+/// A float32 `.npy` matrix.
+fn write_matrix(path: &std::path::Path, rows: usize, cols: usize, v: &[f32]) {
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    let data: Vec<u8> = v.iter().flat_map(|l| l.to_le_bytes()).collect();
+    std::fs::write(path, cli_support::handmade::npy_bytes(1, &dict, &data)).unwrap();
+}
+
 #[test]
 fn supervised_pipelines_train_build_and_search() {
     let (x, y) = digits();
@@ -76,6 +83,13 @@ fn bad_labels_views_and_ranks_fail_and_write_nothing() {
     // R > D, and one-hot CCA with R > classes − 1.
     run(train(&["--labels", s(&y)], "jscl:65,float"), 1, "R must be between 1 and 64");
     run(train(&["--labels", s(&y)], "cca:10,float"), 1, "classes − 1 = 9");
-    // A view with the wrong row count.
-    run(train(&["--view", s(&short)], "cca:1,float"), 1, "--view");
+    // A view with the wrong row count, and one with a NaN.
+    let small = tmp.path().join("small.npy");
+    write_matrix(&small, 3, 2, &[0.0; 6]);
+    run(train(&["--view", s(&small)], "cca:1,float"), 1, "3 rows for 1797 rows of --data");
+    let nan = tmp.path().join("nan.npy");
+    let mut v = vec![1.0f32; 1797 * 2];
+    v[2 * 100 + 1] = f32::NAN;
+    write_matrix(&nan, 1797, 2, &v);
+    run(train(&["--view", s(&nan)], "cca:1,float"), 1, "row 100");
 }
