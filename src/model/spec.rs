@@ -452,9 +452,10 @@ impl PipelineSpec {
     pub fn needs_labels(&self, has_view: bool) -> bool {
         self.steps.iter().any(|s| match s {
             StepSpec::Cca { .. } => !has_view,
-            StepSpec::Ncmml(_) | StepSpec::Metric(_) | StepSpec::Attributes(_) | StepSpec::Jscl(_) => {
-                true
-            }
+            StepSpec::Ncmml(_)
+            | StepSpec::Metric(_)
+            | StepSpec::Attributes(_)
+            | StepSpec::Jscl(_) => true,
             _ => false,
         })
     }

@@ -396,12 +396,7 @@ fn need_labels(state: &State, step: &str) -> Result<Vec<i64>> {
 }
 
 /// `metric:R` / `jscl:R` (Gordo et al. CVPR 2012 §3, §6) on the materialised sample.
-fn fit_triplet_step(
-    state: &mut State,
-    step: StepSpec,
-    seed: u64,
-    ctx: &mut Ctx,
-) -> Result<()> {
+fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let name = step.token();
     let labels = need_labels(state, &name)?;
     let dim = state.out_dim();

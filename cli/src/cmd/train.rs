@@ -187,7 +187,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                     ..opts
                 },
             )
-                .with_context(|| format!("training {pipeline} on {}", data.display()))?
+            .with_context(|| format!("training {pipeline} on {}", data.display()))?
         }
         TrainSource::Index(dir) => {
             let snap = crate::open::open_snapshot(dir)?;

@@ -204,7 +204,9 @@ pub fn fit_cca(
             if r > cols {
                 return Err(ModelError::unsupported(
                     "cca",
-                    format!("the view has {cols} columns: at most {cols} directions, R = {r} asked"),
+                    format!(
+                        "the view has {cols} columns: at most {cols} directions, R = {r} asked"
+                    ),
                 ));
             }
             (values.to_vec(), cols)

@@ -41,7 +41,9 @@ impl TripletLearner for Metric {
             self.a[k] = dot(row, xq);
             self.b[k] = dot(row, &self.delta);
         }
-        let margin: f64 = (0..self.r).map(|k| self.a[k] as f64 * self.b[k] as f64).sum();
+        let margin: f64 = (0..self.r)
+            .map(|k| self.a[k] as f64 * self.b[k] as f64)
+            .sum();
         let loss = 1.0 - margin;
         if loss > 0.0 {
             // Eq. 4: U ← U + η (U q) Δᵀ + η (U Δ) qᵀ.

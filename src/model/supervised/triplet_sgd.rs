@@ -216,7 +216,12 @@ pub(crate) fn validation_precision(data: &Labelled, u: &[f32], r: usize, k: usiz
         return f64::NAN;
     }
     let d = data.dim;
-    let xv: Vec<f32> = data.val.iter().flat_map(|&i| data.row(i)).copied().collect();
+    let xv: Vec<f32> = data
+        .val
+        .iter()
+        .flat_map(|&i| data.row(i))
+        .copied()
+        .collect();
     let p = a_bt_f32(&xv, u, nv, d, r, faer::Par::Seq);
     let norms: Vec<f64> = p
         .chunks_exact(r)
