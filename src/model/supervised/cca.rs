@@ -106,7 +106,7 @@ fn inverse_sqrt_cov(c: &[f64], n: usize, d: usize, rho: f64, view: &str) -> Resu
     }
     let (vals, vecs) = sym_eig_desc(&s, d)?;
     let floor = 1e-12 * vals[0].abs();
-    if let Some(bad) = vals.iter().position(|v| !(*v > floor)) {
+    if let Some(bad) = vals.iter().position(|v| v.is_nan() || *v <= floor) {
         return Err(ModelError::unsupported(
             "cca",
             format!(
