@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use codedb::format::ModelFile;
 use codedb::model::{Model, PipelineSpec, Stage, SupervisedOptions, TrainOptions, train};
-use codedb::{Config, Index, SearchMode, SearchParams};
+use codedb::{AddOptions, Config, Index, SearchMode, SearchParams};
 use ndarray::{Array2, Axis};
 
 /// Digits split by row parity: even rows learn, odd rows are searched.
@@ -77,7 +77,7 @@ fn supervised_models_reload_byte_identically_and_search_through_the_kernels() {
 
         let dir = tempfile::tempdir().unwrap();
         let index = Index::create(dir.path(), &m.to_model_file(), Config::default()).unwrap();
-        index.add_codes(&codes, None, None).unwrap();
+        index.add(x.view(), &AddOptions::default()).unwrap();
         index.commit().unwrap();
         let mode = SearchMode::default_for(m.code_kind()).unwrap();
         let hits = index
