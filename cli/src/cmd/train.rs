@@ -18,9 +18,9 @@ use crate::progress;
   codedb train --data X.npy --pipeline pca-itq:64 --out itq64.model
   codedb train --data X.npy --pipeline 'pca:128,pq:16x8' --out pq.model --seed 7
   codedb train --from-index pq-index --pipeline ncmml:64,itq,bits --out m2
-  codedb train --data X.npy --labels y.npy --pipeline jscl:32,pq:4x8 --out jscl.model
-  codedb train --data X.npy --labels y.npy --pipeline cca:32,itq,bits --out ccaitq.model
-  codedb train --data X.npy --view T.npy --pipeline cca:64,float --out cca.model
+  codedb train --data X.npy --labels y.npy --pipeline jscl:32,pq:4x8 --out m3
+  codedb train --data X.npy --labels y.npy --pipeline cca:32,itq,bits --out m4
+  codedb train --data X.npy --view T.npy --pipeline cca:64,float --out m5
 
 Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
