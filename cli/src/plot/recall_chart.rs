@@ -45,7 +45,7 @@ pub(crate) fn draw(
         .axis_desc_style(style::axis_font())
         .label_style(style::label_font())
         .light_line_style(style::LIGHT_GRID)
-        .x_label_formatter(&|v| style::log_tick(*v))
+        .x_label_formatter(&|v| style::log_tick_125(*v))
         .y_labels(6)
         .draw()
         .map_err(err())?;

@@ -58,7 +58,7 @@ impl Look {
         Look {
             label: label.into(),
             color: PALETTE[i % PALETTE.len()],
-            dash: if (i / PALETTE.len()) % 2 == 0 {
+            dash: if (i / PALETTE.len()).is_multiple_of(2) {
                 Dash::Solid
             } else {
                 Dash::Dashed
