@@ -355,3 +355,59 @@ fn bench_plot_rejects_bad_files_and_leaves_nothing_half_written() {
     ok(&["bench", "plot", "--from", s(&good), "--plot", s(&fig)]);
     assert!(!svg_texts(&fig).is_empty());
 }
+
+/// The README's eval figure is what the command written under it draws, byte for byte (the
+/// figure is seeded and draws no times).
+#[test]
+fn readme_eval_figure_is_what_its_command_draws() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let image = "(docs/img/eval_digits.svg)";
+    let after = &readme[readme.find(image).expect("README shows the eval figure")..];
+    let block = after
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let line = block.replace("\\\n", " ");
+    // A small shell split: words, and "…" quoted words.
+    let mut args: Vec<String> = Vec::new();
+    let mut rest = line.trim();
+    while !rest.is_empty() {
+        let (word, tail) = if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').unwrap();
+            (&r[..end], &r[end + 1..])
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        args.push(word.to_string());
+        rest = tail.trim_start();
+    }
+    assert_eq!(args[0], "codedb", "{args:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let fig = tmp.path().join("eval.svg");
+    let at = args
+        .iter()
+        .position(|a| a == "docs/img/eval_digits.svg")
+        .unwrap();
+    args[at] = s(&fig).to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codedb"))
+        .args(&args[1..])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read(&fig).unwrap()
+            == std::fs::read(root.join("docs/img/eval_digits.svg")).unwrap(),
+        "docs/img/eval_digits.svg differs from what the README's command draws: rerun it"
+    );
+}

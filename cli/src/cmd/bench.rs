@@ -74,13 +74,14 @@ pub struct ScanArgs {
 /// Draw the scan-throughput figure from saved results: `codedb bench scan --json` output, or
 /// `tools/bench_vs_faiss.py --json` output (codedb and FAISS side by side).
 #[command(after_help = "Examples:
-  codedb bench scan --codes 100000,1000000 --threads 1,2 --dir /tmp/cb --json > scan.json
   codedb bench plot --from scan.json --plot scan.svg
-  python3 tools/bench_vs_faiss.py --codes 1000000,10000000 --kinds hamming64,pq4x32 \\
-      --threads 1,2 --out faiss.json --plot faiss.svg
+  codedb bench plot --from a.json --from b.json --plot s.svg --title 'k = 10'
 
-Several --from files are joined (each case may appear once). Exit codes: 0 success, 1 failure \
-(unreadable or malformed file, missing directory), 2 usage error.")]
+The files are `codedb bench scan ... --json > scan.json` output, or \
+`tools/bench_vs_faiss.py ... --out faiss.json` output (codedb and FAISS side by side; its \
+--plot F runs this command). Several --from files are joined (each case may appear once). \
+Exit codes: 0 success, 1 failure (unreadable or malformed file, missing directory), 2 usage \
+error.")]
 pub struct PlotArgs {
     /// A JSON results file (repeat for several).
     #[arg(long, required = true, value_name = "FILE")]
@@ -88,7 +89,7 @@ pub struct PlotArgs {
     /// The SVG figure to write (*.svg).
     #[arg(long, value_name = "FILE")]
     pub plot: PathBuf,
-    /// The figure's title (default: the kinds' ISA and the files).
+    /// The figure's title (default: "Scan throughput", FAISS if present, and the files).
     #[arg(long)]
     pub title: Option<String>,
 }

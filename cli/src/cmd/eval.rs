@@ -22,8 +22,8 @@ use crate::progress;
       --pipelines 'pca-rr:32; pca-itq:32' --runs 5 --json
   codedb eval --task classify --data X.npy --labels L.npy \\
       --pipelines 'ncm; ncmml:64'
-  codedb eval --data tests/data/digits/pixels.npy --pipelines 'lsh:32; pca-itq:32' \\
-      --queries 300 --recall 1,10,100 --plot pr.svg
+  codedb eval --data X.npy --pipelines 'lsh:32; pca-itq:32' \\
+      --recall 1,10,100 --plot pr.svg
 
 --json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid, \
 map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...). \
