@@ -99,6 +99,16 @@ pub fn threads(requested: usize) -> usize {
     }
 }
 
+/// `--plot FILE`, checked before any work: a name not ending in `.svg` is a usage error (exit 2),
+/// a missing directory a failure (exit 1), each naming the file.
+pub fn plot_target(path: &std::path::Path) -> anyhow::Result<codedb_cli::plot::PlotTarget> {
+    match codedb_cli::plot::PlotTarget::check(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.is_usage() => usage!("--plot {e}"),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("--plot {}", path.display()))),
+    }
+}
+
 /// [`threads`] for a list of counts (benchmarks): each distinct request noted once.
 pub fn thread_list(requested: &[usize]) -> Vec<usize> {
     let mut seen = std::collections::HashMap::new();
