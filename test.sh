@@ -13,8 +13,9 @@ if [[ "${1:-}" != "--python" ]]; then
 fi
 
 echo "== Python: venv, pip install ./python, pytest"
-# The CLI binary the Python tests compare with (already built by `cargo test --release`).
-cargo build --release -p codedb-cli
+# The CLI binary the Python tests compare with: built by `cargo test --release` (a no-op after
+# it; the same command, so the same features and no rebuild).
+cargo test --release --no-run
 venv=target/py-venv
 python3 -m venv "$venv"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"

@@ -51,12 +51,9 @@ pub fn encode(m: &Model, x: ArrayView2<f32>) -> Result<Vec<u8>> {
     Ok(m.encode(x)?)
 }
 
-pub fn save_model(m: &Model, path: &Path) -> Result<()> {
-    let bytes = m.to_model_file().to_bytes()?;
-    std::fs::write(path, bytes).map_err(|source| Error::InvalidArgument {
-        argument: "path".into(),
-        detail: format!("writing {}: {source}", path.display()),
-    })
+/// The model file's bytes (the CLI's `codedb train --out` format).
+pub fn model_bytes(m: &Model) -> Result<Vec<u8>> {
+    Ok(m.to_model_file().to_bytes()?)
 }
 
 pub fn load_model(path: &Path) -> Result<Model> {

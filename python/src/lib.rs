@@ -63,7 +63,18 @@ impl PyModel {
     /// Writes the model file (the CLI's `codedb train --out` format).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let model = &self.model;
-        py.detach(|| engine::save_model(model, &path)).py_err()
+        let written = py.detach(|| {
+            let bytes = engine::model_bytes(model)?;
+            Ok(std::fs::write(&path, bytes))
+        });
+        match written.py_err()? {
+            Ok(()) => Ok(()),
+            Err(e) => Err(errors::exception(
+                py,
+                errors::Kind::Io,
+                format!("writing the model file {}: {e}", path.display()),
+            )),
+        }
     }
 
     /// Reads a model file.

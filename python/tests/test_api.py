@@ -130,3 +130,9 @@ def test_model_save_load_and_supervised_training(tmp_path, data, model):
         codedb.train(x, "ncmml:8,float")
     with pytest.raises(codedb.InvalidArgument, match="spec|pipeline|nope"):
         codedb.train(x, "nope:3")
+
+
+def test_model_save_to_a_missing_directory_is_io_error(tmp_path, model):
+    with pytest.raises(codedb.IoError, match="nodir") as e:
+        model.save(tmp_path / "nodir" / "m.model")
+    assert isinstance(e.value, OSError)
