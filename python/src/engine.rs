@@ -73,10 +73,10 @@ fn vector_dtype(store_vectors: Option<&str>) -> Result<Option<VectorDType>> {
     }
 }
 
-fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::classes::ListAssignment>> {
+fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::ListAssignment>> {
     lists
         .map(|l| {
-            codedb::classes::ListAssignment::parse(l).ok_or_else(|| Error::InvalidArgument {
+            codedb::ListAssignment::parse(l).ok_or_else(|| Error::InvalidArgument {
                 argument: "lists".into(),
                 detail: format!("{l:?}: expected \"label\", \"nearest\" or None"),
             })
@@ -123,14 +123,13 @@ pub fn open(dir: &Path) -> Result<Index> {
     Ok(Index::open(dir, Config::default())?)
 }
 
-/// The index's model, decoded (the snapshot owns it).
+/// The index's model, decoded (the index decodes it once and shares it with its snapshots).
 pub fn index_model(index: &Index) -> Result<Model> {
-    Ok(Model::from_model_file(index.model())?)
+    Ok(index.model()?.clone())
 }
 
 pub fn add(
     index: &Index,
-    model: &Model,
     x: ArrayView2<f32>,
     ids: Option<&[u64]>,
     labels: Option<&[u32]>,
@@ -140,8 +139,9 @@ pub fn add(
         ids,
         labels,
         lists: list_assignment(lists)?,
+        ..codedb::AddOptions::default()
     };
-    Ok(index.add_descriptors(model, x, &opts)?)
+    Ok(index.add(x, &opts)?)
 }
 
 pub fn commit(index: &Index) -> Result<u64> {

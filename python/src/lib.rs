@@ -232,7 +232,6 @@ impl PyIndex {
             .detach(|| {
                 engine::add(
                     &open.index,
-                    &open.model,
                     view,
                     ids.as_deref(),
                     labels.as_deref(),
