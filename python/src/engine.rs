@@ -249,7 +249,7 @@ pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<
             argument: "mode".into(),
             detail: format!(
                 "{m:?}: expected one of {}",
-                codedb::search::MODE_NAMES
+                codedb::MODE_NAMES
                     .iter()
                     .map(|m| m.0)
                     .collect::<Vec<_>>()
@@ -276,8 +276,8 @@ pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<
     let hits = snap.search(q, &params)?;
     let scores = if query.rerank.is_some() || mode != SearchMode::Hamming {
         match mode.direction() {
-            codedb::scan::Direction::SmallerIsBetter => Scores::Smaller,
-            codedb::scan::Direction::LargerIsBetter => Scores::Larger,
+            codedb::kernels::Direction::SmallerIsBetter => Scores::Smaller,
+            codedb::kernels::Direction::LargerIsBetter => Scores::Larger,
         }
     } else {
         Scores::Hamming
@@ -306,16 +306,16 @@ pub fn classify(snap: &Snapshot, x: ArrayView2<f32>, top: usize) -> Result<Vec<V
 
 /// Reports as JSON text (the CLI's `--json` shapes).
 pub fn versions_json(dir: &Path) -> Result<String> {
-    json(&codedb::storage::list_versions(dir)?)
+    json(&codedb::admin::list_versions(dir)?)
 }
 
 pub fn inspect_json(dir: &Path) -> Result<String> {
-    json(&codedb::storage::inspect::inspect_dir(dir)?)
+    json(&codedb::admin::inspect_dir(dir)?)
 }
 
 /// The verification report and whether it found no problem.
 pub fn verify_json(dir: &Path) -> Result<(String, bool)> {
-    let report = codedb::storage::verify::verify_path(dir, &mut |_| {});
+    let report = codedb::admin::verify_path(dir, &mut |_| {});
     Ok((json(&report)?, report.ok()))
 }
 

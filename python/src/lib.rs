@@ -229,15 +229,7 @@ impl PyIndex {
         let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
         let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
         let added = py
-            .detach(|| {
-                engine::add(
-                    &open.index,
-                    view,
-                    ids.as_deref(),
-                    labels.as_deref(),
-                    lists,
-                )
-            })
+            .detach(|| engine::add(&open.index, view, ids.as_deref(), labels.as_deref(), lists))
             .py_err()?;
         Ok(arrays::vector(py, query::ids_out(added)?))
     }
