@@ -55,6 +55,7 @@ mod rotation;
 mod sklsh;
 mod spec;
 mod stage;
+pub mod text;
 mod train;
 mod transform;
 
