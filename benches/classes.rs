@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use codedb::classes::{ClassSource, NewClass};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{Config, Index};
+use codedb::{EncodedOptions, RowBatch};
 use divan::Bencher;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -62,7 +63,9 @@ fn fixture() -> &'static Fixture {
         let codes: Vec<u8> = (0..ROWS * 8).map(|_| rng.random()).collect();
         let labels: Vec<u32> = (0..ROWS as u32).map(|i| i % CLASSES).collect();
         for (c, l) in codes.chunks(8 * 100_000).zip(labels.chunks(100_000)) {
-            index.add_codes(c, None, Some(l)).unwrap();
+            index
+                .add_encoded(&RowBatch::new(c).with_labels(l), &EncodedOptions::default())
+                .unwrap();
         }
         let per_class: Vec<Array2<f32>> = (0..CLASSES).map(|_| random(&mut rng, 50)).collect();
         let names: Vec<String> = (0..CLASSES).map(|c| format!("class-{c}")).collect();

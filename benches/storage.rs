@@ -13,6 +13,7 @@ use codedb::format::{CodeKind, FileId, ModelFile};
 use codedb::storage::{
     CompactionPolicy, Config, FileSystem, Index, ReadOptions, Retention, Snapshot, StdFs, WriteFile,
 };
+use codedb::{EncodedOptions, RowBatch};
 use divan::Bencher;
 use divan::counter::{BytesCount, ItemsCount};
 
@@ -64,7 +65,11 @@ fn append(dir: &Path, total: usize, commit_every: usize) -> Index {
     let chunk = 10_000;
     let mut since = 0;
     for k in (0..total).step_by(chunk) {
-        idx.add_codes(&codes(k as u64, chunk), None, None).unwrap();
+        idx.add_encoded(
+            &RowBatch::new(&codes(k as u64, chunk)),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
         since += chunk;
         if since >= commit_every {
             idx.commit().unwrap();
@@ -156,7 +161,11 @@ fn thousand_segments() -> &'static Path {
         let d = tempdir();
         let idx = Index::create(d.path(), &model(), fixture_config(1)).unwrap();
         for k in 0..1000u64 {
-            idx.add_codes(&codes(k * 100, 100), None, None).unwrap();
+            idx.add_encoded(
+                &RowBatch::new(&codes(k * 100, 100)),
+                &EncodedOptions::default(),
+            )
+            .unwrap();
             idx.commit().unwrap();
         }
         assert_eq!(idx.snapshot().segment_count(), 1000);
@@ -202,8 +211,14 @@ fn compaction_source(interleaved: bool) -> &'static (tempfile::TempDir, u64) {
                     .map(|i| (c as u64 + i) * COMPACT_SEGMENTS + k)
                     .collect();
                 let given = interleaved.then_some(&ids[..]);
-                idx.add_codes(&codes(first + c as u64, 100_000), given, None)
-                    .unwrap();
+                idx.add_encoded(
+                    &RowBatch {
+                        ids: given,
+                        ..RowBatch::new(&codes(first + c as u64, 100_000))
+                    },
+                    &EncodedOptions::default(),
+                )
+                .unwrap();
             }
             idx.commit().unwrap();
         }

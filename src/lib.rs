@@ -50,13 +50,15 @@ pub mod search;
 pub mod storage;
 
 // The front door: what an embedder needs, at the crate root.
-pub use classes::{ClassError, ClassRef, ClassScore, ClassSource, NewClass, PriorScope};
+pub use classes::{
+    ClassError, ClassRef, ClassScore, ClassSource, ListAssignment, NewClass, PriorScope,
+};
 pub use error::Error;
 pub use format::FormatError;
 pub use model::{Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport};
 pub use scan::ScanError;
 pub use search::{Hit, ListCoverage, SearchError, SearchMode, SearchParams};
 pub use storage::{
-    AddOptions, BuildOptions, CompactionPolicy, Config, CreateOptions, Index, ReadOptions,
-    Retention, Snapshot, StorageError,
+    AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, CreateOptions, EncodedOptions,
+    Index, ReadOptions, Retention, RowBatch, Snapshot, StorageError,
 };

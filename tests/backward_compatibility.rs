@@ -8,6 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use codedb::EncodedOptions;
 use codedb::format::{
     ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, FormatVersion, ListEntry,
     Manifest, ModelFile, OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log,
@@ -670,14 +671,18 @@ fn the_v1_1_golden_directory_opens_as_an_index_and_survives_writes_and_compactio
     let idx = Index::open(tmp.path(), cfg.clone()).unwrap();
     let v = ndarray::arr2(&[g11::vector(60)]);
     let err = idx
-        .add_rows(&RowBatch::new(&[60, 0]).with_ids(&[60]).with_lists(&[1]))
+        .add_encoded(
+            &RowBatch::new(&[60, 0]).with_ids(&[60]).with_lists(&[1]),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(err.to_string().contains("vectors"), "{err}");
-    idx.add_rows(
+    idx.add_encoded(
         &RowBatch::new(&[60, 0])
             .with_ids(&[60])
             .with_lists(&[1])
             .with_vectors(v.view()),
+        &EncodedOptions::default(),
     )
     .unwrap();
     idx.commit().unwrap();

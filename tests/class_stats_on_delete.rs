@@ -17,6 +17,7 @@ use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::storage::{
     AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, Index, StorageError,
 };
+use codedb::{EncodedOptions, RowBatch};
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
 
@@ -144,10 +145,8 @@ fn deletes_take_rows_out_of_their_classes_exactly_through_compaction_and_reopen(
         let extra: Vec<usize> = (n..n + 20).collect();
         let xe = x.select(Axis(0), &extra);
         let ye: Vec<u32> = extra.iter().map(|&i| y[i]).collect();
-        let m = Model::from_model_file(idx.model()).unwrap();
         let ids: Vec<u64> = extra.iter().map(|&i| i as u64).collect();
-        idx.add_descriptors(
-            &m,
+        idx.add(
             xe.view(),
             &AddOptions {
                 ids: Some(&ids),
@@ -211,11 +210,9 @@ fn a_class_without_rows_is_never_a_classification_answer() {
         assert!(l.iter().all(|c| c.id != 0));
     }
     // Labelled rows of the class give it its mean again.
-    let m = Model::from_model_file(idx.model()).unwrap();
     let back: Vec<usize> = (n..x.nrows()).filter(|&i| y[i] == 0).take(3).collect();
     let labels = vec![0u32; back.len()];
-    idx.add_descriptors(
-        &m,
+    idx.add(
         x.select(Axis(0), &back).view(),
         &AddOptions {
             labels: Some(&labels),
@@ -234,7 +231,7 @@ fn upserts_move_rows_between_classes_exactly() {
     let (x, y) = digits();
     let tmp = tempfile::tempdir().unwrap();
     let n = 500;
-    let (idx, m) = build(tmp.path(), &x, &y, n, Some(VectorDType::F32));
+    let (idx, _) = build(tmp.path(), &x, &y, n, Some(VectorDType::F32));
     let mut live = ids_by_label(&y, n);
     // Replace rows 0..30 (committed, in the segment) with other images and other labels, and
     // then replace row 0 again before the commit (its first replacement is in the log).
@@ -242,8 +239,7 @@ fn upserts_move_rows_between_classes_exactly() {
     let src: Vec<usize> = (n..n + 30).collect();
     let labels: Vec<u32> = src.iter().map(|&i| y[i]).collect();
     let (_, replaced) = idx
-        .upsert_descriptors(
-            &m,
+        .upsert(
             x.select(Axis(0), &src).view(),
             &AddOptions {
                 ids: Some(&ids),
@@ -255,15 +251,14 @@ fn upserts_move_rows_between_classes_exactly() {
     assert_eq!(replaced, 30);
     let again = [n + 40];
     let again_label = [y[n + 40]];
-    idx.upsert_descriptors_with(
-        &m,
+    idx.upsert(
         x.select(Axis(0), &again).view(),
         &AddOptions {
             ids: Some(&[0]),
             labels: Some(&again_label),
+            class_stats: ClassStats::Update,
             ..AddOptions::default()
         },
-        ClassStats::Update,
     )
     .unwrap();
     idx.commit().unwrap();
@@ -304,8 +299,7 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
     );
     assert!(!idx.has_uncommitted(), "nothing staged");
     let e = idx
-        .upsert_descriptors(
-            &m,
+        .upsert(
             x.slice(ndarray::s![n..n + 1, ..]),
             &AddOptions {
                 ids: Some(&[7]),
@@ -330,15 +324,14 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
     assert!(idx.snapshot().get(5).unwrap().is_none());
     // So does an upsert told to: the replaced row stays in its class, the new one joins its.
     let (_, replaced) = idx
-        .upsert_descriptors_with(
-            &m,
+        .upsert(
             x.slice(ndarray::s![n..n + 1, ..]),
             &AddOptions {
                 ids: Some(&[7]),
                 labels: Some(&[y[n]]),
+                class_stats: ClassStats::Keep,
                 ..AddOptions::default()
             },
-            ClassStats::Keep,
         )
         .unwrap();
     assert_eq!(replaced, 1);
@@ -356,7 +349,11 @@ fn without_stored_vectors_a_counted_row_is_not_removed_silently() {
     let plain = tempfile::tempdir().unwrap();
     let i2 = Index::create(plain.path(), &m.to_model_file(), Config::default()).unwrap();
     let codes = m.encode(x.slice(ndarray::s![..4, ..])).unwrap();
-    i2.add_codes(&codes, None, Some(&[1, 2, 3, 4])).unwrap();
+    i2.add_encoded(
+        &RowBatch::new(&codes).with_labels(&[1, 2, 3, 4]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     i2.commit().unwrap();
     i2.delete(&[0, 1]).unwrap();
     i2.commit().unwrap();
@@ -372,10 +369,11 @@ fn the_writer_refuses_labels_that_a_class_would_not_count() {
     let codes = m.encode(xs).unwrap();
     // Raw codes labelled with a class, without class records counting them.
     let e = idx
-        .add_rows(
+        .add_encoded(
             &codedb::storage::RowBatch::new(&codes)
                 .with_labels(&[3, 4])
                 .with_vectors(xs),
+            &EncodedOptions::default(),
         )
         .unwrap_err();
     assert!(
@@ -384,10 +382,11 @@ fn the_writer_refuses_labels_that_a_class_would_not_count() {
         "{e}"
     );
     // Labels that are no class are stored on the rows only...
-    idx.add_rows(
+    idx.add_encoded(
         &codedb::storage::RowBatch::new(&codes)
             .with_labels(&[40, 41])
             .with_vectors(xs),
+        &EncodedOptions::default(),
     )
     .unwrap();
     // ...and a new class cannot take them afterwards (the rows were never counted in it).

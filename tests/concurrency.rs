@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use codedb::storage::{CompactionPolicy, Index, Snapshot, StorageError};
+use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 
 const GROUP: u64 = 37;
@@ -67,8 +68,13 @@ fn readers_see_whole_versions_while_the_writer_compaction_and_gc_run() {
             for r in 0..rounds {
                 let ids: Vec<u64> = (r * GROUP..(r + 1) * GROUP).collect();
                 let labels = vec![(r % 7) as u32; ids.len()];
-                idx.add_codes(&codes(&ids, 0), Some(&ids), Some(&labels))
-                    .unwrap();
+                idx.add_encoded(
+                    &RowBatch::new(&codes(&ids, 0))
+                        .with_ids(&ids)
+                        .with_labels(&labels),
+                    &EncodedOptions::default(),
+                )
+                .unwrap();
                 if r >= LIVE_GROUPS {
                     let old: Vec<u64> = ((r - LIVE_GROUPS) * GROUP..(r - 2) * GROUP).collect();
                     idx.delete(&old).unwrap();
@@ -162,8 +168,11 @@ fn a_reader_opened_from_disk_survives_gc_removing_its_files() {
     let dir = scratch_dir();
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
     for k in 0..4u64 {
-        idx.add_codes(&codes(&[k * 10, k * 10 + 1], 0), None, None)
-            .unwrap();
+        idx.add_encoded(
+            &RowBatch::new(&codes(&[k * 10, k * 10 + 1], 0)),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
         idx.commit().unwrap();
     }
     idx.delete(&[0]).unwrap();
@@ -179,9 +188,11 @@ fn a_reader_opened_from_disk_survives_gc_removing_its_files() {
         .map(|s| s.segment.name.clone())
         .collect();
     idx.compact(&CompactionPolicy::full()).unwrap();
-    idx.add_codes(&codes(&[99], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[99], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
-    idx.add_codes(&codes(&[98], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[98], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
     idx.gc().unwrap();
     assert!(
@@ -217,7 +228,8 @@ fn lock_child() {
     match (Index::open(dir, small_config(1 << 20)), expect.as_str()) {
         (Err(StorageError::Locked { dir: d }), "locked") => assert_eq!(d, dir),
         (Ok(idx), "opened") => {
-            idx.add_codes(&codes(&[5], 0), None, None).unwrap();
+            idx.add_encoded(&RowBatch::new(&codes(&[5], 0)), &EncodedOptions::default())
+                .unwrap();
             idx.commit().unwrap();
         }
         (r, e) => panic!("expected {e}, got {r:?}"),
@@ -247,7 +259,11 @@ fn run_lock_child(dir: &Path, expect: &str) {
 fn a_second_writer_process_gets_locked() {
     let dir = scratch_dir();
     let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
-    idx.add_codes(&codes(&[1, 2, 3], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[1, 2, 3], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     run_lock_child(dir.path(), "locked");
     // The same process is refused too.

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use codedb::EncodedOptions;
 use codedb::format::{LogBatch, LogMeta, Manifest, VectorDType, VectorSpec};
 use codedb::storage::{
     CompactionPolicy, Config, CreateOptions, Index, Retention, RowBatch, Snapshot, StorageError,
@@ -149,10 +150,11 @@ fn add_rows(
     };
     let out = match ids {
         Some(ids) => {
-            idx.upsert_rows(&batch).unwrap();
+            idx.upsert_encoded(&batch, &EncodedOptions::default())
+                .unwrap();
             ids.to_vec()
         }
-        None => idx.add_rows(&batch).unwrap(),
+        None => idx.add_encoded(&batch, &EncodedOptions::default()).unwrap(),
     };
     for (k, &id) in out.iter().enumerate() {
         let label = labels.map(|l| l[k]);
@@ -456,10 +458,14 @@ fn killed_writers_never_lose_acknowledged_commits() {
 /// An index with committed rows in its active log; returns the log's path and committed length.
 fn index_with_log(dir: &Path) -> (PathBuf, u64) {
     let idx = Index::create(dir, &model(), Config::default()).unwrap();
-    idx.add_codes(&codes(&[1, 2, 3], 0), None, Some(&[1, 2, 3]))
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[1, 2, 3], 0)).with_labels(&[1, 2, 3]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
-    idx.add_codes(&codes(&[4], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[4], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
     let s = idx.snapshot();
     let l = s.active_log().unwrap().clone();
@@ -512,7 +518,8 @@ fn a_torn_log_tail_is_cut_off_and_reported_at_every_cut_point() {
             vec![0, 1, 2, 3]
         );
         // Appends continue right after the committed length.
-        idx.add_codes(&codes(&[7], 0), None, None).unwrap();
+        idx.add_encoded(&RowBatch::new(&codes(&[7], 0)), &EncodedOptions::default())
+            .unwrap();
         idx.commit().unwrap();
         drop(idx);
         let idx = Index::open(dir.path(), Config::default()).unwrap();
@@ -578,7 +585,8 @@ fn damage_inside_the_committed_length_is_an_error_not_a_tail() {
 fn leftovers_of_an_interrupted_commit_are_removed_on_open_and_by_gc() {
     let dir = scratch_dir();
     let idx = Index::create(dir.path(), &model(), crash_config()).unwrap();
-    idx.add_codes(&codes(&[1], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[1], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
     let m = Manifest::open(&dir.path().join("v00000000000000000002.manifest")).unwrap();
     drop(idx);
@@ -603,7 +611,8 @@ fn leftovers_of_an_interrupted_commit_are_removed_on_open_and_by_gc() {
             .contains(&"seg-0123456789abcdef0123456789abcdef.seg".to_string())
     );
     assert!(!seg.exists());
-    idx.add_codes(&codes(&[2], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[2], 0)), &EncodedOptions::default())
+        .unwrap();
     assert_eq!(idx.commit().unwrap(), 3);
     drop(idx);
     assert_verifies(dir.path());

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use codedb::EncodedOptions;
 use codedb::format::{VectorDType, VectorSpec};
 use codedb::storage::{
     CompactionPolicy, Config, CreateOptions, FileSystem, Index, Retention, RowBatch, Snapshot,
@@ -87,14 +88,17 @@ fn add(
         .collect();
     let n = probe.len();
     let (vecs, lists) = extras_for(n, generation);
-    let got = idx.add_rows(&RowBatch {
-        codes: &codes,
-        ids,
-        labels,
-        // Batches of generation 1 carry no list ids (their sealed rows get "no list").
-        lists: (generation != 1).then_some(&lists[..]),
-        vectors: Some(vecs.view()),
-    })?;
+    let got = idx.add_encoded(
+        &RowBatch {
+            codes: &codes,
+            ids,
+            labels,
+            // Batches of generation 1 carry no list ids (their sealed rows get "no list").
+            lists: (generation != 1).then_some(&lists[..]),
+            vectors: Some(vecs.view()),
+        },
+        &EncodedOptions::default(),
+    )?;
     for (k, &id) in got.iter().enumerate() {
         let c = codes[k * CODE_BYTES..(k + 1) * CODE_BYTES].to_vec();
         t.attempt.rows.insert(id, (c, labels.map(|l| l[k])));
@@ -164,10 +168,13 @@ fn workload(dir: &Path, cfg: &Config, t: &mut Tracker) -> Result<(), Box<dyn std
     idx.add_class(&[class(12, "b", Some(11), 1, 2, 1.0)])?;
     t.attempt.classes.insert(12, ("b".into(), 3));
     let (v, _) = extras_for(1, 7);
-    idx.upsert_rows(&RowBatch {
-        vectors: Some(v.view()),
-        ..RowBatch::new(&code(3, 7)).with_ids(&[3]).with_labels(&[9])
-    })?;
+    idx.upsert_encoded(
+        &RowBatch {
+            vectors: Some(v.view()),
+            ..RowBatch::new(&code(3, 7)).with_ids(&[3]).with_labels(&[9])
+        },
+        &EncodedOptions::default(),
+    )?;
     t.attempt.rows.insert(3, (code(3, 7).to_vec(), Some(9)));
     t.attempt.extras.insert(3, (None, Some(v.row(0).to_vec())));
     commit(&idx, t)?;
@@ -253,7 +260,10 @@ fn every_failing_file_operation_is_reported_and_the_index_recovers() {
                         // Writable again.
                         let (v, _) = extras_for(1, 99);
                         let id = idx
-                            .add_rows(&RowBatch::new(&code(0, 99)).with_vectors(v.view()))
+                            .add_encoded(
+                                &RowBatch::new(&code(0, 99)).with_vectors(v.view()),
+                                &EncodedOptions::default(),
+                            )
                             .unwrap()[0];
                         idx.commit().unwrap();
                         assert!(idx.snapshot().get(id).unwrap().is_some());
@@ -309,16 +319,19 @@ fn a_failed_fsync_poisons_the_writer_until_it_is_reopened() {
     });
     let cfg = config(Arc::new(Hooked(hook)));
     let idx = Index::create(dir.path(), &model(), cfg).unwrap();
-    idx.add_codes(&codes(&[1], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[1], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
-    idx.add_codes(&codes(&[2], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[2], 0)), &EncodedOptions::default())
+        .unwrap();
     armed.store(true, Ordering::SeqCst);
     let e = idx.commit().unwrap_err();
     assert!(e.is_io(), "{e}");
     armed.store(false, Ordering::SeqCst);
     // Even with the disk healthy again, the handle refuses: the page cache state is unknown.
     for e in [
-        idx.add_codes(&codes(&[3], 0), None, None).unwrap_err(),
+        idx.add_encoded(&RowBatch::new(&codes(&[3], 0)), &EncodedOptions::default())
+            .unwrap_err(),
         idx.commit().unwrap_err(),
         idx.delete(&[0]).unwrap_err(),
         idx.gc().unwrap_err(),
@@ -352,7 +365,8 @@ fn a_compaction_that_fails_before_publishing_leaves_no_trace_and_no_poison() {
     };
     let idx = Index::create(dir.path(), &model(), cfg).unwrap();
     for k in 0..3u64 {
-        idx.add_codes(&codes(&[k], 0), None, None).unwrap();
+        idx.add_encoded(&RowBatch::new(&codes(&[k], 0)), &EncodedOptions::default())
+            .unwrap();
         idx.add_class(&[class(k as u32, &format!("c{k}"), None, 1, 2, 1.0)])
             .unwrap();
         idx.commit().unwrap();
@@ -373,7 +387,8 @@ fn a_compaction_that_fails_before_publishing_leaves_no_trace_and_no_poison() {
     );
     assert_eq!(state_of(&idx.snapshot()), before);
     // Not poisoned: the writer and a retried compaction work.
-    idx.add_codes(&codes(&[9], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[9], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
     let r = idx.compact(&CompactionPolicy::full()).unwrap();
     assert!(r.version.is_some());

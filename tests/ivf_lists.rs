@@ -56,13 +56,13 @@ fn ivf_index(dir: &Path, m: &Model, x: &Array2<f32>, y: &[u32], how: ListAssignm
     let add = |index: &Index, r: std::ops::Range<usize>, lists: Option<ListAssignment>| {
         let labelled = lists.is_some();
         index
-            .add_descriptors(
-                m,
+            .add(
                 x.slice(s![r.clone(), ..]),
                 &AddOptions {
                     ids: Some(&ids[r.clone()]),
                     labels: labelled.then(|| &y[r]),
                     lists,
+                    ..AddOptions::default()
                 },
             )
             .unwrap();
@@ -303,8 +303,7 @@ fn nearest_lists_are_the_ncm_classes_of_the_rows() {
     // An add files rows by the committed means too.
     let new = x.slice(s![1200..1300, ..]);
     let ids = index
-        .add_descriptors(
-            &m,
+        .add(
             new,
             &AddOptions {
                 lists: Some(ListAssignment::Nearest),
@@ -383,8 +382,7 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
     assert!(right > 200, "{right}/300");
     // A labelled add updates the sums in the same commit.
     index
-        .add_descriptors(
-            &m,
+        .add(
             x.slice(s![1500..1797, ..]),
             &AddOptions {
                 labels: Some(&y[1500..]),
@@ -398,8 +396,7 @@ fn labelled_build_creates_the_class_table_and_adds_update_it() {
     let v = index.version();
     let bad = [3u32, 42];
     let e = index
-        .add_descriptors(
-            &m,
+        .add(
             x.slice(s![0..2, ..]),
             &AddOptions {
                 labels: Some(&bad),

@@ -11,6 +11,7 @@ mod common;
 use std::path::Path;
 
 use codedb::BuildOptions;
+use codedb::EncodedOptions;
 use codedb::classes::ListAssignment;
 use codedb::model::{AdcMetric, Model, PipelineSpec, TrainOptions, train};
 use codedb::scan::{CodeRows, Direction, ScanOptions, lut4_topk_batch};
@@ -55,11 +56,12 @@ fn index(dir: &Path, m: &Model, x: ArrayView2<f32>, labels: &[u32]) -> Index {
     .unwrap();
     let add = |idx: &Index, r: std::ops::Range<usize>| {
         let codes = m.encode(x.slice(s![r.clone(), ..])).unwrap();
-        idx.add_rows(
+        idx.add_encoded(
             &codedb::storage::RowBatch::new(&codes)
                 .with_ids(&ids[r.clone()])
                 .with_labels(&labels[r.clone()])
                 .with_lists(&labels[r]),
+            &EncodedOptions::default(),
         )
         .unwrap();
         idx.commit().unwrap();

@@ -16,6 +16,7 @@ use codedb::search::{
     asym_tables,
 };
 use codedb::storage::{Config, Index, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
@@ -52,10 +53,10 @@ fn multi_block_index(dir: &Path, m: &Model, x: ArrayView2<f32>) -> Index {
     )
     .unwrap();
     index
-        .add_codes(
-            &m.encode(x.slice(s![1200..1500, ..])).unwrap(),
-            Some(&ids[1200..1500]),
-            None,
+        .add_encoded(
+            &RowBatch::new(&m.encode(x.slice(s![1200..1500, ..])).unwrap())
+                .with_ids(&ids[1200..1500]),
+            &EncodedOptions::default(),
         )
         .unwrap();
     index.commit().unwrap();
@@ -63,10 +64,9 @@ fn multi_block_index(dir: &Path, m: &Model, x: ArrayView2<f32>) -> Index {
     // Reopen with the default (large) seal size so the last batch stays in the log.
     let index = Index::open(dir, Config::default()).unwrap();
     index
-        .add_codes(
-            &m.encode(x.slice(s![1500.., ..])).unwrap(),
-            Some(&ids[1500..]),
-            None,
+        .add_encoded(
+            &RowBatch::new(&m.encode(x.slice(s![1500.., ..])).unwrap()).with_ids(&ids[1500..]),
+            &EncodedOptions::default(),
         )
         .unwrap();
     let gone: Vec<u64> = ids.iter().copied().step_by(13).collect();

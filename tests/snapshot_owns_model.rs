@@ -12,6 +12,7 @@ use codedb::search::{SearchError, SearchMode, SearchParams};
 use codedb::storage::inspect::inspect_dir;
 use codedb::storage::verify::verify_path;
 use codedb::storage::{CompactionPolicy, Config, Index, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 use ndarray::{Array2, array};
 
 /// A 3-D → 3 × float32 model (codes are the vectors themselves).
@@ -50,7 +51,12 @@ fn versions_of_one_index_share_the_decoded_model_and_their_class_means() {
 
     // A commit of rows only: a new version, the same decoded model and class means.
     let rows = array![[1.0f32, 1.0, 1.0], [0.0, 0.0, 0.5]];
-    index.add_codes(&codes(&m, &rows), None, None).unwrap();
+    index
+        .add_encoded(
+            &RowBatch::new(&codes(&m, &rows)),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
     index.commit().unwrap();
     let s2 = index.snapshot();
     assert!(s2.version() > s1.version());
@@ -116,7 +122,9 @@ fn an_index_whose_model_does_not_decode_still_reads_inspects_and_verifies() {
     };
     let dir = tempfile::tempdir().unwrap();
     let index = Index::create(dir.path(), &mf, Config::default()).unwrap();
-    index.add_codes(&[7u8; 16], None, None).unwrap();
+    index
+        .add_encoded(&RowBatch::new(&[7u8; 16]), &EncodedOptions::default())
+        .unwrap();
     index.commit().unwrap();
     drop(index);
 

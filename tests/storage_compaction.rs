@@ -13,13 +13,19 @@ use codedb::format::{
     SegmentReader, section_kind,
 };
 use codedb::storage::{CompactionPolicy, Config, Index, ReadOptions, Snapshot, StorageError};
+use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 
 /// Adds `ids` and commits; with `small_config(1)` every commit seals one segment.
 fn add_commit(idx: &Index, ids: &[u64]) {
     let labels: Vec<u32> = ids.iter().map(|&i| (i % 5) as u32).collect();
-    idx.add_codes(&codes(ids, 0), Some(ids), Some(&labels))
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(ids, 0))
+            .with_ids(ids)
+            .with_labels(&labels),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
 }
 
@@ -229,11 +235,18 @@ fn segments_with_unsorted_ids_from_another_tool_are_looked_up_and_merged() {
 
     let idx = Index::open(dir.path(), small_config(1)).unwrap();
     assert!(matches!(
-        idx.add_codes(&code(7, 1), Some(&[7]), None),
+        idx.add_encoded(
+            &RowBatch::new(&code(7, 1)).with_ids(&[7]),
+            &EncodedOptions::default()
+        ),
         Err(StorageError::DuplicateId { id: 7, .. })
     ));
     idx.delete(&[3]).unwrap();
-    idx.upsert_codes(&code(9, 1), &[9], None).unwrap();
+    idx.upsert_encoded(
+        &RowBatch::new(&code(9, 1)).with_ids(&[9]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     let want = rows_of(&idx.snapshot());
     assert_eq!(
@@ -288,8 +301,11 @@ fn compaction_refuses_to_copy_a_damaged_column() {
     assert!(e.to_string().contains("checksum mismatch in codes"), "{e}");
     assert_eq!(idx.snapshot().segment_count(), 2, "nothing published");
     // Not poisoned: the writer still works.
-    idx.add_codes(&codes(&[500], 0), Some(&[500]), None)
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[500], 0)).with_ids(&[500]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     assert_eq!(idx.snapshot().live_rows(), before + 1);
 }

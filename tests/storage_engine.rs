@@ -11,6 +11,7 @@ use codedb::format::{CodeKind, FileId, ModelFile};
 use codedb::storage::{
     ClassStats, CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, list_versions,
 };
+use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 
 #[test]
@@ -19,7 +20,10 @@ fn create_add_commit_reopen_round_trips_rows() {
     let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
     assert_eq!(idx.version(), 1);
     let ids = idx
-        .add_codes(&codes(&[0, 1, 2], 0), None, Some(&[5, 6, 7]))
+        .add_encoded(
+            &RowBatch::new(&codes(&[0, 1, 2], 0)).with_labels(&[5, 6, 7]),
+            &EncodedOptions::default(),
+        )
         .unwrap();
     assert_eq!(ids, vec![0, 1, 2]);
     assert!(idx.has_uncommitted());
@@ -42,7 +46,9 @@ fn create_add_commit_reopen_round_trips_rows() {
     let idx = Index::open(dir.path(), Config::default()).unwrap();
     assert!(idx.recovery().is_clean(), "{:?}", idx.recovery());
     assert_eq!(rows_of(&idx.snapshot()), rows);
-    let more = idx.add_codes(&codes(&[3], 0), None, None).unwrap();
+    let more = idx
+        .add_encoded(&RowBatch::new(&codes(&[3], 0)), &EncodedOptions::default())
+        .unwrap();
     assert_eq!(more, vec![3], "auto ids continue after reopen");
     idx.commit().unwrap();
     let snap = Snapshot::open(dir.path()).unwrap();
@@ -59,11 +65,17 @@ fn create_add_commit_reopen_round_trips_rows() {
 fn user_ids_duplicates_and_auto_ids() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
-    idx.add_codes(&codes(&[10, 1000], 0), Some(&[10, 1000]), None)
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[10, 1000], 0)).with_ids(&[10, 1000]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     // A duplicate of a staged (uncommitted) row is refused as well as of a committed one.
     let e = idx
-        .add_codes(&codes(&[1000], 1), Some(&[1000]), None)
+        .add_encoded(
+            &RowBatch::new(&codes(&[1000], 1)).with_ids(&[1000]),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(
         matches!(e, StorageError::DuplicateId { id: 1000, .. }),
@@ -71,16 +83,27 @@ fn user_ids_duplicates_and_auto_ids() {
     );
     idx.commit().unwrap();
     let e = idx
-        .add_codes(&codes(&[11, 10], 1), Some(&[11, 10]), None)
+        .add_encoded(
+            &RowBatch::new(&codes(&[11, 10], 1)).with_ids(&[11, 10]),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(matches!(e, StorageError::DuplicateId { id: 10, .. }), "{e}");
     assert!(e.to_string().contains("upsert"), "{e}");
     assert!(!idx.has_uncommitted(), "a refused add stages nothing");
     let e = idx
-        .add_codes(&codes(&[7, 7], 0), Some(&[7, 7]), None)
+        .add_encoded(
+            &RowBatch::new(&codes(&[7, 7], 0)).with_ids(&[7, 7]),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("appears twice"), "{e}");
-    let auto = idx.add_codes(&codes(&[0, 0], 0), None, None).unwrap();
+    let auto = idx
+        .add_encoded(
+            &RowBatch::new(&codes(&[0, 0], 0)),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
     assert_eq!(auto, vec![1001, 1002], "auto ids start above every user id");
     idx.commit().unwrap();
     assert_eq!(idx.snapshot().manifest().next_auto_id, 1003);
@@ -94,7 +117,11 @@ fn deletes_are_per_version_and_unknown_ids_delete_nothing() {
     // Tiny seal threshold: the first commit seals its rows into a segment, the later rows stay
     // in the log, so deletes hit both.
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
-    idx.add_codes(&codes(&[0, 1, 2, 3], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[0, 1, 2, 3], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     assert_eq!(idx.snapshot().segment_count(), 1);
     let cfg = Config {
@@ -103,7 +130,11 @@ fn deletes_are_per_version_and_unknown_ids_delete_nothing() {
     };
     drop(idx);
     let idx = Index::open(dir.path(), cfg).unwrap();
-    idx.add_codes(&codes(&[4, 5, 6], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[4, 5, 6], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     let v_before = idx.commit().unwrap();
     let before = idx.snapshot();
     let e = idx.delete(&[1, 77]).unwrap_err();
@@ -130,8 +161,13 @@ fn deletes_are_per_version_and_unknown_ids_delete_nothing() {
     );
     // Deleted then re-added in one commit: the new row is the live one.
     idx.delete(&[2]).unwrap();
-    idx.add_codes(&codes(&[2], 9), Some(&[2]), Some(&[4]))
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[2], 9))
+            .with_ids(&[2])
+            .with_labels(&[4]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     assert_eq!(rows_of(&idx.snapshot())[&2], (code(2, 9).to_vec(), Some(4)));
     drop(idx);
@@ -144,15 +180,30 @@ fn deletes_are_per_version_and_unknown_ids_delete_nothing() {
 fn upsert_replaces_live_rows_and_adds_new_ones() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
-    idx.add_codes(&codes(&[1, 2], 0), Some(&[1, 2]), Some(&[1, 1]))
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[1, 2], 0))
+            .with_ids(&[1, 2])
+            .with_labels(&[1, 1]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap(); // sealed into a segment
     let replaced = idx
-        .upsert_codes(&codes(&[2, 3], 1), &[2, 3], Some(&[8, 9]))
+        .upsert_encoded(
+            &RowBatch::new(&codes(&[2, 3], 1))
+                .with_ids(&[2, 3])
+                .with_labels(&[8, 9]),
+            &EncodedOptions::default(),
+        )
         .unwrap();
     assert_eq!(replaced, 1);
     // Upserting a row staged in this same commit replaces it too.
-    let replaced = idx.upsert_codes(&codes(&[3], 2), &[3], None).unwrap();
+    let replaced = idx
+        .upsert_encoded(
+            &RowBatch::new(&codes(&[3], 2)).with_ids(&[3]),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
     assert_eq!(replaced, 1);
     idx.commit().unwrap();
     let rows = rows_of(&idx.snapshot());
@@ -172,7 +223,11 @@ fn the_log_is_sealed_into_a_sorted_segment_past_the_threshold() {
     let mut expect = Vec::new();
     for k in 0..6u64 {
         let ids = [100 - k * 3, 50 + k];
-        idx.add_codes(&codes(&ids, 0), Some(&ids), None).unwrap();
+        idx.add_encoded(
+            &RowBatch::new(&codes(&ids, 0)).with_ids(&ids),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
         idx.delete(&[ids[1]]).unwrap();
         expect.push(ids[0]);
         idx.commit().unwrap();
@@ -208,7 +263,11 @@ fn commit_sealed_seals_a_log_of_any_size_and_is_a_no_op_without_one() {
     );
 
     let ids = [30u64, 10, 20, 40];
-    idx.add_codes(&codes(&ids, 0), Some(&ids), None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&ids, 0)).with_ids(&ids),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     assert!(
         idx.snapshot().active_log().is_some(),
@@ -233,7 +292,11 @@ fn commit_sealed_seals_a_log_of_any_size_and_is_a_no_op_without_one() {
     assert_eq!(idx.commit_sealed().unwrap(), v);
 
     // Staged rows are committed and sealed in one version, beside the first segment.
-    idx.add_codes(&codes(&[5], 1), Some(&[5]), None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[5], 1)).with_ids(&[5]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     assert_eq!(idx.commit_sealed().unwrap(), v + 1);
     let s = idx.snapshot();
     assert_eq!(s.segment_count(), 2);
@@ -242,7 +305,11 @@ fn commit_sealed_seals_a_log_of_any_size_and_is_a_no_op_without_one() {
     assert_eq!(rows_of(&s), want);
 
     // A log whose rows are all deleted is dropped, not sealed into an empty segment.
-    idx.add_codes(&codes(&[7], 0), Some(&[7]), None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[7], 0)).with_ids(&[7]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     idx.delete(&[7]).unwrap();
     idx.commit_sealed().unwrap();
@@ -262,7 +329,8 @@ fn snapshots_pin_their_files_until_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
     for k in 0..3u64 {
-        idx.add_codes(&codes(&[k], 0), None, None).unwrap();
+        idx.add_encoded(&RowBatch::new(&codes(&[k], 0)), &EncodedOptions::default())
+            .unwrap();
         idx.commit().unwrap();
     }
     idx.delete(&[0]).unwrap();
@@ -281,7 +349,11 @@ fn snapshots_pin_their_files_until_dropped() {
     assert_eq!(idx.snapshot().segment_count(), 1);
     // Two more versions: the pinned one is no longer among the newest two GC keeps.
     for k in 10..12u64 {
-        idx.add_codes(&codes(&[k], 0), Some(&[k]), None).unwrap();
+        idx.add_encoded(
+            &RowBatch::new(&codes(&[k], 0)).with_ids(&[k]),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
         idx.delete(&[k]).unwrap();
         idx.commit().unwrap();
     }
@@ -310,7 +382,9 @@ fn retention_keeps_the_newest_versions_and_young_ones() {
     let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
     let mut prev = None;
     for k in 0..5u64 {
-        let ids = idx.add_codes(&codes(&[k], 0), None, None).unwrap();
+        let ids = idx
+            .add_encoded(&RowBatch::new(&codes(&[k], 0)), &EncodedOptions::default())
+            .unwrap();
         if let Some(p) = prev {
             idx.delete(&[p]).unwrap(); // every commit after the first writes a bitmap
         }
@@ -341,7 +415,8 @@ fn retention_keeps_the_newest_versions_and_young_ones() {
         ..Config::default()
     };
     let idx = Index::open(dir.path(), cfg).unwrap();
-    idx.add_codes(&codes(&[0], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[0], 0)), &EncodedOptions::default())
+        .unwrap();
     idx.commit().unwrap();
     assert_eq!(idx.gc().unwrap().kept_versions, vec![7, 6, 5]);
 }
@@ -386,22 +461,46 @@ fn bad_arguments_are_typed_errors_naming_the_argument() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), Config::default()).unwrap();
     let cases: Vec<(StorageError, &str)> = vec![
-        (idx.add_codes(&[], None, None).unwrap_err(), "codes"),
-        (idx.add_codes(&[0; 12], None, None).unwrap_err(), "codes"),
         (
-            idx.add_codes(&[0; 16], Some(&[1]), None).unwrap_err(),
+            idx.add_encoded(&RowBatch::new(&[]), &EncodedOptions::default())
+                .unwrap_err(),
+            "codes",
+        ),
+        (
+            idx.add_encoded(&RowBatch::new(&[0; 12]), &EncodedOptions::default())
+                .unwrap_err(),
+            "codes",
+        ),
+        (
+            idx.add_encoded(
+                &RowBatch::new(&[0; 16]).with_ids(&[1]),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
             "ids",
         ),
         (
-            idx.add_codes(&[0; 8], None, Some(&[1, 2])).unwrap_err(),
+            idx.add_encoded(
+                &RowBatch::new(&[0; 8]).with_labels(&[1, 2]),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
             "labels",
         ),
         (
-            idx.add_codes(&[0; 8], None, Some(&[u32::MAX])).unwrap_err(),
+            idx.add_encoded(
+                &RowBatch::new(&[0; 8]).with_labels(&[u32::MAX]),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
             "labels",
         ),
         (
-            idx.add_codes(&[0; 8], Some(&[u64::MAX]), None).unwrap_err(),
+            idx.add_encoded(
+                &RowBatch::new(&[0; 8]).with_ids(&[u64::MAX]),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
             "ids",
         ),
         (idx.delete(&[]).unwrap_err(), "ids"),
@@ -433,9 +532,13 @@ fn bad_arguments_are_typed_errors_naming_the_argument() {
     };
     let d12 = tempfile::tempdir().unwrap();
     let i12 = Index::create(d12.path(), &m12, Config::default()).unwrap();
-    i12.add_codes(&[0xff, 0x0f], None, None).unwrap();
+    i12.add_encoded(&RowBatch::new(&[0xff, 0x0f]), &EncodedOptions::default())
+        .unwrap();
     let e = i12
-        .add_codes(&[0xff, 0x0f, 0x00, 0x10], None, None)
+        .add_encoded(
+            &RowBatch::new(&[0xff, 0x0f, 0x00, 0x10]),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("row 1"), "{e}");
     let mf = ModelFile {
@@ -448,10 +551,13 @@ fn bad_arguments_are_typed_errors_naming_the_argument() {
     let df = tempfile::tempdir().unwrap();
     let ifl = Index::create(df.path(), &mf, Config::default()).unwrap();
     let mut c: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
-    ifl.add_codes(&c, None, None).unwrap();
+    ifl.add_encoded(&RowBatch::new(&c), &EncodedOptions::default())
+        .unwrap();
     c.extend(1.0f32.to_le_bytes());
     c.extend(f32::NAN.to_le_bytes());
-    let e = ifl.add_codes(&c, None, None).unwrap_err();
+    let e = ifl
+        .add_encoded(&RowBatch::new(&c), &EncodedOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("NaN"), "{e}");
 }
 
@@ -528,9 +634,17 @@ fn class_records_become_a_base_table_then_deltas_folded_per_version() {
 fn dropping_the_writer_discards_uncommitted_rows_and_reopening_reports_the_tail() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
-    idx.add_codes(&codes(&[1, 2], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[1, 2], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
-    idx.add_codes(&codes(&[3, 4, 5], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[3, 4, 5], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     drop(idx);
     let idx = Index::open(dir.path(), small_config(1 << 20)).unwrap();
     let tail = idx.recovery().log_tail.clone().expect("tail reported");
@@ -543,7 +657,9 @@ fn dropping_the_writer_discards_uncommitted_rows_and_reopening_reports_the_tail(
         (1, 3, 0)
     );
     assert_eq!(rows_of(&idx.snapshot()).len(), 2);
-    let ids = idx.add_codes(&codes(&[0], 0), None, None).unwrap();
+    let ids = idx
+        .add_encoded(&RowBatch::new(&codes(&[0], 0)), &EncodedOptions::default())
+        .unwrap();
     assert_eq!(ids, vec![2], "ids of uncommitted rows are handed out again");
     idx.commit().unwrap();
     drop(idx);
@@ -571,7 +687,12 @@ fn the_golden_index_opens_read_only_and_as_a_writer_on_a_copy() {
         std::fs::copy(golden.join(&f), dir.path().join(&f)).unwrap();
     }
     let idx = Index::open(dir.path(), small_config(1)).unwrap();
-    let ids = idx.add_codes(&[1, 2, 3, 4], None, Some(&[9, 9])).unwrap();
+    let ids = idx
+        .add_encoded(
+            &RowBatch::new(&[1, 2, 3, 4]).with_labels(&[9, 9]),
+            &EncodedOptions::default(),
+        )
+        .unwrap();
     assert_eq!(ids, vec![33, 34]);
     // Row 12 carries label 2, a class of the golden table, so it counts in it; its segment
     // stores no vectors, so the class statistics can only be kept as they are.
@@ -606,7 +727,11 @@ fn the_golden_index_opens_read_only_and_as_a_writer_on_a_copy() {
 fn versions_and_inspect_report_the_active_log() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
-    idx.add_codes(&codes(&[1, 2, 3], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[1, 2, 3], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit().unwrap();
     idx.delete(&[1]).unwrap();
     idx.commit().unwrap();
@@ -687,19 +812,26 @@ fn row_batches_are_checked_column_by_column_before_anything_is_written() {
         ),
     ];
     for (batch, want) in cases {
-        let e = idx.add_rows(&batch).unwrap_err().to_string();
+        let e = idx
+            .add_encoded(&batch, &EncodedOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "expected {want:?} in {e}");
     }
     let e = idx
-        .upsert_rows(&RowBatch::new(&c).with_vectors(good.view()))
+        .upsert_encoded(
+            &RowBatch::new(&c).with_vectors(good.view()),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("needs the ids"), "{e}");
     assert!(!idx.has_uncommitted(), "a refused batch stages nothing");
     let ids = idx
-        .add_rows(
+        .add_encoded(
             &RowBatch::new(&c)
                 .with_vectors(good.view())
                 .with_lists(&[7, 3]),
+            &EncodedOptions::default(),
         )
         .unwrap();
     idx.commit().unwrap();
@@ -718,7 +850,10 @@ fn row_batches_are_checked_column_by_column_before_anything_is_written() {
     let dir2 = scratch_dir();
     let plain = Index::create(dir2.path(), &model(), Config::default()).unwrap();
     let e = plain
-        .add_rows(&RowBatch::new(&c).with_vectors(good.view()))
+        .add_encoded(
+            &RowBatch::new(&c).with_vectors(good.view()),
+            &EncodedOptions::default(),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("stores no vectors"), "{e}");
     let e = Index::create_with(

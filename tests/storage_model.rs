@@ -12,6 +12,7 @@ mod storage_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use codedb::EncodedOptions;
 use codedb::format::{VectorDType, VectorSpec};
 use codedb::storage::{
     CompactionPolicy, Config, CreateOptions, Index, RowBatch, Snapshot, StorageError,
@@ -183,9 +184,10 @@ fn add_extra(
         vectors: Some(v.view()),
     };
     let r = if upsert {
-        idx.upsert_rows(&batch).map(|replaced| vec![replaced])
+        idx.upsert_encoded(&batch, &EncodedOptions::default())
+            .map(|replaced| vec![replaced])
     } else {
-        idx.add_rows(&batch)
+        idx.add_encoded(&batch, &EncodedOptions::default())
     };
     let extras = expect_ids
         .iter()
@@ -228,7 +230,14 @@ fn run(actions: &[Action], vectors: bool) {
                     staged.extras.extend(extras);
                     r.unwrap()
                 } else {
-                    idx.add_codes(&c, None, labels.as_deref()).unwrap()
+                    idx.add_encoded(
+                        &RowBatch {
+                            labels: labels.as_deref(),
+                            ..RowBatch::new(&c)
+                        },
+                        &EncodedOptions::default(),
+                    )
+                    .unwrap()
                 };
                 assert_eq!(ids, want, "{when}");
                 for (k, id) in ids.into_iter().enumerate() {
@@ -242,7 +251,13 @@ fn run(actions: &[Action], vectors: bool) {
                 let (r, extras) = if vectors {
                     add_extra(&idx, &codes(ids, 1), Some(ids), ids, None, 1, true, false)
                 } else {
-                    (idx.add_codes(&codes(ids, 1), Some(ids), None), Vec::new())
+                    (
+                        idx.add_encoded(
+                            &RowBatch::new(&codes(ids, 1)).with_ids(ids),
+                            &EncodedOptions::default(),
+                        ),
+                        Vec::new(),
+                    )
                 };
                 if unique.len() != ids.len() {
                     assert!(
@@ -292,7 +307,11 @@ fn run(actions: &[Action], vectors: bool) {
                     (r.map(|v| v.first().copied()), e)
                 } else {
                     (
-                        idx.upsert_codes(&c, ids, Some(&labels)).map(Some),
+                        idx.upsert_encoded(
+                            &RowBatch::new(&c).with_ids(ids).with_labels(&labels),
+                            &EncodedOptions::default(),
+                        )
+                        .map(Some),
                         Vec::new(),
                     )
                 };

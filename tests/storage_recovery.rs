@@ -9,6 +9,7 @@ mod storage_support;
 use std::path::Path;
 
 use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, StorageError};
+use codedb::{EncodedOptions, RowBatch};
 use common::files::{dir_bytes, flip_middle};
 use storage_support::*;
 
@@ -18,15 +19,22 @@ const V: fn(u64) -> String = |v| format!("v{v:020}.manifest");
 /// segment and the log) and appends id 60 to the log; returns the rows of version 3.
 fn index_with_deletes_in_v4(dir: &Path) -> RowMap {
     let idx = Index::create(dir, &model(), small_config(1 << 20)).unwrap();
-    idx.add_codes(&codes(&(0..50).collect::<Vec<_>>(), 0), None, None)
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&(0..50).collect::<Vec<_>>(), 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     idx.commit_sealed().unwrap();
-    idx.add_codes(&codes(&(50..60).collect::<Vec<_>>(), 0), None, None)
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&(50..60).collect::<Vec<_>>(), 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     assert_eq!(idx.commit().unwrap(), 3);
     let v3 = rows_of(&idx.snapshot());
     idx.delete(&[10, 20, 30, 55]).unwrap();
-    idx.add_codes(&codes(&[60], 0), None, None).unwrap();
+    idx.add_encoded(&RowBatch::new(&codes(&[60], 0)), &EncodedOptions::default())
+        .unwrap();
     assert_eq!(idx.commit().unwrap(), 4);
     v3
 }
@@ -66,11 +74,19 @@ fn a_damaged_newest_manifest_is_reported_on_every_open_and_refuses_every_writer(
         ("check_writable", idx.check_writable().unwrap_err()),
         (
             "add",
-            idx.add_codes(&codes(&[100], 0), None, None).unwrap_err(),
+            idx.add_encoded(
+                &RowBatch::new(&codes(&[100], 0)),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
         ),
         (
             "upsert",
-            idx.upsert_codes(&codes(&[1], 1), &[1], None).unwrap_err(),
+            idx.upsert_encoded(
+                &RowBatch::new(&codes(&[1], 1)).with_ids(&[1]),
+                &EncodedOptions::default(),
+            )
+            .unwrap_err(),
         ),
         ("delete", idx.delete(&[1]).unwrap_err()),
         (
@@ -186,7 +202,11 @@ fn gc_removes_nothing_while_an_older_manifest_does_not_read() {
     assert!(e.to_string().contains("--to-version 4"), "{e}");
     assert_eq!(dir_bytes(dir.path()), before, "GC removed nothing");
     // Writers still work; the compaction's own GC reports the refusal.
-    idx.add_codes(&codes(&[500], 0), None, None).unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[500], 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     assert_eq!(idx.commit().unwrap(), 5);
     let r = idx.compact(&CompactionPolicy::full()).unwrap();
     assert!(r.version.is_some());

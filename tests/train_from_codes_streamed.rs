@@ -12,6 +12,7 @@ use codedb::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, fit_c
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::search::{fit_classifier_from_index, train_from_index};
 use codedb::storage::{Config, Index, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 use ndarray::{Array2, Axis};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/digits");
@@ -43,7 +44,13 @@ fn build_index(dir: &std::path::Path, spec: &str, d: &Data, labelled: bool) -> M
     let codes = model.encode(d.x.view()).unwrap();
     let labels: Vec<u32> = d.y.iter().map(|&l| l as u32).collect();
     index
-        .add_codes(&codes, None, labelled.then_some(&labels[..]))
+        .add_encoded(
+            &RowBatch {
+                labels: labelled.then_some(&labels[..]),
+                ..RowBatch::new(&codes)
+            },
+            &EncodedOptions::default(),
+        )
         .unwrap();
     index.commit().unwrap();
     model

@@ -20,6 +20,7 @@ use crate::error::Error;
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::search::{SearchMode, SearchParams};
 use codedb::storage::{CompactionPolicy, Config, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 
 const DIGITS_PIXELS: &[u8] = include_bytes!("../../tests/data/digits/pixels.npy");
 const DIGITS_LABELS: &[u8] = include_bytes!("../../tests/data/digits/labels.npy");
@@ -223,7 +224,12 @@ pub fn run_demo(
     let mut steps = Vec::new();
     // Append the queries as new images, delete a few rows, compact.
     let q_ids: Vec<u64> = q_rows.iter().map(|&i| i as u64).collect();
-    index.add_codes(&model.encode(qs.view())?, Some(&q_ids), Some(&q_labels))?;
+    index.add_encoded(
+        &RowBatch::new(&model.encode(qs.view())?)
+            .with_ids(&q_ids)
+            .with_labels(&q_labels),
+        &EncodedOptions::default(),
+    )?;
     let v = index.commit()?;
     steps.push(format!("appended {} rows (version {v})", q_ids.len()));
     let gone: Vec<u64> = ids.iter().copied().step_by(97).collect();

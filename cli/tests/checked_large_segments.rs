@@ -17,6 +17,7 @@ use codedb::format::{
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::search::{SearchError, SearchMode, SearchParams};
 use codedb::storage::{Config, Index, ReadOptions, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
@@ -342,7 +343,10 @@ fn compaction_never_copies_a_damaged_block() {
         let v = x.slice(s![0..10, ..]);
         let codes = m.encode(v).unwrap();
         index
-            .add_rows(&codedb::storage::RowBatch::new(&codes).with_vectors(v))
+            .add_encoded(
+                &codedb::storage::RowBatch::new(&codes).with_vectors(v),
+                &EncodedOptions::default(),
+            )
             .unwrap();
         index.commit_sealed().unwrap();
     }
@@ -381,7 +385,10 @@ mod cli {
         let rows: u64 = 1_100_000;
         let digit_codes = m.encode(x.view()).unwrap();
         index
-            .add_codes(&digit_codes, Some(&(0..1797).collect::<Vec<u64>>()), None)
+            .add_encoded(
+                &RowBatch::new(&digit_codes).with_ids(&(0..1797).collect::<Vec<u64>>()),
+                &EncodedOptions::default(),
+            )
             .unwrap();
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = 1797u64;
@@ -394,7 +401,12 @@ mod cli {
                 })
                 .collect();
             let ids: Vec<u64> = (next..next + n).collect();
-            index.add_codes(&codes, Some(&ids), None).unwrap();
+            index
+                .add_encoded(
+                    &RowBatch::new(&codes).with_ids(&ids),
+                    &EncodedOptions::default(),
+                )
+                .unwrap();
             next += n;
         }
         index.commit_sealed().unwrap();
@@ -449,7 +461,10 @@ fn sealed_and_compacted_segments_carry_block_checksums_of_every_column() {
     let v = x.slice(s![0..40, ..]);
     let codes = m.encode(v).unwrap();
     index
-        .add_rows(&codedb::storage::RowBatch::new(&codes).with_vectors(v))
+        .add_encoded(
+            &codedb::storage::RowBatch::new(&codes).with_vectors(v),
+            &EncodedOptions::default(),
+        )
         .unwrap();
     index.commit_sealed().unwrap();
     let policy = codedb::storage::CompactionPolicy {

@@ -12,6 +12,7 @@ mod cli_support;
 mod storage_support;
 use cli_support::codedb;
 use codedb::storage::Index;
+use codedb::{EncodedOptions, RowBatch};
 use storage_support::{codes, model, small_config};
 
 const LOG: &str = "log-00000000000000000000000000016101.log";
@@ -138,8 +139,11 @@ fn in_an_index_a_tail_past_the_committed_length_is_a_note_and_damage_before_it_a
 fn a_problem_in_a_file_two_manifests_name_is_listed_once_naming_both() {
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(), small_config(1 << 20)).unwrap();
-    idx.add_codes(&codes(&(0..20).collect::<Vec<_>>(), 0), None, None)
-        .unwrap();
+    idx.add_encoded(
+        &RowBatch::new(&codes(&(0..20).collect::<Vec<_>>(), 0)),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
     assert_eq!(idx.commit_sealed().unwrap(), 2);
     idx.delete(&[3]).unwrap();
     assert_eq!(idx.commit().unwrap(), 3);

@@ -10,6 +10,7 @@ use std::path::Path;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::search::train_from_index;
 use codedb::storage::{Config, Index, Snapshot};
+use codedb::{EncodedOptions, RowBatch};
 use ndarray::ArrayView2;
 
 mod cli_support;
@@ -27,7 +28,13 @@ fn build_index(dir: &Path, spec: &str, d: &Digits, labelled: bool) {
     let codes = model.encode(d.xtr.view()).unwrap();
     let labels: Vec<u32> = d.ytr.iter().map(|&l| l as u32).collect();
     index
-        .add_codes(&codes, None, labelled.then_some(&labels[..]))
+        .add_encoded(
+            &RowBatch {
+                labels: labelled.then_some(&labels[..]),
+                ..RowBatch::new(&codes)
+            },
+            &EncodedOptions::default(),
+        )
         .unwrap();
     index.commit().unwrap();
 }

@@ -1,6 +1,6 @@
 //! Class sums of a labelled data set: per label, the count and f64 sum of its rows (FORMAT.md
 //! §5) — the class table [`class_records_from_labels`] makes (what `codedb build --labels`
-//! creates), and the count/sum deltas a labelled add stages (`storage::Index::add_descriptors`).
+//! creates), and the count/sum deltas a labelled add stages (`storage::Index::add`).
 //! With f16 stored vectors the sums are of the f16-rounded rows, what the index stores, so a
 //! later delete subtracts exactly what was added.
 

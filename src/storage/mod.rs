@@ -1,9 +1,9 @@
 //! Files and versions: the index directory, its versioned manifests, the single writer, the
 //! active append log, snapshots, compaction, garbage collection, inspection and verification.
 //!
-//! The engine works at the level of *codes*: [`Index::add_codes`] takes rows already encoded
-//! by the index's model (kept in the index as a [`crate::format::ModelFile`]); encoding vectors
-//! is the model layer's job. Durability and concurrency guarantees are stated in
+//! The index owns its model: [`Index::add`] encodes descriptors with it and stores the codes;
+//! underneath, the engine works at the level of codes ([`Index::add_encoded`] takes rows
+//! already encoded by the index's model). Durability and concurrency guarantees are stated in
 //! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
 //!
 //! Every method of [`Index`] lives in `index/`, one file per concern. Compaction is split the
@@ -35,7 +35,8 @@ pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention
 pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use index::{
-    AddOptions, BuildOptions, ClassStats, CompactionReport, GcReport, Index, MergeReport,
+    AddOptions, BuildOptions, ClassStats, CompactionReport, EncodedOptions, GcReport, Index,
+    MergeReport,
 };
 pub use merge_policy::MergeReason;
 pub use recovery::{

@@ -12,7 +12,8 @@ use crate::format::{
 
 use super::error::{Result, StorageError};
 
-/// Rows to add ([`super::Index::add_rows`]) or upsert ([`super::Index::upsert_rows`]).
+/// Encoded rows to add ([`super::Index::add_encoded`]) or upsert
+/// ([`super::Index::upsert_encoded`]): the low-level write path.
 ///
 /// `codes` holds `code_bytes` per row, row-major; every other column has one entry (or one
 /// vector row) per code.

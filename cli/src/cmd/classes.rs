@@ -11,7 +11,6 @@ use codedb::classes::{
     NewClass, PriorScope, choose_prior_weight,
 };
 use codedb::format::class_table::class_name_problem;
-use codedb::model::Model;
 use codedb_cli::io::tsv_field;
 
 use crate::args;
@@ -132,7 +131,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
     // Argument combinations (--validation with its labels, --data and --parent, not with
     // --prior-weight; --data or --mean) are checked by clap.
     let index = crate::open::open_writer(&a.dir)?;
-    let dim = Model::from_model_file(index.model())?.input_dim();
+    let dim = index.model()?.input_dim();
     let whom = inputs::index_model(&a.dir);
     let data = a
         .data
@@ -163,7 +162,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
     ) {
         (Some(m), ..) => m,
         (None, Some(v), Some(l), Some(x)) if a.parent.is_some() => {
-            let model = Model::from_model_file(index.model())?;
+            let model = index.model()?;
             let table = index
                 .staged_classes()?
                 .context("--validation: the index has no class table to validate on")?;
@@ -171,7 +170,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
             let vl = codedb_cli::demo::labels_u32(&codedb_cli::io::load_labels(l)?)
                 .with_context(|| l.display().to_string())?;
             let c = choose_prior_weight(
-                &model,
+                model,
                 &table,
                 vx.view(),
                 &vl,

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::classes::{ClassError, ListAssignment};
-use codedb::model::Model;
 use codedb::storage::{AddOptions, ClassStats, StorageError};
 
 use crate::args;
@@ -111,7 +110,7 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         })
         .transpose()?;
     let index = crate::open::open_writer(&a.dir)?;
-    let model = Model::from_model_file(index.model())?;
+    let model = index.model()?;
     let x = inputs::vectors_for(
         "--data",
         &a.data,
@@ -124,14 +123,13 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         ids: ids.as_deref(),
         labels: labels.as_deref(),
         lists,
+        class_stats: class_stats(a.keep_class_stats),
     };
     let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
     let added = if a.upsert {
-        index.upsert_descriptors_with(&model, x.view(), &opts, class_stats(a.keep_class_stats))
+        index.upsert(x.view(), &opts)
     } else {
-        index
-            .add_descriptors(&model, x.view(), &opts)
-            .map(|ids| (ids, 0))
+        index.add(x.view(), &opts).map(|ids| (ids, 0))
     };
     let (ids, replaced) = match added {
         Err(ClassError::Storage(StorageError::DuplicateId { dir, id })) => bail!(

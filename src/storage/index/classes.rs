@@ -6,8 +6,8 @@
 //!
 //! **The rule**: in an index with a class table, every live row whose label is a class of the
 //! table counts in it. The writer keeps it true: rows added with such a label must be counted by
-//! the class records of the same call (`Index::add_descriptors` computes them; raw codes must
-//! bring them), and a new class may not take an id that live rows already carry as a label
+//! the class records of the same call (`Index::add` computes them; encoded rows must bring
+//! them), and a new class may not take an id that live rows already carry as a label
 //! (they were never counted in it).
 //!
 //! **The descriptor of a removed row** is what the class sum holds for it: the row's stored
@@ -317,8 +317,8 @@ impl Index {
                     format!(
                         "{n} row(s) carry label {id}, a class of the class table, but the class \
                          records given with them count {m} image(s) of it: a labelled row counts \
-                         in its class's mean (Index::add_descriptors adds its descriptor; with \
-                         raw codes, give the class's count and sum)"
+                         in its class's mean (Index::add adds its descriptor; with encoded \
+                         rows, give the class's count and sum)"
                     ),
                 ));
             }
@@ -366,7 +366,7 @@ impl Index {
         new: &[NewClass<'_>],
     ) -> std::result::Result<Vec<PlannedClass>, ClassError> {
         let table = self.staged_classes()?;
-        let dim = self.model().input_dim as usize;
+        let dim = self.model_file().input_dim as usize;
         // Rows labelled before their class existed were never counted in it: a new class takes
         // none of their labels (automatic ids go past them, given ones are refused).
         let labels = self.row_labels()?;

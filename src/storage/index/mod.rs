@@ -1,6 +1,6 @@
 //! The index handle: the single writer of an index directory (FORMAT.md §11).
 //!
-//! Writes (`add_codes`, `upsert_codes`, `delete`, `add_class`) are staged: rows go to the
+//! Writes (`add`, `upsert`, `delete`, `add_new_classes`) are staged: rows go to the
 //! active log at once (unsynced), deletes and class records wait in memory. `commit` makes them
 //! durable and visible together, as one new manifest version; until then no snapshot and no
 //! other process sees them, and a crash loses exactly the uncommitted ones.
@@ -10,16 +10,17 @@
 //! never wait for a commit, a compaction or a garbage collection. Compaction merges outside the
 //! writer mutex and takes it only to publish (see `compact.rs`).
 //!
-//! Failure model: an I/O error part-way through `add_codes`, `commit` or a compaction's publish
+//! Failure model: an I/O error part-way through an add, `commit` or a compaction's publish
 //! step *poisons* the handle: later writes return [`StorageError::Poisoned`]. The reason is
 //! that after a failed write or fsync the state of the page cache is unknown (a retried fsync
 //! can report success for data the kernel already dropped), so the only safe continuation is to
 //! reopen, which recovers the last committed version from disk. Argument errors (a duplicate id,
 //! a wrong shape) are checked before anything is written and never poison.
 //!
-//! One file per concern: `open` (create, open), `write` (add, upsert, delete),
-//! `classes` (class records and the class statistics of rows), `descriptors` (raw descriptors
-//! in: encode, file under lists, count in classes), `commit`, `seal` (log → segment), `compact`
+//! One file per concern: `open` (create, open), `descriptors` (the front door for writes:
+//! descriptors in — encode, file under lists, count in classes), `write` (the low-level path:
+//! add, upsert and delete encoded rows), `classes` (class records and the class statistics of
+//! rows), `commit`, `seal` (log → segment), `compact`
 //! (apply the merge policy, publish), `gc`, `recover` (accept the loss of damaged manifests),
 //! `build` (a whole index from raw descriptors). The writer's state is in `writer`.
 
@@ -41,6 +42,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{FairMutex, Mutex, RwLock};
 
 use crate::format::{ModelFile, VectorSpec};
+use crate::model::{Model, ModelError};
 
 use super::config::Config;
 use super::error::{Result, StorageError};
@@ -55,6 +57,7 @@ pub use compact::{CompactionReport, MergeReport};
 pub use descriptors::AddOptions;
 pub use gc::GcReport;
 pub(crate) use open::check_is_index;
+pub use write::EncodedOptions;
 pub(crate) use writer::{LogWriter, Pending, WLoc, Writer};
 
 /// The writer handle of an index directory. Dropping it releases the lock and discards
@@ -144,8 +147,15 @@ impl Index {
         &self.shared.config
     }
 
-    /// The model that encodes this index's codes.
-    pub fn model(&self) -> &ModelFile {
+    /// The model that encodes this index's codes, decoded once per handle (shared with its
+    /// snapshots). An error when the stored model file does not decode; the index still opens,
+    /// so inspection and verification can report on it.
+    pub fn model(&self) -> std::result::Result<&Model, ModelError> {
+        self.shared.model.decoded()
+    }
+
+    /// The model as stored in the index's model file (ids, code width, stage records).
+    pub fn model_file(&self) -> &ModelFile {
         self.shared.model.file()
     }
 

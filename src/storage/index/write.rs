@@ -1,5 +1,8 @@
-//! Staging rows: add, upsert and delete (visible at the next commit). Rows go to the active
-//! log at once (unsynced); deletes of sealed rows wait in memory, by id.
+//! Staging rows, the low-level path: rows already encoded ([`RowBatch`]: codes plus optional
+//! ids, labels, list ids and stored vectors) are added, upserted or deleted, visible at the next
+//! commit. Rows go to the active log at once (unsynced); deletes of sealed rows wait in memory,
+//! by id. Descriptors take the front door, [`Index::add`] (`descriptors.rs`), which encodes them
+//! and ends here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,67 +18,42 @@ use crate::storage::layout::{data_file_name, tmp_name};
 use crate::storage::log_rows::LogBatchEntry;
 use crate::storage::row_batch::{CheckedRows, RowBatch, check_batch};
 
+/// What a low-level write ([`Index::add_encoded`], [`Index::upsert_encoded`]) stages with its
+/// rows. The default stages rows only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodedOptions<'a> {
+    /// Class records staged in the same step, as by [`Index::add_class`] — typically the
+    /// count/sum deltas of the rows' classes, so a labelled add updates the class table in the
+    /// same commit. In an index with a class table, rows labelled with one of its classes must
+    /// be counted by these records. Rows and records are all checked before anything is
+    /// staged, so on error neither is.
+    pub classes: &'a [ClassRecord],
+    /// What an upsert does to the classes of the rows it replaces ([`ClassStats`]; an add
+    /// replaces nothing and ignores it).
+    pub class_stats: ClassStats,
+}
+
 impl Index {
-    /// Adds rows of already-encoded codes (`code_bytes` per row, row-major), with optional
-    /// user ids and class labels: [`Index::add_rows`] without list ids or vectors.
-    pub fn add_codes(
-        &self,
-        codes: &[u8],
-        ids: Option<&[u64]>,
-        labels: Option<&[u32]>,
-    ) -> Result<Vec<u64>> {
-        self.add_codes_with_classes(codes, ids, labels, &[])
-    }
-
-    /// [`Index::add_codes`] and [`Index::add_class`] as one step: the rows and the class
-    /// records (typically count/sum deltas of the rows' classes, so a labelled add updates the
-    /// class table in the same commit) are all checked before anything is staged, so on error
-    /// neither is. An empty `classes` is plain `add_codes`.
-    pub fn add_codes_with_classes(
-        &self,
-        codes: &[u8],
-        ids: Option<&[u64]>,
-        labels: Option<&[u32]>,
-        classes: &[ClassRecord],
-    ) -> Result<Vec<u64>> {
-        self.add_rows_with_classes(
-            &RowBatch {
-                ids,
-                labels,
-                ..RowBatch::new(codes)
-            },
-            classes,
-        )
-    }
-
-    /// Adds rows (codes and their optional columns, see [`RowBatch`]). Without ids, ids are
-    /// assigned in increasing order from the manifest's `next_auto_id` (which always stays
-    /// above every id ever stored, so an assigned id never collides with a user id). A given
-    /// id that is already live is [`StorageError::DuplicateId`] and nothing is added (use
-    /// [`Index::upsert_rows`] to replace rows). Every column is checked (shapes, reserved
+    /// Adds rows of codes already encoded by the index's model (see [`RowBatch`]) and stages
+    /// `opts.classes` with them: the low-level path under [`Index::add`], for codes made
+    /// elsewhere (a copy from another index, generated codes for a benchmark). Without ids,
+    /// ids are assigned in increasing order from the manifest's `next_auto_id` (which always
+    /// stays above every id ever stored, so an assigned id never collides with a user id). A
+    /// given id that is already live is [`StorageError::DuplicateId`] and nothing is added (use
+    /// [`Index::upsert_encoded`] to replace rows). Every column is checked (shapes, reserved
     /// values, finite vectors of the index's dimension) before anything is written. Returns
     /// the rows' ids, in the batch's order. The rows become visible at the next commit.
-    pub fn add_rows(&self, batch: &RowBatch<'_>) -> Result<Vec<u64>> {
-        self.add_rows_with_classes(batch, &[])
-    }
-
-    /// [`Index::add_rows`] and [`Index::add_class`] as one step, all checked before anything
-    /// is staged (see [`Index::add_codes_with_classes`]).
-    pub fn add_rows_with_classes(
-        &self,
-        batch: &RowBatch<'_>,
-        classes: &[ClassRecord],
-    ) -> Result<Vec<u64>> {
+    pub fn add_encoded(&self, batch: &RowBatch<'_>, opts: &EncodedOptions<'_>) -> Result<Vec<u64>> {
         let checked = check_batch(
             &self.shared.dir,
             self.shared.model.file(),
             self.shared.vectors,
             batch,
         )?;
-        self.add_checked_rows(batch, checked, classes)
+        self.add_checked_rows(batch, checked, opts.classes)
     }
 
-    /// [`Index::add_rows_with_classes`] of a batch [`check_batch`] already passed against this
+    /// [`Index::add_encoded`] of a batch [`check_batch`] already passed against this
     /// index's model and vector setting (`codedb build` checks before it creates the index).
     pub(crate) fn add_checked_rows(
         &self,
@@ -120,45 +98,13 @@ impl Index {
         Ok(ids)
     }
 
-    /// Adds rows with the given ids, replacing the live row of each id that has one (the old
-    /// row is deleted in the same commit). Returns how many rows were replaced.
-    pub fn upsert_codes(&self, codes: &[u8], ids: &[u64], labels: Option<&[u32]>) -> Result<u64> {
-        self.upsert_rows(&RowBatch {
-            ids: Some(ids),
-            labels,
-            ..RowBatch::new(codes)
-        })
-    }
-
-    /// [`Index::add_rows`] that replaces the live row of each given id instead of refusing it
-    /// (the old row is deleted in the same commit). `batch.ids` is required. Returns how many
-    /// rows were replaced. [`Index::upsert_rows_with_classes`] with no class records and
-    /// [`ClassStats::Update`].
-    pub fn upsert_rows(&self, batch: &RowBatch<'_>) -> Result<u64> {
-        self.upsert_rows_with(batch, &[], ClassStats::Update)
-    }
-
-    /// [`Index::upsert_rows`] and [`Index::add_class`] as one step, all checked before anything
-    /// is staged (see [`Index::add_codes_with_classes`]): [`Index::upsert_rows_with`] with
-    /// [`ClassStats::Update`].
-    pub fn upsert_rows_with_classes(
-        &self,
-        batch: &RowBatch<'_>,
-        classes: &[ClassRecord],
-    ) -> Result<u64> {
-        self.upsert_rows_with(batch, classes, ClassStats::Update)
-    }
-
-    /// [`Index::upsert_rows_with_classes`] with what happens to the classes of the replaced
-    /// rows: a replaced row that counts in a class leaves it (per `stats`, see [`ClassStats`];
-    /// its stored vector is subtracted), and `classes` count the new rows (as for
-    /// [`Index::add_rows_with_classes`]). Everything is checked before anything is staged.
-    pub fn upsert_rows_with(
-        &self,
-        batch: &RowBatch<'_>,
-        classes: &[ClassRecord],
-        stats: ClassStats,
-    ) -> Result<u64> {
+    /// [`Index::add_encoded`] that replaces the live row of each given id instead of refusing
+    /// it (the old row is deleted in the same commit); `batch.ids` is required. A replaced row
+    /// that counts in a class leaves it per `opts.class_stats` (see [`ClassStats`]; its stored
+    /// vector is subtracted), and `opts.classes` count the new rows. Everything is checked
+    /// before anything is staged. Returns how many rows were replaced.
+    pub fn upsert_encoded(&self, batch: &RowBatch<'_>, opts: &EncodedOptions<'_>) -> Result<u64> {
+        let (classes, stats) = (opts.classes, opts.class_stats);
         let Some(ids) = batch.ids else {
             return Err(self.invalid("ids", "an upsert needs the ids of its rows"));
         };
@@ -211,7 +157,8 @@ impl Index {
 
     /// Deletes the live rows with these ids (visible at the next commit). An id that is not
     /// live is [`StorageError::UnknownId`] and nothing is deleted. A deleted row that counts in
-    /// a class leaves it in the same commit: [`Index::delete_with`] and [`ClassStats::Update`].
+    /// a class leaves it in the same commit (its stored vector is subtracted from its class's
+    /// sum: [`ClassStats::Update`]; [`Index::delete_with`] can keep the classes as they are).
     pub fn delete(&self, ids: &[u64]) -> Result<()> {
         self.delete_with(ids, ClassStats::Update)
     }
