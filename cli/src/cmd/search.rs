@@ -26,7 +26,7 @@ Examples:
   codedb search my-index --queries q.npy -k 10 --classes sneaker,sandal
   codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF
   codedb search my-index --queries q.npy --threads 0 --verbose
-  codedb search my-index --text \"red apple\" -k 10      # text head (train --captions)
+  codedb search my-index --text \"red apple\" -k 10   # needs train --captions
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
