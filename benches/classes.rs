@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use codedb::classes::{ClassSource, NewClass};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::storage::{Config, Index};
+use codedb::{ClassSource, NewClass};
+use codedb::{Config, Index};
 use codedb::{EncodedOptions, RowBatch};
 use divan::Bencher;
 use ndarray::Array2;

@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use codedb::scan::{
+use codedb::kernels::{
     CodeRows, DenseRows, DenseValues, Direction, Dispatch, FastScanRows, Metric, ScanOptions,
     dense_topk, detected_isa, fastscan_topk_batch, hamming_topk_batch, lut4_topk_batch,
     lut8_topk_batch, pack_fastscan,
@@ -61,11 +61,11 @@ fn opts(mode: &str) -> ScanOptions {
             threads: 1,
         },
         "gather" => ScanOptions {
-            dispatch: match codedb::scan::best_available() {
-                codedb::scan::Isa::Avx512 => Dispatch::Avx512,
-                codedb::scan::Isa::Avx2 => Dispatch::Avx2,
-                codedb::scan::Isa::Neon => Dispatch::Neon,
-                codedb::scan::Isa::Scalar => Dispatch::Scalar,
+            dispatch: match codedb::kernels::best_available() {
+                codedb::kernels::Isa::Avx512 => Dispatch::Avx512,
+                codedb::kernels::Isa::Avx2 => Dispatch::Avx2,
+                codedb::kernels::Isa::Neon => Dispatch::Neon,
+                codedb::kernels::Isa::Scalar => Dispatch::Scalar,
             },
             threads: 1,
         },

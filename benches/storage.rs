@@ -9,10 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use codedb::admin::{FileSystem, StdFs, WriteFile};
 use codedb::format::{CodeKind, FileId, ModelFile};
-use codedb::storage::{
-    CompactionPolicy, Config, FileSystem, Index, ReadOptions, Retention, Snapshot, StdFs, WriteFile,
-};
+use codedb::{CompactionPolicy, Config, Index, ReadOptions, Retention, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
 use divan::Bencher;
 use divan::counter::{BytesCount, ItemsCount};

@@ -25,40 +25,57 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! ARCHITECTURE.md walks the rooms below; README.md is the user's guide (its examples run as
-//! doctests of this crate).
+//! Everything an application needs is at the crate root: [`Index`] (the single writer of an
+//! index directory: create, open, build, add, upsert, delete, commit, compact, gc),
+//! [`Snapshot`] (one pinned version: search, search_radius, classify), [`Model`] and its
+//! training, the options, the reports and the errors ([`Error`] gathers each room's). Four
+//! modules serve other users, each a flat list:
 //!
-//! - [`format`]: bytes ⇄ structures — the versioned, checksummed file format (FORMAT.md).
-//! - [`scan`]: kernels — Hamming, LUT, dense, top-k, with runtime CPU dispatch.
-//! - [`model`]: the math — PCA, ITQ, LSH, SKLSH, RFF, PQ/OPQ stages, pipelines, training.
-//! - [`classes`]: class-mean math — projected means, priors, zero-shot means.
-//! - [`storage`]: files and versions — the index directory, the writer, snapshots, compaction,
-//!   garbage collection, inspection, verification.
-//! - [`search`]: queries over a snapshot — k-NN, radius, re-ranking, NCM classification.
+//! - [`format`]: the file format as a product — readers and writers of every codedb file
+//!   (FORMAT.md), for tools that read or write them without the engine.
+//! - [`model`]: stage-level training — PCA, ITQ, LSH, RFF, PQ/OPQ stages, k-means, and the
+//!   classifiers and metric learning of Mensink et al. — for research on the models.
+//! - [`kernels`]: the scan kernels and the search internals, for benchmarks and experiments.
+//! - [`admin`]: inspection, verification, versions, recovery records and the file-system
+//!   hooks of fault injection, for tools and operators.
+//!
+//! ARCHITECTURE.md walks the rooms behind them; README.md is the user's guide (its examples
+//! run as doctests of this crate).
 
 /// README.md's examples, compiled and run by `cargo test --doc`.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub mod classes;
-pub mod error;
+// The rooms (ARCHITECTURE.md). Private: what a user needs is re-exported below or in a facade.
+mod classes;
+mod error;
+mod scan;
+mod search;
+mod storage;
+
+// The facades: each a flat, curated list for one kind of user (its module doc says whom).
+pub mod admin;
 pub mod format;
+pub mod kernels;
 pub mod model;
-pub mod scan;
-pub mod search;
-pub mod storage;
 
 // The front door: what an embedder needs, at the crate root.
 pub use classes::{
-    ClassError, ClassRef, ClassScore, ClassSource, ListAssignment, NewClass, PriorScope,
+    ClassError, ClassMeans, ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES,
+    DEFAULT_PRIOR_WEIGHT, ListAssignment, MeanSource, NewClass, PlannedClass, PriorScope,
+    PriorWeightChoice, choose_prior_weight, map_mean, zero_shot_prior,
 };
 pub use error::Error;
 pub use format::FormatError;
 pub use model::{Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport};
 pub use scan::ScanError;
-pub use search::{Hit, ListCoverage, SearchError, SearchMode, SearchParams};
+pub use search::{
+    Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,
+    fit_classifier_from_index, train_from_index,
+};
 pub use storage::{
-    AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, CreateOptions, EncodedOptions,
-    Index, ReadOptions, Retention, RowBatch, Snapshot, StorageError,
+    AddOptions, BuildOptions, ClassStats, CompactionPolicy, CompactionReport, Config,
+    CreateOptions, EncodedOptions, GcReport, Index, MergeReason, MergeReport, ReadOptions,
+    Retention, Row, RowBatch, Snapshot, StorageError,
 };

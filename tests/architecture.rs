@@ -96,9 +96,35 @@ fn rooms_use_only_the_rooms_below_them() {
     );
 }
 
+/// The public modules (ARCHITECTURE.md, "The front door"): each a flat list for one kind of
+/// user. Every other module of the crate root is private.
+const FACADES: [&str; 4] = ["admin", "format", "kernels", "model"];
+
+#[test]
+fn the_crate_root_declares_no_public_module_but_the_facades() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let public: Vec<&str> = lib
+        .lines()
+        .map(|l| code(l).trim())
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';').trim())
+        .collect();
+    let extra: Vec<&&str> = public.iter().filter(|m| !FACADES.contains(m)).collect();
+    assert!(
+        extra.is_empty(),
+        "lib.rs makes {extra:?} public; the public modules are the facades {FACADES:?} \
+         (ARCHITECTURE.md): re-export what users need instead"
+    );
+    assert_eq!(
+        public.len(),
+        FACADES.len(),
+        "a facade is missing: {public:?}"
+    );
+}
+
 #[test]
 fn every_engine_file_belongs_to_a_room_or_the_front_door() {
-    let front_door = ["lib.rs", "error.rs"];
+    let front_door = ["lib.rs", "error.rs", "admin.rs", "kernels.rs"];
     for e in std::fs::read_dir(src()).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_str().unwrap().to_string();

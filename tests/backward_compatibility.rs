@@ -15,7 +15,7 @@ use codedb::format::{
     section_kind,
 };
 use codedb::format::{DeletionBitmap, LoadMode};
-use codedb::storage::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
+use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
     golden_v1_5 as g15,
@@ -876,7 +876,8 @@ fn v1_4_golden_segments_read_with_their_values_and_their_block_checksums() {
 
 #[test]
 fn block_checksum_sections_break_no_rule_unnoticed() {
-    use codedb::format::block_checksums::{self, ColumnBlockCrcs};
+    use codedb::format::block_checksums;
+    use codedb::format::block_checksums::ColumnBlockCrcs;
     let path = bless_or_read_v1_4().join(golden::name("seg", g14::SEG_B_ID, "seg"));
     let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
     let c = r.container();

@@ -11,12 +11,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use codedb::classes::{ClassError, ClassSource, NewClass};
 use codedb::format::{ClassTable, VectorDType};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::storage::{
-    AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, Index, StorageError,
-};
+use codedb::{AddOptions, BuildOptions, ClassStats, CompactionPolicy, Config, Index, StorageError};
+use codedb::{ClassError, ClassSource, NewClass};
 use codedb::{EncodedOptions, RowBatch};
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
@@ -370,7 +368,7 @@ fn the_writer_refuses_labels_that_a_class_would_not_count() {
     // Raw codes labelled with a class, without class records counting them.
     let e = idx
         .add_encoded(
-            &codedb::storage::RowBatch::new(&codes)
+            &codedb::RowBatch::new(&codes)
                 .with_labels(&[3, 4])
                 .with_vectors(xs),
             &EncodedOptions::default(),
@@ -383,7 +381,7 @@ fn the_writer_refuses_labels_that_a_class_would_not_count() {
     );
     // Labels that are no class are stored on the rows only...
     idx.add_encoded(
-        &codedb::storage::RowBatch::new(&codes)
+        &codedb::RowBatch::new(&codes)
             .with_labels(&[40, 41])
             .with_vectors(xs),
         &EncodedOptions::default(),

@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use codedb::AddOptions;
-use codedb::classes::{
+use codedb::format::{ClassRecord, ClassTable};
+use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::{
     ClassError, ClassRef, ClassSource, MeanSource, NewClass, PriorScope, choose_prior_weight,
     map_mean,
 };
-use codedb::format::{ClassRecord, ClassTable};
-use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::storage::{CompactionPolicy, Config, Index};
+use codedb::{CompactionPolicy, Config, Index};
 use common::files::dir_bytes;
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, Axis};
@@ -143,7 +143,7 @@ fn a_new_class_is_classifiable_at_the_next_commit_and_old_snapshots_keep_their_t
     assert_eq!(s1.classes().unwrap().classes.len(), 9);
     assert_eq!(s1.classify(x9.view(), 3).unwrap(), before);
     // A reader from disk sees the new table.
-    let s3 = codedb::storage::Snapshot::open(dir.path()).unwrap();
+    let s3 = codedb::Snapshot::open(dir.path()).unwrap();
     assert_eq!(s3.classify(x9.view(), 3).unwrap(), after);
 
     // Same answers as plain NCM computed here in f64 (eq. 1 on the projected means), except

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use codedb::storage::{CompactionPolicy, Index, Snapshot, StorageError};
+use codedb::{CompactionPolicy, Index, Snapshot, StorageError};
 use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 

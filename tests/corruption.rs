@@ -17,11 +17,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use codedb::format::FormatVersion;
-use codedb::format::container::{HEADER_LEN, SECTION_ENTRY_LEN, TRAILER_LEN};
 use codedb::format::{
     ClassTable, Codec, Container, ContainerWriter, DeletionBitmap, FileKind, FormatError, Header,
     Manifest, ModelFile, SegmentData, SegmentReader,
 };
+use codedb::format::{HEADER_LEN, SECTION_ENTRY_LEN, TRAILER_LEN};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -411,7 +411,7 @@ fn an_empty_file_is_not_a_codedb_file() {
 
 #[test]
 fn a_file_of_only_the_magic_is_a_truncated_header() {
-    let magic = codedb::format::container::MAGIC;
+    let magic = codedb::format::MAGIC;
     for k in GOLDEN_KINDS {
         let e = read(k, &magic, Path::new("magic-only")).unwrap_err();
         assert!(

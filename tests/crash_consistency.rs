@@ -26,10 +26,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codedb::EncodedOptions;
+use codedb::admin::verify_path;
 use codedb::format::{LogBatch, LogMeta, Manifest, VectorDType, VectorSpec};
-use codedb::storage::{
+use codedb::{
     CompactionPolicy, Config, CreateOptions, Index, Retention, RowBatch, Snapshot, StorageError,
-    verify::verify_path,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

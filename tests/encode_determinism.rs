@@ -12,13 +12,13 @@
 
 mod force_scalar_support;
 
+use codedb::kernels::{available_dispatches, detected_isa};
+use codedb::kernels::{
+    dot_fixed_order, dot_fixed_order_scalar, dot_rows_fixed_order, dot_rows_fixed_order_with,
+};
 use codedb::model::{
     Binarize, Center, FloatStage, Linear, Model, ProductQuantizer, Rotation, Stage,
 };
-use codedb::scan::dense::{
-    dot_fixed_order, dot_fixed_order_scalar, dot_rows_fixed_order, dot_rows_fixed_order_with,
-};
-use codedb::scan::{available_dispatches, detected_isa};
 use ndarray::{Array2, Array3, ArrayView2, s};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

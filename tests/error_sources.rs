@@ -11,7 +11,7 @@ use std::error::Error as _;
 use std::path::Path;
 
 use codedb::format::{Codec, Container, ContainerWriter, FileId, FileKind, TensorData};
-use codedb::model::classify::ClassifyError;
+use codedb::model::ClassifyError;
 use codedb::model::{Linear, PipelineSpec, TrainOptions, train};
 use ndarray::{Array2, array};
 

@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use codedb::EncodedOptions;
+use codedb::admin::FileSystem;
 use codedb::format::{VectorDType, VectorSpec};
-use codedb::storage::{
-    CompactionPolicy, Config, CreateOptions, FileSystem, Index, Retention, RowBatch, Snapshot,
-    StorageError,
+use codedb::{
+    CompactionPolicy, Config, CreateOptions, Index, Retention, RowBatch, Snapshot, StorageError,
 };
 use storage_support::*;
 
@@ -246,7 +246,7 @@ fn every_failing_file_operation_is_reported_and_the_index_recovers() {
                     msg.contains(&*dir.path().to_string_lossy()),
                     "{what}: {msg}"
                 );
-                match Index::open(dir.path(), config(Arc::new(codedb::storage::StdFs))) {
+                match Index::open(dir.path(), config(Arc::new(codedb::admin::StdFs))) {
                     Ok(idx) => {
                         let got = state_of(&idx.snapshot());
                         if got != t.acked {
@@ -277,7 +277,7 @@ fn every_failing_file_operation_is_reported_and_the_index_recovers() {
                                 dir.path(),
                                 &model(),
                                 &vector_options(),
-                                config(Arc::new(codedb::storage::StdFs)),
+                                config(Arc::new(codedb::admin::StdFs)),
                             )
                             .unwrap(),
                         );
@@ -341,7 +341,7 @@ fn a_failed_fsync_poisons_the_writer_until_it_is_reopened() {
     }
     assert_eq!(idx.snapshot().live_rows(), 1, "snapshots still work");
     drop(idx);
-    let idx = Index::open(dir.path(), config(Arc::new(codedb::storage::StdFs))).unwrap();
+    let idx = Index::open(dir.path(), config(Arc::new(codedb::admin::StdFs))).unwrap();
     assert_eq!(
         rows_of(&idx.snapshot()).keys().copied().collect::<Vec<_>>(),
         vec![0]

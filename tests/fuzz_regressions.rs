@@ -18,11 +18,11 @@ mod roundtrip;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use codedb::format::container::{SECTION_ENTRY_LEN, TRAILER_LEN};
 use codedb::format::section_kind::{CLS_RECORDS, MAN_SEGMENTS, MAN_STRINGS, META, SEG_VECTORS};
 use codedb::format::{
     ClassTable, Container, FileKind, FormatError, Manifest, SegmentData, SegmentReader,
 };
+use codedb::format::{SECTION_ENTRY_LEN, TRAILER_LEN};
 use common::golden;
 
 // ---------------------------------------------------------------------------------------------

@@ -9,12 +9,12 @@ mod common;
 use std::collections::HashSet;
 use std::path::Path;
 
-use codedb::classes::{ClassError, ListAssignment};
 use codedb::format::VectorDType;
+use codedb::kernels::l2sq_f32;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::scan::l2sq_f32;
-use codedb::search::{Hit, SearchMode, SearchParams};
-use codedb::storage::{AddOptions, BuildOptions, Config, Index, Snapshot};
+use codedb::{AddOptions, BuildOptions, Config, Index, Snapshot};
+use codedb::{ClassError, ListAssignment};
+use codedb::{Hit, SearchMode, SearchParams};
 use common::npy::digits;
 use ndarray::{Array2, ArrayView2, s};
 

@@ -12,11 +12,11 @@ use std::path::Path;
 
 use codedb::BuildOptions;
 use codedb::EncodedOptions;
-use codedb::classes::ListAssignment;
+use codedb::ListAssignment;
+use codedb::kernels::{CodeRows, Direction, ScanOptions, lut4_topk_batch};
 use codedb::model::{AdcMetric, Model, PipelineSpec, TrainOptions, train};
-use codedb::scan::{CodeRows, Direction, ScanOptions, lut4_topk_batch};
-use codedb::search::{Hit, SearchMode, SearchParams};
-use codedb::storage::{CompactionPolicy, Config, Index, Snapshot};
+use codedb::{CompactionPolicy, Config, Index, Snapshot};
+use codedb::{Hit, SearchMode, SearchParams};
 use common::npy::digits;
 use ndarray::{ArrayView2, s};
 
@@ -57,7 +57,7 @@ fn index(dir: &Path, m: &Model, x: ArrayView2<f32>, labels: &[u32]) -> Index {
     let add = |idx: &Index, r: std::ops::Range<usize>| {
         let codes = m.encode(x.slice(s![r.clone(), ..])).unwrap();
         idx.add_encoded(
-            &codedb::storage::RowBatch::new(&codes)
+            &codedb::RowBatch::new(&codes)
                 .with_ids(&ids[r.clone()])
                 .with_labels(&labels[r.clone()])
                 .with_lists(&labels[r]),

@@ -6,7 +6,7 @@
 //! several queries per pass.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use codedb::scan::{
+use codedb::kernels::{
     CodeRows, Direction, Dispatch, ScanOptions, TopK, available_dispatches, hamming_topk,
     hamming_topk_batch, hamming_topk_into, hamming_within, lut4_topk_batch, lut8_topk_batch,
 };
@@ -567,7 +567,7 @@ fn documented_order(a: &[f32], b: &[f32], l2: bool) -> f32 {
 
 #[test]
 fn dense_all_paths_bit_identical() {
-    use codedb::scan::{Metric, dense_f32, dense_f32_f16};
+    use codedb::kernels::{Metric, dense_f32, dense_f32_f16};
     use half::f16;
     let mut rng = ChaCha8Rng::seed_from_u64(0xd07);
     for n in [0usize, 1, 7, 8, 31, 32, 33, 63, 64, 65, 100, 784, 1000] {
@@ -606,7 +606,7 @@ fn dense_all_paths_bit_identical() {
 
 #[test]
 fn dense_topk_matches_reference() {
-    use codedb::scan::{DenseRows, DenseValues, Metric, dense_topk};
+    use codedb::kernels::{DenseRows, DenseValues, Metric, dense_topk};
     use half::f16;
     let mut rng = ChaCha8Rng::seed_from_u64(0xde5);
     for (n, dim) in [(0usize, 4usize), (1, 3), (17, 33), (1000, 16), (20_000, 8)] {
@@ -667,7 +667,7 @@ fn dense_topk_matches_reference() {
 /// mod 4).
 #[test]
 fn fastscan_equals_plain_lut4() {
-    use codedb::scan::{FastScanRows, fastscan_topk_batch, pack_fastscan};
+    use codedb::kernels::{FastScanRows, fastscan_topk_batch, pack_fastscan};
     let mut rng = ChaCha8Rng::seed_from_u64(0xfa57);
     let mut case = 0usize;
     for &m in &[1usize, 2, 3, 6, 8, 15, 16, 32, 33] {

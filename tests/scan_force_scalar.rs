@@ -4,7 +4,7 @@
 
 mod force_scalar_support;
 
-use codedb::scan::{CodeRows, Dispatch, Isa, ScanOptions, detected_isa, hamming_topk_batch};
+use codedb::kernels::{CodeRows, Dispatch, Isa, ScanOptions, detected_isa, hamming_topk_batch};
 
 const NAME: &str = "force_scalar_env_makes_auto_scalar";
 

@@ -9,14 +9,12 @@ use std::path::Path;
 
 use codedb::BuildOptions;
 use codedb::format::CodeKind;
+use codedb::kernels::{DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score};
+use codedb::kernels::{HammingTable, MemoryVectors, RowRef, VectorSource, asym_tables};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::scan::{DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score};
-use codedb::search::{
-    HammingTable, Hit, MemoryVectors, RowRef, SearchError, SearchMode, SearchParams, VectorSource,
-    asym_tables,
-};
-use codedb::storage::{Config, Index, Snapshot};
+use codedb::{Config, Index, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
+use codedb::{Hit, SearchError, SearchMode, SearchParams};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
@@ -214,7 +212,7 @@ fn pq_and_float_modes_equal_brute_force() {
             .search(q, &SearchParams::new(5, SearchMode::FloatDot))
             .unwrap();
         let want = brute(&snap, nq, 5, Direction::LargerIsBetter, |i, c| {
-            codedb::scan::dot_f32(&p.row(i).to_vec(), &decode(c)).unwrap()
+            codedb::kernels::dot_f32(&p.row(i).to_vec(), &decode(c)).unwrap()
         });
         for (g, w) in dot.iter().zip(&want) {
             assert_eq!(

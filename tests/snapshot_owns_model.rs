@@ -5,14 +5,14 @@
 
 use std::ptr;
 
-use codedb::classes::{ClassSource, NewClass};
+use codedb::admin::inspect_dir;
+use codedb::admin::verify_path;
 use codedb::format::{CodeKind, FileId, ModelFile};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{SearchError, SearchMode, SearchParams};
-use codedb::storage::inspect::inspect_dir;
-use codedb::storage::verify::verify_path;
-use codedb::storage::{CompactionPolicy, Config, Index, Snapshot};
+use codedb::{ClassSource, NewClass};
+use codedb::{CompactionPolicy, Config, Index, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
+use codedb::{SearchError, SearchMode, SearchParams};
 use ndarray::{Array2, array};
 
 /// A 3-D → 3 × float32 model (codes are the vectors themselves).

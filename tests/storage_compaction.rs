@@ -12,7 +12,7 @@ use codedb::format::{
     FileId, FileRef, Manifest, OpenOptions, SegmentData, SegmentEntry, SegmentLayout,
     SegmentReader, section_kind,
 };
-use codedb::storage::{CompactionPolicy, Config, Index, ReadOptions, Snapshot, StorageError};
+use codedb::{CompactionPolicy, Config, Index, ReadOptions, Snapshot, StorageError};
 use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 
@@ -322,7 +322,7 @@ fn flip_byte(path: &Path, offset: usize) {
 
 #[test]
 fn deleted_rows_are_reclaimed_from_the_threshold_on_and_the_report_says_why() {
-    use codedb::storage::MergeReason;
+    use codedb::MergeReason;
     let dir = scratch_dir();
     let idx = Index::create(dir.path(), &model(), small_config(1)).unwrap();
     add_commit(&idx, &(0..100).collect::<Vec<_>>());

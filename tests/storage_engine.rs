@@ -7,10 +7,9 @@ mod storage_support;
 
 use std::time::Duration;
 
+use codedb::admin::list_versions;
 use codedb::format::{CodeKind, FileId, ModelFile};
-use codedb::storage::{
-    ClassStats, CompactionPolicy, Config, Index, Retention, Snapshot, StorageError, list_versions,
-};
+use codedb::{ClassStats, CompactionPolicy, Config, Index, Retention, Snapshot, StorageError};
 use codedb::{EncodedOptions, RowBatch};
 use storage_support::*;
 
@@ -747,7 +746,7 @@ fn versions_and_inspect_report_the_active_log() {
             (3, Some(2), Some(1), Some(3))
         ]
     );
-    let r = codedb::storage::inspect::inspect_dir(dir.path()).unwrap();
+    let r = codedb::admin::inspect_dir(dir.path()).unwrap();
     assert_eq!((r.version, r.rows, r.deleted, r.segments), (3, 2, 1, 0));
     let log = r.active_log.as_ref().unwrap();
     assert_eq!((log.rows, log.deleted), (3, 1));
@@ -768,7 +767,7 @@ fn versions_and_inspect_report_the_active_log() {
 #[test]
 fn row_batches_are_checked_column_by_column_before_anything_is_written() {
     use codedb::format::{VectorDType, VectorSpec};
-    use codedb::storage::{CreateOptions, RowBatch};
+    use codedb::{CreateOptions, RowBatch};
     let dir = scratch_dir();
     let options = CreateOptions {
         store_vectors: Some(VectorSpec::new(VectorDType::F16, 2)),

@@ -14,9 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use codedb::EncodedOptions;
 use codedb::format::{VectorDType, VectorSpec};
-use codedb::storage::{
-    CompactionPolicy, Config, CreateOptions, Index, RowBatch, Snapshot, StorageError,
-};
+use codedb::{CompactionPolicy, Config, CreateOptions, Index, RowBatch, Snapshot, StorageError};
 use ndarray::Array2;
 use proptest::prelude::*;
 use storage_support::*;

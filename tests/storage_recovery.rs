@@ -8,7 +8,7 @@ mod storage_support;
 
 use std::path::Path;
 
-use codedb::storage::{CompactionPolicy, Config, Index, Snapshot, StorageError};
+use codedb::{CompactionPolicy, Config, Index, Snapshot, StorageError};
 use codedb::{EncodedOptions, RowBatch};
 use common::files::{dir_bytes, flip_middle};
 use storage_support::*;
@@ -162,7 +162,7 @@ fn recover_keeps_the_newest_readable_version_under_a_new_number_and_records_the_
         damaged,
         "the damaged manifest is kept, unchanged"
     );
-    let records = codedb::storage::recovery_records(dir.path());
+    let records = codedb::admin::recovery_records(dir.path());
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].1.as_ref().unwrap(), &r);
     assert_eq!(rows_of(&idx.snapshot()), v3);
@@ -240,6 +240,6 @@ fn writers_create_nothing_in_a_directory_that_is_not_an_index() {
         assert!(matches!(e, StorageError::NotAnIndex { .. }), "{e}");
     }
     assert_eq!(files(dir.path()), vec!["notes.txt".to_string()]);
-    let e = codedb::storage::list_versions(dir.path()).unwrap_err();
+    let e = codedb::admin::list_versions(dir.path()).unwrap_err();
     assert!(matches!(e, StorageError::NotAnIndex { .. }), "{e}");
 }

@@ -8,11 +8,11 @@
 
 mod common;
 
-use codedb::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, fit_classifier};
+use codedb::model::{Classifier, ClassifierSpec, ClassifyOptions, fit_classifier};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{fit_classifier_from_index, train_from_index};
-use codedb::storage::{Config, Index, Snapshot};
+use codedb::{Config, Index, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
+use codedb::{fit_classifier_from_index, train_from_index};
 use ndarray::{Array2, Axis};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/digits");

@@ -16,10 +16,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use codedb::classes::ListAssignment;
+use codedb::ListAssignment;
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::search::{Hit, SearchMode, SearchParams};
 use codedb::{BuildOptions, Index, Snapshot};
+use codedb::{Hit, SearchMode, SearchParams};
 use ndarray::{Array2, ArrayView2, Axis};
 
 const K: usize = 10;

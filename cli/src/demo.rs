@@ -18,9 +18,9 @@ use serde::Serialize;
 
 use crate::error::Error;
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::search::{SearchMode, SearchParams};
-use codedb::storage::{CompactionPolicy, Config, Snapshot};
+use codedb::{CompactionPolicy, Config, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
+use codedb::{SearchMode, SearchParams};
 
 const DIGITS_PIXELS: &[u8] = include_bytes!("../../tests/data/digits/pixels.npy");
 const DIGITS_LABELS: &[u8] = include_bytes!("../../tests/data/digits/labels.npy");
@@ -168,11 +168,11 @@ pub fn run_demo(
         let train_s = t.elapsed().as_secs_f64();
         let idir = dir.join(spec.replace(':', "-"));
         let t = Instant::now();
-        let index = codedb::storage::Index::build(
+        let index = codedb::Index::build(
             &idir,
             &model,
             db.view(),
-            &codedb::storage::BuildOptions {
+            &codedb::BuildOptions {
                 ids: Some(&ids),
                 labels: Some(&db_labels),
                 classes_from_labels: false,
@@ -181,7 +181,7 @@ pub fn run_demo(
                     seal_bytes: 4096,
                     ..Config::default()
                 },
-                ..codedb::storage::BuildOptions::default()
+                ..codedb::BuildOptions::default()
             },
             &mut |_| {},
         )?;

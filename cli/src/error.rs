@@ -30,9 +30,9 @@ macro_rules! from_engine {
 }
 from_engine!(
     codedb::format::FormatError,
-    codedb::storage::StorageError,
+    codedb::StorageError,
     codedb::model::ModelError,
-    codedb::scan::ScanError,
-    codedb::search::SearchError,
-    codedb::classes::ClassError
+    codedb::ScanError,
+    codedb::SearchError,
+    codedb::ClassError
 );

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use codedb::storage::{Config, Index, SkippedManifest, Snapshot};
+use codedb::admin::SkippedManifest;
+use codedb::{Config, Index, Snapshot};
 
 use crate::out::errln;
 

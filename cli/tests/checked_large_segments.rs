@@ -15,9 +15,9 @@ use codedb::format::{
     FormatError, OpenOptions, RowColumn, SegmentReader, VectorDType, section_kind,
 };
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{SearchError, SearchMode, SearchParams};
-use codedb::storage::{Config, Index, ReadOptions, Snapshot};
+use codedb::{Config, Index, ReadOptions, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
+use codedb::{SearchError, SearchMode, SearchParams};
 use ndarray::{Array2, ArrayView2, s};
 
 fn digits() -> Array2<f32> {
@@ -293,7 +293,7 @@ fn rows_codes_and_lookups_are_checked_too() {
     // Training from the index's codes reads them through the same checks.
     let spec = PipelineSpec::parse("pca:8,pq:2x4").unwrap();
     let opts = TrainOptions::default();
-    let err = codedb::search::train_from_index(&snap, &spec, &opts).unwrap_err();
+    let err = codedb::train_from_index(&snap, &spec, &opts).unwrap_err();
     assert!(
         err.to_string().contains(&seg.display().to_string()),
         "{err}"
@@ -344,7 +344,7 @@ fn compaction_never_copies_a_damaged_block() {
         let codes = m.encode(v).unwrap();
         index
             .add_encoded(
-                &codedb::storage::RowBatch::new(&codes).with_vectors(v),
+                &codedb::RowBatch::new(&codes).with_vectors(v),
                 &EncodedOptions::default(),
             )
             .unwrap();
@@ -359,7 +359,7 @@ fn compaction_never_copies_a_damaged_block() {
         ..Config::default()
     };
     let index = Index::open(tmp.path(), config).unwrap();
-    let policy = codedb::storage::CompactionPolicy {
+    let policy = codedb::CompactionPolicy {
         full: true,
         ..Default::default()
     };
@@ -462,12 +462,12 @@ fn sealed_and_compacted_segments_carry_block_checksums_of_every_column() {
     let codes = m.encode(v).unwrap();
     index
         .add_encoded(
-            &codedb::storage::RowBatch::new(&codes).with_vectors(v),
+            &codedb::RowBatch::new(&codes).with_vectors(v),
             &EncodedOptions::default(),
         )
         .unwrap();
     index.commit_sealed().unwrap();
-    let policy = codedb::storage::CompactionPolicy {
+    let policy = codedb::CompactionPolicy {
         full: true,
         ..Default::default()
     };

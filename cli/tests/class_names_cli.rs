@@ -8,8 +8,8 @@ use std::path::PathBuf;
 mod cli_support;
 use cli_support::{build, classify, codedb, digits_data, json, ok, s, train};
 
+use codedb::Snapshot;
 use codedb::format::ClassTable;
-use codedb::storage::Snapshot;
 use ndarray::s;
 
 const EVIL: &str = "evil\tname\n\x1b[31mred\\";

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 mod cli_support;
 use cli_support::{build, classify, codedb, digits_data, dir_bytes, json, ok, s, train};
 
-use codedb::storage::Snapshot;
+use codedb::Snapshot;
 use ndarray::s;
 
 /// (count, mean) of class `id` in the index's class table.

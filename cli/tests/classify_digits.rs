@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use codedb::model::classify::{
+use codedb::model::{
     ClassifierSpec, ClassifyOptions, KnnMetricOptions, Ncm, NcmcOptions, NcmmlObjective,
     NcmmlOptions, Projection, TestBias, fit_classifier, fit_fda, train_knn_metric, train_ncmc,
     train_ncmml,
@@ -163,7 +163,7 @@ fn ncmml_beats_l2_ncm_is_reproducible_and_reports_its_loss() {
     let l2 = Ncm::fit(d.xtr.view(), &d.ytr, Vec::new()).unwrap();
     let e_l2 = top1_error(&l2.top_k(d.xte.view(), 1).unwrap(), &d.yte);
     let mut losses = Vec::new();
-    let mut cb = |e: &codedb::model::classify::EpochReport| losses.push(e.train_loss);
+    let mut cb = |e: &codedb::model::EpochReport| losses.push(e.train_loss);
     let t = train_ncmml(d.xtr.view(), &d.ytr, &quick_ncmml(16), Some(&mut cb)).unwrap();
     let e = top1_error(&t.ncm.top_k(d.xte.view(), 1).unwrap(), &d.yte);
     println!("digits top-1: ℓ2 NCM {e_l2:.4}, NCMML d=16 {e:.4}");

@@ -4,7 +4,7 @@
 //! Environment: `PIPELINES` overrides protocol 1's list; `CLASSIFY_LR`, `CLASSIFY_EPOCHS`.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use codedb::model::classify::{ClassifyOptions, Ncm, NcmmlOptions, train_ncmml};
+use codedb::model::{ClassifyOptions, Ncm, NcmmlOptions, train_ncmml};
 use codedb_cli::eval::classify_eval;
 use codedb_cli::io::{FASHION_MNIST_DEBIAN_DIR, is_fashion_mnist_dir, load_fashion_mnist};
 use ndarray::Axis;
@@ -18,18 +18,16 @@ fn opts() -> ClassifyOptions {
     ClassifyOptions {
         learning_rate: env("CLASSIFY_LR").and_then(|v| v.parse().ok()),
         max_epochs: env("CLASSIFY_EPOCHS").and_then(|v| v.parse().ok()),
-        progress: Some(Arc::new(
-            |p: &str, e: &codedb::model::classify::EpochReport| {
-                eprintln!(
-                    "  {p} epoch {:>2}: loss {:.4} val top1 {:.4} top5 {:.4}{}",
-                    e.epoch,
-                    e.train_loss,
-                    e.val_top1,
-                    e.val_top5,
-                    if e.best { " *" } else { "" }
-                )
-            },
-        )),
+        progress: Some(Arc::new(|p: &str, e: &codedb::model::EpochReport| {
+            eprintln!(
+                "  {p} epoch {:>2}: loss {:.4} val top1 {:.4} top5 {:.4}{}",
+                e.epoch,
+                e.train_loss,
+                e.val_top1,
+                e.val_top5,
+                if e.best { " *" } else { "" }
+            )
+        })),
         ..ClassifyOptions::default()
     }
 }

@@ -25,14 +25,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use codedb::classes::{
+use codedb::format::{ClassRecord, ClassTable};
+use codedb::model::{FloatStage, Model, Stage};
+use codedb::model::{NcmmlOptions, train_ncmml};
+use codedb::{
     ClassSource, DEFAULT_PRIOR_CANDIDATES, MeanSource, NewClass, PriorScope, choose_prior_weight,
     map_mean,
 };
-use codedb::format::{ClassRecord, ClassTable};
-use codedb::model::classify::{NcmmlOptions, train_ncmml};
-use codedb::model::{FloatStage, Model, Stage};
-use codedb::storage::{Config, Index};
+use codedb::{Config, Index};
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::SeedableRng;
 use rand::seq::{IndexedRandom, SliceRandom};

@@ -11,7 +11,7 @@ mod cli_support;
 #[path = "../../tests/storage_support/mod.rs"]
 mod storage_support;
 use cli_support::codedb;
-use codedb::storage::Index;
+use codedb::Index;
 use codedb::{EncodedOptions, RowBatch};
 use storage_support::{codes, model, small_config};
 

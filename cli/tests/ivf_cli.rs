@@ -137,7 +137,7 @@ fn build_lists_classes_nprobe_rerank_and_add_through_the_cli() {
         "--lists",
         "label",
     ]);
-    let snap = codedb::storage::Snapshot::open(&dir).unwrap();
+    let snap = codedb::Snapshot::open(&dir).unwrap();
     let t = snap.classes().unwrap();
     let total: u64 = t.classes.iter().map(|c| c.count).sum();
     assert_eq!(total, 1797);

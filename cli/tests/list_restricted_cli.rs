@@ -9,8 +9,8 @@ use std::path::PathBuf;
 mod cli_support;
 use cli_support::{build, codedb, digits_data, json, ok, s, search, train};
 
-use codedb::search::{SearchError, SearchMode, SearchParams};
-use codedb::storage::Snapshot;
+use codedb::Snapshot;
+use codedb::{SearchError, SearchMode, SearchParams};
 use ndarray::s;
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::storage::{BuildOptions, Index, Snapshot};
+use codedb::{BuildOptions, Index, Snapshot};
 use codedb::{Error, SearchMode, SearchParams};
 use ndarray::Array2;
 
@@ -140,7 +140,7 @@ fn bad_search_arguments_are_clear_errors() {
     .unwrap();
     let snap = index.snapshot();
     let q = x.slice(ndarray::s![0..2, ..]);
-    let err = |r: Result<_, codedb::search::SearchError>| r.map(|_| ()).unwrap_err().to_string();
+    let err = |r: Result<_, codedb::SearchError>| r.map(|_| ()).unwrap_err().to_string();
     assert!(err(snap.search(q, &SearchParams::new(0, SearchMode::Hamming))).contains("k"));
     assert!(
         err(snap.search(q, &SearchParams::new(3, SearchMode::AdcL2))).contains("does not apply")

@@ -47,12 +47,12 @@ fn valid_level_is_the_one_reported() {
         levels.push(("avx2", "avx2+fma"));
         levels.push(("avx512", "avx512-vpopcntdq"));
     }
-    let best = codedb::scan::best_available();
+    let best = codedb::kernels::best_available();
     for (level, name) in levels {
         let out = bench_scan(level, dir.path());
         let available = match level {
-            "avx2" => best >= codedb::scan::Isa::Avx2,
-            "avx512" => best >= codedb::scan::Isa::Avx512,
+            "avx2" => best >= codedb::kernels::Isa::Avx2,
+            "avx512" => best >= codedb::kernels::Isa::Avx512,
             _ => true,
         };
         if available {

@@ -8,8 +8,8 @@ mod cli_support;
 use cli_support::{codedb, json};
 use std::process::Output;
 
-use codedb::search::{SearchMode, SearchParams};
-use codedb::storage::Snapshot;
+use codedb::Snapshot;
+use codedb::{SearchMode, SearchParams};
 use ndarray::{Array2, s};
 
 fn ok(o: Output) -> Output {

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::train_from_index;
-use codedb::storage::{Config, Index, Snapshot};
+use codedb::train_from_index;
+use codedb::{Config, Index, Snapshot};
 use codedb::{EncodedOptions, RowBatch};
 use ndarray::ArrayView2;
 

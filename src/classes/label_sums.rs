@@ -1,5 +1,5 @@
 //! Class sums of a labelled data set: per label, the count and f64 sum of its rows (FORMAT.md
-//! §5) — the class table [`class_records_from_labels`] makes (what `codedb build --labels`
+//! §5) — the class table [`class_records_stored`] makes (what `codedb build --labels`
 //! creates), and the count/sum deltas a labelled add stages (`storage::Index::add`).
 //! With f16 stored vectors the sums are of the f16-rounded rows, what the index stores, so a
 //! later delete subtracts exactly what was added.
@@ -63,15 +63,10 @@ pub(crate) fn sum_by_label(
         .collect())
 }
 
-/// The class table a labelled data set defines: one class per distinct label, class id = the
-/// label, name = the label in decimal, no parent, count and f64 sum of its rows. Labels must
-/// not be `u32::MAX` (reserved for "no label").
-pub fn class_records_from_labels(x: ArrayView2<f32>, labels: &[u32]) -> Result<Vec<ClassRecord>> {
-    class_records_stored(x, labels, None)
-}
-
-/// [`class_records_from_labels`] for an index that stores the rows' vectors as `stored`: with
-/// f16 the sums are of the f16-rounded rows (see [`sum_by_label`]).
+/// The class table a labelled data set defines — one class per distinct label, class id = the
+/// label, name = the label in decimal, no parent, count and f64 sum of its rows (labels must not
+/// be `u32::MAX`, reserved for "no label") — for an index that stores the rows' vectors as
+/// `stored`: with f16 the sums are of the f16-rounded rows (see [`sum_by_label`]).
 pub(crate) fn class_records_stored(
     x: ArrayView2<f32>,
     labels: &[u32],

@@ -32,8 +32,7 @@ pub use add_class::{
 pub use class_means::ClassMeans;
 pub use class_ref::ClassRef;
 pub use error::ClassError;
-pub use label_sums::class_records_from_labels;
 pub use list_assign::{ListAssignment, assign_lists};
 pub use ncm_classify::ClassScore;
 pub use prior_weight::{DEFAULT_PRIOR_CANDIDATES, PriorWeightChoice, choose_prior_weight};
-pub use zero_shot::{PriorScope, map_mean, map_record, zero_shot_prior};
+pub use zero_shot::{PriorScope, map_mean, zero_shot_prior};

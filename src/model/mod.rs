@@ -31,10 +31,14 @@
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
 //! one quantiser (binarize, sklsh, pq, float); each stage's input dimension is the previous
 //! stage's output dimension.
+//!
+//! For research on the models: an application trains with [`Model::train`] and needs only the
+//! crate root; this module is the stage level (each stage, k-means, the training reports) and
+//! the classifiers and metric learning of Mensink et al. (TPAMI 2013), all flat.
 
 mod binarize;
 mod center;
-pub mod classify;
+pub(crate) mod classify;
 mod error;
 mod float;
 mod input;
@@ -61,7 +65,10 @@ mod train;
 mod transform;
 
 pub use binarize::Binarize;
+// The classifiers, flat (`classify/mod.rs` is their curated list; its `Result` is
+// `Result<T, ClassifyError>`, so the model's own `Result` below takes precedence).
 pub use center::Center;
+pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
 pub use float::FloatStage;
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};

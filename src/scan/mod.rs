@@ -44,7 +44,7 @@ pub use dense::{
     l2sq_f32, l2sq_f32_f16,
 };
 pub use dispatch::{Dispatch, Isa, available_dispatches, best_available, detected_isa};
-pub use error::{Result, ScanError};
+pub use error::ScanError;
 pub use fastscan::{FastScanRows, fastscan_topk, fastscan_topk_batch, pack_fastscan, unpack_row};
 pub use hamming::{
     hamming_distance, hamming_topk, hamming_topk_batch, hamming_topk_into, hamming_within,

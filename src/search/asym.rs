@@ -77,7 +77,8 @@ pub fn asym_tables(model: &Model, queries: ArrayView2<f32>) -> Result<Vec<f32>, 
 
 /// The score of one code, summed directly from its bits in f64 (the reference the tables are
 /// tested against; not used on the search path).
-pub fn asym_score_reference(y: &[f32], code: &[u8]) -> f64 {
+#[cfg(test)]
+fn asym_score_reference(y: &[f32], code: &[u8]) -> f64 {
     y.iter()
         .enumerate()
         .map(|(j, &v)| {

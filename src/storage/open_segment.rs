@@ -75,11 +75,6 @@ impl OpenSegment {
         self.file_len
     }
 
-    /// Number of rows.
-    pub fn rows(&self) -> u64 {
-        self.reader.meta().rows
-    }
-
     /// Checksums every column not checked at open (before compaction copies them, so a
     /// damaged column is never rewritten under a fresh checksum).
     pub(crate) fn verify_columns(&self) -> Result<(), FormatError> {

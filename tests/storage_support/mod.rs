@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use codedb::admin::FileSystem;
 use codedb::format::{
     ClassRecord, CodeKind, FileId, ModelFile, StageRecord, Tensor, TensorData, stage_kind,
 };
-use codedb::storage::{Config, FileSystem, Retention, Snapshot};
+use codedb::{Config, Retention, Snapshot};
 
 /// Bytes per code of [`model`] (64-bit binary codes).
 pub const CODE_BYTES: usize = 8;
@@ -165,7 +166,7 @@ pub fn files(dir: &Path) -> Vec<String> {
 
 /// `codedb verify` on the directory: no problems.
 pub fn assert_verifies(dir: &Path) {
-    let r = codedb::storage::verify::verify_path(dir, &mut |_| {});
+    let r = codedb::admin::verify_path(dir, &mut |_| {});
     assert!(
         r.ok(),
         "verify found problems in {}: {:#?}",
@@ -278,10 +279,10 @@ impl HookFs {
 struct HookFile {
     fs: Arc<HookFs>,
     path: std::path::PathBuf,
-    inner: Box<dyn codedb::storage::WriteFile>,
+    inner: Box<dyn codedb::admin::WriteFile>,
 }
 
-impl codedb::storage::WriteFile for HookFile {
+impl codedb::admin::WriteFile for HookFile {
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self.fs.check(Op::Write, &self.path) {
             None => self.inner.write_all(buf),
@@ -312,47 +313,47 @@ impl codedb::storage::WriteFile for HookFile {
 pub struct Hooked(pub Arc<HookFs>);
 
 impl FileSystem for Hooked {
-    fn create_new(&self, path: &Path) -> std::io::Result<Box<dyn codedb::storage::WriteFile>> {
+    fn create_new(&self, path: &Path) -> std::io::Result<Box<dyn codedb::admin::WriteFile>> {
         if let Some(f) = self.0.check(Op::Create, path) {
             return Err(f.error());
         }
         Ok(Box::new(HookFile {
             fs: self.0.clone(),
             path: path.to_path_buf(),
-            inner: codedb::storage::StdFs.create_new(path)?,
+            inner: codedb::admin::StdFs.create_new(path)?,
         }))
     }
-    fn open_append(&self, path: &Path) -> std::io::Result<Box<dyn codedb::storage::WriteFile>> {
+    fn open_append(&self, path: &Path) -> std::io::Result<Box<dyn codedb::admin::WriteFile>> {
         if let Some(f) = self.0.check(Op::OpenAppend, path) {
             return Err(f.error());
         }
         Ok(Box::new(HookFile {
             fs: self.0.clone(),
             path: path.to_path_buf(),
-            inner: codedb::storage::StdFs.open_append(path)?,
+            inner: codedb::admin::StdFs.open_append(path)?,
         }))
     }
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
         match self.0.check(Op::Rename, to) {
-            None => codedb::storage::StdFs.rename(from, to),
+            None => codedb::admin::StdFs.rename(from, to),
             Some(f) => Err(f.error()),
         }
     }
     fn remove_file(&self, path: &Path) -> std::io::Result<()> {
         match self.0.check(Op::Remove, path) {
-            None => codedb::storage::StdFs.remove_file(path),
+            None => codedb::admin::StdFs.remove_file(path),
             Some(f) => Err(f.error()),
         }
     }
     fn set_read_only(&self, path: &Path) -> std::io::Result<()> {
         match self.0.check(Op::SetReadOnly, path) {
-            None => codedb::storage::StdFs.set_read_only(path),
+            None => codedb::admin::StdFs.set_read_only(path),
             Some(f) => Err(f.error()),
         }
     }
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         match self.0.check(Op::SyncDir, dir) {
-            None => codedb::storage::StdFs.sync_dir(dir),
+            None => codedb::admin::StdFs.sync_dir(dir),
             Some(f) => Err(f.error()),
         }
     }

@@ -86,7 +86,7 @@ pub fn run_encode_bench(b: &EncodeBench) -> Result<EncodeResult, Error> {
         return Err(invalid("threads", "must be at least 1"));
     }
     // Encoders resolve `Auto` without an error path; an invalid CODEDB_SCAN_ISA fails here.
-    codedb::scan::Dispatch::Auto.resolve()?;
+    codedb::kernels::Dispatch::Auto.resolve()?;
     let spec = PipelineSpec::parse(&b.pipeline)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(b.threads)

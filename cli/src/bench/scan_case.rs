@@ -11,7 +11,7 @@ use crate::error::Error;
 use codedb::format::{
     ChecksumPolicy, CodeKind, LoadMode, OpenOptions, RowColumn, SegmentLayout, SegmentReader,
 };
-use codedb::scan::{
+use codedb::kernels::{
     CodeRows, Direction, FastScanRows, ScanOptions, fastscan_topk_batch, hamming_topk_batch,
     lut8_topk_batch, pack_fastscan,
 };
@@ -123,7 +123,7 @@ pub fn run_scan_bench(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<ScanResult>, Error> {
     // An invalid CODEDB_SCAN_ISA fails here, before any work.
-    codedb::scan::Dispatch::Auto.resolve()?;
+    codedb::kernels::Dispatch::Auto.resolve()?;
     let layout = b.kind.layout();
     let (path, _) = ensure_generated_segment(dir, layout, b.codes, b.seed, progress)?;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -137,12 +137,10 @@ pub fn run_scan_bench(
     for &cache in caches {
         let mut note = None;
         if cache == "cold" {
-            note = Some(
-                match codedb::format::file_bytes::evict_from_page_cache(&path) {
-                    Ok(()) => "evicted with posix_fadvise(DONTNEED) before the run".to_string(),
-                    Err(e) => format!("could not evict the page cache: {e}"),
-                },
-            );
+            note = Some(match codedb::format::evict_from_page_cache(&path) {
+                Ok(()) => "evicted with posix_fadvise(DONTNEED) before the run".to_string(),
+                Err(e) => format!("could not evict the page cache: {e}"),
+            });
         }
         let opts = OpenOptions {
             load: LoadMode::Mmap,
@@ -160,7 +158,7 @@ pub fn run_scan_bench(
         } else {
             // Cold bandwidth: the same read from an emptied cache.
             drop(seg);
-            let _ = codedb::format::file_bytes::evict_from_page_cache(&path);
+            let _ = codedb::format::evict_from_page_cache(&path);
             let seg = SegmentReader::open(&path, opts)?;
             read_bandwidth(seg.stored_codes(), b.threads, 1).0
         };
@@ -178,7 +176,7 @@ pub fn run_scan_bench(
             gb_per_s: gbps,
             bandwidth_gb_per_s: bw / 1e9,
             bandwidth_fraction: gbps / (bw / 1e9),
-            isa: codedb::scan::detected_isa(),
+            isa: codedb::kernels::detected_isa(),
             note,
             checked,
         });

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::BuildOptions;
-use codedb::classes::ListAssignment;
+use codedb::Index;
+use codedb::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
-use codedb::storage::Index;
 
 use crate::inputs;
 use crate::out::outln;

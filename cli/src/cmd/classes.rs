@@ -1,16 +1,16 @@
 //! `codedb add-class`, `codedb classify` and `codedb classes`: argument plumbing over
-//! `codedb::classes`.
+//! the engine's class API (`Index::add_new_classes`, `Snapshot::classify`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::classes::{
+use codedb::format::class_name_problem;
+use codedb::{
     ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
     NewClass, PriorScope, choose_prior_weight,
 };
-use codedb::format::class_table::class_name_problem;
 use codedb_cli::io::tsv_field;
 
 use crate::args;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use codedb::storage::{CompactionPolicy, MergeReason};
+use codedb::{CompactionPolicy, MergeReason};
 
 use crate::args;
 use crate::out::{errln, outln};

@@ -134,7 +134,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
          found in the top 10)\n"
     );
     outln!("inspect {}:", report.index_dir.display());
-    let r = codedb::storage::inspect::inspect_dir(&report.index_dir)?;
+    let r = codedb::admin::inspect_dir(&report.index_dir)?;
     outln!(
         "  version {}, {} live rows, {} deleted, {} segments, {} bytes on disk",
         r.version,

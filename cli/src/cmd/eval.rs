@@ -252,7 +252,7 @@ fn print_table(rows: &[PipelineScores], opts: &RetrievalOptions) {
 /// `--task classify`: labels are required; the split is the data set's own (Fashion-MNIST),
 /// `--split` (0 = train, non-zero = test), or else a seeded random fifth of the rows as test.
 fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
-    use codedb::model::classify::{ClassifierSpec, ClassifyOptions};
+    use codedb::model::{ClassifierSpec, ClassifyOptions};
     use codedb_cli::eval::classify_eval;
     if let Err(e) = ClassifierSpec::parse_list(&a.pipelines) {
         usage!("--pipelines: {e}");

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use codedb::storage::inspect::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
-use codedb::storage::verify::{VerifyReport, bytes_to_verify, verify_path};
+use codedb::admin::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
+use codedb::admin::{VerifyReport, bytes_to_verify, verify_path};
 
 use crate::out::outln;
 use crate::progress;

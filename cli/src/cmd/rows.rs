@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::classes::{ClassError, ListAssignment};
-use codedb::storage::{AddOptions, ClassStats, StorageError};
+use codedb::{AddOptions, ClassStats, StorageError};
+use codedb::{ClassError, ListAssignment};
 
 use crate::args;
 use crate::inputs;

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::search::{Hit, SearchError, SearchMode, SearchParams};
-use codedb::storage::Snapshot;
+use codedb::Snapshot;
+use codedb::{Hit, SearchError, SearchMode, SearchParams};
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};

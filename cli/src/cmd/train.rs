@@ -158,7 +158,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         }
         TrainSource::Index(dir) => {
             let snap = crate::open::open_snapshot(dir)?;
-            codedb::search::train_from_index(&snap, &spec, &opts).with_context(|| {
+            codedb::train_from_index(&snap, &spec, &opts).with_context(|| {
                 format!(
                     "training {pipeline} on the codes of index {}",
                     dir.display()

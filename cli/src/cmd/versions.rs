@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use codedb::storage::{Config, Index, SkippedManifest, list_versions};
+use codedb::admin::{SkippedManifest, list_versions};
+use codedb::{Config, Index};
 
 use crate::args;
 use crate::out::{errln, outln};

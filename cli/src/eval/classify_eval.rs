@@ -8,9 +8,9 @@ use std::time::Instant;
 use ndarray::{Array2, ArrayView2};
 use serde::Serialize;
 
-use codedb::model::classify::{
-    ClassifierSpec, ClassifyError, ClassifyOptions, Result, fit_classifier,
-};
+use codedb::model::{ClassifierSpec, ClassifyError, ClassifyOptions, fit_classifier};
+
+type Result<T> = std::result::Result<T, ClassifyError>;
 
 use super::classification::top_k_error;
 

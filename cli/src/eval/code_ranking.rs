@@ -15,11 +15,11 @@ use rayon::prelude::*;
 
 use crate::error::Error;
 use codedb::format::CodeKind;
-use codedb::model::{AdcMetric, Model};
-use codedb::scan::{
+use codedb::kernels::{
     CodeRows, DenseRows, DenseValues, Direction, Metric, ScanOptions, dense_topk,
     hamming_topk_batch, lut4_topk_batch, lut8_topk_batch,
 };
+use codedb::model::{AdcMetric, Model};
 
 use super::error::EvalError;
 

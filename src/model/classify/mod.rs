@@ -38,7 +38,7 @@ mod spec;
 mod train_rows;
 
 pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
-pub use error::{ClassifyError, Result};
+pub use error::ClassifyError;
 pub use fda::{Fda, fit_fda};
 pub use from_codes::{
     DECODE_BATCH_ROWS, LabelledCodes, fit_classifier_from_codes, train_from_codes,

@@ -1,0 +1,27 @@
+//! Operating an index from outside: what `codedb inspect`, `verify`, `versions` and
+//! `recover` are built on, and the file-system hooks the crash and fault-injection tests
+//! drive. For tools and operators; an application that only reads and writes its index needs
+//! none of it ([`Index::recovery`](crate::Index::recovery) and
+//! [`Snapshot::skipped_manifests`](crate::Snapshot::skipped_manifests) report what opening
+//! found).
+//!
+//! - Inspection: [`inspect_dir`] / [`inspect_file`] describe an index or any codedb file
+//!   without trusting it further than its checksums.
+//! - Verification: [`verify_path`] checks every checksum of a file or an index directory.
+//! - Versions and recovery: [`list_versions`], the [`RecoveryReport`] of an open, and the
+//!   records `Index::recover` leaves ([`recovery_records`]).
+//! - Fault injection: every file operation of the writer goes through a [`FileSystem`]
+//!   ([`Config::fs`](crate::Config::fs); [`StdFs`] by default).
+
+pub use crate::storage::inspect::{
+    ActiveLogReport, ClassReport, Contents, FileReport, IndexReport, LogReport,
+    ManifestSegmentReport, ModelSummary, SectionReport, StageReport, TensorReport, VersionReport,
+    inspect_dir, inspect_file,
+};
+pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
+pub use crate::storage::verify::{Note, Problem, VerifyReport, bytes_to_verify, verify_path};
+pub use crate::storage::{
+    DroppedManifest, FileSystem, LogTailReport, RecoveryRecord, RecoveryRecordError,
+    RecoveryReport, SkippedManifest, StdFs, VersionInfo, WriteFile, list_versions,
+    recovery_records,
+};
