@@ -3,13 +3,11 @@
 //! reference `uᵀp` on decoded codes, storage of the text head, and the errors.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
-use codedb::classes::ListAssignment;
+use codedb::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
-use codedb::model::text::{
-    MarginPolicy, PamirOptions, RankingMetrics, TextHead, Vocabulary, tokenize, train_pamir,
-};
+use codedb::model::text::{MarginPolicy, PamirOptions, RankingMetrics, TextHead, Vocabulary, tokenize, train_pamir};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::search::{Hit, SearchError, SearchMode, SearchParams};
+use codedb::{Hit, SearchError, SearchMode, SearchParams};
 use codedb::{BuildOptions, Index};
 use ndarray::{Array2, ArrayView2};
 

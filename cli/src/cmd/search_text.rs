@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::search::{SearchMode, SearchParams};
+use codedb::{SearchMode, SearchParams};
 
 use super::search::{SearchArgs, resolve_classes, write_hits};
 use crate::out::errln;
