@@ -36,6 +36,12 @@ pub enum SearchError {
     /// Re-ranking or exact search needs stored vectors and (some of) the index has none.
     #[error("no stored vectors: {detail}")]
     NoVectors { detail: String },
+    /// A text query on an index whose model has no text head.
+    #[error(
+        "the index's model has no text head, so it cannot answer text queries (train one with \
+         codedb train … --captions FILE and build the index with that model)"
+    )]
+    NoTextHead,
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),
     #[error(transparent)]

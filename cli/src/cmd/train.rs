@@ -71,6 +71,8 @@ pub struct TrainArgs {
     /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub text: super::train_text::TextTrainArgs,
 }
 
 /// What `codedb train` learns from.
@@ -147,6 +149,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         progress: Some(progress),
         ..TrainOptions::default()
     };
+    let mut text_report = None;
     let (model, report) = match &source {
         TrainSource::Data { data, labels, view } => {
             let x = codedb_cli::io::load_vectors(data)?;
@@ -178,7 +181,8 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             if spec.needs_labels(view.is_some()) && labels.is_none() {
                 usage!("--pipeline {pipeline}: learns from class labels: pass --labels");
             }
-            train_model(
+            let progress = opts.progress.clone();
+            let (m, r) = train_model(
                 &spec,
                 x.view(),
                 &TrainOptions {
@@ -187,7 +191,11 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                     ..opts
                 },
             )
-            .with_context(|| format!("training {pipeline} on {}", data.display()))?
+            .with_context(|| format!("training {pipeline} on {}", data.display()))?;
+            let (m, t) =
+                super::train_text::attach(m, x.view(), &a.text, a.seed, progress, a.verbose)?;
+            text_report = t;
+            (m, r)
         }
         TrainSource::Index(dir) => {
             let snap = crate::open::open_snapshot(dir)?;
@@ -229,6 +237,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                 "pq": report.pq.as_ref().map(|q| serde_json::json!({
                     "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
                 })),
+                "text": text_report.as_ref().map(super::train_text::report_json),
             })
         );
     } else {
@@ -241,6 +250,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             model.code_bytes(),
             report.training_rows
         );
+        if let Some(t) = &text_report {
+            super::train_text::print_report(t);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
