@@ -29,4 +29,12 @@ pub enum Error {
     /// Defining, updating or classifying with classes.
     #[error(transparent)]
     Classes(#[from] crate::classes::ClassError),
+    /// An argument of a composite call that no room checks (the Python package's options).
+    #[error("invalid argument {argument}: {detail}")]
+    InvalidArgument {
+        /// The argument at fault.
+        argument: String,
+        /// What is wrong with it.
+        detail: String,
+    },
 }

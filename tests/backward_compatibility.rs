@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.4); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.5); older
 //! folders are never rewritten.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
@@ -18,6 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
+    golden_v1_5 as g15,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -40,14 +41,19 @@ fn bless_or_read_v1_3() -> PathBuf {
     g13::dir()
 }
 
-/// The current version's folder (v1.4), written first when `CODEDB_BLESS` is set.
+/// The v1.4 folder (never rewritten).
 fn bless_or_read_v1_4() -> PathBuf {
+    g14::dir()
+}
+
+/// The current version's folder (v1.5), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_5() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g14::dir();
+    let dir = g15::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g14::files() {
+            for (name, bytes) in g15::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -232,17 +238,79 @@ fn v1_3_values_written_by_this_build_change_only_the_minor_version() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_4_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.4 and add a new folder.
+fn v1_4_values_written_by_this_build_change_only_the_minor_version() {
+    // Format 1.5 changed no segment byte (the v1.4 set holds segments only).
     let dir = bless_or_read_v1_4();
     for (name, bytes) in g14::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 4, &[]);
+        assert!(
+            with_minor(bytes, 4) == on_disk,
+            "{name}: this build's bytes differ from 1.4 beyond the minor version"
+        );
+    }
+}
+
+#[test]
+fn current_writer_reproduces_v1_5_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.5 and add a new folder.
+    let dir = bless_or_read_v1_5();
+    for (name, bytes) in g15::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
             "{name} differs from what this build writes"
         );
     }
+}
+
+#[test]
+fn v1_5_golden_model_reads_with_its_text_head() {
+    use codedb::format::stage_kind;
+    use codedb::model::Model;
+    let dir = bless_or_read_v1_5();
+    let path = dir.join(golden::name("model", g15::MODEL_ID, "model"));
+    let mf = ModelFile::open(&path).unwrap();
+    assert!(mf.skipped_stages.is_empty());
+    let last = mf.stages.last().unwrap();
+    assert_eq!((last.kind, last.required), (stage_kind::TEXT, false));
+    let names: Vec<&str> = last.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["words", "word_ends", "idf", "weight"]);
+    let m = Model::from_model_file(&mf).unwrap();
+    let head = m.text_head().unwrap();
+    assert_eq!(head.vocabulary().words(), g15::WORDS);
+    assert_eq!(head.vocabulary().idf(), g15::IDF);
+    assert_eq!((head.dim(), head.weight()), (g15::DIM, &g15::weight()[..]));
+    // Without its head it is the plain pipeline, which encodes as before.
+    let bare = Model::from_model_file(&g15::bare_model_file()).unwrap();
+    assert_eq!(m.clone().without_text_head(), bare);
+    // "Red, CAFÉ!": tf-idf-norm over red (0.75) and café (0.25), u = Wᵀq.
+    let q = head.query("Red, CAFÉ! pear").unwrap();
+    assert_eq!(q.vector.unknown, ["pear"]);
+    let n = (0.75f64 * 0.75 + 0.25 * 0.25).sqrt();
+    let w = g15::weight();
+    for (j, u) in q.u.iter().enumerate() {
+        let want = (0.25 / n) * f64::from(w[16 + j]) + (0.75 / n) * f64::from(w[32 + j]);
+        assert!(
+            (f64::from(*u) - want).abs() < 1e-6,
+            "u[{j}] = {u}, want {want}"
+        );
+    }
+    // A 1.4 reader does not know stage kind 9: in a file that says 1.4 the stage is unknown
+    // and optional, so it is skipped and reported, and the model reads without its head.
+    let bytes = std::fs::read(&path).unwrap();
+    let old = ModelFile::from_bytes(&with_minor(bytes.clone(), 4), Path::new("m")).unwrap();
+    assert_eq!(old.skipped_stages, [stage_kind::TEXT]);
+    assert_eq!(Model::from_model_file(&old).unwrap(), bare);
+    // Marked REQUIRED, it would be refused by such a reader (and by this one in a 1.4 file).
+    let mut req = mf.clone();
+    req.stages.last_mut().unwrap().required = true;
+    let req = with_minor(req.to_bytes().unwrap(), 4);
+    let e = ModelFile::from_bytes(&req, Path::new("m"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kind 9"), "{e}");
 }
 
 #[test]

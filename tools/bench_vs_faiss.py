@@ -15,6 +15,14 @@ Both sides take the best of --repeats timed batches after one warm-up batch.
 `--baseline-binary OLD` also runs a second codedb build on every case, right after the first,
 so before/after figures share the same FAISS run and the same load.
 
+A figure (codes/s against N and threads, codedb and FAISS, the read bandwidth as a bound):
+give several sizes, save the table and let `codedb bench plot` draw it, in one command:
+
+    python3 tools/bench_vs_faiss.py --codes 1000000,10000000 --kinds hamming64,pq4x32 \
+        --threads 1,2 --out faiss.json --plot faiss.svg
+
+(`--plot F` runs `codedb bench plot --from OUT --plot F`; rerun that alone to redraw.)
+
 Multi-query batches (issue 7: nq = 16 and nq = 256 for every kernel) are compute-bound, so
 measure them at N = 10^6-10^7 (at 10^8, nq = 256 takes minutes per case):
 
@@ -90,8 +98,8 @@ def time_faiss(index, queries, k, repeats):
     return best
 
 
-def run_codedb(args, kind, nq, threads, binary=None):
-    cmd = [binary or args.codedb, "bench", "scan", "--codes", str(args.codes), "--kind", kind,
+def run_codedb(args, codes, kind, nq, threads, binary=None):
+    cmd = [binary or args.codedb, "bench", "scan", "--codes", str(codes), "--kind", kind,
            "--queries", str(nq), "--k", str(args.k), "--threads", str(threads),
            "--dir", args.dir, "--cache", "hot", "--repeats", str(args.repeats), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -101,7 +109,7 @@ def run_codedb(args, kind, nq, threads, binary=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--codes", type=int, default=10_000_000)
+    ap.add_argument("--codes", default="10000000", help="rows, comma-separated for several sizes")
     ap.add_argument("--kinds", default="hamming64,hamming128,hamming256,pq8x8,pq8x16,pq4x16,pq4x32")
     ap.add_argument("--queries", default="1,16")
     ap.add_argument("--threads", default="1,2")
@@ -111,24 +119,29 @@ def main():
     ap.add_argument("--codedb", default="target/release/codedb")
     ap.add_argument("--baseline-binary", help="a second codedb binary to time on every case")
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
+    ap.add_argument("--out", help="also write the table as JSON to this file")
+    ap.add_argument("--plot", help="draw it with `codedb bench plot` into this .svg (needs --out)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    if args.plot and not args.out:
+        ap.error("--plot draws the file --out writes: give --out too")
 
     rng = np.random.default_rng(args.seed)
     table = []
-    for kind in args.kinds.split(","):
-        index, make_queries = build_faiss(kind, args.codes, rng)
+    sizes = [int(n) for n in args.codes.split(",")]
+    for kind, codes in ((k, n) for k in args.kinds.split(",") for n in sizes):
+        index, make_queries = build_faiss(kind, codes, rng)
         for threads in map(int, args.threads.split(",")):
             faiss.omp_set_num_threads(threads)
             for nq in map(int, args.queries.split(",")):
                 q = make_queries(nq)
                 f_s = time_faiss(index, q, args.k, args.repeats)
-                c = run_codedb(args, kind, nq, threads)
-                base = run_codedb(args, kind, nq, threads, args.baseline_binary) \
+                c = run_codedb(args, codes, kind, nq, threads)
+                base = run_codedb(args, codes, kind, nq, threads, args.baseline_binary) \
                     if args.baseline_binary else None
-                f_cps = args.codes * nq / f_s
+                f_cps = codes * nq / f_s
                 row = {
-                    "kind": kind, "codes": args.codes, "queries": nq, "threads": threads,
+                    "kind": kind, "codes": codes, "queries": nq, "threads": threads,
                     "k": args.k,
                     "codedb_codes_per_s": c["codes_per_s"],
                     "faiss_codes_per_s": f_cps,
@@ -142,13 +155,24 @@ def main():
                     row["baseline_ratio"] = base["codes_per_s"] / f_cps
                     row["baseline_bandwidth_fraction"] = base["bandwidth_fraction"]
                 table.append(row)
-                print(f"{kind:>10} nq={nq:<4} threads={threads}  codedb {row['codedb_codes_per_s']:.3e}"
+                print(f"{kind:>10} N={codes:<10} nq={nq:<4} threads={threads}  codedb {row['codedb_codes_per_s']:.3e}"
                       f"  faiss {f_cps:.3e}  ratio {row['ratio']:.2f}"
                       f"  codedb at {100 * row['codedb_bandwidth_fraction']:.0f}% of read bandwidth"
                       + (f"  baseline {row['baseline_codes_per_s']:.3e} ratio {row['baseline_ratio']:.2f}"
                          if base else ""),
                       file=sys.stderr, flush=True)
         del index
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(table, f, indent=1)
+    if args.plot:
+        subprocess.run([args.codedb, "bench", "plot", "--from", args.out, "--plot", args.plot,
+                        "--title", f"Scan throughput: codedb and FAISS {faiss.__version__}, k = {args.k}, "
+                        f"codedb ISA {table[0]['isa'] if table else '?'}"], check=True)
+    if len(sizes) > 1:  # several N: name the size in the kind column of the table
+        table_rows = [dict(r, kind=f"{r['kind']} N={r['codes']}") for r in table]
+    else:
+        table_rows = table
     if args.json:
         print(json.dumps(table, indent=1))
     else:
@@ -158,7 +182,7 @@ def main():
             print("| kind | nq | threads | codedb codes/s | baseline codes/s | FAISS codes/s "
                   "| codedb / FAISS | baseline / FAISS | codedb % of read BW | baseline % of read BW |")
             print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-            for r in table:
+            for r in table_rows:
                 print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
                       f"{r['baseline_codes_per_s']:.3e} | {r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | "
                       f"{r['baseline_ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% | "
@@ -166,7 +190,7 @@ def main():
         else:
             print("| kind | nq | threads | codedb codes/s | FAISS codes/s | codedb / FAISS | codedb % of read BW |")
             print("|---|---:|---:|---:|---:|---:|---:|")
-            for r in table:
+            for r in table_rows:
                 print(f"| {r['kind']} | {r['queries']} | {r['threads']} | {r['codedb_codes_per_s']:.3e} | "
                       f"{r['faiss_codes_per_s']:.3e} | {r['ratio']:.2f} | {100 * r['codedb_bandwidth_fraction']:.0f}% |")
 

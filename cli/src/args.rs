@@ -74,6 +74,15 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// clap value parser: a finite number ≥ 0 (regularisers).
+pub fn finite_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("must be a finite number >= 0".into()),
+        Err(_) => Err(format!("'{s}' is not a number")),
+    }
+}
+
 /// The number of threads `--threads n` runs on: 0 means every core
 /// (`std::thread::available_parallelism`, which honours CPU affinity and cgroup quotas); more
 /// than the cores is capped at the cores, with one note on stderr — more threads than cores only
@@ -87,6 +96,16 @@ pub fn threads(requested: usize) -> usize {
             cores
         }
         n => n,
+    }
+}
+
+/// `--plot FILE`, checked before any work: a name not ending in `.svg` is a usage error (exit 2),
+/// a missing directory a failure (exit 1), each naming the file.
+pub fn plot_target(path: &std::path::Path) -> anyhow::Result<codedb_cli::plot::PlotTarget> {
+    match codedb_cli::plot::PlotTarget::check(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.is_usage() => usage!("--plot {e}"),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("--plot {}", path.display()))),
     }
 }
 

@@ -8,5 +8,6 @@ pub mod demo;
 pub mod error;
 pub mod eval;
 pub mod io;
+pub mod plot;
 
 pub use error::Error;

@@ -54,15 +54,19 @@ pub enum FormatVersion {
     /// checksumming its columns checks exactly the blocks a scan touches, once. A 1.3 reader
     /// skips the section; every 1.3 file is a valid 1.4 file.
     V1_4,
+    /// 1.5: model files may carry a text head (stage kind 9, `text`, written OPTIONAL,
+    /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
+    /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
+    V1_5,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::V1_4;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_5;
     /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
     /// Newest minor version this build understands.
-    pub const MINOR: u16 = 4;
+    pub const MINOR: u16 = 5;
 
     /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
@@ -72,6 +76,7 @@ impl FormatVersion {
             FormatVersion::V1_2 => (1, 2),
             FormatVersion::V1_3 => (1, 3),
             FormatVersion::V1_4 => (1, 4),
+            FormatVersion::V1_5 => (1, 5),
         }
     }
 }

@@ -397,7 +397,10 @@ impl ModelFile {
         for (n, i) in idx.into_iter().enumerate() {
             let label = format!("stage {n}");
             let s = decode_stage(c.stored(i), path, &label)?;
-            if stage_kind::name(s.kind).is_none() {
+            // A kind defined by a later version than the file's is unknown in that file.
+            let defined = stage_kind::name(s.kind).is_some()
+                && (s.kind != stage_kind::TEXT || c.version() >= (1, 5));
+            if !defined {
                 if s.required {
                     return Err(FormatError::UnknownStage {
                         path: path.to_path_buf(),

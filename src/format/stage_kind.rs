@@ -17,6 +17,10 @@ pub const FLOAT: u16 = 6;
 pub const RFF: u16 = 7;
 /// Shift-invariant kernel LSH (SKLSH): bit = sign(cos(w x + b) + t).
 pub const SKLSH: u16 = 8;
+/// Text head (format 1.5, written OPTIONAL): a vocabulary with idf and the PAMIR matrix that
+/// scores text queries against the projected vectors (Grangier et al. 2006). Not needed to
+/// encode, so older readers skip it.
+pub const TEXT: u16 = 9;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -29,6 +33,7 @@ pub fn name(kind: u16) -> Option<&'static str> {
         FLOAT => "float",
         RFF => "rff",
         SKLSH => "sklsh",
+        TEXT => "text",
         _ => return None,
     })
 }

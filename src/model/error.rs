@@ -146,6 +146,15 @@ pub enum ModelError {
         #[source]
         source: ndarray::ShapeError,
     },
+    /// A text query that cannot be scored: empty, or none of its words is in the text head's
+    /// vocabulary (or all of them are in every training caption, so they carry no weight).
+    #[error("text query {query:?}: {detail}")]
+    TextQuery {
+        /// The query.
+        query: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A step that trains a classifier (NCMML) failed for a reason of the classifier's own
     /// (too few classes, labels of the wrong length, divergence).
     #[error("{method}: {source}")]

@@ -70,6 +70,34 @@ pub(crate) fn a_bt_f32(a: &[f32], b: &[f32], n: usize, k: usize, m: usize, p: Pa
     out
 }
 
+/// `A (n×k) · B (k×m)` in f64, row-major in and out.
+pub(crate) fn matmul_f64(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, p: Par) -> Vec<f64> {
+    let mut out = vec![0f64; n * m];
+    matmul(
+        view_mut(&mut out, n, m),
+        Accum::Replace,
+        view(a, n, k),
+        view(b, k, m),
+        1.0f64,
+        p,
+    );
+    out
+}
+
+/// `Aᵀ (k×n) · B (n×m)` in f64 for row-major `A` (n×k) and `B` (n×m): cross-covariances.
+pub(crate) fn at_b_f64(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, p: Par) -> Vec<f64> {
+    let mut out = vec![0f64; k * m];
+    matmul(
+        view_mut(&mut out, k, m),
+        Accum::Replace,
+        view(a, n, k).transpose(),
+        view(b, n, m),
+        1.0f64,
+        p,
+    );
+    out
+}
+
 /// Adds `Xᵀ X` of a row-major f64 block (n×d) into the lower triangle of `acc` (d×d,
 /// row-major). Only the lower triangle (diagonal included) is written: half the flops.
 pub(crate) fn add_gram_lower_f64(acc: &mut [f64], x: &[f64], n: usize, d: usize, p: Par) {

@@ -26,6 +26,7 @@
 //! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
+//! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (see [`text`], FORMAT.md §4.3) |
 //!
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
 //! one quantiser (binarize, sklsh, pq, float); each stage's input dimension is the previous
@@ -59,6 +60,8 @@ mod rotation;
 mod sklsh;
 mod spec;
 mod stage;
+mod supervised;
+mod text;
 mod train;
 mod transform;
 
@@ -89,6 +92,14 @@ pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};
 pub use sklsh::Sklsh;
 pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
 pub use stage::Stage;
+pub use supervised::{
+    CcaFit, CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl,
+    fit_metric,
+};
+pub use text::{
+    MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PamirOptions, PamirReport,
+    PamirTrial, RankingMetrics, TextHead, TextQuery, TextVector, Vocabulary, tokenize, train_pamir,
+};
 pub use train::{
     DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,
     TrainOptions, TrainReport, train,

@@ -16,6 +16,7 @@ use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
 use super::pq::{AdcMetric, ProductQuantizer};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_block, first_fault, get_bit};
 use super::stage::Stage;
+use super::text::TextHead;
 use super::transform::{ROW_BLOCK, RowMap};
 
 /// Rows a block is pushed through the transforms at a time (see [`Model::for_each_tile`]).
@@ -37,6 +38,8 @@ const MAX_CODE_BYTES: usize = u32::MAX as usize;
 pub struct Model {
     id: FileId,
     stages: Vec<Stage>,
+    /// Optional text head (PAMIR): scores text queries; not needed to encode.
+    text: Option<TextHead>,
 }
 
 impl Model {
@@ -76,6 +79,7 @@ impl Model {
         let model = Model {
             id: FileId::generate(),
             stages,
+            text: None,
         };
         let (cb, bits) = (
             model.quantizer().code_bytes(),
@@ -93,6 +97,33 @@ impl Model {
     /// The same model under another id.
     pub fn with_id(mut self, id: FileId) -> Model {
         self.id = id;
+        self
+    }
+
+    /// The text head, when the model has one (see [`crate::model::TextHead`]).
+    pub fn text_head(&self) -> Option<&TextHead> {
+        self.text.as_ref()
+    }
+
+    /// The same model with `head` as its text head (replacing any), checked: the head scores
+    /// vectors of the model's projected dimension. Codes are unchanged.
+    pub fn with_text_head(mut self, head: TextHead) -> Result<Model> {
+        if head.dim() != self.project_dim() {
+            return Err(ModelError::BadModel {
+                detail: format!(
+                    "the text head scores {}-D vectors but the model projects to {} dimensions",
+                    head.dim(),
+                    self.project_dim()
+                ),
+            });
+        }
+        self.text = Some(head);
+        Ok(self)
+    }
+
+    /// The same model without a text head.
+    pub fn without_text_head(mut self) -> Model {
+        self.text = None;
         self
     }
 
@@ -306,7 +337,12 @@ impl Model {
             code_kind: self.code_kind(),
             code_bytes: self.code_bytes() as u32,
             code_bits: self.code_bits() as u32,
-            stages: self.stages.iter().map(Stage::to_record).collect(),
+            stages: self
+                .stages
+                .iter()
+                .map(Stage::to_record)
+                .chain(self.text.iter().map(TextHead::to_record))
+                .collect(),
             skipped_stages: Vec::new(),
         }
     }
@@ -317,11 +353,26 @@ impl Model {
     /// byte layer) are not needed to encode and are ignored.
     pub fn from_model_file(mf: &ModelFile) -> Result<Model> {
         let mut stages = Vec::with_capacity(mf.stages.len());
+        let mut text = None;
         for (i, rec) in mf.stages.iter().enumerate() {
+            if rec.kind == crate::format::stage_kind::TEXT {
+                // The text head follows the quantiser; one at most.
+                if text.is_some() || i + 1 != mf.stages.len() {
+                    return Err(ModelError::BadStage {
+                        stage: format!("{i} (text)"),
+                        detail: "a text head must be the model's last stage, once".into(),
+                    });
+                }
+                text = Some(TextHead::from_record(rec).map_err(|e| with_stage_index(e, i))?);
+                continue;
+            }
             let s = Stage::from_record(rec).map_err(|e| with_stage_index(e, i))?;
             stages.push(s);
         }
-        let model = Model::new(stages)?.with_id(mf.model_id);
+        let mut model = Model::new(stages)?.with_id(mf.model_id);
+        if let Some(head) = text {
+            model = model.with_text_head(head)?;
+        }
         let got = (
             model.input_dim(),
             model.code_kind(),

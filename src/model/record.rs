@@ -191,6 +191,36 @@ impl<'a> RecordReader<'a> {
         }
     }
 
+    /// A required u8 tensor of the given shape; returns the data and the actual shape.
+    pub(crate) fn u8s(
+        &mut self,
+        name: &str,
+        shape: &[Option<usize>],
+    ) -> Result<(&'a [u8], Vec<usize>)> {
+        let t = self.require(name)?;
+        let s = self.check_shape(t, shape)?;
+        match &t.data {
+            TensorData::U8(v) => Ok((v, s)),
+            other => Err(self.err(
+                name,
+                format!("expected dtype u8, got {}", other.dtype().name()),
+            )),
+        }
+    }
+
+    /// A required u64 tensor of the given shape.
+    pub(crate) fn u64s(&mut self, name: &str, shape: &[Option<usize>]) -> Result<&'a [u64]> {
+        let t = self.require(name)?;
+        self.check_shape(t, shape)?;
+        match &t.data {
+            TensorData::U64(v) => Ok(v),
+            other => Err(self.err(
+                name,
+                format!("expected dtype u64, got {}", other.dtype().name()),
+            )),
+        }
+    }
+
     /// Refuses tensors this stage kind does not define.
     pub(crate) fn finish(self) -> Result<()> {
         for (t, used) in self.rec.tensors.iter().zip(&self.used) {

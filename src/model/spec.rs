@@ -13,6 +13,10 @@
 //! | `rr` | random orthogonal rotation |
 //! | `itq` | ITQ rotation, eq. 2-3 (must come right before `bits`) |
 //! | `ncmml:C` | NCMML metric W (C × D) learned from labels (Mensink et al. TPAMI 2013, eq. 3-7), as center + linear; needs `TrainOptions::labels` |
+//! | `metric:R` | low-rank metric learning on label triplets (Gordo et al. CVPR 2012, eq. 1-4); needs labels |
+//! | `attributes:R` | one-vs-rest class scores, then PCA to R ≤ classes (Gordo et al. eq. 5); needs labels |
+//! | `cca:R` | CCA with the one-hot labels (R ≤ classes − 1) or `TrainOptions::view` (Gordo et al. eq. 6-8); before `itq` its directions are scaled by their correlations (CCA-ITQ, Gong et al. eq. 4) |
+//! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
@@ -57,6 +61,20 @@ pub enum StepSpec {
     Itq,
     /// Supervised: an NCMML projection (needs labels at training time).
     Ncmml(usize),
+    /// `metric:R`: low-rank metric learning on label triplets (needs labels).
+    Metric(usize),
+    /// `attributes:R`: class scores, then PCA to R (needs labels).
+    Attributes(usize),
+    /// `cca:R`: CCA with the one-hot labels or a given view; `scaled` (set when `itq`
+    /// follows) multiplies each direction by its canonical correlation (CCA-ITQ).
+    Cca {
+        /// Directions kept (R).
+        dim: usize,
+        /// Scale by the correlations (CCA-ITQ).
+        scaled: bool,
+    },
+    /// `jscl:R`: joint subspace and classifier learning (needs labels).
+    Jscl(usize),
 }
 
 /// The final, code-producing stage.
@@ -203,6 +221,25 @@ impl Parser<'_> {
                 need("C")?,
                 "dimension",
             )?)),
+            "metric" => Token::Step(StepSpec::Metric(self.number(
+                token,
+                need("R")?,
+                "dimension",
+            )?)),
+            "attributes" => Token::Step(StepSpec::Attributes(self.number(
+                token,
+                need("R")?,
+                "dimension",
+            )?)),
+            "cca" => Token::Step(StepSpec::Cca {
+                dim: self.number(token, need("R")?, "dimension")?,
+                scaled: false,
+            }),
+            "jscl" => Token::Step(StepSpec::Jscl(self.number(
+                token,
+                need("R")?,
+                "dimension",
+            )?)),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -258,7 +295,8 @@ impl Parser<'_> {
             _ => {
                 return Err(self.err(
                     token,
-                    "unknown stage; expected one of center, pca:C, ncmml:C, proj:C, rff[:D], rr, itq, \
+                    "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
+                     jscl:R, proj:C, rff[:D], rr, itq, \
                      bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
@@ -320,6 +358,10 @@ impl PipelineSpec {
                     match s {
                         StepSpec::Pca(c)
                         | StepSpec::Ncmml(c)
+                        | StepSpec::Metric(c)
+                        | StepSpec::Attributes(c)
+                        | StepSpec::Cca { dim: c, .. }
+                        | StepSpec::Jscl(c)
                         | StepSpec::Projection(c)
                         | StepSpec::Rff(c) => {
                             dim_token = Some((tok, c));
@@ -329,6 +371,11 @@ impl PipelineSpec {
                     match s {
                         // NCMML is stored as center + linear: zero-mean output.
                         StepSpec::Center | StepSpec::Pca(_) | StepSpec::Ncmml(_) => centred = true,
+                        // The supervised projections are stored as center + linear too.
+                        StepSpec::Metric(_)
+                        | StepSpec::Attributes(_)
+                        | StepSpec::Cca { .. }
+                        | StepSpec::Jscl(_) => centred = true,
                         StepSpec::Rff(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
@@ -343,6 +390,14 @@ impl PipelineSpec {
                     }
                     quant = Some((q, tok));
                 }
+            }
+        }
+        // CCA-ITQ (Gong et al. eq. 4): CCA right before ITQ scales its directions.
+        for i in 1..steps.len() {
+            if steps[i] == StepSpec::Itq
+                && let StepSpec::Cca { scaled, .. } = &mut steps[i - 1]
+            {
+                *scaled = true;
             }
         }
         let Some((quantizer, _)) = quant else {
@@ -377,10 +432,32 @@ impl PipelineSpec {
             .collect()
     }
 
-    /// Whether a step learns from class labels (`ncmml:C`), so training needs
-    /// `TrainOptions::labels`.
+    /// Whether a step learns from class labels or a second view (`ncmml:C`, `metric:R`,
+    /// `attributes:R`, `cca:R`, `jscl:R`).
     pub fn is_supervised(&self) -> bool {
-        self.steps.iter().any(|s| matches!(s, StepSpec::Ncmml(_)))
+        self.steps.iter().any(|s| {
+            matches!(
+                s,
+                StepSpec::Ncmml(_)
+                    | StepSpec::Metric(_)
+                    | StepSpec::Attributes(_)
+                    | StepSpec::Cca { .. }
+                    | StepSpec::Jscl(_)
+            )
+        })
+    }
+
+    /// Whether training needs `TrainOptions::labels`: every supervised step does, except
+    /// `cca:R` when a second view is given (`has_view`).
+    pub fn needs_labels(&self, has_view: bool) -> bool {
+        self.steps.iter().any(|s| match s {
+            StepSpec::Cca { .. } => !has_view,
+            StepSpec::Ncmml(_)
+            | StepSpec::Metric(_)
+            | StepSpec::Attributes(_)
+            | StepSpec::Jscl(_) => true,
+            _ => false,
+        })
     }
 
     /// The explicit stage list, e.g. `pca:64,itq,bits` for `pca-itq:64`.
@@ -402,6 +479,10 @@ impl StepSpec {
             StepSpec::RandomRotation => "rr".to_string(),
             StepSpec::Itq => "itq".to_string(),
             StepSpec::Ncmml(c) => format!("ncmml:{c}"),
+            StepSpec::Metric(c) => format!("metric:{c}"),
+            StepSpec::Attributes(c) => format!("attributes:{c}"),
+            StepSpec::Cca { dim, .. } => format!("cca:{dim}"),
+            StepSpec::Jscl(c) => format!("jscl:{c}"),
         }
     }
 }

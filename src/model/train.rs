@@ -42,6 +42,9 @@ use super::rotation::Rotation;
 use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
+use super::supervised::{
+    CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl, fit_metric,
+};
 
 /// Training rows used when `TrainOptions::sample` is `None`.
 pub const DEFAULT_TRAIN_SAMPLE_CAP: usize = 100_000;
@@ -93,6 +96,11 @@ pub struct TrainOptions {
     /// One class label per input row: needed by supervised steps (`ncmml:C`), ignored
     /// otherwise. Rows sampled for training keep their labels.
     pub labels: Option<Arc<[i64]>>,
+    /// A second view for `cca:R` (one row per input row, any columns, e.g. text embeddings);
+    /// `None`: CCA uses the one-hot `labels`. Rows sampled for training keep their view rows.
+    pub view: Option<Arc<ndarray::Array2<f32>>>,
+    /// Settings of `metric:R`, `attributes:R`, `cca:R`, `jscl:R`.
+    pub supervised: SupervisedOptions,
 }
 
 impl Default for TrainOptions {
@@ -107,6 +115,8 @@ impl Default for TrainOptions {
             progress: None,
             verbose: false,
             labels: None,
+            view: None,
+            supervised: SupervisedOptions::default(),
         }
     }
 }
@@ -123,6 +133,8 @@ impl fmt::Debug for TrainOptions {
             .field("progress", &self.progress.as_ref().map(|_| "<callback>"))
             .field("verbose", &self.verbose)
             .field("labels", &self.labels.as_ref().map(|l| l.len()))
+            .field("view", &self.view.as_ref().map(|v| v.dim()))
+            .field("supervised", &self.supervised)
             .finish()
     }
 }
@@ -187,6 +199,10 @@ pub struct TrainReport {
     pub opq_loss: Vec<f64>,
     /// Wall time of the whole training, in seconds.
     pub total_seconds: f64,
+    /// Canonical correlations of the last `cca:R` step (all of them, decreasing).
+    pub cca_correlations: Vec<f64>,
+    /// What the validation of the last `metric:R` / `jscl:R` step chose.
+    pub sgd_choice: Option<SgdChoice>,
 }
 
 /// The training state: the sample, the stages fitted so far, and how many of them have been
@@ -195,6 +211,8 @@ struct State<'a> {
     data: Cow<'a, [f32]>,
     /// Labels of the sampled rows (supervised steps).
     labels: Option<Vec<i64>>,
+    /// The second view of the sampled rows (row-major) and its width (`cca:R`).
+    view: Option<(Vec<f32>, usize)>,
     dim: usize,
     stages: Vec<Stage>,
     applied: usize,
@@ -367,6 +385,90 @@ fn fit_ncmml(state: &mut State, c: usize, seed: u64, ctx: &mut Ctx) -> Result<()
     Ok(())
 }
 
+/// The sample's labels, or an error naming `labels` for `step`.
+fn need_labels(state: &State, step: &str) -> Result<Vec<i64>> {
+    state.labels.clone().ok_or_else(|| {
+        ModelError::invalid(
+            "labels",
+            format!("{step} learns from class labels: pass TrainOptions::labels (--labels)"),
+        )
+    })
+}
+
+/// `metric:R` / `jscl:R` (Gordo et al. CVPR 2012 §3, §6) on the materialised sample.
+fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
+    let name = step.token();
+    let labels = need_labels(state, &name)?;
+    let dim = state.out_dim();
+    let sup = ctx.opts.supervised.clone();
+    let total = (sup.learning_rates.len() * sup.max_epochs) as u64;
+    let x = state.materialize();
+    let mut done = 0u64;
+    let mut on_epoch = |eta: f64, epoch: usize, loss: f64, p: f64| {
+        done += 1;
+        ctx.progress(&name, "epochs", done.min(total), total);
+        ctx.message(format!(
+            "{name} η {eta}: epoch {epoch:>3}: hinge loss {loss:.6}, validation precision {p:.4}"
+        ));
+    };
+    let fit: SgdFit = match step {
+        StepSpec::Metric(r) => fit_metric(x, dim, &labels, r, &sup, seed, &mut on_epoch)?,
+        _ => {
+            let r = match step {
+                StepSpec::Jscl(r) => r,
+                _ => 0,
+            };
+            fit_jscl(x, dim, &labels, r, &sup, seed, &mut on_epoch)?
+        }
+    };
+    ctx.progress(&name, "epochs", total, total);
+    ctx.message(format!(
+        "{name}: kept η {} epoch {} (validation precision {:.4})",
+        fit.learning_rate, fit.best_epoch, fit.validation_precision
+    ));
+    ctx.report.sgd_choice = Some(SgdChoice {
+        step: name,
+        learning_rate: fit.learning_rate,
+        best_epoch: fit.best_epoch,
+        validation_precision: fit.validation_precision,
+    });
+    let stages = fit.to_stages()?;
+    state.stages.extend(stages);
+    Ok(())
+}
+
+/// `cca:R` (Gordo et al. eq. 6-8; CCA-ITQ when `scaled`) with the view or the one-hot labels.
+fn fit_cca_step(state: &mut State, r: usize, scaled: bool, ctx: &mut Ctx) -> Result<()> {
+    let name = format!("cca:{r}");
+    let dim = state.out_dim();
+    let labels = match state.view {
+        Some(_) => None,
+        None => Some(need_labels(state, &name)?),
+    };
+    let view = state.view.take();
+    ctx.progress(&name, "steps", 0, 1);
+    let x = state.materialize();
+    let v = match (&view, &labels) {
+        (Some((values, cols)), _) => CcaView::Matrix {
+            values,
+            cols: *cols,
+        },
+        (None, Some(l)) => CcaView::OneHot(l),
+        (None, None) => unreachable!("labels were required above"),
+    };
+    let fit = fit_cca(x, dim, v, r, ctx.opts.supervised.cca_rho, scaled);
+    state.view = view;
+    let fit = fit?;
+    ctx.progress(&name, "steps", 1, 1);
+    ctx.message(format!(
+        "{name}: canonical correlations {:?}",
+        &fit.correlations[..fit.correlations.len().min(r)]
+    ));
+    ctx.report.cca_correlations = fit.correlations.clone();
+    state.stages.extend(fit.to_stages()?);
+    Ok(())
+}
+
 fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let dim = state.out_dim();
     match step {
@@ -395,6 +497,18 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
                 .push(Stage::Rotation(Rotation::random(dim, seed)?));
         }
         StepSpec::Ncmml(c) => fit_ncmml(state, c, seed, ctx)?,
+        StepSpec::Metric(_) | StepSpec::Jscl(_) => fit_triplet_step(state, step, seed, ctx)?,
+        StepSpec::Cca { dim: r, scaled } => fit_cca_step(state, r, scaled, ctx)?,
+        StepSpec::Attributes(r) => {
+            let name = step.token();
+            let labels = need_labels(state, &name)?;
+            ctx.progress(&name, "steps", 0, 1);
+            let sup = ctx.opts.supervised.clone();
+            let x = state.materialize();
+            let stages = fit_attributes(x, dim, &labels, r, &sup, seed)?;
+            ctx.progress(&name, "steps", 1, 1);
+            state.stages.extend(stages);
+        }
         StepSpec::Itq => {
             let iters = ctx.opts.itq_iterations;
             let x = state.materialize();
@@ -523,13 +637,35 @@ pub fn train(
             format!("{} labels for {n} training rows", l.len()),
         ));
     }
+    if let Some(v) = &opts.view {
+        if v.nrows() != n {
+            return Err(ModelError::invalid(
+                "view",
+                format!("{} rows for {n} training rows", v.nrows()),
+            ));
+        }
+        checked_rows("train: view", v.view(), None)?;
+    }
+    let view_rows = |idx: Option<&[usize]>| -> Option<(Vec<f32>, usize)> {
+        opts.view.as_ref().map(|v| {
+            let cols = v.ncols();
+            let all: Vec<f32> = v.iter().copied().collect();
+            match idx {
+                Some(idx) => (gather_rows(&all, cols, idx), cols),
+                None => (all, cols),
+            }
+        })
+    };
+    let mut sampled: Option<Vec<usize>> = None;
     let (sample, labels): (Cow<[f32]>, Option<Vec<i64>>) = if cap < n {
         let idx = sample_indices(&mut rng(derive_seed(opts.seed, 0)), n, cap);
         let labels = opts
             .labels
             .as_ref()
             .map(|l| idx.iter().map(|&i| l[i]).collect());
-        (Cow::Owned(gather_rows(rows.as_slice(), d, &idx)), labels)
+        let rows = gather_rows(rows.as_slice(), d, &idx);
+        sampled = Some(idx);
+        (Cow::Owned(rows), labels)
     } else {
         (
             Cow::Borrowed(rows.as_slice()),
@@ -547,9 +683,11 @@ pub fn train(
             ..TrainReport::default()
         },
     };
+    let view = view_rows(sampled.as_deref());
     let state = State {
         data: sample,
         labels,
+        view,
         dim: d,
         stages: Vec::new(),
         applied: 0,
@@ -582,6 +720,7 @@ pub(crate) fn train_after(
     let state = State {
         data: Cow::Owned(data),
         labels,
+        view: None,
         dim,
         stages,
         applied,

@@ -55,6 +55,12 @@ pub enum SearchError {
         /// What is wrong.
         detail: String,
     },
+    /// A text query on an index whose model has no text head.
+    #[error(
+        "the index's model has no text head, so it cannot answer text queries (train one with \
+         codedb train … --captions FILE and build the index with that model)"
+    )]
+    NoTextHead,
     /// The model failed to encode or project the queries.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),

@@ -38,6 +38,7 @@ mod pq4_fastscan;
 mod probe;
 pub mod radius;
 pub mod rerank;
+mod text;
 mod train_from_index;
 pub mod vectors;
 
@@ -50,8 +51,8 @@ use crate::format::append_log::NO_LIST;
 use crate::format::{CodeKind, RowColumn};
 use crate::model::{AdcMetric, Model};
 use crate::scan::{
-    CodeRows, DenseRows, Direction, ScanOptions, dense_topk, hamming_topk_batch, lut4_topk_batch,
-    lut8_topk_batch,
+    CodeRows, DenseRows, Direction, Metric, ScanOptions, dense_topk, hamming_topk_batch,
+    lut4_topk_batch, lut8_topk_batch,
 };
 use crate::storage::{Block, Snapshot};
 
@@ -67,6 +68,7 @@ pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
 use pq4_fastscan::fastscan_scope;
 use rerank::{Candidate, exact_search};
+pub use text::text_tables;
 pub use train_from_index::{fit_classifier_from_index, train_from_index};
 
 /// One result row.
@@ -151,8 +153,46 @@ pub(crate) fn search_snapshot(
     params: &SearchParams,
     source: Option<&dyn VectorSource>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
+    search_rows(snapshot, Queries::Image(queries), params, source)
+}
+
+/// The query rows of a search: raw descriptors (image queries), or `u = Wᵀq` of text queries
+/// in the model's projected space (see [`text`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Queries<'a> {
+    Image(ArrayView2<'a, f32>),
+    Text(ArrayView2<'a, f32>),
+}
+
+impl<'a> Queries<'a> {
+    fn view(&self) -> ArrayView2<'a, f32> {
+        match *self {
+            Queries::Image(v) | Queries::Text(v) => v,
+        }
+    }
+
+    /// The same kind of query rows over `v`.
+    fn with<'b>(&self, v: ArrayView2<'b, f32>) -> Queries<'b> {
+        match self {
+            Queries::Image(_) => Queries::Image(v),
+            Queries::Text(_) => Queries::Text(v),
+        }
+    }
+}
+
+/// [`search_snapshot`] for image or text query rows.
+pub(crate) fn search_rows(
+    snapshot: &Snapshot,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
     let model = snapshot.model()?;
-    check(model, queries, params)?;
+    let queries = q.view();
+    match q {
+        Queries::Image(v) => check(model, v, params)?,
+        Queries::Text(u) => text::check_text(model, u, params)?,
+    }
     let stored;
     let source = match source {
         Some(s) => Some(s),
@@ -177,7 +217,10 @@ pub(crate) fn search_snapshot(
             l.dedup();
             vec![(Some(l), (0..queries.nrows()).collect())]
         }
-        (None, Some(n)) => probe::probe_groups(snapshot, queries, n)?,
+        (None, Some(n)) => match q {
+            Queries::Image(v) => probe::probe_groups(snapshot, v, n)?,
+            Queries::Text(u) => probe::probe_groups_ip(snapshot, u, n)?,
+        },
     };
     // Lists that do not exist cannot restrict anything: say so rather than scan every row.
     if params.lists.is_some() || params.nprobe.is_some() {
@@ -195,13 +238,13 @@ pub(crate) fn search_snapshot(
     }
     if let [(lists, _)] = groups.as_slice() {
         let scopes = scopes(&blocks, lists.as_deref())?;
-        return search_scoped(&blocks, &scopes, model, queries, params, source);
+        return search_scoped(&blocks, &scopes, model, q, params, source);
     }
     let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
     for (lists, rows) in &groups {
-        let q: Array2<f32> = queries.select(Axis(0), rows);
+        let sub: Array2<f32> = queries.select(Axis(0), rows);
         let scopes = scopes(&blocks, lists.as_deref())?;
-        let hits = search_scoped(&blocks, &scopes, model, q.view(), params, source)?;
+        let hits = search_scoped(&blocks, &scopes, model, q.with(sub.view()), params, source)?;
         for (&r, h) in rows.iter().zip(hits) {
             if let Some(slot) = out.get_mut(r) {
                 *slot = h;
@@ -227,7 +270,7 @@ fn search_scoped(
     blocks: &[Block<'_>],
     scopes: &[Vec<Range<usize>>],
     model: &Model,
-    queries: ArrayView2<f32>,
+    q: Queries<'_>,
     params: &SearchParams,
     source: Option<&dyn VectorSource>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
@@ -248,6 +291,7 @@ fn search_scoped(
         })
     };
     let metric = params.mode.rerank_metric();
+    let queries = q.view();
     if params.mode.is_exact() {
         return exact_search(
             blocks,
@@ -260,9 +304,9 @@ fn search_scoped(
         );
     }
     let kc = params.rerank.unwrap_or(params.k);
-    let candidates = scan_codes(blocks, scopes, model, queries, params.mode, kc, opts)?;
-    match params.rerank {
-        None => Ok(candidates
+    let candidates = scan_codes(blocks, scopes, model, q, params.mode, kc, opts)?;
+    match (params.rerank, q) {
+        (None, _) => Ok(candidates
             .into_iter()
             .map(|l| {
                 l.into_iter()
@@ -273,7 +317,7 @@ fn search_scoped(
                     .collect()
             })
             .collect()),
-        Some(_) => rerank::rerank(
+        (Some(_), Queries::Image(_)) => rerank::rerank(
             blocks,
             &candidates,
             queries,
@@ -281,6 +325,9 @@ fn search_scoped(
             params.k,
             need_source()?,
         ),
+        (Some(_), Queries::Text(u)) => {
+            text::rerank_text(blocks, &candidates, model, u, params.k, need_source()?)
+        }
     }
 }
 
@@ -290,6 +337,24 @@ fn check(
     queries: ArrayView2<f32>,
     params: &SearchParams,
 ) -> Result<(), SearchError> {
+    if queries.nrows() == 0 {
+        return Err(invalid("queries", "no query rows"));
+    }
+    if queries.ncols() != model.input_dim() {
+        return Err(invalid(
+            "queries",
+            format!(
+                "{} columns, the index's model takes {}-D vectors",
+                queries.ncols(),
+                model.input_dim()
+            ),
+        ));
+    }
+    check_params(model, params)
+}
+
+/// The checks of `params` shared by image and text queries.
+pub(crate) fn check_params(model: &Model, params: &SearchParams) -> Result<(), SearchError> {
     if params.k == 0 {
         return Err(invalid("k", "must be at least 1"));
     }
@@ -313,19 +378,6 @@ fn check(
             ),
         ));
     }
-    if queries.nrows() == 0 {
-        return Err(invalid("queries", "no query rows"));
-    }
-    if queries.ncols() != model.input_dim() {
-        return Err(invalid(
-            "queries",
-            format!(
-                "{} columns, the index's model takes {}-D vectors",
-                queries.ncols(),
-                model.input_dim()
-            ),
-        ));
-    }
     if let Some(l) = &params.lists {
         if l.is_empty() {
             return Err(invalid("lists", "no list ids given"));
@@ -343,8 +395,8 @@ fn check(
     params.mode.check_applies(model.code_kind())
 }
 
-/// The query side of a code scan.
-enum Prepared {
+/// The query side of a code scan, query after query.
+pub(crate) enum Prepared {
     Codes(Vec<u8>),
     Lut8(Vec<f32>),
     Lut4(Vec<f32>, usize),
@@ -357,15 +409,37 @@ fn scan_codes(
     blocks: &[Block<'_>],
     scopes: &[Vec<Range<usize>>],
     model: &Model,
-    queries: ArrayView2<f32>,
+    q: Queries<'_>,
     mode: SearchMode,
     k: usize,
     opts: ScanOptions,
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
-    let nq = queries.nrows();
-    let cb = model.code_bytes();
+    let queries = match q {
+        Queries::Image(v) => v,
+        Queries::Text(u) => {
+            let prepared = text::prepare_text(model, u)?;
+            let (d, m) = (Direction::LargerIsBetter, Metric::Dot);
+            let how = (mode, d, m, u.nrows());
+            return scan_prepared(blocks, scopes, model, &prepared, how, k, opts);
+        }
+    };
+    let prepared = prepare(model, queries, mode)?;
+    let how = (
+        mode,
+        mode.direction(),
+        mode.rerank_metric(),
+        queries.nrows(),
+    );
+    scan_prepared(blocks, scopes, model, &prepared, how, k, opts)
+}
+
+/// The query side of an image query scan in `mode`.
+fn prepare(
+    model: &Model,
+    queries: ArrayView2<f32>,
+    mode: SearchMode,
+) -> Result<Prepared, SearchError> {
     let kind = model.code_kind();
-    let direction = mode.direction();
     let adc = |metric| -> Result<Vec<f32>, SearchError> {
         Ok(model
             .adc_tables(queries, metric)?
@@ -394,7 +468,23 @@ fn scan_codes(
             return Err(invalid("mode", "exact modes do not scan codes"));
         }
     };
-    let metric = mode.rerank_metric();
+    Ok(prepared)
+}
+
+/// Scans every block's codes with a prepared query side; `how`: the mode (for messages), the
+/// score's direction, the dense kernels' metric and the number of queries.
+fn scan_prepared(
+    blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
+    model: &Model,
+    prepared: &Prepared,
+    how: (SearchMode, Direction, Metric, usize),
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<Candidate>>, SearchError> {
+    let (mode, direction, metric, nq) = how;
+    let cb = model.code_bytes();
+    let kind = model.code_kind();
     let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); nq];
     for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
         if ranges.is_empty() {
@@ -402,7 +492,7 @@ fn scan_codes(
         }
         let deleted = block.deleted_words();
         // 4-bit PQ segments of format 1.2 are scanned in place in the fast-scan layout.
-        let fastscan = match (&prepared, block.fastscan_m()) {
+        let fastscan = match (prepared, block.fastscan_m()) {
             (Prepared::Lut4(_, m), Some(pm)) if pm == *m => true,
             (_, Some(pm)) => {
                 return Err(invalid(
@@ -421,7 +511,7 @@ fn scan_codes(
             for col in [RowColumn::Ids, RowColumn::Codes] {
                 block.check_par(col, r.clone(), opts.threads)?;
             }
-            if let (true, Prepared::Lut4(l, _)) = (fastscan, &prepared) {
+            if let (true, Prepared::Lut4(l, _)) = (fastscan, prepared) {
                 let part =
                     fastscan_scope(block, deleted.as_deref(), r.clone(), l, direction, k, opts)?;
                 for (acc, p) in lists.iter_mut().zip(part) {
@@ -437,7 +527,7 @@ fn scan_codes(
             let ids = block.ids_in(r.clone())?;
             let codes = block.codes_in(r.clone())?;
             let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
-            let part: Vec<Vec<(f32, u64)>> = match &prepared {
+            let part: Vec<Vec<(f32, u64)>> = match prepared {
                 Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
                     .into_iter()
                     .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())

@@ -44,6 +44,37 @@ pub(crate) fn probe_groups(
     Ok(groups.into_iter().map(|(l, q)| (Some(l), q)).collect())
 }
 
+/// The probe groups of text queries (`u = Wᵀq` rows, see [`super::text`]): per query, the
+/// `nprobe` classes whose projected mean scores best by the text score `uᵀWμ_c` (the class's
+/// mean image as the coarse centroid; an inner product, so larger is better), ties by smaller
+/// class id.
+pub(crate) fn probe_groups_ip(
+    snapshot: &Snapshot,
+    u: ArrayView2<f32>,
+    nprobe: usize,
+) -> Result<ProbeGroups, SearchError> {
+    let means = coarse_quantizer(snapshot, nprobe)?;
+    if nprobe >= means.len() {
+        return Ok(vec![(None, (0..u.nrows()).collect())]);
+    }
+    let mut groups: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
+    for (q, row) in u.rows().into_iter().enumerate() {
+        let mut scored: Vec<(f32, u32)> = means
+            .ids()
+            .iter()
+            .filter_map(|&id| {
+                let m = means.projected_mean(id)?;
+                Some((row.iter().zip(m).map(|(a, b)| a * b).sum::<f32>(), id))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut ids: Vec<u32> = scored.into_iter().take(nprobe).map(|(_, id)| id).collect();
+        ids.sort_unstable();
+        groups.entry(ids).or_default().push(q);
+    }
+    Ok(groups.into_iter().map(|(l, q)| (Some(l), q)).collect())
+}
+
 /// The snapshot's class means, after checking `nprobe`.
 fn coarse_quantizer(
     snapshot: &Snapshot,

@@ -112,6 +112,34 @@ pub(crate) fn rerank(
     source: &dyn VectorSource,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     check_query_dim(queries, source)?;
+    let dim = source.dim();
+    rescore(
+        blocks,
+        candidates,
+        metric.direction(),
+        k,
+        source,
+        |qi, vectors| {
+            let q: Vec<f32> = queries.row(qi).to_vec();
+            vectors
+                .chunks_exact(dim)
+                .map(|v| Ok(dense_f32(metric, &q, v, Dispatch::Auto)?))
+                .collect()
+        },
+    )
+}
+
+/// Re-scores each query's candidates with `score(query, vectors)` (the candidates' stored
+/// vectors, row-major, in candidate order → one score each) and keeps the `k` best by
+/// `direction`, ties by smaller id.
+pub(crate) fn rescore(
+    blocks: &[Block<'_>],
+    candidates: &[Vec<Candidate>],
+    direction: Direction,
+    k: usize,
+    source: &dyn VectorSource,
+    mut score: impl FnMut(usize, &[f32]) -> Result<Vec<f32>, SearchError>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
     let mut wanted: HashMap<usize, HashSet<u64>> = HashMap::new();
     for c in candidates.iter().flatten() {
         wanted.entry(c.block).or_default().insert(c.id);
@@ -125,11 +153,11 @@ pub(crate) fn rerank(
             rows.insert((b, id), r);
         }
     }
-    let mut buf = vec![0.0f32; source.dim()];
+    let dim = source.dim();
+    let mut buf = vec![0.0f32; dim];
     let mut out = Vec::with_capacity(candidates.len());
-    for (q, cands) in queries.rows().into_iter().zip(candidates) {
-        let q: Vec<f32> = q.to_vec();
-        let mut list = Vec::with_capacity(cands.len());
+    for (qi, cands) in candidates.iter().enumerate() {
+        let mut vectors = Vec::with_capacity(cands.len() * dim);
         for c in cands {
             let row = rows.get(&(c.block, c.id)).copied().unwrap_or(usize::MAX);
             let at = RowRef {
@@ -142,10 +170,19 @@ pub(crate) fn rerank(
                     detail: format!("row id {} (block {}) has no stored vector", c.id, c.block),
                 });
             }
-            let score = dense_f32(metric, &q, &buf, Dispatch::Auto)?;
-            list.push(Hit { id: c.id, score });
+            vectors.extend_from_slice(&buf);
         }
-        sort_truncate(&mut list, metric.direction(), k);
+        let scores = if cands.is_empty() {
+            Vec::new()
+        } else {
+            score(qi, &vectors)?
+        };
+        let mut list: Vec<Hit> = cands
+            .iter()
+            .zip(scores)
+            .map(|(c, score)| Hit { id: c.id, score })
+            .collect();
+        sort_truncate(&mut list, direction, k);
         out.push(list);
     }
     Ok(out)

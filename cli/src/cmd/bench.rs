@@ -18,6 +18,7 @@ use crate::progress;
 pub enum BenchCommand {
     Scan(ScanArgs),
     Encode(EncodeArgs),
+    Plot(PlotArgs),
 }
 
 #[derive(Args)]
@@ -27,13 +28,16 @@ pub enum BenchCommand {
   codedb bench scan --codes 100000000 --kind hamming64 --threads 2 --dir /tmp/cb
   codedb bench scan --codes 10000000 --kind hamming64,pq8x16,pq4x32 \\
       --queries 1,16 --threads 1,2 --dir /tmp/cb --json
+  codedb bench scan --codes 100000,1000000,10000000 --kind hamming64,pq4x32 \\
+      --threads 1,2 --dir /tmp/cb --plot scan.svg
 
 Kinds: hammingB (B bits), pq8xM (LUT-8 ADC), pq4xM (4-bit fast-scan). Lists are comma-separated; \
-every combination runs. --json prints one object per case.")]
+every combination runs. --json prints one object per case. --plot draws codes/s against N (at \
+the most threads) and against threads (at the largest N), with the read bandwidth as a bound.")]
 pub struct ScanArgs {
-    /// Rows of the generated segment.
-    #[arg(long, default_value_t = 10_000_000, allow_negative_numbers = true, value_parser = args::count_u64)]
-    pub codes: u64,
+    /// Rows of the generated segment, comma-separated for several sizes (one segment each).
+    #[arg(long, value_delimiter = ',', default_value = "10000000", allow_negative_numbers = true, value_parser = args::count_u64)]
+    pub codes: Vec<u64>,
     /// Code kinds, comma-separated: hammingB, pq8xM, pq4xM.
     #[arg(long, value_delimiter = ',', default_value = "hamming64")]
     pub kind: Vec<String>,
@@ -61,6 +65,33 @@ pub struct ScanArgs {
     /// Print one object per case as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also draw an SVG figure of the cases in FILE (*.svg). Works with --json.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Args)]
+/// Draw the scan-throughput figure from saved results: `codedb bench scan --json` output, or
+/// `tools/bench_vs_faiss.py --json` output (codedb and FAISS side by side).
+#[command(after_help = "Examples:
+  codedb bench plot --from scan.json --plot scan.svg
+  codedb bench plot --from a.json --from b.json --plot s.svg --title 'k = 10'
+
+The files are `codedb bench scan ... --json > scan.json` output, or \
+`tools/bench_vs_faiss.py ... --out faiss.json` output (codedb and FAISS side by side; its \
+--plot F runs this command). Several --from files are joined (each case may appear once). \
+Exit codes: 0 success, 1 failure (unreadable or malformed file, missing directory), 2 usage \
+error.")]
+pub struct PlotArgs {
+    /// A JSON results file (repeat for several).
+    #[arg(long, required = true, value_name = "FILE")]
+    pub from: Vec<PathBuf>,
+    /// The SVG figure to write (*.svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: PathBuf,
+    /// The figure's title (default: "Scan throughput", FAISS if present, and the files).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 #[derive(Args)]
@@ -100,6 +131,7 @@ pub fn run(command: BenchCommand) -> Result<ExitCode> {
     match command {
         BenchCommand::Scan(a) => scan(a),
         BenchCommand::Encode(a) => encode(a),
+        BenchCommand::Plot(a) => plot(a),
     }
 }
 
@@ -115,7 +147,9 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
         repeats,
         seed,
         json,
+        plot,
     } = a;
+    let plot = plot.as_deref().map(args::plot_target).transpose()?;
     let (kinds, queries, threads, dir, cache) =
         (&kinds, &queries, &threads, dir.as_path(), cache.as_str());
     let threads = crate::args::thread_list(threads);
@@ -129,7 +163,10 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
         let Some(kind) = BenchKind::parse(kname) else {
             usage!("--kind {kname}: expected hammingB, pq8xM or pq4xM");
         };
-        for &t in &threads {
+        for (&codes, &t) in codes
+            .iter()
+            .flat_map(|n| threads.iter().map(move |t| (n, t)))
+        {
             for &nq in queries {
                 let bar = progress::bar(codes, "generating codes", "rows");
                 let b = ScanBench {
@@ -180,9 +217,36 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
             }
         }
     }
+    if let Some(target) = &plot {
+        let isa = all.first().map_or("?", |r| r.isa);
+        let title = format!("codedb bench scan, k = {k}, ISA {isa}");
+        let points = codedb_cli::plot::scan_points_from_results(&all);
+        target.write(&codedb_cli::plot::scan_svg(&points, &title)?)?;
+    }
     if json {
         outln!("{}", serde_json::to_string_pretty(&all)?);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codedb bench plot`: the scan figure from saved JSON results.
+fn plot(a: PlotArgs) -> Result<ExitCode> {
+    let target = args::plot_target(&a.plot)?;
+    let mut points = Vec::new();
+    for f in &a.from {
+        let text = std::fs::read_to_string(f).with_context(|| format!("--from {}", f.display()))?;
+        points.extend(codedb_cli::plot::scan_points_from_json(f, &text)?);
+    }
+    let title = a.title.unwrap_or_else(|| {
+        let files: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
+        let faiss = points.iter().any(|p| p.faiss_codes_per_s.is_some());
+        format!(
+            "Scan throughput{} ({})",
+            if faiss { ": codedb and FAISS" } else { "" },
+            files.join(", ")
+        )
+    });
+    target.write(&codedb_cli::plot::scan_svg(&points, &title)?)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -22,6 +22,8 @@ use crate::progress;
       --pipelines 'pca-rr:32; pca-itq:32' --runs 5 --json
   codedb eval --task classify --data X.npy --labels L.npy \\
       --pipelines 'ncm; ncmml:64'
+  codedb eval --data X.npy --pipelines 'lsh:32; pca-itq:32' \\
+      --recall 1,10,100 --plot pr.svg
 
 --json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid, \
 map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...). \
@@ -77,6 +79,10 @@ pub struct EvalArgs {
     /// Print a JSON list, one object per pipeline.
     #[arg(long)]
     pub json: bool,
+    /// Also draw an SVG figure in FILE (*.svg; retrieve task): precision-recall curves,
+    /// recall@R against R and mAP against bits, one colour per pipeline. Works with --json.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
@@ -95,8 +101,12 @@ fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
 pub fn run(a: EvalArgs) -> Result<ExitCode> {
     // clap allows only these two tasks.
     if a.task == "classify" {
+        if a.plot.is_some() {
+            usage!("--plot draws the retrieval figure; --task classify has none");
+        }
         return eval_classify(&a);
     }
+    let plot = a.plot.as_deref().map(args::plot_target).transpose()?;
     let specs = match PipelineSpec::parse_list(&a.pipelines) {
         Ok(s) => s,
         Err(e) => usage!("--pipelines: {e}"),
@@ -158,6 +168,13 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         },
     )?;
     bar.finish_and_clear();
+    if let Some(target) = &plot {
+        let title = format!(
+            "{name}: {} database rows, {} queries x {} run(s)",
+            report.database_rows, report.queries, a.runs
+        );
+        target.write(&codedb_cli::plot::eval_svg(&report.pipelines, &title)?)?;
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&report.pipelines)?);
         return Ok(ExitCode::SUCCESS);

@@ -26,6 +26,7 @@ Examples:
   codedb search my-index --queries q.npy -k 10 --classes sneaker,sandal
   codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF
   codedb search my-index --queries q.npy --threads 0 --verbose
+  codedb search my-index --text \"red apple\" -k 10   # needs train --captions
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
@@ -53,6 +54,13 @@ a list id are scanned by every list-restricted search (a note on stderr says how
 index where no row has a list id, --classes and --nprobe are refused (exit 1). Build or add with \
 --lists to file rows under lists.
 
+--text WORDS (repeatable) or --text-file F (one query per line) ranks rows by the model's text \
+head (PAMIR: score = q'Wp, larger is better) over the same codes: LUT-8 on bits, \
+inner-product ADC on PQ codes, dot product on float codes; --rerank R re-scores with the stored \
+vectors, --classes restricts, --nprobe probes the classes whose mean scores best for the text. \
+Words are lower-cased and split on non-letters; words the model does not know are ignored \
+(named on stderr); a query with no known word is an error (exit 1).
+
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
 
@@ -74,8 +82,14 @@ pub struct SearchArgs {
     pub dir: PathBuf,
     /// Query vectors (.npy, .fvecs, .bvecs, IDX), one per row, in the model's input
     /// dimension.
-    #[arg(long)]
-    pub queries: PathBuf,
+    #[arg(long, required_unless_present_any = ["text", "text_file"])]
+    pub queries: Option<PathBuf>,
+    /// A text query (needs a model with a text head: train --captions); repeat for several.
+    #[arg(long, value_name = "WORDS", conflicts_with_all = ["queries", "radius"])]
+    pub text: Vec<String>,
+    /// A file of text queries, one per line.
+    #[arg(long, value_name = "F", conflicts_with_all = ["queries", "radius", "text"])]
+    pub text_file: Option<PathBuf>,
     /// Results per query (default 10; with --radius: no cap unless given).
     #[arg(short, long, allow_negative_numbers = true, value_parser = args::count)]
     pub k: Option<usize>,
@@ -113,7 +127,7 @@ pub struct SearchArgs {
 
 /// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
 /// table, an id must be a class of it; without one, only ids are accepted.
-fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
+pub(crate) fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
     let table = snap.classes();
     items
         .iter()
@@ -151,6 +165,12 @@ fn progress_chunk(queries: usize) -> usize {
 }
 
 pub fn run(a: SearchArgs) -> Result<ExitCode> {
+    if !a.text.is_empty() || a.text_file.is_some() {
+        return super::search_text::run(a);
+    }
+    let Some(queries) = a.queries.clone() else {
+        usage!("search: pass --queries, --text or --text-file");
+    };
     if let (Some(_), Some(m)) = (a.radius, a.mode.as_deref())
         && m != "hamming"
     {
@@ -168,7 +188,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
     };
     let q = inputs::vectors_for(
         "--queries",
-        &a.queries,
+        &queries,
         model.input_dim(),
         &inputs::index_model(&a.dir),
     )?;
@@ -275,7 +295,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
 }
 
 /// The hits in the output format, in the order documented in `SEARCH_HELP`.
-fn write_hits(hits: &[Vec<Hit>], format: &str) -> std::io::Result<()> {
+pub(crate) fn write_hits(hits: &[Vec<Hit>], format: &str) -> std::io::Result<()> {
     #[derive(serde::Serialize)]
     struct Query<'a> {
         query: usize,

@@ -18,6 +18,9 @@ use crate::progress;
   codedb train --data X.npy --pipeline pca-itq:64 --out itq64.model
   codedb train --data X.npy --pipeline 'pca:128,pq:16x8' --out pq.model --seed 7
   codedb train --from-index pq-index --pipeline ncmml:64,itq,bits --out m2
+  codedb train --data X.npy --labels y.npy --pipeline jscl:32,pq:4x8 --out m3
+  codedb train --data X.npy --labels y.npy --pipeline cca:32,itq,bits --out m4
+  codedb train --data X.npy --view T.npy --pipeline cca:64,float --out m5
 
 Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
@@ -31,9 +34,14 @@ pub struct TrainArgs {
         conflicts_with = "from_index"
     )]
     pub data: Option<PathBuf>,
-    /// Class labels of --data (.npy), for supervised steps (`ncmml:C`).
+    /// Class labels of --data (.npy), for supervised steps (`ncmml:C`, `metric:R`,
+    /// `attributes:R`, `cca:R`, `jscl:R`).
     #[arg(long, conflicts_with = "from_index")]
     pub labels: Option<PathBuf>,
+    /// A second view of --data for `cca:R` (.npy or any --data format, one row per row of
+    /// --data, e.g. text embeddings); without it CCA uses the one-hot --labels.
+    #[arg(long, conflicts_with = "from_index")]
+    pub view: Option<PathBuf>,
     /// Train on the decoded PQ codes (and labels) of this index instead of --data
     /// (Mensink et al. §5.1); the model keeps the index's transforms in front.
     #[arg(long)]
@@ -54,12 +62,17 @@ pub struct TrainArgs {
     /// Train on this many rows sampled with the seed (default: all, up to a cap).
     #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
     pub sample: Option<usize>,
+    /// CCA's regularisation ρ, relative to each view's mean variance (`cca:R`; default 1e-4).
+    #[arg(long, value_parser = args::finite_non_negative)]
+    pub cca_rho: Option<f64>,
     /// Print per-iteration details (ITQ quantisation loss …).
     #[arg(long)]
     pub verbose: bool,
     /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub text: super::train_text::TextTrainArgs,
 }
 
 /// What `codedb train` learns from.
@@ -68,6 +81,7 @@ enum TrainSource {
     Data {
         data: PathBuf,
         labels: Option<PathBuf>,
+        view: Option<PathBuf>,
     },
     /// The decoded PQ codes and labels of an index.
     Index(PathBuf),
@@ -107,6 +121,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         (None, Some(data)) => TrainSource::Data {
             data,
             labels: a.labels,
+            view: a.view,
         },
         (None, None) => usage!("train: pass --data or --from-index"),
     };
@@ -122,15 +137,21 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         );
     }
     let (bar, progress) = train_progress();
+    let mut supervised = codedb::model::SupervisedOptions::default();
+    if let Some(rho) = a.cca_rho {
+        supervised.cca_rho = rho;
+    }
     let opts = TrainOptions {
+        supervised,
         seed: a.seed,
         sample: a.sample,
         verbose: a.verbose,
         progress: Some(progress),
         ..TrainOptions::default()
     };
+    let mut text_report = None;
     let (model, report) = match &source {
-        TrainSource::Data { data, labels } => {
+        TrainSource::Data { data, labels, view } => {
             let x = codedb_cli::io::load_vectors(data)?;
             let labels = labels
                 .as_deref()
@@ -142,11 +163,39 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                     Ok(l.into())
                 })
                 .transpose()?;
-            if spec.is_supervised() && labels.is_none() {
+            let view = view
+                .as_deref()
+                .map(|p| -> Result<Arc<ndarray::Array2<f32>>> {
+                    let v = codedb_cli::io::load_vectors(p)?;
+                    if v.nrows() != x.nrows() {
+                        bail!(
+                            "--view {}: {} rows for {} rows of --data",
+                            p.display(),
+                            v.nrows(),
+                            x.nrows()
+                        );
+                    }
+                    Ok(Arc::new(v))
+                })
+                .transpose()?;
+            if spec.needs_labels(view.is_some()) && labels.is_none() {
                 usage!("--pipeline {pipeline}: learns from class labels: pass --labels");
             }
-            train_model(&spec, x.view(), &TrainOptions { labels, ..opts })
-                .with_context(|| format!("training {pipeline} on {}", data.display()))?
+            let progress = opts.progress.clone();
+            let (m, r) = train_model(
+                &spec,
+                x.view(),
+                &TrainOptions {
+                    labels,
+                    view,
+                    ..opts
+                },
+            )
+            .with_context(|| format!("training {pipeline} on {}", data.display()))?;
+            let (m, t) =
+                super::train_text::attach(m, x.view(), &a.text, a.seed, progress, a.verbose)?;
+            text_report = t;
+            (m, r)
         }
         TrainSource::Index(dir) => {
             let snap = crate::open::open_snapshot(dir)?;
@@ -180,9 +229,15 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                     "explained_variance_ratio": p.explained_variance_ratio,
                     "components": pca_components(&model),
                 })),
+                "cca_correlations": report.cca_correlations,
+                "sgd_choice": report.sgd_choice.as_ref().map(|c| serde_json::json!({
+                    "step": c.step, "learning_rate": c.learning_rate, "best_epoch": c.best_epoch,
+                    "validation_precision": c.validation_precision,
+                })),
                 "pq": report.pq.as_ref().map(|q| serde_json::json!({
                     "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
                 })),
+                "text": text_report.as_ref().map(super::train_text::report_json),
             })
         );
     } else {
@@ -195,6 +250,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             model.code_bytes(),
             report.training_rows
         );
+        if let Some(t) = &text_report {
+            super::train_text::print_report(t);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

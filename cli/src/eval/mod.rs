@@ -5,6 +5,7 @@
 //! - [`GroundTruth`]: relevance by neighbour sets or by class label, and per-query AP,
 //!   precision@k and hash-lookup scores; [`mean_average_precision`],
 //!   [`mean_precision_at_k`], [`class_label_map`], [`class_label_precision_at_k`].
+//! - [`PrCurve`]: precision–recall of the first n ranked items, n log-spaced.
 //! - [`recall_at_r`] (PQ/FAISS protocol), [`top_k_error`] (NCM protocol).
 //! - [`classify_eval`]: fit classifier SPECs on a split and report top-1 / top-5 error.
 //! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
@@ -21,6 +22,7 @@ pub mod euclidean_truth;
 pub mod ground_truth;
 pub mod hash_lookup;
 pub mod knn;
+pub mod precision_recall;
 pub mod ranked_metrics;
 pub mod ranking;
 pub mod retrieval_eval;
@@ -35,6 +37,7 @@ pub use euclidean_truth::{
 pub use ground_truth::GroundTruth;
 pub use hash_lookup::{LookupScores, hamming_ball, hamming_balls};
 pub use knn::{Neighbor, knn_l2, within_radius};
+pub use precision_recall::{PrCurve, PrSums, log_spaced_cutoffs};
 pub use ranked_metrics::{
     MeanScore, class_label_map, class_label_precision_at_k, mean_average_precision,
     mean_precision_at_k, recall_at_r,

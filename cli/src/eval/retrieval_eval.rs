@@ -42,10 +42,14 @@ use super::error::EvalError;
 use super::euclidean_truth::{ITQ_NEIGHBOUR_RANK, euclidean_ground_truth};
 use super::ground_truth::GroundTruth;
 use super::knn::{checked_matrix, knn_l2};
+use super::precision_recall::{PrCurve, PrSums, log_spaced_cutoffs, mean_curve};
 use super::ranked_metrics::recall_at_r;
 
 /// Queries whose full rankings are held at once while computing mAP.
 const FULL_RANKING_CHUNK: usize = 64;
+
+/// List lengths of the precision–recall curves (log-spaced from 1 to the database size).
+const PR_CURVE_POINTS: usize = 40;
 
 /// Parameters of [`retrieval_eval`]; [`Default`] gives the paper's protocol.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,6 +151,11 @@ pub struct PipelineScores {
     pub runs: usize,
     /// The Euclidean threshold (mean 50th-NN distance), averaged over runs.
     pub euclid_radius: f64,
+    /// Precision–recall of the first n ranked items, Euclidean ground truth, mean of the runs
+    /// ([`super::precision_recall`]).
+    pub pr_curve: PrCurve,
+    /// The same with class labels as ground truth (when labels were given).
+    pub pr_curve_class: Option<PrCurve>,
 }
 
 /// Everything [`retrieval_eval`] measured.
@@ -330,6 +339,8 @@ struct RunScores {
     bytes: usize,
     canonical: String,
     scan: CodeScan,
+    pr_curve: PrCurve,
+    pr_curve_class: Option<PrCurve>,
 }
 
 /// The ground truths of one run.
@@ -411,6 +422,9 @@ fn evaluate_pipeline(
     let mut ap_euclid = Vec::with_capacity(nq);
     let mut ap_class = Vec::with_capacity(nq);
     let mut balls: Vec<Vec<u32>> = Vec::new();
+    let cutoffs = log_spaced_cutoffs(ndb, PR_CURVE_POINTS);
+    let mut pr_euclid = PrSums::new(cutoffs.clone());
+    let mut pr_class = PrSums::new(cutoffs);
     for start in (0..nq).step_by(FULL_RANKING_CHUNK) {
         let end = (start + FULL_RANKING_CHUNK).min(nq);
         let full = enc.rank(qs.slice(ndarray::s![start..end, ..]), ndb)?;
@@ -418,8 +432,10 @@ fn evaluate_pipeline(
             let q = start + j;
             let ranking: Vec<u32> = list.iter().map(|&(_, i)| i).collect();
             ap_euclid.push(truths.euclid.average_precision(q, &ranking)?);
+            pr_euclid.add(&truths.euclid, q, &ranking)?;
             if let Some(c) = &truths.class {
                 ap_class.push(c.average_precision(q, &ranking)?);
+                pr_class.add(c, q, &ranking)?;
             }
             if binary {
                 let radius = opts.lookup_radius as f32;
@@ -435,6 +451,11 @@ fn evaluate_pipeline(
     let map_euclid = mean_defined(&ap_euclid, "Euclidean mAP")?;
     let map_class = match truths.class {
         Some(_) => Some(mean_defined(&ap_class, "class-label mAP")?),
+        None => None,
+    };
+    let pr_curve = pr_euclid.mean("Euclidean precision-recall curve")?;
+    let pr_curve_class = match truths.class {
+        Some(_) => Some(pr_class.mean("class-label precision-recall curve")?),
         None => None,
     };
     let lookup = if binary {
@@ -463,6 +484,8 @@ fn evaluate_pipeline(
         bytes: model.code_bytes(),
         canonical: report.canonical,
         scan: enc.scan(),
+        pr_curve,
+        pr_curve_class,
     })
 }
 
@@ -532,6 +555,13 @@ fn aggregate(
         queries: nq,
         runs: runs.len(),
         euclid_radius,
+        pr_curve: mean_curve(&runs.iter().map(|r| &r.pr_curve).collect::<Vec<_>>())
+            .unwrap_or_else(|| first.pr_curve.clone()),
+        pr_curve_class: runs
+            .iter()
+            .map(|r| r.pr_curve_class.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .and_then(|c| mean_curve(&c)),
     }
 }
 

@@ -10,6 +10,7 @@
 //! - nothing is memory-mapped (this module has no `unsafe`): large files are read in chunks
 //!   through [`RowSource`].
 
+pub mod captions;
 pub mod elements;
 pub mod error;
 pub mod fashion_mnist;
@@ -24,6 +25,7 @@ pub mod row_source;
 pub mod tsv;
 pub mod vecs;
 
+pub use captions::read_captions;
 pub use error::IoError;
 pub use fashion_mnist::{
     FASHION_MNIST_DEBIAN_DIR, LabeledVectors, is_fashion_mnist_dir, load_fashion_mnist,

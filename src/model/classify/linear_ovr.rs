@@ -234,6 +234,13 @@ impl RidgeOvr {
         self.in_dim
     }
 
+    /// The affine score map `f(x) = W (z − z̄) + b` on the projected rows z: (W, C × d
+    /// row-major; b; z̄), for composing it with later linear steps (attributes, eq. 5 of
+    /// Gordo et al. CVPR 2012).
+    pub(crate) fn affine(&self) -> (&[f64], &[f64], &[f64]) {
+        (&self.weight, &self.bias, &self.feature_mean)
+    }
+
     /// Class labels, in score-column order.
     pub fn classes(&self) -> &[i64] {
         &self.labels

@@ -55,3 +55,5 @@ pub use sgd::{
     AUTO_TOP5_CLASSES, EpochCallback, EpochReport, SgdOptions, SgdReport, StopOn, WInit,
 };
 pub use spec::{ClassifierSpec, Method};
+
+pub(crate) use sgd::stratified_split;

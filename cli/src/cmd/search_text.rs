@@ -1,0 +1,83 @@
+//! `codedb search DIR --text WORDS` / `--text-file F`: rank the rows by the model's text head
+//! (PAMIR) over the stored codes. Output as `codedb search` (TSV or JSON, one query per input
+//! query, in order).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use codedb::{SearchMode, SearchParams};
+
+use super::search::{SearchArgs, resolve_classes, write_hits};
+use crate::out::errln;
+
+/// The text queries of `--text` and `--text-file`, in order.
+fn text_queries(a: &SearchArgs) -> Result<Vec<String>> {
+    let mut out = a.text.clone();
+    if let Some(f) = &a.text_file {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("--text-file {}: reading (UTF-8 text)", f.display()))?;
+        out.extend(text.lines().map(str::to_string));
+        if out.is_empty() {
+            bail!("--text-file {}: holds no query (one per line)", f.display());
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(a: SearchArgs) -> Result<ExitCode> {
+    let queries = text_queries(&a)?;
+    let snap = crate::open::open_snapshot(&a.dir)?;
+    let model = snap
+        .model()
+        .with_context(|| format!("the model of {}", a.dir.display()))?;
+    let mode = match a.mode.as_deref() {
+        Some(m) => SearchMode::parse(m).with_context(|| format!("--mode {m}"))?,
+        None => SearchMode::default_for(model.code_kind())
+            .context("this index's codes have no search mode")?,
+    };
+    let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let prepared = snap
+        .text_queries(&refs)
+        .with_context(|| format!("text queries on {}", a.dir.display()))?;
+    for (i, q) in prepared.iter().enumerate() {
+        if !q.vector.unknown.is_empty() {
+            errln!(
+                "note: query {i} {:?}: ignored words not in the model's vocabulary: {}",
+                q.text,
+                q.vector.unknown.join(", ")
+            );
+        }
+    }
+    let lists = if a.classes.is_empty() {
+        None
+    } else {
+        Some(resolve_classes(&snap, &a.classes)?)
+    };
+    let threads = crate::args::threads(a.threads);
+    let params = SearchParams {
+        k: a.k.unwrap_or(10),
+        mode,
+        rerank: a.rerank,
+        threads,
+        lists,
+        nprobe: a.nprobe,
+    };
+    let start = Instant::now();
+    let hits = snap
+        .search_text_prepared(&prepared, &params, None)
+        .with_context(|| format!("searching {}", a.dir.display()))?;
+    if a.verbose {
+        errln!(
+            "search: text, {} codes, {} rows, {} queries, {:.3} s",
+            model.code_kind().name(),
+            snap.live_rows(),
+            prepared.len(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    if let Err(e) = write_hits(&hits, &a.format) {
+        crate::out::failed(&e);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,51 @@
+//! Precision against recall of the first n ranked items, one curve per pipeline
+//! ([`crate::eval::precision_recall`]).
+
+use plotters::prelude::*;
+
+use super::style::{self, Area, Look, Marker};
+use super::target::PlotError;
+use crate::eval::PipelineScores;
+
+pub(crate) fn draw(
+    area: &Area,
+    pipelines: &[PipelineScores],
+    looks: &[Look],
+) -> Result<(), PlotError> {
+    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("precision-recall");
+    let caption = "Precision-recall (Euclidean neighbours)";
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, style::caption_font())
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(58)
+        .build_cartesian_2d(0f64..1f64, 0f64..1f64)
+        .map_err(err())?;
+    chart
+        .configure_mesh()
+        .x_desc("recall (share of relevant items retrieved)")
+        .y_desc("precision")
+        .axis_desc_style(style::axis_font())
+        .label_style(style::label_font())
+        .light_line_style(style::LIGHT_GRID)
+        .x_labels(6)
+        .y_labels(6)
+        .draw()
+        .map_err(err())?;
+    for (p, look) in pipelines.iter().zip(looks) {
+        let curve = &p.pr_curve;
+        let points: Vec<(f64, f64)> = curve
+            .recall
+            .iter()
+            .zip(&curve.precision)
+            .map(|(&r, &q)| (r, q))
+            .collect();
+        // Lines only: 40 markers per curve would hide where the curves cross.
+        let line = Look {
+            marker: Marker::None,
+            ..look.clone()
+        };
+        style::series(&mut chart, &points, &line)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! recall@R (the exact nearest neighbour among the first R) against R on a log axis, one line
+//! per pipeline: the PQ / FAISS measure.
+
+use plotters::prelude::*;
+
+use super::style::{self, Area, Look};
+use super::target::PlotError;
+use crate::eval::PipelineScores;
+
+/// The (R, recall@R) points of a pipeline, R increasing.
+fn points(p: &PipelineScores) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = p
+        .recall_at_r
+        .iter()
+        .filter_map(|(r, &v)| r.parse::<f64>().ok().map(|r| (r, v)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+pub(crate) fn draw(
+    area: &Area,
+    pipelines: &[PipelineScores],
+    looks: &[Look],
+) -> Result<(), PlotError> {
+    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("recall@R");
+    let all: Vec<Vec<(f64, f64)>> = pipelines.iter().map(points).collect();
+    let (lo, hi) = style::log_range(all.iter().flatten().map(|p| p.0), 1.3).ok_or_else(|| {
+        PlotError::NoData {
+            what: "recall@R",
+            detail: "no R value".into(),
+        }
+    })?;
+    let mut chart = ChartBuilder::on(area)
+        .caption("Recall@R (exact 1-NN in the top R)", style::caption_font())
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(58)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1f64)
+        .map_err(err())?;
+    chart
+        .configure_mesh()
+        .x_desc("R (items retrieved, log scale)")
+        .y_desc("recall@R")
+        .axis_desc_style(style::axis_font())
+        .label_style(style::label_font())
+        .light_line_style(style::LIGHT_GRID)
+        .x_label_formatter(&|v| style::log_tick_125(*v))
+        .y_labels(6)
+        .draw()
+        .map_err(err())?;
+    for (pts, look) in all.iter().zip(looks) {
+        style::series(&mut chart, pts, look)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! Colours, lines and fonts shared by every chart, and the helper that draws one series.
+
+use plotters::coord::CoordTranslate;
+use plotters::prelude::*;
+
+use super::target::PlotError;
+
+/// The drawing surface every chart is drawn on.
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Okabe & Ito's colour-blind-safe colours (yellow left out: too pale on white), then four more.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x00, 0x72, 0xB2),
+    RGBColor(0xD5, 0x5E, 0x00),
+    RGBColor(0x00, 0x9E, 0x73),
+    RGBColor(0xCC, 0x79, 0xA7),
+    RGBColor(0xE6, 0x9F, 0x00),
+    RGBColor(0x56, 0xB4, 0xE9),
+    RGBColor(0x00, 0x00, 0x00),
+    RGBColor(0x88, 0x22, 0x55),
+    RGBColor(0x44, 0xAA, 0x99),
+    RGBColor(0x99, 0x99, 0x33),
+];
+
+pub(crate) const FONT: &str = "sans-serif";
+pub(crate) const GREY: RGBColor = RGBColor(0x88, 0x88, 0x88);
+/// The minor grid: faint, so a log axis's many lines do not compete with the data.
+pub(crate) const LIGHT_GRID: RGBColor = RGBColor(0xEE, 0xEE, 0xEE);
+
+/// How a series' line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+}
+
+/// How a series' points are marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marker {
+    None,
+    Circle,
+    Triangle,
+}
+
+/// The look of one series: also its legend entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Look {
+    pub label: String,
+    pub color: RGBColor,
+    pub dash: Dash,
+    pub marker: Marker,
+}
+
+impl Look {
+    /// The `i`-th series of a figure: the palette's colours, solid, then dashed once they run out.
+    pub fn nth(i: usize, label: impl Into<String>, marker: Marker) -> Look {
+        Look {
+            label: label.into(),
+            color: PALETTE[i % PALETTE.len()],
+            dash: if (i / PALETTE.len()).is_multiple_of(2) {
+                Dash::Solid
+            } else {
+                Dash::Dashed
+            },
+            marker,
+        }
+    }
+}
+
+pub(crate) fn caption_font() -> TextStyle<'static> {
+    (FONT, 20).into_font().into()
+}
+
+pub(crate) fn label_font() -> TextStyle<'static> {
+    (FONT, 15).into_font().into()
+}
+
+pub(crate) fn axis_font() -> TextStyle<'static> {
+    (FONT, 17).into_font().into()
+}
+
+/// Draws `points` as one series in `chart` with the given look.
+pub(crate) fn series<CT>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+    points: &[CT::From],
+    look: &Look,
+) -> Result<(), PlotError>
+where
+    CT: CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    let err = PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("a series");
+    let line = ShapeStyle::from(look.color).stroke_width(2);
+    match look.dash {
+        Dash::Solid => chart
+            .draw_series(LineSeries::new(points.iter().cloned(), line))
+            .map(drop),
+        Dash::Dashed => chart
+            .draw_series(DashedLineSeries::new(points.iter().cloned(), 8, 5, line))
+            .map(drop),
+        Dash::Dotted => chart
+            .draw_series(DashedLineSeries::new(points.iter().cloned(), 2, 4, line))
+            .map(drop),
+    }
+    .map_err(err)?;
+    let err = PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("a series' markers");
+    let fill = ShapeStyle::from(look.color).filled();
+    match look.marker {
+        Marker::None => Ok(()),
+        Marker::Circle => chart
+            .draw_series(points.iter().map(|p| Circle::new(p.clone(), 4, fill)))
+            .map(drop)
+            .map_err(err),
+        Marker::Triangle => chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|p| TriangleMarker::new(p.clone(), 6, fill)),
+            )
+            .map(drop)
+            .map_err(err),
+    }
+}
+
+/// A range `lo..hi` that plotters can draw when all values are equal (`pad` is a factor).
+pub(crate) fn log_range(values: impl Iterator<Item = f64>, pad: f64) -> Option<(f64, f64)> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, 0f64), |(l, h), v| (l.min(v), h.max(v)));
+    (hi > 0.0).then(|| (lo / pad, hi * pad))
+}
+
+/// Formats a number for an axis tick on a log scale: 1e6 as "1e6", 2000 as "2000".
+pub(crate) fn log_tick(v: f64) -> String {
+    if v <= 0.0 || !v.is_finite() {
+        return String::new();
+    }
+    let e = v.log10();
+    if (e - e.round()).abs() < 1e-9 && v >= 1e4 {
+        format!("1e{}", e.round() as i64)
+    } else if v >= 1e4 {
+        format!("{:.0e}", v)
+    } else if v >= 1.0 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// [`log_tick`] for the ticks at 1, 2 and 5 times a power of ten only (blank elsewhere), so a
+/// log axis spanning less than a decade or two is not crowded with labels.
+pub(crate) fn log_tick_125(v: f64) -> String {
+    if v <= 0.0 || !v.is_finite() {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6)
+    {
+        log_tick(v)
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_read_as_numbers() {
+        assert_eq!(log_tick(1e7), "1e7");
+        assert_eq!(log_tick(2e9), "2e9");
+        assert_eq!(log_tick(64.0), "64");
+        assert_eq!(log_tick_125(5e9), "5e9");
+        assert_eq!(log_tick_125(7e9), "");
+        assert_eq!(log_tick_125(1e10), "1e10");
+        assert_eq!(log_range([4.0, 4.0].into_iter(), 2.0), Some((2.0, 8.0)));
+        assert_eq!(log_range([0.0, f64::NAN].into_iter(), 2.0), None);
+    }
+}

@@ -1,0 +1,135 @@
+//! `codedb train --labels [--view]` with the supervised projections of Gordo et al. CVPR 2012
+//! (`metric:R`, `attributes:R`, `cca:R`, `jscl:R`): trained models build and search like any
+//! other; bad labels, views and ranks fail with exit 1 (2 for usage) and write nothing.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod cli_support;
+
+use cli_support::{build, digits, fails, json, ok, s, search};
+
+/// An int64 `.npy` vector.
+fn write_labels(path: &std::path::Path, v: &[i64]) {
+    let dict = format!(
+        "{{'descr': '<i8', 'fortran_order': False, 'shape': ({},), }}",
+        v.len()
+    );
+    let data: Vec<u8> = v.iter().flat_map(|l| l.to_le_bytes()).collect();
+    std::fs::write(path, cli_support::handmade::npy_bytes(1, &dict, &data)).unwrap();
+}
+
+/// A float32 `.npy` matrix.
+fn write_matrix(path: &std::path::Path, rows: usize, cols: usize, v: &[f32]) {
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    let data: Vec<u8> = v.iter().flat_map(|l| l.to_le_bytes()).collect();
+    std::fs::write(path, cli_support::handmade::npy_bytes(1, &dict, &data)).unwrap();
+}
+
+#[test]
+fn supervised_pipelines_train_build_and_search() {
+    let (x, y) = digits();
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, spec) in [
+        "jscl:16,pq:2x8",
+        "cca:8,itq,bits",
+        "attributes:8,float",
+        "metric:8,float",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let m = tmp.path().join(format!("m{i}.model"));
+        let out = ok(&[
+            "train",
+            "--data",
+            s(&x),
+            "--labels",
+            s(&y),
+            "--pipeline",
+            spec,
+            "--out",
+            s(&m),
+            "--json",
+        ]);
+        let v = json(&out);
+        assert_eq!(v["input_dim"], 64, "{spec}");
+        if spec.starts_with("cca") {
+            assert_eq!(
+                v["cca_correlations"].as_array().unwrap().len(),
+                10,
+                "{spec}"
+            );
+        }
+        if spec.starts_with("jscl") || spec.starts_with("metric") {
+            assert!(
+                v["sgd_choice"]["learning_rate"].as_f64().unwrap() > 0.0,
+                "{spec}"
+            );
+        }
+        let dir = tmp.path().join(format!("idx{i}"));
+        build(&dir, &m, &x, &["--labels", s(&y)]);
+        let r = json(&search(&dir, &x, &["-k", "3", "--format", "json"]));
+        assert!(!r.as_array().unwrap().is_empty(), "{spec}");
+    }
+}
+
+#[test]
+fn bad_labels_views_and_ranks_fail_and_write_nothing() {
+    let (x, y) = digits();
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let train = |extra: &[&str], spec: &str| -> Vec<String> {
+        let mut a: Vec<String> = ["train", "--data", s(&x), "--pipeline", spec, "--out", s(&m)]
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        a.extend(extra.iter().map(|v| v.to_string()));
+        a
+    };
+    let run = |a: Vec<String>, code: i32, needle: &str| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fails(&a, code, needle);
+        assert!(!m.exists(), "{a:?} wrote the model");
+    };
+    // No labels: a usage error.
+    run(train(&[], "jscl:8,float"), 2, "pass --labels");
+    // Labels of the wrong length.
+    let short = tmp.path().join("short.npy");
+    write_labels(&short, &[0, 1, 2]);
+    run(
+        train(&["--labels", s(&short)], "cca:4,float"),
+        1,
+        "3 labels for 1797 rows",
+    );
+    // One class.
+    let one = tmp.path().join("one.npy");
+    write_labels(&one, &[4; 1797]);
+    run(
+        train(&["--labels", s(&one)], "metric:8,float"),
+        1,
+        "at least 2 classes, got 1",
+    );
+    // R > D, and one-hot CCA with R > classes − 1.
+    run(
+        train(&["--labels", s(&y)], "jscl:65,float"),
+        1,
+        "R must be between 1 and 64",
+    );
+    run(
+        train(&["--labels", s(&y)], "cca:10,float"),
+        1,
+        "classes − 1 = 9",
+    );
+    // A view with the wrong row count, and one with a NaN.
+    let small = tmp.path().join("small.npy");
+    write_matrix(&small, 3, 2, &[0.0; 6]);
+    run(
+        train(&["--view", s(&small)], "cca:1,float"),
+        1,
+        "3 rows for 1797 rows of --data",
+    );
+    let nan = tmp.path().join("nan.npy");
+    let mut v = vec![1.0f32; 1797 * 2];
+    v[2 * 100 + 1] = f32::NAN;
+    write_matrix(&nan, 1797, 2, &v);
+    run(train(&["--view", s(&nan)], "cca:1,float"), 1, "row 100");
+}

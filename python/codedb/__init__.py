@@ -1,0 +1,38 @@
+"""codedb: an embedded, versioned, checksummed index database for compact image codes.
+
+Train a model (``codedb.train``), keep codes in an index (``codedb.Index``), search it with
+FAISS-shaped results, classify with class means. See README.md for the quick start.
+"""
+
+from __future__ import annotations
+
+from codedb._codedb import Index, Model, Snapshot, train
+from codedb._errors import (
+    AlreadyExistsError,
+    ClosedError,
+    CodedbError,
+    CorruptError,
+    InvalidArgument,
+    IoError,
+    LockedError,
+    ModelError,
+    NotFoundError,
+    UnsupportedVersionError,
+)
+
+__all__ = [
+    "Index",
+    "Model",
+    "Snapshot",
+    "train",
+    "AlreadyExistsError",
+    "ClosedError",
+    "CodedbError",
+    "CorruptError",
+    "InvalidArgument",
+    "IoError",
+    "LockedError",
+    "ModelError",
+    "NotFoundError",
+    "UnsupportedVersionError",
+]

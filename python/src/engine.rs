@@ -1,0 +1,332 @@
+//! Every call from the binding into the engine crate, in one place: when the engine's public
+//! API moves, this file is what changes. Plain Rust in, plain Rust out — no Python here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ndarray::ArrayView2;
+
+pub use codedb::{Error, Index, Model, Snapshot};
+
+use codedb::format::VectorDType;
+use codedb::{
+    ClassRef, ClassSource, CompactionPolicy, Config, CreateOptions, NewClass, PipelineSpec,
+    SearchMode, SearchParams, TrainOptions,
+};
+
+type Result<T> = std::result::Result<T, Error>;
+
+/// One query's results: (id, score) best first.
+pub type Hits = Vec<Vec<(u64, f32)>>;
+
+/// Trains `spec` on `x` (labels for supervised stages).
+pub fn train(
+    x: ArrayView2<f32>,
+    spec: &str,
+    labels: Option<Vec<i64>>,
+    seed: u64,
+    sample: Option<usize>,
+) -> Result<Model> {
+    let spec = PipelineSpec::parse(spec)?;
+    let opts = TrainOptions {
+        seed,
+        sample,
+        labels: labels.map(Arc::from),
+        ..TrainOptions::default()
+    };
+    Ok(Model::train(&spec, x, &opts)?.0)
+}
+
+/// The model's shape: (input dimension, code bits, code bytes, code kind name).
+pub fn model_shape(m: &Model) -> (usize, usize, usize, &'static str) {
+    (
+        m.input_dim(),
+        m.code_bits(),
+        m.code_bytes(),
+        m.code_kind().name(),
+    )
+}
+
+pub fn encode(m: &Model, x: ArrayView2<f32>) -> Result<Vec<u8>> {
+    Ok(m.encode(x)?)
+}
+
+/// The model file's bytes (the CLI's `codedb train --out` format).
+pub fn model_bytes(m: &Model) -> Result<Vec<u8>> {
+    Ok(m.to_model_file().to_bytes()?)
+}
+
+pub fn load_model(path: &Path) -> Result<Model> {
+    let mf = codedb::format::ModelFile::open(path)?;
+    Ok(Model::from_model_file(&mf)?)
+}
+
+fn vector_dtype(store_vectors: Option<&str>) -> Result<Option<VectorDType>> {
+    match store_vectors {
+        None => Ok(None),
+        Some("f32") => Ok(Some(VectorDType::F32)),
+        Some("f16") => Ok(Some(VectorDType::F16)),
+        Some(other) => Err(Error::InvalidArgument {
+            argument: "store_vectors".into(),
+            detail: format!("{other:?}: expected \"f32\", \"f16\" or None"),
+        }),
+    }
+}
+
+fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::ListAssignment>> {
+    lists
+        .map(|l| {
+            codedb::ListAssignment::parse(l).ok_or_else(|| Error::InvalidArgument {
+                argument: "lists".into(),
+                detail: format!("{l:?}: expected \"label\", \"nearest\" or None"),
+            })
+        })
+        .transpose()
+}
+
+/// An empty index in `dir` encoding with `model` (committed as version 1).
+pub fn create(dir: &Path, model: &Model, store_vectors: Option<&str>) -> Result<Index> {
+    let spec = vector_dtype(store_vectors)?
+        .map(|t| codedb::format::VectorSpec::new(t, model.input_dim() as u32));
+    let opts = CreateOptions {
+        store_vectors: spec,
+    };
+    Ok(Index::create_with(
+        dir,
+        &model.to_model_file(),
+        &opts,
+        Config::default(),
+    )?)
+}
+
+/// Options of [`build`] beyond the data.
+pub struct Build<'a> {
+    pub ids: Option<&'a [u64]>,
+    pub labels: Option<&'a [u32]>,
+    pub store_vectors: Option<&'a str>,
+    pub lists: Option<&'a str>,
+}
+
+/// An index built from `x` in one commit, with the class table of `labels`.
+pub fn build(dir: &Path, model: &Model, x: ArrayView2<f32>, b: &Build<'_>) -> Result<Index> {
+    let opts = codedb::BuildOptions {
+        ids: b.ids,
+        labels: b.labels,
+        store_vectors: vector_dtype(b.store_vectors)?,
+        lists: list_assignment(b.lists)?,
+        ..codedb::BuildOptions::default()
+    };
+    Ok(Index::build(dir, model, x, &opts, &mut |_| {})?)
+}
+
+pub fn open(dir: &Path) -> Result<Index> {
+    Ok(Index::open(dir, Config::default())?)
+}
+
+/// The index's model, decoded (the index decodes it once and shares it with its snapshots).
+pub fn index_model(index: &Index) -> Result<Model> {
+    Ok(index.model()?.clone())
+}
+
+pub fn add(
+    index: &Index,
+    x: ArrayView2<f32>,
+    ids: Option<&[u64]>,
+    labels: Option<&[u32]>,
+    lists: Option<&str>,
+) -> Result<Vec<u64>> {
+    let opts = codedb::AddOptions {
+        ids,
+        labels,
+        lists: list_assignment(lists)?,
+        ..codedb::AddOptions::default()
+    };
+    Ok(index.add(x, &opts)?)
+}
+
+pub fn commit(index: &Index) -> Result<u64> {
+    Ok(index.commit()?)
+}
+
+pub fn delete(index: &Index, ids: &[u64]) -> Result<()> {
+    Ok(index.delete(ids)?)
+}
+
+pub fn compact(index: &Index) -> Result<()> {
+    index.compact(&CompactionPolicy::default())?;
+    Ok(())
+}
+
+/// Where a new class's mean comes from.
+pub enum Source<'a> {
+    Images(ArrayView2<'a, f32>),
+    Mean(&'a [f32]),
+    None,
+}
+
+/// A class by name or by id.
+pub enum Parent {
+    Name(String),
+    Id(u32),
+}
+
+/// Stages a class; returns its id (visible at the next commit).
+pub fn add_class(
+    index: &Index,
+    name: &str,
+    source: Source<'_>,
+    parent: Option<Parent>,
+    id: Option<u32>,
+    prior_weight: Option<u64>,
+) -> Result<u32> {
+    let source = match source {
+        Source::Images(x) => ClassSource::Images(x),
+        Source::Mean(m) => ClassSource::Mean(m),
+        Source::None => ClassSource::None,
+    };
+    let mut c = NewClass::new(name, source);
+    match parent {
+        Some(Parent::Name(p)) => c = c.with_parent(ClassRef::from(p.as_str())),
+        Some(Parent::Id(p)) => c = c.with_parent(ClassRef::from(p)),
+        None => {}
+    }
+    c.id = id;
+    if let Some(w) = prior_weight {
+        c.prior_weight = w;
+    }
+    let planned = index.add_new_classes(&[c])?;
+    Ok(planned.first().map_or(u32::MAX, |p| p.record.id))
+}
+
+pub fn snapshot(index: &Index) -> Snapshot {
+    index.snapshot()
+}
+
+pub fn version(snap: &Snapshot) -> u64 {
+    snap.version()
+}
+
+pub fn live_rows(snap: &Snapshot) -> u64 {
+    snap.live_rows()
+}
+
+pub fn input_dim(snap: &Snapshot) -> Result<usize> {
+    Ok(snap.model()?.input_dim())
+}
+
+/// The snapshot's classes: (id, name, parent id).
+pub fn classes(snap: &Snapshot) -> Vec<(u32, String, Option<u32>)> {
+    snap.classes().map_or_else(Vec::new, |t| {
+        t.classes
+            .iter()
+            .map(|c| (c.id, c.name.clone(), c.parent))
+            .collect()
+    })
+}
+
+/// A k-NN query: the mode's name (`None`: the codes' natural mode) and the scan's limits.
+pub struct Query<'a> {
+    pub k: usize,
+    pub mode: Option<&'a str>,
+    pub rerank: Option<usize>,
+    pub nprobe: Option<usize>,
+    pub lists: Option<Vec<u32>>,
+    pub threads: usize,
+}
+
+/// How scores read: Hamming distances (integers), or floats where smaller or larger is better.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Scores {
+    Hamming,
+    Smaller,
+    Larger,
+}
+
+pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<(Hits, Scores)> {
+    let model = snap.model()?;
+    let mode = match query.mode {
+        Some(m) => SearchMode::parse(m).ok_or_else(|| Error::InvalidArgument {
+            argument: "mode".into(),
+            detail: format!(
+                "{m:?}: expected one of {}",
+                codedb::MODE_NAMES
+                    .iter()
+                    .map(|m| m.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?,
+        None => {
+            SearchMode::default_for(model.code_kind()).ok_or_else(|| Error::InvalidArgument {
+                argument: "mode".into(),
+                detail: "this index's codes have no search mode".into(),
+            })?
+        }
+    };
+    let mut params = SearchParams::new(query.k, mode).threads(query.threads);
+    if let Some(r) = query.rerank {
+        params = params.rerank(r);
+    }
+    if let Some(n) = query.nprobe {
+        params = params.nprobe(n);
+    }
+    if let Some(l) = &query.lists {
+        params = params.lists(l.clone());
+    }
+    let hits = snap.search(q, &params)?;
+    let scores = if query.rerank.is_some() || mode != SearchMode::Hamming {
+        match mode.direction() {
+            codedb::kernels::Direction::SmallerIsBetter => Scores::Smaller,
+            codedb::kernels::Direction::LargerIsBetter => Scores::Larger,
+        }
+    } else {
+        Scores::Hamming
+    };
+    Ok((plain(hits), scores))
+}
+
+pub fn search_radius(snap: &Snapshot, q: ArrayView2<f32>, radius: u32) -> Result<Hits> {
+    Ok(plain(snap.search_radius(q, radius)?))
+}
+
+fn plain(hits: Vec<Vec<codedb::Hit>>) -> Hits {
+    hits.into_iter()
+        .map(|l| l.into_iter().map(|h| (h.id, h.score)).collect())
+        .collect()
+}
+
+/// The `top` best classes per row: (class id, score), best first.
+pub fn classify(snap: &Snapshot, x: ArrayView2<f32>, top: usize) -> Result<Vec<Vec<(u32, f32)>>> {
+    Ok(snap
+        .classify(x, top)?
+        .into_iter()
+        .map(|l| l.into_iter().map(|c| (c.id, c.score)).collect())
+        .collect())
+}
+
+/// Reports as JSON text (the CLI's `--json` shapes).
+pub fn versions_json(dir: &Path) -> Result<String> {
+    json(&codedb::admin::list_versions(dir)?)
+}
+
+pub fn inspect_json(dir: &Path) -> Result<String> {
+    json(&codedb::admin::inspect_dir(dir)?)
+}
+
+/// The verification report and whether it found no problem.
+pub fn verify_json(dir: &Path) -> Result<(String, bool)> {
+    let report = codedb::admin::verify_path(dir, &mut |_| {});
+    Ok((json(&report)?, report.ok()))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::InvalidArgument {
+        argument: "report".into(),
+        detail: format!("not serialisable as JSON: {e}"),
+    })
+}
+
+/// The newest committed version of the index at `dir`, read-only.
+pub fn open_snapshot(dir: &Path) -> Result<Snapshot> {
+    Ok(Snapshot::open(dir)?)
+}

@@ -1,0 +1,172 @@
+//! Queries over one version, shared by `Index` (its newest version) and `Snapshot`: k-NN in
+//! FAISS's shapes, radius lookup in `range_search`'s, NCM classification.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrays;
+use crate::engine::{self, Scores, Snapshot};
+use crate::errors::{IntoPy, invalid};
+
+/// A k-NN query's Python arguments.
+pub struct QueryArgs<'a, 'py> {
+    pub k: usize,
+    pub mode: Option<&'a str>,
+    pub rerank: Option<usize>,
+    pub nprobe: Option<usize>,
+    pub classes: Option<&'a Bound<'py, PyAny>>,
+    pub threads: usize,
+}
+
+/// Ids as int64 (FAISS's `idx_t`); the engine's ids are below 2⁶³ in practice, and one that
+/// is not is refused rather than wrapped.
+pub fn ids_out(ids: Vec<u64>) -> PyResult<Vec<i64>> {
+    ids.into_iter()
+        .map(|id| i64::try_from(id).map_err(|_| invalid("ids", format!("id {id} ≥ 2⁶³"))))
+        .collect()
+}
+
+/// `classes=[...]`: names or class ids → list ids.
+fn list_ids(snap: &Snapshot, classes: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    let table = engine::classes(snap);
+    let mut out = Vec::new();
+    for item in classes.try_iter()? {
+        let item = item?;
+        if let Ok(name) = item.extract::<String>() {
+            match table.iter().find(|c| c.1 == name) {
+                Some(c) => out.push(c.0),
+                None => return Err(invalid("classes", format!("no class is named {name:?}"))),
+            }
+        } else {
+            let id: u32 = item
+                .extract()
+                .map_err(|_| invalid("classes", "expected class names or class ids"))?;
+            if !table.is_empty() && !table.iter().any(|c| c.0 == id) {
+                return Err(invalid("classes", format!("no class has id {id}")));
+            }
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+pub fn search<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    q: &Bound<'py, PyAny>,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if a.k == 0 {
+        return Err(invalid("k", "must be at least 1"));
+    }
+    let rows = arrays::rows(q, "q")?;
+    let view = rows.view()?;
+    let nq = view.nrows();
+    let lists = a.classes.map(|c| list_ids(snap, c)).transpose()?;
+    let query = engine::Query {
+        k: a.k,
+        mode: a.mode,
+        rerank: a.rerank,
+        nprobe: a.nprobe,
+        lists,
+        threads: a.threads,
+    };
+    let (hits, scores) = py.detach(|| engine::search(snap, view, &query)).py_err()?;
+    let k = a.k;
+    let mut ids = vec![-1i64; nq * k];
+    for (qi, row) in hits.iter().enumerate() {
+        for (j, &(id, _)) in row.iter().take(k).enumerate() {
+            ids[qi * k + j] = ids_out(vec![id])?[0];
+        }
+    }
+    let i = arrays::matrix(py, ids, nq, k)?;
+    let d = match scores {
+        Scores::Hamming => {
+            let mut d = vec![i32::MAX; nq * k];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(k).enumerate() {
+                    d[qi * k + j] = s as i32;
+                }
+            }
+            arrays::matrix(py, d, nq, k)?
+        }
+        Scores::Smaller | Scores::Larger => {
+            let pad = if scores == Scores::Smaller {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            };
+            let mut d = vec![pad; nq * k];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(k).enumerate() {
+                    d[qi * k + j] = s;
+                }
+            }
+            arrays::matrix(py, d, nq, k)?
+        }
+    };
+    Ok((d, i))
+}
+
+pub fn search_radius<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    q: &Bound<'py, PyAny>,
+    radius: u32,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let rows = arrays::rows(q, "q")?;
+    let view = rows.view()?;
+    let hits = py
+        .detach(|| engine::search_radius(snap, view, radius))
+        .py_err()?;
+    let mut lims = Vec::with_capacity(hits.len() + 1);
+    lims.push(0i64);
+    let (mut d, mut i) = (Vec::new(), Vec::new());
+    for row in &hits {
+        for &(id, s) in row {
+            i.push(id);
+            d.push(s as i32);
+        }
+        lims.push(i.len() as i64);
+    }
+    Ok((
+        arrays::vector(py, lims),
+        arrays::vector(py, d),
+        arrays::vector(py, ids_out(i)?),
+    ))
+}
+
+pub fn classify<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    x: &Bound<'py, PyAny>,
+    top: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if top == 0 {
+        return Err(invalid("top", "must be at least 1"));
+    }
+    let rows = arrays::rows(x, "x")?;
+    let view = rows.view()?;
+    let n = view.nrows();
+    let best = py.detach(|| engine::classify(snap, view, top)).py_err()?;
+    let mut scores = vec![f32::NEG_INFINITY; n * top];
+    let mut ids = vec![-1i64; n * top];
+    for (r, row) in best.iter().enumerate() {
+        for (j, &(id, s)) in row.iter().take(top).enumerate() {
+            scores[r * top + j] = s;
+            ids[r * top + j] = i64::from(id);
+        }
+    }
+    Ok((
+        arrays::matrix(py, scores, n, top)?,
+        arrays::matrix(py, ids, n, top)?,
+    ))
+}
+
+pub fn classes<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (id, name, _) in engine::classes(snap) {
+        d.set_item(id, name)?;
+    }
+    Ok(d)
+}

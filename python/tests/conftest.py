@@ -1,0 +1,48 @@
+"""Shared fixtures: small generated data (seeded), a trained model, a built index."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+# One BLAS thread, so test_gil's numpy reference measures threads, not BLAS's own pool.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np
+import pytest
+
+import codedb
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    """600 descriptors of 32 dimensions in three classes, and their labels."""
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(3), 200)
+    x = (rng.normal(size=(600, 32)) + 4 * y[:, None]).astype(np.float32)
+    return x, y
+
+
+@pytest.fixture(scope="session")
+def model(data: tuple[np.ndarray, np.ndarray]) -> codedb.Model:
+    return codedb.train(data[0], "pca-itq:16", seed=3)
+
+
+@pytest.fixture
+def index(tmp_path: pathlib.Path, data: tuple[np.ndarray, np.ndarray], model: codedb.Model):
+    idx = codedb.Index.create(tmp_path / "idx", model)
+    idx.add(data[0])
+    idx.commit()
+    yield idx
+    idx.close()
+
+
+@pytest.fixture(scope="session")
+def codedb_bin() -> pathlib.Path:
+    """The CLI binary (`cargo build --release -p codedb-cli`; ./test.sh builds it first)."""
+    path = pathlib.Path(os.environ.get("CODEDB_BIN", REPO / "target" / "release" / "codedb"))
+    assert path.is_file(), f"{path} missing: run `cargo build --release -p codedb-cli` first"
+    return path

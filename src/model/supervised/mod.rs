@@ -1,0 +1,76 @@
+//! Supervised projections learned from category-level labels, to precede PQ, ITQ or float
+//! storage (Gordo, Rodríguez-Serrano, Perronnin, Valveny, *Leveraging category-level labels
+//! for instance-level image retrieval*, CVPR 2012; CCA-ITQ from Gong et al. TPAMI 2013 §5).
+//!
+//! | file | method | SPEC |
+//! |---|---|---|
+//! | `metric.rs` | low-rank metric learning on triplets, eq. 1-4 | `metric:R` |
+//! | `attributes.rs` | one-vs-rest class scores, then PCA, eq. 5 | `attributes:R` |
+//! | `cca.rs` | CCA with a second view (one-hot labels or a matrix), eq. 6-8; CCA-ITQ eq. 4 | `cca:R` |
+//! | `jscl.rs` | joint subspace and classifier learning, eq. 9-13 | `jscl:R` |
+//! | `triplet_sgd.rs` | what the two SGD learners share: standardisation, split, η grid, early stopping | |
+//!
+//! Each learns an affine map `U (x − m)` and is stored as the existing CENTER + LINEAR stages
+//! (FORMAT.md §4.2): nothing new on disk, and every search kernel applies.
+
+mod attributes;
+mod cca;
+mod jscl;
+mod metric;
+mod triplet_sgd;
+
+pub use attributes::fit_attributes;
+pub use cca::{CcaFit, CcaView, fit_cca};
+pub use jscl::fit_jscl;
+pub use metric::fit_metric;
+pub use triplet_sgd::SgdFit;
+
+/// What the η / epoch validation of `metric:R` or `jscl:R` chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SgdChoice {
+    /// The step: `metric:R` or `jscl:R`.
+    pub step: String,
+    /// The step size η kept.
+    pub learning_rate: f64,
+    /// The epoch whose U was kept (0 = the random start).
+    pub best_epoch: usize,
+    /// Its validation precision@k (NaN without held-out rows).
+    pub validation_precision: f64,
+}
+
+/// Settings of the supervised steps (`TrainOptions::supervised`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupervisedOptions {
+    /// CCA's ρ (eq. 6-8), relative to each view's mean variance: `C_aa = Σ_aa + ρ·tr(Σ_aa)/D_a·I`.
+    /// Default 1e-4, the ITQ paper's value (§5.1); relative so that it means the same on pixels
+    /// and on unit-norm features.
+    pub cca_rho: f64,
+    /// Step sizes η tried by metric learning and JSCL (the paper validates η); the one with
+    /// the best validation precision is kept.
+    pub learning_rates: Vec<f64>,
+    /// Most passes over the training split per η (each pass: one triplet per training row).
+    pub max_epochs: usize,
+    /// Stop a run after this many epochs without a better validation precision.
+    pub patience: usize,
+    /// Fraction of each class held out to validate η and the epoch (early stopping).
+    pub validation_fraction: f64,
+    /// At most this many held-out rows (seeded subset).
+    pub max_validation_rows: usize,
+    /// Validation score: precision of the k nearest held-out rows (dot product in the learned
+    /// space, leave-one-out) having the query's class.
+    pub validation_k: usize,
+}
+
+impl Default for SupervisedOptions {
+    fn default() -> Self {
+        SupervisedOptions {
+            cca_rho: 1e-4,
+            learning_rates: vec![0.003, 0.03, 0.3],
+            max_epochs: 30,
+            patience: 5,
+            validation_fraction: 0.1,
+            max_validation_rows: 2000,
+            validation_k: 10,
+        }
+    }
+}
