@@ -26,7 +26,7 @@
 //! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
-//! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (see [`text`], FORMAT.md §4.3) |
+//! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
 //!
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
 //! one quantiser (binarize, sklsh, pq, float); each stage's input dimension is the previous
