@@ -34,7 +34,7 @@ def text_model() -> codedb.Model:
 @pytest.fixture
 def text_index(tmp_path, text_model):
     x, y = _data(400)
-    with codedb.Index.build(tmp_path / "idx", text_model, x, labels=y) as idx:
+    with codedb.Index.build(tmp_path / "idx", text_model, x, labels=y, lists="label") as idx:
         yield idx, y
 
 
