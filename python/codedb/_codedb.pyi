@@ -2,7 +2,7 @@
 # them against the built module (python/tests/test_stubs.py).
 import os
 import pathlib
-from typing import Any, Iterable, final
+from typing import Any, Iterable, Sequence, final
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,13 @@ def train(
     labels: ArrayLike | None = None,
     seed: int = 1234,
     sample: int | None = None,
+    captions: Sequence[str | Sequence[str]] | None = None,
+    margin: str = "constant",
+    epsilon: float | None = None,
+    pamir_c: Sequence[float] = ...,
+    pamir_iterations: int = 100000,
+    pamir_validation: float = 0.2,
+    max_words: int = 100000,
 ) -> Model: ...
 
 @final
@@ -50,6 +57,16 @@ class Snapshot:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
@@ -114,6 +131,16 @@ class Index:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...

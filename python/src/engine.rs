@@ -37,6 +37,66 @@ pub fn train(
     Ok(Model::train(&spec, x, &opts)?.0)
 }
 
+/// A text head to train on top of a model (the CLI's `train --captions`).
+pub struct TextTrain {
+    /// One caption per row of the training data, as words ([`codedb::model::tokenize`]).
+    pub captions: Vec<Vec<String>>,
+    /// "constant" or "caption".
+    pub margin: String,
+    /// ε (constant) or its floor (caption); `None`: 1 or 0.1.
+    pub epsilon: Option<f32>,
+    pub c_grid: Vec<f32>,
+    pub iterations: usize,
+    pub validation: f64,
+    pub max_words: usize,
+}
+
+/// The words of a caption (a string, or the words of each of its tags).
+pub fn caption_words<'a>(parts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    parts
+        .into_iter()
+        .flat_map(codedb::model::tokenize)
+        .collect()
+}
+
+/// `model` with a PAMIR text head trained on the projection of `x` and `t.captions`: the
+/// engine calls the CLI's `train --captions` makes.
+pub fn attach_text_head(
+    model: Model,
+    x: ArrayView2<f32>,
+    t: &TextTrain,
+    seed: u64,
+) -> Result<Model> {
+    use codedb::model::{MarginPolicy, PamirOptions, train_pamir};
+    let margin = match t.margin.as_str() {
+        "constant" => MarginPolicy::Constant,
+        "caption" => MarginPolicy::Caption,
+        other => {
+            return Err(Error::InvalidArgument {
+                argument: "margin".into(),
+                detail: format!("{other:?}: expected \"constant\" or \"caption\""),
+            });
+        }
+    };
+    let epsilon = t.epsilon.unwrap_or(match margin {
+        MarginPolicy::Caption => 0.1,
+        MarginPolicy::Constant => 1.0,
+    });
+    let opts = PamirOptions {
+        margin,
+        epsilon,
+        c_grid: t.c_grid.clone(),
+        iterations: t.iterations,
+        validation: t.validation,
+        max_words: t.max_words,
+        seed,
+        ..PamirOptions::default()
+    };
+    let p = model.project(x)?;
+    let (head, _report) = train_pamir(p.view(), &t.captions, &opts)?;
+    Ok(model.with_text_head(head)?)
+}
+
 /// The model's shape: (input dimension, code bits, code bytes, code kind name).
 pub fn model_shape(m: &Model) -> (usize, usize, usize, &'static str) {
     (
@@ -242,9 +302,10 @@ pub enum Scores {
     Larger,
 }
 
-pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<(Hits, Scores)> {
+/// The search mode named `name`, or the natural mode of the index's codes.
+fn resolve_mode(snap: &Snapshot, name: Option<&str>) -> Result<SearchMode> {
     let model = snap.model()?;
-    let mode = match query.mode {
+    Ok(match name {
         Some(m) => SearchMode::parse(m).ok_or_else(|| Error::InvalidArgument {
             argument: "mode".into(),
             detail: format!(
@@ -262,7 +323,10 @@ pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<
                 detail: "this index's codes have no search mode".into(),
             })?
         }
-    };
+    })
+}
+
+fn params(mode: SearchMode, query: &Query<'_>) -> SearchParams {
     let mut params = SearchParams::new(query.k, mode).threads(query.threads);
     if let Some(r) = query.rerank {
         params = params.rerank(r);
@@ -273,7 +337,12 @@ pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<
     if let Some(l) = &query.lists {
         params = params.lists(l.clone());
     }
-    let hits = snap.search(q, &params)?;
+    params
+}
+
+pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<(Hits, Scores)> {
+    let mode = resolve_mode(snap, query.mode)?;
+    let hits = snap.search(q, &params(mode, query))?;
     let scores = if query.rerank.is_some() || mode != SearchMode::Hamming {
         match mode.direction() {
             codedb::kernels::Direction::SmallerIsBetter => Scores::Smaller,
@@ -283,6 +352,21 @@ pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<
         Scores::Hamming
     };
     Ok((plain(hits), scores))
+}
+
+/// Text queries through the model's text head (larger scores are better), and per query the
+/// words it ignored (not in the head's vocabulary; a query with no known word is an error).
+pub fn search_text(
+    snap: &Snapshot,
+    queries: &[String],
+    query: &Query<'_>,
+) -> Result<(Hits, Vec<Vec<String>>)> {
+    let mode = resolve_mode(snap, query.mode)?;
+    let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let prepared = snap.text_queries(&refs)?;
+    let hits = snap.search_text_prepared(&prepared, &params(mode, query), None)?;
+    let ignored = prepared.into_iter().map(|q| q.vector.unknown).collect();
+    Ok((plain(hits), ignored))
 }
 
 pub fn search_radius(snap: &Snapshot, q: ArrayView2<f32>, radius: u32) -> Result<Hits> {

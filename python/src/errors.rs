@@ -81,7 +81,8 @@ fn model_kind(e: &ModelError) -> Kind {
         | ModelError::BadSpec { .. }
         | ModelError::TooFewRows { .. }
         | ModelError::InvalidArgument { .. }
-        | ModelError::Shape { .. } => Kind::InvalidArgument,
+        | ModelError::Shape { .. }
+        | ModelError::TextQuery { .. } => Kind::InvalidArgument,
         _ => Kind::Model,
     }
 }
@@ -110,7 +111,7 @@ fn search_kind(e: &SearchError) -> Kind {
         SearchError::Scan(s) => scan_kind(s),
         SearchError::Format(f) => format_kind(f),
         SearchError::Storage(s) => storage_kind(s),
-        SearchError::Train(_) => Kind::Model,
+        SearchError::Train(_) | SearchError::NoTextHead => Kind::Model,
         _ => Kind::InvalidArgument,
     }
 }

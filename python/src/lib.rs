@@ -92,9 +92,16 @@ impl PyModel {
     }
 }
 
-/// Trains the pipeline `spec` (e.g. "pca-itq:64", "opq-pq:16x8") on the rows of `x`.
+/// Trains the pipeline `spec` (e.g. "pca-itq:64", "opq-pq:16x8") on the rows of `x`; with
+/// `captions` (one per row: a string, or a list of tags) also a PAMIR text head for
+/// `search_text` (the CLI's `train --captions`).
 #[pyfunction]
-#[pyo3(signature = (x, spec, labels=None, seed=1234, sample=None))]
+#[pyo3(signature = (
+    x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
+    epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0], pamir_iterations=100_000,
+    pamir_validation=0.2, max_words=100_000,
+))]
+#[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
@@ -102,6 +109,13 @@ fn train(
     labels: Option<&Bound<'_, PyAny>>,
     seed: u64,
     sample: Option<usize>,
+    captions: Option<&Bound<'_, PyAny>>,
+    margin: &str,
+    epsilon: Option<f32>,
+    pamir_c: Vec<f32>,
+    pamir_iterations: usize,
+    pamir_validation: f64,
+    max_words: usize,
 ) -> PyResult<PyModel> {
     let rows = arrays::rows(x, "x")?;
     let view = rows.view()?;
@@ -109,12 +123,56 @@ fn train(
         .map(|l| arrays::ids(l, "labels"))
         .transpose()?
         .map(|l| l.into_iter().map(|v| v as i64).collect());
+    let text = captions
+        .map(|c| {
+            Ok::<_, PyErr>(engine::TextTrain {
+                captions: caption_words(c)?,
+                margin: margin.to_string(),
+                epsilon,
+                c_grid: pamir_c,
+                iterations: pamir_iterations,
+                validation: pamir_validation,
+                max_words,
+            })
+        })
+        .transpose()?;
     let model = py
-        .detach(|| engine::train(view, spec, labels, seed, sample))
+        .detach(|| {
+            let model = engine::train(view, spec, labels, seed, sample)?;
+            match &text {
+                Some(t) => engine::attach_text_head(model, view, t, seed),
+                None => Ok(model),
+            }
+        })
         .py_err()?;
     Ok(PyModel {
         model: Arc::new(model),
     })
+}
+
+/// `captions=`: per row a string or a list of tag strings → its words.
+fn caption_words(captions: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<String>>> {
+    if captions.extract::<String>().is_ok() {
+        return Err(errors::invalid(
+            "captions",
+            "expected one caption per row (a list), not one string",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, item) in captions.try_iter()?.enumerate() {
+        let item = item?;
+        if let Ok(s) = item.extract::<String>() {
+            out.push(engine::caption_words([s.as_str()]));
+        } else if let Ok(tags) = item.extract::<Vec<String>>() {
+            out.push(engine::caption_words(tags.iter().map(String::as_str)));
+        } else {
+            return Err(errors::invalid(
+                "captions",
+                format!("entry {i} is neither a string nor a list of tag strings"),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// An open index and its decoded model.
@@ -339,6 +397,33 @@ impl PyIndex {
         query::search(py, &snap, q, &args)
     }
 
+    /// Text queries (a string or a list of strings) ranked by the model's text head over the
+    /// newest committed version: `(D, I)` in FAISS's shapes, D float32 with larger = better.
+    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_text<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        mode: Option<&str>,
+        rerank: Option<usize>,
+        nprobe: Option<usize>,
+        classes: Option<&Bound<'py, PyAny>>,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let snap = self.newest()?;
+        let args = QueryArgs {
+            k,
+            mode,
+            rerank,
+            nprobe,
+            classes,
+            threads,
+        };
+        query::search_text(py, &snap, queries, &args)
+    }
+
     /// Every row within Hamming `radius` (≤ 2) of each query's code: `(lims, D, I)` as FAISS's
     /// `range_search` returns them (query i's results are `D[lims[i]:lims[i+1]]`).
     fn search_radius<'py>(
@@ -511,6 +596,31 @@ impl PySnapshot {
             threads,
         };
         query::search(py, &*self.get()?, q, &args)
+    }
+
+    /// Text queries over this version: `(D, I)`, D float32 with larger = better.
+    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_text<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        mode: Option<&str>,
+        rerank: Option<usize>,
+        nprobe: Option<usize>,
+        classes: Option<&Bound<'py, PyAny>>,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let args = QueryArgs {
+            k,
+            mode,
+            rerank,
+            nprobe,
+            classes,
+            threads,
+        };
+        query::search_text(py, &*self.get()?, queries, &args)
     }
 
     /// `(lims, D, I)`: every row within Hamming `radius` of each query's code.

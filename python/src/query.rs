@@ -1,6 +1,9 @@
-//! Queries over one version, shared by `Index` (its newest version) and `Snapshot`: k-NN in
-//! FAISS's shapes, radius lookup in `range_search`'s, NCM classification.
+//! Queries over one version, shared by `Index` (its newest version) and `Snapshot`: k-NN and
+//! text queries in FAISS's shapes, radius lookup in `range_search`'s, NCM classification.
 
+use std::ffi::CString;
+
+use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -48,6 +51,67 @@ fn list_ids(snap: &Snapshot, classes: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         }
     }
     Ok(out)
+}
+
+/// `queries=`: one string or a list of strings.
+fn text_queries(queries: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(one) = queries.extract::<String>() {
+        return Ok(vec![one]);
+    }
+    queries
+        .extract::<Vec<String>>()
+        .map_err(|_| invalid("queries", "expected a string or a list of strings"))
+}
+
+/// Text queries (the model's text head): `(D float32, I int64)`, larger scores better,
+/// padded with -inf and -1. Words a query ignored (not in the vocabulary) are a `UserWarning`,
+/// as the CLI's note on stderr.
+pub fn search_text<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    queries: &Bound<'py, PyAny>,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if a.k == 0 {
+        return Err(invalid("k", "must be at least 1"));
+    }
+    let texts = text_queries(queries)?;
+    let lists = a.classes.map(|c| list_ids(snap, c)).transpose()?;
+    let query = engine::Query {
+        k: a.k,
+        mode: a.mode,
+        rerank: a.rerank,
+        nprobe: a.nprobe,
+        lists,
+        threads: a.threads,
+    };
+    let (hits, ignored) = py
+        .detach(|| engine::search_text(snap, &texts, &query))
+        .py_err()?;
+    for (qi, words) in ignored.iter().enumerate() {
+        if !words.is_empty() {
+            let msg = format!(
+                "query {qi} {:?}: ignored words not in the model's vocabulary: {}",
+                texts[qi],
+                words.join(", ")
+            );
+            let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+            PyErr::warn(py, &py.get_type::<PyUserWarning>(), &msg, 1)?;
+        }
+    }
+    let (nq, k) = (texts.len(), a.k);
+    let mut ids = vec![-1i64; nq * k];
+    let mut d = vec![f32::NEG_INFINITY; nq * k];
+    for (qi, row) in hits.iter().enumerate() {
+        for (j, &(id, s)) in row.iter().take(k).enumerate() {
+            ids[qi * k + j] = ids_out(vec![id])?[0];
+            d[qi * k + j] = s;
+        }
+    }
+    Ok((
+        arrays::matrix(py, d, nq, k)?,
+        arrays::matrix(py, ids, nq, k)?,
+    ))
 }
 
 pub fn search<'py>(
