@@ -99,7 +99,7 @@ pub fn threads(requested: usize) -> usize {
     }
 }
 
-/// `--plot FILE`, checked before any work: a name not ending in `.svg` is a usage error (exit 2),
+/// `--plot FILE`, checked before any work: a name not ending in `.svg` or `.png` is a usage error (exit 2),
 /// a missing directory a failure (exit 1), each naming the file.
 pub fn plot_target(path: &std::path::Path) -> anyhow::Result<codedb_cli::plot::PlotTarget> {
     match codedb_cli::plot::PlotTarget::check(path) {

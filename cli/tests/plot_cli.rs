@@ -1,5 +1,5 @@
 //! `--plot`: `codedb eval` and `codedb bench scan` draw well-formed SVG figures with the
-//! expected series and axis labels, alongside `--json`; `codedb bench plot` draws the same
+//! expected series and axis labels, alongside `--json`, and the same figures as PNG; `codedb bench plot` draws the same
 //! figure from saved JSON (codedb alone or codedb and FAISS from tools/bench_vs_faiss.py); bad
 //! paths and files fail with exit 1 (2 for a usage error), naming the file, writing nothing.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
@@ -46,6 +46,79 @@ fn names(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Decodes `path` as a PNG (fails the test if it is not one): its size and RGB pixels.
+fn png_pixels(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let mut reader = png::Decoder::new(file)
+        .read_info()
+        .unwrap_or_else(|e| panic!("{}: not a PNG: {e}", path.display()));
+    let mut buf = vec![0u8; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    let px = buf[..info.buffer_size()]
+        .chunks_exact(3)
+        .map(|c| [c[0], c[1], c[2]])
+        .collect();
+    (info.width, info.height, px)
+}
+
+/// The width and height an SVG declares.
+fn svg_size(path: &Path) -> (u32, u32) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let root = doc.root_element();
+    let dim = |a: &str| root.attribute(a).unwrap().parse::<u32>().unwrap();
+    (dim("width"), dim("height"))
+}
+
+/// The same figure as PNG: the size the SVG declares, white ground, text drawn with the bundled
+/// font in the title strip (dark pixels there), and every pipeline's colour in the plot.
+#[test]
+fn eval_plot_writes_png_with_text_drawn_by_the_bundled_font() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |fig: &Path| {
+        vec![
+            "eval".to_string(),
+            "--data".into(),
+            PIXELS.into(),
+            "--pipelines".into(),
+            "lsh:16; pca-itq:16".into(),
+            "--queries".into(),
+            "100".into(),
+            "--plot".into(),
+            s(fig).into(),
+        ]
+    };
+    let (svg, png_path) = (tmp.path().join("e.svg"), tmp.path().join("e.png"));
+    for fig in [&svg, &png_path] {
+        let a = args(fig);
+        ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    let (w, h, px) = png_pixels(&png_path);
+    assert_eq!((w, h), svg_size(&svg));
+    let white = px.iter().filter(|p| **p == [255, 255, 255]).count();
+    assert!(
+        white > px.len() / 2,
+        "mostly white ground: {white} of {}",
+        px.len()
+    );
+    // The title strip (the top 40 rows) holds dark text pixels, left-aligned.
+    let dark_in_title = px[..40 * w as usize]
+        .iter()
+        .filter(|p| p.iter().all(|&c| c < 96))
+        .count();
+    assert!(
+        dark_in_title > 200,
+        "title text drawn: {dark_in_title} dark pixels"
+    );
+    // The first two palette colours (the two pipelines' lines and legend samples).
+    for colour in [[0x00, 0x72, 0xB2], [0xD5, 0x5E, 0x00]] {
+        let n = px.iter().filter(|p| **p == colour).count();
+        assert!(n > 100, "{colour:?} drawn on {n} pixels");
+    }
+    assert_eq!(names(tmp.path()), ["e.png", "e.svg"]);
 }
 
 #[test]
@@ -140,10 +213,10 @@ fn eval_plot_checks_the_path_before_any_work() {
             "--pipelines",
             "lsh:16",
             "--plot",
-            s(&tmp.path().join("eval.png")),
+            s(&tmp.path().join("eval.jpg")),
         ],
         2,
-        "only SVG",
+        "SVG or PNG",
     );
     fails(
         &[
@@ -266,6 +339,11 @@ fn bench_plot_draws_codedb_and_faiss_from_the_script_json() {
             "Throughput vs threads (N = 1e7)",
         ],
     );
+    // The same figure as PNG, the size the SVG declares.
+    let png_path = tmp.path().join("faiss.png");
+    ok(&["bench", "plot", "--from", s(&from), "--plot", s(&png_path)]);
+    let (w, h, _) = png_pixels(&png_path);
+    assert_eq!((w, h), svg_size(&fig));
 }
 
 #[test]

@@ -9,9 +9,10 @@ use ndarray::ArrayView2;
 pub use codedb::{Error, Index, Model, Snapshot};
 
 use codedb::format::VectorDType;
+use codedb::model::PamirReport;
 use codedb::{
     ClassRef, ClassSource, CompactionPolicy, Config, CreateOptions, NewClass, PipelineSpec,
-    SearchMode, SearchParams, TrainOptions,
+    SearchMode, SearchParams, TrainOptions, TrainReport,
 };
 
 type Result<T> = std::result::Result<T, Error>;
@@ -26,7 +27,7 @@ pub fn train(
     labels: Option<Vec<i64>>,
     seed: u64,
     sample: Option<usize>,
-) -> Result<Model> {
+) -> Result<(Model, TrainReport)> {
     let spec = PipelineSpec::parse(spec)?;
     let opts = TrainOptions {
         seed,
@@ -34,7 +35,7 @@ pub fn train(
         labels: labels.map(Arc::from),
         ..TrainOptions::default()
     };
-    Ok(Model::train(&spec, x, &opts)?.0)
+    Ok(Model::train(&spec, x, &opts)?)
 }
 
 /// A text head to train on top of a model (the CLI's `train --captions`).
@@ -59,14 +60,14 @@ pub fn caption_words<'a>(parts: impl IntoIterator<Item = &'a str>) -> Vec<String
         .collect()
 }
 
-/// `model` with a PAMIR text head trained on the projection of `x` and `t.captions`: the
-/// engine calls the CLI's `train --captions` makes.
+/// `model` with a PAMIR text head trained on the projection of `x` and `t.captions` (the
+/// engine calls the CLI's `train --captions` makes), and what the training did.
 pub fn attach_text_head(
     model: Model,
     x: ArrayView2<f32>,
     t: &TextTrain,
     seed: u64,
-) -> Result<Model> {
+) -> Result<(Model, PamirReport)> {
     use codedb::model::{MarginPolicy, PamirOptions, train_pamir};
     let margin = match t.margin.as_str() {
         "constant" => MarginPolicy::Constant,
@@ -93,8 +94,14 @@ pub fn attach_text_head(
         ..PamirOptions::default()
     };
     let p = model.project(x)?;
-    let (head, _report) = train_pamir(p.view(), &t.captions, &opts)?;
-    Ok(model.with_text_head(head)?)
+    let (head, report) = train_pamir(p.view(), &t.captions, &opts)?;
+    Ok((model.with_text_head(head)?, report))
+}
+
+/// What training did, as JSON (`Model.report`): the pipeline's steps (`train`) and the text
+/// head's (`text`, or null).
+pub fn train_report_json(train: &TrainReport, text: Option<&PamirReport>) -> Result<String> {
+    json(&serde_json::json!({ "train": train, "text": text }))
 }
 
 /// The model's shape: (input dimension, code bits, code bytes, code kind name).

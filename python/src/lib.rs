@@ -22,10 +22,25 @@ use query::QueryArgs;
 #[pyclass(module = "codedb._codedb", name = "Model", frozen)]
 struct PyModel {
     model: Arc<engine::Model>,
+    /// What training did, as JSON; `None` for a model read from a file or an index.
+    report: Option<String>,
 }
 
 #[pymethods]
 impl PyModel {
+    /// What training did (`codedb.train` only; `None` for a loaded model): `report["train"]`
+    /// (steps and their seconds, PCA variance, ITQ loss per iteration, PQ error, CCA
+    /// correlations, the SGD validation's choice) and `report["text"]` (the text head's
+    /// vocabulary, C grid trials with validation AvgP / BEP / P@10, triplet loss before and
+    /// after; `None` without captions).
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.report
+            .as_deref()
+            .map(|text| json_loads(py, text))
+            .transpose()
+    }
+
     /// Input dimension.
     #[getter]
     fn d(&self) -> usize {
@@ -83,6 +98,7 @@ impl PyModel {
         let model = py.detach(|| engine::load_model(&path)).py_err()?;
         Ok(PyModel {
             model: Arc::new(model),
+            report: None,
         })
     }
 
@@ -136,17 +152,22 @@ fn train(
             })
         })
         .transpose()?;
-    let model = py
+    let (model, report) = py
         .detach(|| {
-            let model = engine::train(view, spec, labels, seed, sample)?;
-            match &text {
-                Some(t) => engine::attach_text_head(model, view, t, seed),
-                None => Ok(model),
-            }
+            let (model, report) = engine::train(view, spec, labels, seed, sample)?;
+            let (model, text) = match &text {
+                Some(t) => {
+                    let (model, text) = engine::attach_text_head(model, view, t, seed)?;
+                    (model, Some(text))
+                }
+                None => (model, None),
+            };
+            Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
         })
         .py_err()?;
     Ok(PyModel {
         model: Arc::new(model),
+        report: Some(report),
     })
 }
 
@@ -488,6 +509,7 @@ impl PyIndex {
     fn model(&self) -> PyResult<PyModel> {
         Ok(PyModel {
             model: Arc::new(self.get()?.model.clone()),
+            report: None,
         })
     }
 

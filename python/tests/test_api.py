@@ -126,6 +126,14 @@ def test_model_save_load_and_supervised_training(tmp_path, data, model):
     assert (again.d, again.code_bits, again.code_kind) == (32, 16, "binary")
     sup = codedb.train(x, "ncmml:8,float", labels=y, seed=2)
     assert (sup.d, sup.code_kind, sup.code_bytes) == (32, "float32", 32)
+    # What training did comes back with a trained model; a loaded one has no report.
+    r = model.report
+    assert r["train"]["training_rows"] == len(x) and r["text"] is None
+    itq = r["train"]["itq_loss"]
+    assert len(itq) > 1 and itq[-1] <= itq[0], itq
+    assert 0 < r["train"]["pca"]["explained_variance_ratio"] <= 1
+    assert [s["step"] for s in r["train"]["steps"]], r["train"]["steps"]
+    assert again.report is None
     with pytest.raises(codedb.InvalidArgument, match="labels"):
         codedb.train(x, "ncmml:8,float")
     with pytest.raises(codedb.InvalidArgument, match="spec|pipeline|nope"):

@@ -56,6 +56,14 @@ def test_search_text_ranks_the_named_class_first(text_index):
     np.testing.assert_array_equal(D2, D)
 
 
+def test_the_text_head_report_comes_back_with_the_model(text_model):
+    text = text_model.report["text"]
+    assert text["vocabulary"] == 8 and text["captioned_rows"] > 0
+    assert [t["c"] for t in text["trials"]] == pytest.approx([0.1, 1.0])
+    assert all(0 <= t["validation"]["avgp"] <= 1 for t in text["trials"])
+    assert text["loss_after"] < text["loss_before"], text
+
+
 def test_search_text_pads_with_minus_one(text_index):
     idx, _ = text_index
     D, I = idx.search_text("red apple", k=450)

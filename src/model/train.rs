@@ -140,7 +140,7 @@ impl fmt::Debug for TrainOptions {
 }
 
 /// Wall time of one step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StepTiming {
     /// Name of the step.
     pub step: String,
@@ -149,7 +149,7 @@ pub struct StepTiming {
 }
 
 /// What a PCA step found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PcaReport {
     /// Variance along each kept direction, decreasing.
     pub eigenvalues: Vec<f64>,
@@ -160,7 +160,7 @@ pub struct PcaReport {
 }
 
 /// What a PQ / OPQ quantiser found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PqReport {
     /// Mean squared reconstruction error per training vector.
     pub mse: f64,
@@ -173,7 +173,7 @@ pub struct PqReport {
 }
 
 /// What training did, for `--verbose` output and reports.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct TrainReport {
     /// The pipeline SPEC as given.
     pub spec: String,

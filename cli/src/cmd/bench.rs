@@ -65,7 +65,7 @@ pub struct ScanArgs {
     /// Print one object per case as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also draw an SVG figure of the cases in FILE (*.svg). Works with --json.
+    /// Also draw a figure of the cases in FILE (*.svg or *.png). Works with --json.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 }
@@ -75,7 +75,7 @@ pub struct ScanArgs {
 /// `tools/bench_vs_faiss.py --json` output (codedb and FAISS side by side).
 #[command(after_help = "Examples:
   codedb bench plot --from scan.json --plot scan.svg
-  codedb bench plot --from a.json --from b.json --plot s.svg --title 'k = 10'
+  codedb bench plot --from a.json --from b.json --plot s.png --title 'k = 10'
 
 The files are `codedb bench scan ... --json > scan.json` output, or \
 `tools/bench_vs_faiss.py ... --out faiss.json` output (codedb and FAISS side by side; its \
@@ -86,7 +86,7 @@ pub struct PlotArgs {
     /// A JSON results file (repeat for several).
     #[arg(long, required = true, value_name = "FILE")]
     pub from: Vec<PathBuf>,
-    /// The SVG figure to write (*.svg).
+    /// The figure to write (*.svg or *.png).
     #[arg(long, value_name = "FILE")]
     pub plot: PathBuf,
     /// The figure's title (default: "Scan throughput", FAISS if present, and the files).
@@ -221,7 +221,11 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
         let isa = all.first().map_or("?", |r| r.isa);
         let title = format!("codedb bench scan, k = {k}, ISA {isa}");
         let points = codedb_cli::plot::scan_points_from_results(&all);
-        target.write(&codedb_cli::plot::scan_svg(&points, &title)?)?;
+        target.write(&codedb_cli::plot::scan_plot(
+            &points,
+            &title,
+            target.format(),
+        )?)?;
     }
     if json {
         outln!("{}", serde_json::to_string_pretty(&all)?);
@@ -246,7 +250,11 @@ fn plot(a: PlotArgs) -> Result<ExitCode> {
             files.join(", ")
         )
     });
-    target.write(&codedb_cli::plot::scan_svg(&points, &title)?)?;
+    target.write(&codedb_cli::plot::scan_plot(
+        &points,
+        &title,
+        target.format(),
+    )?)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -79,7 +79,7 @@ pub struct EvalArgs {
     /// Print a JSON list, one object per pipeline.
     #[arg(long)]
     pub json: bool,
-    /// Also draw an SVG figure in FILE (*.svg; retrieve task): precision-recall curves,
+    /// Also draw a figure in FILE (*.svg or *.png; retrieve task): precision-recall curves,
     /// recall@R against R and mAP against bits, one colour per pipeline. Works with --json.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -173,7 +173,11 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
             "{name}: {} database rows, {} queries x {} run(s)",
             report.database_rows, report.queries, a.runs
         );
-        target.write(&codedb_cli::plot::eval_svg(&report.pipelines, &title)?)?;
+        target.write(&codedb_cli::plot::eval_plot(
+            &report.pipelines,
+            &title,
+            target.format(),
+        )?)?;
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&report.pipelines)?);

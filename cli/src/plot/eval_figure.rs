@@ -3,19 +3,46 @@
 
 use plotters::prelude::*;
 
-use super::style::{self, Look, Marker};
-use super::target::PlotError;
+use super::canvas::{self, Figure, TITLE_H};
+use super::style::{Area, Look, Marker};
+use super::target::{Format, PlotError};
 use super::{legend, map_bits_chart, pr_chart, recall_chart};
 use crate::eval::PipelineScores;
 
 const PANEL_W: u32 = 520;
 const PANEL_H: u32 = 440;
-const TITLE_H: u32 = 40;
 const LEGEND_COLUMNS: usize = 5;
 
-/// The SVG text of the figure; `title` names the data. Relevance is ITQ's Euclidean ground truth
-/// (the one every evaluation has); recall@R is the exact nearest neighbour's.
-pub fn eval_svg(pipelines: &[PipelineScores], title: &str) -> Result<String, PlotError> {
+/// The three panels over the legend.
+struct EvalFigure<'a> {
+    pipelines: &'a [PipelineScores],
+    title: &'a str,
+    looks: Vec<Look>,
+}
+
+impl Figure for EvalFigure<'_> {
+    fn size(&self) -> (u32, u32) {
+        let legend_h = legend::height(self.looks.len(), LEGEND_COLUMNS);
+        (3 * PANEL_W, TITLE_H + PANEL_H + legend_h)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Result<(), PlotError> {
+        let (panels, foot) = canvas::titled(root, self.title, PANEL_H)?;
+        let panels = panels.split_evenly((1, 3));
+        pr_chart::draw(&panels[0], self.pipelines, &self.looks)?;
+        recall_chart::draw(&panels[1], self.pipelines, &self.looks)?;
+        map_bits_chart::draw(&panels[2], self.pipelines, &self.looks)?;
+        legend::draw(&foot, &self.looks, LEGEND_COLUMNS)
+    }
+}
+
+/// The figure encoded as `format`; `title` names the data. Relevance is ITQ's Euclidean ground
+/// truth (the one every evaluation has); recall@R is the exact nearest neighbour's.
+pub fn eval_plot(
+    pipelines: &[PipelineScores],
+    title: &str,
+    format: Format,
+) -> Result<Vec<u8>, PlotError> {
     if pipelines.is_empty() {
         return Err(PlotError::NoData {
             what: "eval figure",
@@ -33,27 +60,10 @@ pub fn eval_svg(pipelines: &[PipelineScores], title: &str) -> Result<String, Plo
             )
         })
         .collect();
-    let legend_h = legend::height(looks.len(), LEGEND_COLUMNS);
-    let size = (3 * PANEL_W, TITLE_H + PANEL_H + legend_h);
-    let mut svg = String::new();
-    {
-        let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("the eval figure");
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err())?;
-        let (head, rest) = root.split_vertically(TITLE_H);
-        head.draw(&Text::new(
-            title.to_string(),
-            (20, 10),
-            (style::FONT, 22).into_font(),
-        ))
-        .map_err(err())?;
-        let (panels, foot) = rest.split_vertically(PANEL_H);
-        let panels = panels.split_evenly((1, 3));
-        pr_chart::draw(&panels[0], pipelines, &looks)?;
-        recall_chart::draw(&panels[1], pipelines, &looks)?;
-        map_bits_chart::draw(&panels[2], pipelines, &looks)?;
-        legend::draw(&foot, &looks, LEGEND_COLUMNS)?;
-        root.present().map_err(err())?;
-    }
-    Ok(svg)
+    let figure = EvalFigure {
+        pipelines,
+        title,
+        looks,
+    };
+    canvas::render(&figure, format)
 }

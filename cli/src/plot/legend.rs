@@ -14,8 +14,12 @@ pub(crate) fn height(n: usize, columns: usize) -> u32 {
 }
 
 /// Draws `entries` row by row in `columns` equal columns.
-pub(crate) fn draw(area: &Area, entries: &[Look], columns: usize) -> Result<(), PlotError> {
-    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("the legend");
+pub(crate) fn draw<DB: DrawingBackend>(
+    area: &Area<DB>,
+    entries: &[Look],
+    columns: usize,
+) -> Result<(), PlotError> {
+    let err = || PlotError::draw("the legend");
     let (w, _) = area.dim_in_pixel();
     let columns = columns.max(1);
     let col_w = (w as i32 - 20) / columns as i32;

@@ -25,12 +25,12 @@ pub(crate) fn family(spec: &str) -> String {
     }
 }
 
-pub(crate) fn draw(
-    area: &Area,
+pub(crate) fn draw<DB: DrawingBackend>(
+    area: &Area<DB>,
     pipelines: &[PipelineScores],
     looks: &[Look],
 ) -> Result<(), PlotError> {
-    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("mAP against bits");
+    let err = || PlotError::draw("mAP against bits");
     let (lo, hi) =
         style::log_range(pipelines.iter().map(|p| p.bits as f64), 1.4).ok_or_else(|| {
             PlotError::NoData {
@@ -81,7 +81,7 @@ pub(crate) fn draw(
             chart
                 .draw_series(std::iter::once(
                     EmptyElement::at(last)
-                        + Text::new(name, (8, -18), style::label_font().color(&style::GREY)),
+                        + Text::new(name, (10, -8), style::label_font().color(&style::GREY)),
                 ))
                 .map_err(err())?;
         }

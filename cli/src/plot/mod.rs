@@ -1,10 +1,11 @@
 //! Figures: `codedb eval --plot` (precision–recall, recall@R, mAP against code length) and
 //! `codedb bench scan --plot` / `codedb bench plot` (scan throughput against N and threads,
 //! with the measured read bandwidth as a bound; FAISS beside codedb when
-//! `tools/bench_vs_faiss.py` measured both). Drawn with plotters' SVG backend: text is SVG
-//! `<text>`, laid out with plotters' built-in size estimate, so no font library is linked.
-//! One file per chart; [`target`] writes the file whole or not at all.
+//! `tools/bench_vs_faiss.py` measured both). Drawn with plotters as SVG or PNG ([`canvas`]: the
+//! PNG's text with a bundled font, no system font library). One file per chart; [`target`]
+//! chooses the format from the file name and writes the file whole or not at all.
 
+mod canvas;
 pub mod eval_figure;
 mod legend;
 mod map_bits_chart;
@@ -15,7 +16,7 @@ pub mod scan_records;
 mod style;
 pub mod target;
 
-pub use eval_figure::eval_svg;
-pub use scan_figure::scan_svg;
+pub use eval_figure::eval_plot;
+pub use scan_figure::scan_plot;
 pub use scan_records::{ScanPoint, scan_points_from_json, scan_points_from_results};
-pub use target::{PlotError, PlotTarget};
+pub use target::{Format, PlotError, PlotTarget};

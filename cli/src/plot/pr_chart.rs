@@ -7,12 +7,12 @@ use super::style::{self, Area, Look, Marker};
 use super::target::PlotError;
 use crate::eval::PipelineScores;
 
-pub(crate) fn draw(
-    area: &Area,
+pub(crate) fn draw<DB: DrawingBackend>(
+    area: &Area<DB>,
     pipelines: &[PipelineScores],
     looks: &[Look],
 ) -> Result<(), PlotError> {
-    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("precision-recall");
+    let err = || PlotError::draw("precision-recall");
     let caption = "Precision-recall (Euclidean neighbours)";
     let mut chart = ChartBuilder::on(area)
         .caption(caption, style::caption_font())

@@ -18,12 +18,12 @@ fn points(p: &PipelineScores) -> Vec<(f64, f64)> {
     v
 }
 
-pub(crate) fn draw(
-    area: &Area,
+pub(crate) fn draw<DB: DrawingBackend>(
+    area: &Area<DB>,
     pipelines: &[PipelineScores],
     looks: &[Look],
 ) -> Result<(), PlotError> {
-    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("recall@R");
+    let err = || PlotError::draw("recall@R");
     let all: Vec<Vec<(f64, f64)>> = pipelines.iter().map(points).collect();
     let (lo, hi) = style::log_range(all.iter().flatten().map(|p| p.0), 1.3).ok_or_else(|| {
         PlotError::NoData {

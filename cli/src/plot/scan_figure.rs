@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use plotters::prelude::*;
 
+use super::canvas::{self, Figure, TITLE_H};
 use super::legend;
 use super::scan_records::ScanPoint;
 use super::style::{self, Area, Dash, Look, Marker};
-use super::target::PlotError;
+use super::target::{Format, PlotError};
 
 const PANEL_W: u32 = 620;
 const PANEL_H: u32 = 460;
-const TITLE_H: u32 = 40;
 const LEGEND_COLUMNS: usize = 3;
 
 /// Points of one series (a kind, query count and cache state), with its looks.
@@ -123,8 +123,8 @@ fn series(points: &[ScanPoint]) -> Result<Vec<Series<'_>>, PlotError> {
 
 /// One panel: `pick` chooses each series' points, `x` their abscissa.
 #[allow(clippy::too_many_arguments)]
-fn panel<'p>(
-    area: &Area,
+fn panel<'p, DB: DrawingBackend>(
+    area: &Area<DB>,
     all: &[Series<'p>],
     caption: &str,
     x_desc: &str,
@@ -132,7 +132,7 @@ fn panel<'p>(
     pick: &dyn Fn(&[&'p ScanPoint]) -> Vec<&'p ScanPoint>,
     x: &dyn Fn(&ScanPoint) -> f64,
 ) -> Result<(), PlotError> {
-    let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("the scan figure");
+    let err = || PlotError::draw("the scan figure");
     let per: Vec<Lines> = all.iter().map(|s| lines(&pick(&s.points), x)).collect();
     let ys = per
         .iter()
@@ -203,8 +203,8 @@ fn panel<'p>(
     Ok(())
 }
 
-fn draw_lines<CT>(
-    chart: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+fn draw_lines<DB: DrawingBackend, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
     s: &Series,
     l: &Lines,
 ) -> Result<(), PlotError>
@@ -238,8 +238,8 @@ fn same_or(values: BTreeSet<u64>, one: impl Fn(u64) -> String, many: &str) -> St
     }
 }
 
-/// The SVG text of the figure; `title` names the run (machine, ISA).
-pub fn scan_svg(points: &[ScanPoint], title: &str) -> Result<String, PlotError> {
+/// The figure encoded as `format`; `title` names the run (machine, ISA).
+pub fn scan_plot(points: &[ScanPoint], title: &str, format: Format) -> Result<Vec<u8>, PlotError> {
     if points.is_empty() {
         return Err(PlotError::NoData {
             what: "scan figure",
@@ -279,26 +279,38 @@ pub fn scan_svg(points: &[ScanPoint], title: &str) -> Result<String, PlotError> 
         looks.extend(s.faiss.clone());
         looks.push(s.bound.clone());
     }
-    let legend_h = legend::height(looks.len(), LEGEND_COLUMNS);
-    let size = (2 * PANEL_W, TITLE_H + PANEL_H + legend_h);
-    let mut svg = String::new();
-    {
-        let err = || PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("the scan figure");
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err())?;
-        let (head, rest) = root.split_vertically(TITLE_H);
-        head.draw(&Text::new(
-            title.to_string(),
-            (20, 10),
-            (style::FONT, 22).into_font(),
-        ))
-        .map_err(err())?;
-        let (panels, foot) = rest.split_vertically(PANEL_H);
+    let figure = ScanFigure {
+        all,
+        title,
+        cap_n,
+        cap_t,
+        looks,
+    };
+    canvas::render(&figure, format)
+}
+
+/// The two panels over the legend.
+struct ScanFigure<'a> {
+    all: Vec<Series<'a>>,
+    title: &'a str,
+    cap_n: String,
+    cap_t: String,
+    looks: Vec<Look>,
+}
+
+impl Figure for ScanFigure<'_> {
+    fn size(&self) -> (u32, u32) {
+        let legend_h = legend::height(self.looks.len(), LEGEND_COLUMNS);
+        (2 * PANEL_W, TITLE_H + PANEL_H + legend_h)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Result<(), PlotError> {
+        let (panels, foot) = canvas::titled(root, self.title, PANEL_H)?;
         let panels = panels.split_evenly((1, 2));
         panel(
             &panels[0],
-            &all,
-            &cap_n,
+            &self.all,
+            &self.cap_n,
             "N (codes in the segment, log scale)",
             true,
             &at_most_threads,
@@ -306,15 +318,13 @@ pub fn scan_svg(points: &[ScanPoint], title: &str) -> Result<String, PlotError> 
         )?;
         panel(
             &panels[1],
-            &all,
-            &cap_t,
+            &self.all,
+            &self.cap_t,
             "threads",
             false,
             &at_largest_n,
             &|p| p.threads as f64,
         )?;
-        legend::draw(&foot, &looks, LEGEND_COLUMNS)?;
-        root.present().map_err(err())?;
+        legend::draw(&foot, &self.looks, LEGEND_COLUMNS)
     }
-    Ok(svg)
 }

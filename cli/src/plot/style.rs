@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use super::target::PlotError;
 
 /// The drawing surface every chart is drawn on.
-pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(crate) type Area<DB> = DrawingArea<DB, plotters::coord::Shift>;
 
 /// Okabe & Ito's colour-blind-safe colours (yellow left out: too pale on white), then four more.
 const PALETTE: [RGBColor; 10] = [
@@ -81,8 +81,8 @@ pub(crate) fn axis_font() -> TextStyle<'static> {
 }
 
 /// Draws `points` as one series in `chart` with the given look.
-pub(crate) fn series<CT>(
-    chart: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+pub(crate) fn series<DB: DrawingBackend, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
     points: &[CT::From],
     look: &Look,
 ) -> Result<(), PlotError>
@@ -90,7 +90,7 @@ where
     CT: CoordTranslate,
     CT::From: Clone + 'static,
 {
-    let err = PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("a series");
+    let err = PlotError::draw("a series");
     let line = ShapeStyle::from(look.color).stroke_width(2);
     match look.dash {
         Dash::Solid => chart
@@ -104,7 +104,7 @@ where
             .map(drop),
     }
     .map_err(err)?;
-    let err = PlotError::draw::<DrawingAreaErrorKind<std::io::Error>>("a series' markers");
+    let err = PlotError::draw("a series' markers");
     let fill = ShapeStyle::from(look.color).filled();
     match look.marker {
         Marker::None => Ok(()),

@@ -1,6 +1,6 @@
 //! Where a figure goes: the path is checked before any work (an evaluation can take minutes),
-//! and the SVG is written to a temporary file in the same directory and renamed over the
-//! target, so a failure leaves no half-written file.
+//! its extension chooses the format (SVG or PNG), and the bytes are written to a temporary file
+//! in the same directory and renamed over the target, so a failure leaves no half-written file.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,11 +8,8 @@ use std::path::{Path, PathBuf};
 /// A figure that could not be made or written, naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    #[error(
-        "{path}: only SVG figures are written (name the file *.svg); PNG would need a font \
-         rasteriser and a bundled font"
-    )]
-    NotSvg { path: PathBuf },
+    #[error("{path}: a figure is written as SVG or PNG: name the file *.svg or *.png")]
+    UnknownFormat { path: PathBuf },
     #[error("{path}: the directory {dir} does not exist")]
     NoDirectory { path: PathBuf, dir: PathBuf },
     #[error("{path}: {source}")]
@@ -20,11 +17,8 @@ pub enum PlotError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("drawing {what}: {source}")]
-    Draw {
-        what: &'static str,
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    #[error("drawing {what}: {detail}")]
+    Draw { what: &'static str, detail: String },
     #[error("{what}: nothing to plot ({detail})")]
     NoData { what: &'static str, detail: String },
     #[error("{path}: {detail}")]
@@ -32,38 +26,49 @@ pub enum PlotError {
 }
 
 impl PlotError {
-    /// A plotters drawing error (the SVG backend only fails on its string buffer).
-    pub(crate) fn draw<E: std::error::Error + Send + Sync + 'static>(
-        what: &'static str,
-    ) -> impl FnOnce(E) -> PlotError {
+    /// A plotters drawing error (the SVG backend fails only on its string buffer, the bitmap
+    /// one on a glyph the font lacks or a PNG encoding error).
+    pub(crate) fn draw<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> PlotError {
         move |e| PlotError::Draw {
             what,
-            source: Box::new(e),
+            detail: e.to_string(),
         }
     }
 
     /// Whether the error is in the argument itself (a usage error, exit 2) rather than in the
     /// file system or the data (exit 1).
     pub fn is_usage(&self) -> bool {
-        matches!(self, PlotError::NotSvg { .. })
+        matches!(self, PlotError::UnknownFormat { .. })
     }
 }
 
-/// A checked figure path: ends in `.svg` and its directory exists.
+/// How a figure is encoded, chosen by the file's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Scalable text: `<text>` elements a browser renders in its own sans-serif.
+    Svg,
+    /// A raster image, text drawn with the bundled DejaVu Sans (no system font library).
+    Png,
+}
+
+/// A checked figure path: ends in `.svg` or `.png` and its directory exists.
 #[derive(Debug, Clone)]
 pub struct PlotTarget {
     path: PathBuf,
     dir: PathBuf,
+    format: Format,
 }
 
 impl PlotTarget {
     pub fn check(path: &Path) -> Result<PlotTarget, PlotError> {
-        let svg = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
-        if !svg {
-            return Err(PlotError::NotSvg { path: path.into() });
-        }
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let format = if ext.eq_ignore_ascii_case("svg") {
+            Format::Svg
+        } else if ext.eq_ignore_ascii_case("png") {
+            Format::Png
+        } else {
+            return Err(PlotError::UnknownFormat { path: path.into() });
+        };
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -77,6 +82,7 @@ impl PlotTarget {
         Ok(PlotTarget {
             path: path.into(),
             dir,
+            format,
         })
     }
 
@@ -84,19 +90,24 @@ impl PlotTarget {
         &self.path
     }
 
-    /// Writes `svg` to a temporary file beside the target and renames it into place.
-    pub fn write(&self, svg: &str) -> Result<(), PlotError> {
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Writes `bytes` (the figure encoded as [`Self::format`]) to a temporary file beside the
+    /// target and renames it into place.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), PlotError> {
         let err = |source| PlotError::Write {
             path: self.path.clone(),
             source,
         };
         let mut builder = tempfile::Builder::new();
-        builder.prefix(".codedb-plot-").suffix(".svg.tmp");
+        builder.prefix(".codedb-plot-").suffix(".tmp");
         // A figure is for reading (a temporary file starts as rw-------).
         #[cfg(unix)]
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
         let mut tmp = builder.tempfile_in(&self.dir).map_err(err)?;
-        tmp.write_all(svg.as_bytes()).map_err(err)?;
+        tmp.write_all(bytes).map_err(err)?;
         tmp.as_file().sync_all().map_err(err)?;
         tmp.persist(&self.path).map_err(|e| err(e.error))?;
         Ok(())
@@ -111,15 +122,22 @@ mod tests {
     fn checks_extension_and_directory_and_writes_whole_files() {
         let d = tempfile::tempdir().unwrap();
         assert!(matches!(
-            PlotTarget::check(&d.path().join("a.png")),
-            Err(PlotError::NotSvg { .. })
+            PlotTarget::check(&d.path().join("a.jpg")),
+            Err(PlotError::UnknownFormat { .. })
         ));
+        assert!(matches!(
+            PlotTarget::check(&d.path().join("svg")),
+            Err(PlotError::UnknownFormat { .. })
+        ));
+        let png = PlotTarget::check(&d.path().join("a.PNG")).unwrap();
+        assert_eq!(png.format(), Format::Png);
         assert!(matches!(
             PlotTarget::check(&d.path().join("missing/a.svg")),
             Err(PlotError::NoDirectory { .. })
         ));
         let t = PlotTarget::check(&d.path().join("a.SVG")).unwrap();
-        t.write("<svg/>").unwrap();
+        assert_eq!(t.format(), Format::Svg);
+        t.write(b"<svg/>").unwrap();
         assert_eq!(std::fs::read_to_string(t.path()).unwrap(), "<svg/>");
         let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file left behind");

@@ -26,7 +26,7 @@ pub use metric::fit_metric;
 pub use triplet_sgd::SgdFit;
 
 /// What the η / epoch validation of `metric:R` or `jscl:R` chose.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SgdChoice {
     /// The step: `metric:R` or `jscl:R`.
     pub step: String,

@@ -104,7 +104,7 @@ impl std::fmt::Debug for PamirOptions {
 }
 
 /// One C of the grid: its best validation AvgP and the iteration count that reached it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PamirTrial {
     /// The C tried.
     pub c: f32,
@@ -115,7 +115,7 @@ pub struct PamirTrial {
 }
 
 /// What PAMIR training did.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PamirReport {
     /// Words in the final vocabulary.
     pub vocabulary: usize,

@@ -10,7 +10,7 @@
 /// The ranks (0-based) of `ranking` best first; `relevant(doc)` says if a document is
 /// relevant; `n_relevant` = |R(q)| (relevant documents missing from the ranking count as
 /// never retrieved).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct RankingMetrics {
     /// Average precision.
     pub avgp: f64,
