@@ -36,7 +36,7 @@ pub(crate) fn draw<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(58)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1f64)
+        .build_cartesian_2d(style::log10_axis(lo, hi), 0f64..1f64)
         .map_err(err())?;
     chart
         .configure_mesh()
@@ -45,7 +45,7 @@ pub(crate) fn draw<DB: DrawingBackend>(
         .axis_desc_style(style::axis_font())
         .label_style(style::label_font())
         .light_line_style(style::LIGHT_GRID)
-        .x_label_formatter(&|v| style::log_tick_125(*v))
+        .x_label_formatter(&|v| style::log_tick(*v))
         .y_labels(6)
         .draw()
         .map_err(err())?;

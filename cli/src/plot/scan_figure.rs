@@ -153,7 +153,7 @@ fn panel<'p, DB: DrawingBackend>(
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(70)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(style::log10_axis(x_lo, x_hi), style::log10_axis(y_lo, y_hi))
             .map_err(err())?;
         chart
             .configure_mesh()
@@ -162,8 +162,8 @@ fn panel<'p, DB: DrawingBackend>(
             .axis_desc_style(style::axis_font())
             .label_style(style::label_font())
             .light_line_style(style::LIGHT_GRID)
-            .x_label_formatter(&|v| style::log_tick_125(*v))
-            .y_label_formatter(&|v| style::log_tick_125(*v))
+            .x_label_formatter(&|v| style::log_tick(*v))
+            .y_label_formatter(&|v| style::log_tick(*v))
             .draw()
             .map_err(err())?;
         for (s, l) in all.iter().zip(&per) {
@@ -176,7 +176,7 @@ fn panel<'p, DB: DrawingBackend>(
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(70)
-            .build_cartesian_2d(0.5f64..x_hi + 0.5, (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(0.5f64..x_hi + 0.5, style::log10_axis(y_lo, y_hi))
             .map_err(err())?;
         chart
             .configure_mesh()
@@ -193,7 +193,7 @@ fn panel<'p, DB: DrawingBackend>(
                     String::new()
                 }
             })
-            .y_label_formatter(&|v| style::log_tick_125(*v))
+            .y_label_formatter(&|v| style::log_tick(*v))
             .draw()
             .map_err(err())?;
         for (s, l) in all.iter().zip(&per) {

@@ -1,6 +1,7 @@
 //! Colours, lines and fonts shared by every chart, and the helper that draws one series.
 
 use plotters::coord::CoordTranslate;
+use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
 use plotters::prelude::*;
 
 use super::target::PlotError;
@@ -131,6 +132,34 @@ pub(crate) fn log_range(values: impl Iterator<Item = f64>, pad: f64) -> Option<(
     (hi > 0.0).then(|| (lo / pad, hi * pad))
 }
 
+/// A base-10 log axis over `lo..hi` with ticks chosen here rather than by plotters (whose log
+/// key points can miss every round value on a range under a decade, leaving the axis unlabelled,
+/// or crowd minor lines): labelled ticks at 1, 2 and 5 times a power of ten (powers of ten only
+/// past four decades), grid lines at the other integer multiples.
+pub(crate) fn log10_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let (mut bold, mut light) = (Vec::new(), Vec::new());
+    let many_decades = hi / lo > 1e4;
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in 1..=9 {
+            let v = decade * f64::from(m);
+            if v < lo || v > hi {
+                continue;
+            }
+            if m == 1 || (!many_decades && (m == 2 || m == 5)) {
+                bold.push(v);
+            } else {
+                light.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    (lo..hi)
+        .log_scale()
+        .with_key_points(bold)
+        .with_light_points(light)
+}
+
 /// Formats a number for an axis tick on a log scale: 1e6 as "1e6", 2000 as "2000".
 pub(crate) fn log_tick(v: f64) -> String {
     if v <= 0.0 || !v.is_finite() {
@@ -148,23 +177,6 @@ pub(crate) fn log_tick(v: f64) -> String {
     }
 }
 
-/// [`log_tick`] for the ticks at 1, 2 and 5 times a power of ten only (blank elsewhere), so a
-/// log axis spanning less than a decade or two is not crowded with labels.
-pub(crate) fn log_tick_125(v: f64) -> String {
-    if v <= 0.0 || !v.is_finite() {
-        return String::new();
-    }
-    let mantissa = v / 10f64.powf(v.log10().floor());
-    if [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .any(|m| (mantissa - m).abs() < 1e-6)
-    {
-        log_tick(v)
-    } else {
-        String::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,10 +186,15 @@ mod tests {
         assert_eq!(log_tick(1e7), "1e7");
         assert_eq!(log_tick(2e9), "2e9");
         assert_eq!(log_tick(64.0), "64");
-        assert_eq!(log_tick_125(5e9), "5e9");
-        assert_eq!(log_tick_125(7e9), "");
-        assert_eq!(log_tick_125(1e10), "1e10");
+        assert_eq!(log_tick(5e9), "5e9");
         assert_eq!(log_range([4.0, 4.0].into_iter(), 2.0), Some((2.0, 8.0)));
         assert_eq!(log_range([0.0, f64::NAN].into_iter(), 2.0), None);
+        // Under a decade: still labelled ticks (plotters' own key points may have none).
+        let axis = log10_axis(1.2e9, 8e9);
+        use plotters::coord::ranged1d::Ranged;
+        let ticks = axis.key_points(plotters::coord::ranged1d::BoldPoints(20));
+        assert_eq!(ticks, vec![2e9, 5e9]);
+        let wide = log10_axis(0.5, 2e5).key_points(plotters::coord::ranged1d::BoldPoints(20));
+        assert_eq!(wide, vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5]);
     }
 }
