@@ -3,7 +3,7 @@
 # also the Rust-only part on its own), then the Python package — built into a venv with pip the
 # way a user installs it (`pip install ./python`) — and its pytest suite.
 # `./test.sh --python` runs only the Python part. Needs the Rust toolchain, gcc, Python >= 3.10
-# with venv and pip, and PyPI (maturin, numpy, pytest, mypy, faiss-cpu).
+# with venv and pip, and PyPI (maturin, numpy, pytest, mypy, faiss-cpu, ray).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -21,6 +21,10 @@ python3 -m venv "$venv"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet maturin numpy pytest mypy faiss-cpu
+# Ray for codedb.distributed's actor tests (python/tests/test_distributed_ray.py), which must
+# then run, not skip.
+"$venv/bin/python" -m pip install --quiet "ray>=2.9"
+export CODEDB_REQUIRE_RAY=1
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps ./python
 # From the repository root, so `import codedb` is the installed package (`python -m` puts the
 # working directory first on sys.path, and python/codedb has no native module in a checkout).

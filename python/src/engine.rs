@@ -421,3 +421,103 @@ fn json<T: serde::Serialize>(v: &T) -> Result<String> {
 pub fn open_snapshot(dir: &Path) -> Result<Snapshot> {
     Ok(Snapshot::open(dir)?)
 }
+
+/// The model's identity: the file id it was saved under (hex), shared by every index made
+/// with it; a sharded index checks its shards agree on it.
+pub fn model_id(m: &Model) -> String {
+    m.id().to_string()
+}
+
+/// One class's image count and f64 descriptor sum (FORMAT.md §5): the additive part of a
+/// class table, which a sharded index adds up over its shards.
+pub struct ClassSums {
+    pub id: u32,
+    pub name: String,
+    pub parent: Option<u32>,
+    pub count: u64,
+    pub sum: Vec<f64>,
+}
+
+/// The snapshot's class table as counts and sums, with its descriptor dimension (0: no table).
+pub fn class_sums(snap: &Snapshot) -> (usize, Vec<ClassSums>) {
+    snap.classes().map_or((0, Vec::new()), |t| {
+        let classes = t
+            .classes
+            .iter()
+            .map(|c| ClassSums {
+                id: c.id,
+                name: c.name.clone(),
+                parent: c.parent,
+                count: c.count,
+                sum: c.sum.clone(),
+            })
+            .collect();
+        (t.dim as usize, classes)
+    })
+}
+
+/// NCM classification against the class table made of `classes` under `model`: the same
+/// projected means and scan as `Snapshot::classify` over a table holding these records.
+pub fn classify_sums(
+    model: &Model,
+    dim: usize,
+    classes: Vec<ClassSums>,
+    x: ArrayView2<f32>,
+    top: usize,
+) -> Result<Vec<Vec<(u32, f32)>>> {
+    let bad = |detail: String| Error::InvalidArgument {
+        argument: "classes".into(),
+        detail,
+    };
+    let mut seen = std::collections::HashSet::new();
+    for c in &classes {
+        if !seen.insert(c.id) {
+            return Err(bad(format!("class id {} appears twice", c.id)));
+        }
+        if c.sum.len() != dim || c.sum.iter().any(|v| !v.is_finite()) {
+            return Err(bad(format!(
+                "class {} ({:?}): sum must be {dim} finite values, got {}",
+                c.id,
+                c.name,
+                c.sum.len()
+            )));
+        }
+    }
+    let table = codedb::format::ClassTable {
+        file_id: codedb::format::FileId::ZERO,
+        dim: u32::try_from(dim).map_err(|_| Error::InvalidArgument {
+            argument: "dim".into(),
+            detail: format!("{dim} does not fit 32 bits"),
+        })?,
+        delta_of: None,
+        classes: classes
+            .into_iter()
+            .map(|c| codedb::format::ClassRecord {
+                id: c.id,
+                name: c.name,
+                parent: c.parent,
+                count: c.count,
+                sum: c.sum,
+                centroids: Vec::new(),
+                removed: 0,
+            })
+            .collect(),
+    };
+    let means = codedb::ClassMeans::build(&table, model)?;
+    if means.is_empty() {
+        return Err(codedb::ClassError::NoClasses {
+            dir: "merged class table".into(),
+        }
+        .into());
+    }
+    Ok(means
+        .classify(model, x, top)?
+        .into_iter()
+        .map(|l| l.into_iter().map(|c| (c.id, c.score)).collect())
+        .collect())
+}
+
+/// The model of a snapshot's version.
+pub fn snapshot_model(snap: &Snapshot) -> Result<Model> {
+    Ok(snap.model()?.clone())
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use errors::IntoPy;
 use query::QueryArgs;
@@ -63,6 +63,13 @@ impl PyModel {
     #[getter]
     fn code_kind(&self) -> &'static str {
         engine::model_shape(&self.model).3
+    }
+
+    /// The model's identity (hex): the same for every copy of one trained model (its file,
+    /// every index made with it), different for another training run.
+    #[getter]
+    fn id(&self) -> String {
+        engine::model_id(&self.model)
     }
 
     /// The codes of the rows of `x`, one row of `code_bytes` uint8 per input row.
@@ -476,6 +483,12 @@ impl PyIndex {
         query::classes(py, &self.newest()?)
     }
 
+    /// The newest version's class table as counts and sums: `(dim, [{"id", "name",
+    /// "parent", "count", "sum"}])` (what `codedb.distributed` adds up over shards).
+    fn class_sums<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
+        query::class_sums(py, &self.newest()?)
+    }
+
     /// The newest committed version, pinned: it stays readable while the index changes.
     fn snapshot(&self) -> PyResult<PySnapshot> {
         Ok(PySnapshot::new(self.newest()?))
@@ -672,6 +685,12 @@ impl PySnapshot {
         query::classes(py, &*self.get()?)
     }
 
+    /// This version's class table as counts and sums: `(dim, [{"id", "name", "parent",
+    /// "count", "sum"}])` (what `codedb.distributed` adds up over shards).
+    fn class_sums<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
+        query::class_sums(py, &*self.get()?)
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         Ok(engine::live_rows(&*self.get()?) as usize)
     }
@@ -684,6 +703,16 @@ impl PySnapshot {
     #[getter]
     fn version(&self) -> PyResult<u64> {
         Ok(engine::version(&*self.get()?))
+    }
+
+    /// The model this version's codes were made with.
+    #[getter]
+    fn model(&self) -> PyResult<PyModel> {
+        let model = engine::snapshot_model(&*self.get()?).py_err()?;
+        Ok(PyModel {
+            model: Arc::new(model),
+            report: None,
+        })
     }
 
     /// Unpins the version (its files may then be collected). Idempotent.
@@ -714,6 +743,34 @@ impl PySnapshot {
     }
 }
 
+/// NCM classification of the rows of `x` against the class table made of `classes` (entries
+/// as `class_sums` gives them, of `dim`-value sums) under `model`: `(scores, class ids)` as
+/// `Index.classify` returns them. A sharded index adds its shards' counts and sums (the
+/// table is additive) and classifies here, exactly as one index holding every row would.
+#[pyfunction]
+#[pyo3(signature = (model, dim, classes, x, top=5))]
+fn classify_sums<'py>(
+    py: Python<'py>,
+    model: &PyModel,
+    dim: usize,
+    classes: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    top: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if top == 0 {
+        return Err(errors::invalid("top", "must be at least 1"));
+    }
+    let records = query::class_sums_in(classes)?;
+    let rows = arrays::rows(x, "x")?;
+    let view = rows.view()?;
+    let n = view.nrows();
+    let m = &model.model;
+    let best = py
+        .detach(|| engine::classify_sums(m, dim, records, view, top))
+        .py_err()?;
+    query::classified(py, &best, n, top)
+}
+
 fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))
 }
@@ -724,5 +781,6 @@ fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyIndex>()?;
     m.add_class::<PySnapshot>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_sums, m)?)?;
     Ok(())
 }

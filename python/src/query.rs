@@ -5,7 +5,7 @@ use std::ffi::CString;
 
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::arrays;
 use crate::engine::{self, Scores, Snapshot};
@@ -213,6 +213,17 @@ pub fn classify<'py>(
     let view = rows.view()?;
     let n = view.nrows();
     let best = py.detach(|| engine::classify(snap, view, top)).py_err()?;
+    classified(py, &best, n, top)
+}
+
+/// Classification results as `(scores float32, class ids int64)`, `(n, top)` each, padded
+/// with -inf and -1.
+pub fn classified<'py>(
+    py: Python<'py>,
+    best: &[Vec<(u32, f32)>],
+    n: usize,
+    top: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let mut scores = vec![f32::NEG_INFINITY; n * top];
     let mut ids = vec![-1i64; n * top];
     for (r, row) in best.iter().enumerate() {
@@ -233,4 +244,49 @@ pub fn classes<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyD
         d.set_item(id, name)?;
     }
     Ok(d)
+}
+
+/// The class table as `(dim, [{"id", "name", "parent", "count", "sum"}])`, `sum` a float64
+/// vector of `dim` values (FORMAT.md §5; `dim` is 0 without a class table).
+pub fn class_sums<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<(usize, Bound<'py, PyList>)> {
+    let (dim, classes) = engine::class_sums(snap);
+    let out = PyList::empty(py);
+    for c in classes {
+        let d = PyDict::new(py);
+        d.set_item("id", c.id)?;
+        d.set_item("name", c.name)?;
+        d.set_item("parent", c.parent)?;
+        d.set_item("count", c.count)?;
+        d.set_item("sum", arrays::vector(py, c.sum))?;
+        out.append(d)?;
+    }
+    Ok((dim, out))
+}
+
+/// `classes` as `class_sums` gives them → the engine's records.
+pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSums>> {
+    let mut out = Vec::new();
+    for (i, item) in classes.try_iter()?.enumerate() {
+        let item = item?;
+        let field = |key: &str| {
+            item.get_item(key).map_err(|_| {
+                invalid(
+                    "classes",
+                    format!("entry {i} has no {key:?} (expected class_sums() entries)"),
+                )
+            })
+        };
+        let sum = field("sum")?;
+        let np = item.py().import("numpy")?;
+        let sum = np.call_method1("asarray", (sum, "float64"))?;
+        let sum: Vec<f64> = np.call_method1("ravel", (sum,))?.call_method0("tolist")?.extract()?;
+        out.push(engine::ClassSums {
+            id: field("id")?.extract()?,
+            name: field("name")?.extract()?,
+            parent: field("parent")?.extract()?,
+            count: field("count")?.extract()?,
+            sum,
+        });
+    }
+    Ok(out)
 }

@@ -46,3 +46,17 @@ def codedb_bin() -> pathlib.Path:
     path = pathlib.Path(os.environ.get("CODEDB_BIN", REPO / "target" / "release" / "codedb"))
     assert path.is_file(), f"{path} missing: run `cargo build --release -p codedb-cli` first"
     return path
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole run (codedb.distributed's Ray tests). Without Ray
+    installed the tests skip, unless CODEDB_REQUIRE_RAY=1 (./test.sh sets it) makes that a
+    failure."""
+    if os.environ.get("CODEDB_REQUIRE_RAY") == "1":
+        import ray
+    else:
+        ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
