@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
@@ -220,10 +221,11 @@ class RayShards:
     """One Ray actor per shard (``pip install ./python[ray]``; call ``ray.init`` first). Each
     actor opens its shard once (mmap) and answers whole query batches. An actor that dies is
     restarted up to ``max_restarts`` times and the task it was running retried up to
-    ``max_task_retries`` times (Ray's actor fault tolerance); past that, or after ``timeout``
-    seconds without an answer, the shard's result is an error naming it. ``actor_options`` go
-    to ``ActorClass.options`` (``num_cpus`` defaults to 1: one core scans one shard).
-    ``model_id``: the model every shard must have (default: shard 0's)."""
+    ``max_task_retries`` times (Ray's actor fault tolerance); past that, or when a batch has
+    no answer ``timeout`` seconds after it was sent, the shard's result is an error naming it; an actor not started
+    within ``start_timeout`` seconds (the cluster lacks the resources it asks for) is one too.
+    ``actor_options`` go to ``ActorClass.options`` (``num_cpus`` defaults to 1: one core scans
+    one shard). ``model_id``: the model every shard must have (default: shard 0's)."""
 
     def __init__(
         self,
@@ -232,6 +234,7 @@ class RayShards:
         max_restarts: int = 3,
         max_task_retries: int = 3,
         timeout: float | None = None,
+        start_timeout: float = 120.0,
         model_id: str | None = None,
         actor_options: dict[str, Any] | None = None,
     ) -> None:
@@ -253,9 +256,22 @@ class RayShards:
             except Exception as e:
                 self.close()
                 raise ShardError(s, p, e) from e
-        # Every actor opens its shard now: a missing, corrupt or foreign shard fails here.
-        infos = self.run("info", (), range(len(self.paths)))
+        # Every actor opens its shard now: a missing, corrupt or foreign shard fails here, and
+        # an actor the cluster cannot place (too few CPUs) fails after `start_timeout`.
+        self.timeout, wait = start_timeout, self.timeout
+        try:
+            infos = self.run("info", (), range(len(self.paths)))
+        finally:
+            self.timeout = wait
         for s, info in enumerate(infos):
+            if isinstance(info, TimeoutError):
+                self.close()
+                raise ShardError(
+                    s,
+                    self.paths[s],
+                    f"its actor did not start within {start_timeout} s (does the cluster have "
+                    f"the resources it asks for: {options.get('num_cpus')} CPU?)",
+                )
             if isinstance(info, BaseException):
                 self.close()
                 raise ShardError(s, self.paths[s], info) from info
@@ -274,10 +290,12 @@ class RayShards:
     def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
         ray = self._ray
         refs = [self.actors[s].run.remote(op, *args) for s in shards]
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
         out: list[Any] = []
-        for s, ref in zip(shards, refs):
+        for ref in refs:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                out.append(ray.get(ref, timeout=self.timeout))
+                out.append(ray.get(ref, timeout=left))
             except ray.exceptions.GetTimeoutError:
                 ray.cancel(ref)
                 out.append(TimeoutError(f"no answer within {self.timeout} s"))

@@ -279,7 +279,10 @@ pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSu
         let sum = field("sum")?;
         let np = item.py().import("numpy")?;
         let sum = np.call_method1("asarray", (sum, "float64"))?;
-        let sum: Vec<f64> = np.call_method1("ravel", (sum,))?.call_method0("tolist")?.extract()?;
+        let sum: Vec<f64> = np
+            .call_method1("ravel", (sum,))?
+            .call_method0("tolist")?
+            .extract()?;
         out.push(engine::ClassSums {
             id: field("id")?.extract()?,
             name: field("name")?.extract()?,

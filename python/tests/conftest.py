@@ -57,6 +57,7 @@ def ray_cluster():
         import ray
     else:
         ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # ignore_reinit_error: the root README's doctest may have started this same cluster.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()

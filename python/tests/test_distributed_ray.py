@@ -14,8 +14,9 @@ import codedb
 from codedb.distributed import Partial, RayShards, ShardError, ShardedIndex, ShardedSearcher
 from test_distributed import N_SHARDS, assert_same, corrupt_log, tied_data
 
-# 4 actors on a 2-CPU cluster: half a CPU each.
-ACTORS = {"num_cpus": 0.5}
+# Up to 16 actors live at once on the 2-CPU cluster (two shared searchers and one per test):
+# a tenth of a CPU each for placement (each scans with one thread).
+ACTORS = {"num_cpus": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +136,10 @@ def test_ray_names_a_corrupt_shard(ray_cluster: Any, tmp_path: pathlib.Path) -> 
     with pytest.raises(ShardError, match=r"shard 2 \(.*s2\)") as e:
         RayShards(paths, max_restarts=1, actor_options=ACTORS)
     assert "CorruptError" in str(e.value) and bad in str(e.value)
+
+
+def test_ray_actor_that_cannot_be_placed_is_an_error(ray_cluster: Any,
+                                                    pair: dict[str, Any]) -> None:
+    _, paths = pair["pca-itq"]
+    with pytest.raises(ShardError, match=r"shard 0 .*did not start within 3.0 s .*64 CPU"):
+        RayShards(paths, start_timeout=3.0, actor_options={"num_cpus": 64})
