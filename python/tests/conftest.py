@@ -61,3 +61,13 @@ def ray_cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that start or use the Ray cluster run last, so its background processes do not
+    load the machine under the timing tests (test_gil)."""
+    uses_ray = [
+        i for i in items
+        if "ray_cluster" in getattr(i, "fixturenames", ()) or i.name == "test_root_readme_python_section"
+    ]
+    items[:] = [i for i in items if i not in uses_ray] + uses_ray
