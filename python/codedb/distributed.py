@@ -544,7 +544,8 @@ class ShardedIndex:
 
     def delete(self, ids: npt.ArrayLike) -> None:
         """Stages the deletion of these ids, each in its owning shard (an id no shard has is a
-        ``ShardError`` wrapping ``NotFoundError`` from the shard it routes to)."""
+        ``ShardError`` wrapping ``NotFoundError`` from the shard it routes to). Not atomic
+        across shards: shards before the refusing one have staged their deletes."""
         ia = np.asarray(ids)
         where = shard_of(ia, self.n_shards)
         self._each(lambda s, ix: ix.delete(ia[where == s]) if (where == s).any() else None)
