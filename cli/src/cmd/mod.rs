@@ -7,6 +7,7 @@ pub mod classes;
 pub mod compact_gc;
 pub mod demo;
 pub mod eval;
+pub mod eval_text;
 pub mod inspect_verify;
 pub mod rows;
 pub mod search;

@@ -22,10 +22,12 @@ pub mod npy_read;
 pub mod npy_rows;
 pub mod npy_write;
 pub mod row_source;
+pub mod text_queries;
 pub mod tsv;
 pub mod vecs;
 
 pub use captions::read_captions;
+pub use text_queries::read_text_queries;
 pub use error::IoError;
 pub use fashion_mnist::{
     FASHION_MNIST_DEBIAN_DIR, LabeledVectors, is_fashion_mnist_dir, load_fashion_mnist,
