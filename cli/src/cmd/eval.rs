@@ -24,9 +24,14 @@ use crate::progress;
       --pipelines 'ncm; ncmml:64'
   codedb eval --data X.npy --pipelines 'lsh:32; pca-itq:32' \\
       --recall 1,10,100 --plot pr.svg
+  codedb eval --task text --data hogcolor.npy --captions tags.json \\
+      --text-queries queries.json --split split.npy \\
+      --pipelines 'random; oracle; pca:256,pq:32x8; pca-itq:256'
 
 --json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid, \
 map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...). \
+--task text --json prints train_rows, test_rows, queries and one object per pipeline in \
+rankers (pipeline, margin, bits, avgp, bep, p10, queries, unknown_queries, c, iterations, ...). \
 /usr/share/datasets/fashion-mnist is installed by the Debian package dataset-fashion-mnist \
 (apt-get install dataset-fashion-mnist).
 

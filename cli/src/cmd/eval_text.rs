@@ -37,7 +37,10 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
         .with_context(|| format!("--text-queries {}", query_path.display()))?;
     let test = match &a.split {
         Some(p) => load_split(p, n)?,
-        None => random_split(n, a.seed).into_iter().map(|v| v != 0).collect(),
+        None => random_split(n, a.seed)
+            .into_iter()
+            .map(|v| v != 0)
+            .collect(),
     };
     let load = |p: &Option<std::path::PathBuf>, what: &str| -> Result<_> {
         p.as_ref()

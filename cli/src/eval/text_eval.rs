@@ -25,8 +25,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Error;
 use codedb::model::{
-    CcaFit, CcaView, MarginPolicy, Model, PamirOptions, PipelineSpec, RankingMetrics,
-    TextVector, TrainOptions, Vocabulary, fit_cca, tokenize, train, train_pamir,
+    CcaFit, CcaView, MarginPolicy, Model, PamirOptions, PipelineSpec, RankingMetrics, TextVector,
+    TrainOptions, Vocabulary, fit_cca, tokenize, train, train_pamir,
 };
 use codedb::{BuildOptions, Index, SearchMode, SearchParams};
 
@@ -287,14 +287,21 @@ pub fn text_eval(
             ),
         ));
     }
-    let texts: Vec<&str> = kept.iter().map(|&q| data.queries[q].text.as_str()).collect();
+    let texts: Vec<&str> = kept
+        .iter()
+        .map(|&q| data.queries[q].text.as_str())
+        .collect();
     if rankers.iter().any(|r| matches!(r, TextRanker::Cca(_))) {
         match (data.caption_embeddings, data.query_embeddings) {
             (Some(c), Some(q)) if c.nrows() == n && q.nrows() == data.queries.len() => {
                 if c.ncols() != q.ncols() {
                     return Err(invalid(
                         "query embeddings",
-                        format!("{} columns, the caption embeddings {}", q.ncols(), c.ncols()),
+                        format!(
+                            "{} columns, the caption embeddings {}",
+                            q.ncols(),
+                            c.ncols()
+                        ),
                     ));
                 }
             }
@@ -351,8 +358,7 @@ pub fn text_eval(
             }
             TextRanker::Cca(r) => {
                 // Checked above.
-                let (Some(ce), Some(qe)) = (data.caption_embeddings, data.query_embeddings)
-                else {
+                let (Some(ce), Some(qe)) = (data.caption_embeddings, data.query_embeddings) else {
                     return Err(invalid("pipelines", "cca:R needs embeddings"));
                 };
                 let qe = rows_of(qe, &kept);
@@ -466,8 +472,28 @@ fn cca_rankings(
     let (d, e) = (xi.ncols(), xt.ncols());
     let flat = |a: &Array2<f32>| a.iter().copied().collect::<Vec<f32>>();
     let (fi, ft) = (flat(&xi), flat(&xt));
-    let img = fit_cca(&fi, d, CcaView::Matrix { values: &ft, cols: e }, r, rho, true)?;
-    let mut txt = fit_cca(&ft, e, CcaView::Matrix { values: &fi, cols: d }, r, rho, true)?;
+    let img = fit_cca(
+        &fi,
+        d,
+        CcaView::Matrix {
+            values: &ft,
+            cols: e,
+        },
+        r,
+        rho,
+        true,
+    )?;
+    let mut txt = fit_cca(
+        &ft,
+        e,
+        CcaView::Matrix {
+            values: &fi,
+            cols: d,
+        },
+        r,
+        rho,
+        true,
+    )?;
     // Each direction's sign is arbitrary per view: align the text side with the image side.
     let (zi, zt) = (cca_project(&img, xi.view()), cca_project(&txt, xt.view()));
     for k in 0..r {
@@ -554,8 +580,12 @@ fn pamir_rankings(
     let t = Instant::now();
     let mut out: Vec<Vec<usize>> = vec![(0..test_rows.len()).collect(); texts.len()];
     if !known.is_empty() {
-        let mode = SearchMode::default_for(model.code_kind())
-            .ok_or_else(|| invalid("pipelines", format!("{spec}: its codes have no search mode")))?;
+        let mode = SearchMode::default_for(model.code_kind()).ok_or_else(|| {
+            invalid(
+                "pipelines",
+                format!("{spec}: its codes have no search mode"),
+            )
+        })?;
         let params = SearchParams::new(test_rows.len(), mode);
         let hits = snap.search_text_prepared(&known, &params, None)?;
         for (i, h) in known_at.into_iter().zip(hits) {
@@ -573,5 +603,43 @@ mod tests {
     #[test]
     fn by_score_breaks_ties_by_position() {
         assert_eq!(by_score(&[0.5, 2.0, 0.5, 3.0]), vec![3, 1, 0, 2]);
+    }
+
+    /// The oracle on five test rows, figures computed by hand.
+    #[test]
+    fn oracle_metrics_equal_a_hand_computed_ranking() {
+        let words = |t: &str| tokenize(t);
+        // Rows 0-1 train, 2-6 test (positions 0-4).
+        let captions: Vec<Vec<String>> = ["red", "blue", "red", "blue", "red blue", "green", "red"]
+            .iter()
+            .map(|t| words(t))
+            .collect();
+        let x = Array2::from_shape_fn((7, 2), |(r, c)| (r * 2 + c) as f32);
+        let test = [false, false, true, true, true, true, true];
+        // Relevant: positions 0 and 2 (rows 2 and 4); position 4 ("red") is not.
+        let queries = [TextEvalQuery {
+            text: "Red".into(),
+            relevant: vec![2, 4],
+        }];
+        let data = TextEvalData {
+            vectors: x.view(),
+            captions: &captions,
+            test: &test,
+            queries: &queries,
+            caption_embeddings: None,
+            query_embeddings: None,
+        };
+        let r = text_eval(
+            &data,
+            &[TextRanker::Oracle],
+            &TextEvalOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        // Scores: 1, 0, < 1, 0, 1 → ranking 0, 4, 2, 1, 3: hits at ranks 1 and 3 of |R| = 2.
+        let m = &r.rankers[0];
+        assert!((m.avgp - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12, "{m:?}");
+        assert_eq!((m.bep, m.p10), (0.5, 0.2));
+        assert_eq!((r.train_rows, r.test_rows, r.queries), (2, 5, 1));
     }
 }

@@ -27,7 +27,6 @@ pub mod tsv;
 pub mod vecs;
 
 pub use captions::read_captions;
-pub use text_queries::read_text_queries;
 pub use error::IoError;
 pub use fashion_mnist::{
     FASHION_MNIST_DEBIAN_DIR, LabeledVectors, is_fashion_mnist_dir, load_fashion_mnist,
@@ -44,6 +43,7 @@ pub use npy_write::{
     NpyF32Writer, write_npy_f32, write_npy_i32, write_npy_i64, write_npy_u8, write_npy_u64,
 };
 pub use row_source::{RowSource, read_all_rows};
+pub use text_queries::read_text_queries;
 pub use tsv::tsv_field;
 pub use vecs::{
     VecsKind, VecsRowReader, read_bvecs, read_fvecs, read_ivecs, write_bvecs, write_fvecs,
