@@ -45,16 +45,29 @@ fn check(case: &str, loss: SvmLoss, c: f64, weighted: bool, bias_scale: f64) {
     assert_eq!(got.len(), want.len());
     let mut worst = 0f64;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(*g > 0.0, *w > 0.0, "{case}: test row {i}: {g} vs sklearn {w}");
+        assert_eq!(
+            *g > 0.0,
+            *w > 0.0,
+            "{case}: test row {i}: {g} vs sklearn {w}"
+        );
         worst = worst.max((g - w).abs());
     }
-    assert!(worst <= TOLERANCE, "{case}: decision values differ by {worst:e}");
+    assert!(
+        worst <= TOLERANCE,
+        "{case}: decision values differ by {worst:e}"
+    );
     let coef = load_values(root.join(format!("{case}_coef.npy")));
     let mine: Vec<f64> = svm.weights.iter().copied().chain([svm.bias]).collect();
     for (j, (g, w)) in mine.iter().zip(&coef).enumerate() {
-        assert!((g - w).abs() <= TOLERANCE, "{case}: weight {j}: {g} vs sklearn {w}");
+        assert!(
+            (g - w).abs() <= TOLERANCE,
+            "{case}: weight {j}: {g} vs sklearn {w}"
+        );
     }
-    eprintln!("{case}: max |decision − sklearn| = {worst:.2e}, {} passes", svm.iterations);
+    eprintln!(
+        "{case}: max |decision − sklearn| = {worst:.2e}, {} passes",
+        svm.iterations
+    );
 }
 
 #[test]

@@ -156,12 +156,18 @@ fn rerank_lists_and_probing() {
                 .map(|(a, b)| a * b)
                 .sum::<f32>()
                 + r.bias;
-            assert!((h.score - want).abs() <= 1e-3 * (1.0 + want.abs()), "{spec} rerank");
+            assert!(
+                (h.score - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                "{spec} rerank"
+            );
         }
         // Lists restrict.
         let l = ExampleParams::new(SearchParams::new(20, mode).lists(vec![7, 2]));
         let lh = snap.search_examples(pos.view(), given, &l).unwrap();
-        assert!(lh.iter().all(|h| [7, 2].contains(&y[h.id as usize])), "{spec}");
+        assert!(
+            lh.iter().all(|h| [7, 2].contains(&y[h.id as usize])),
+            "{spec}"
+        );
         // Probing every class is the full search.
         let full = ExampleParams::new(SearchParams::new(20, mode));
         let all = ExampleParams::new(SearchParams::new(20, mode).nprobe(10));
@@ -173,7 +179,10 @@ fn rerank_lists_and_probing() {
         let one = ExampleParams::new(SearchParams::new(20, mode).nprobe(1));
         let oh = snap.search_examples(pos.view(), given, &one).unwrap();
         let first = y[oh[0].id as usize];
-        assert!(oh.iter().all(|h| y[h.id as usize] == first), "{spec} nprobe 1");
+        assert!(
+            oh.iter().all(|h| y[h.id as usize] == first),
+            "{spec} nprobe 1"
+        );
     }
 }
 

@@ -20,7 +20,14 @@ fn index(tmp: &Path, spec: &str) -> PathBuf {
     let (x, y) = digits();
     let (m, dir) = (tmp.join("m.model"), tmp.join("idx"));
     train(&x, spec, &m);
-    let extra = ["--labels", s(&y), "--lists", "label", "--store-vectors", "f32"];
+    let extra = [
+        "--labels",
+        s(&y),
+        "--lists",
+        "label",
+        "--store-vectors",
+        "f32",
+    ];
     build(&dir, &m, &x, &extra);
     dir
 }
@@ -66,13 +73,19 @@ fn examples_find_the_threes_on_bits_pq_and_floats() {
         let neg = x.select(ndarray::Axis(0), &ones);
         let negp = tmp.path().join("ones.npy");
         codedb_cli::io::write_npy_f32(&negp, neg.view()).unwrap();
-        let g = search(&dir, &["--examples", s(&t), "--negatives", s(&negp), "-k", "10"]);
+        let g = search(
+            &dir,
+            &["--examples", s(&t), "--negatives", s(&negp), "-k", "10"],
+        );
         assert_eq!(result_ids(&g)[0].len(), 10);
         // Re-ranking, lists, probing.
         let r = search(&dir, &["--examples", s(&t), "-k", "10", "--rerank", "100"]);
         assert_eq!(result_ids(&r)[0].len(), 10, "{spec} rerank");
         let l = search(&dir, &["--examples", s(&t), "-k", "20", "--classes", "3"]);
-        assert!(result_ids(&l)[0].iter().all(|&i| y[i as usize] == 3), "{spec} classes");
+        assert!(
+            result_ids(&l)[0].iter().all(|&i| y[i as usize] == 3),
+            "{spec} classes"
+        );
         let p = search(&dir, &["--examples", s(&t), "-k", "20", "--nprobe", "10"]);
         assert_eq!(
             result_ids(&p)[0],
@@ -110,11 +123,7 @@ fn bad_input_names_the_option() {
     let d = s(&dir);
     let t = threes();
     let narrow = write(&tmp.path().join("narrow.npy"), 2, 10, vec![1.0; 20]);
-    fails(
-        &["search", d, "--examples", s(&narrow)],
-        1,
-        "--examples",
-    );
+    fails(&["search", d, "--examples", s(&narrow)], 1, "--examples");
     let mut v = vec![1.0f32; 128];
     v[67] = f32::NAN;
     let nan = write(&tmp.path().join("nan.npy"), 2, 64, v);
@@ -126,7 +135,14 @@ fn bad_input_names_the_option() {
         "--negatives",
     );
     fails(
-        &["search", d, "--examples", s(&t), "--random-negatives", "5000"],
+        &[
+            "search",
+            d,
+            "--examples",
+            s(&t),
+            "--random-negatives",
+            "5000",
+        ],
         1,
         "--random-negatives 5000",
     );

@@ -228,7 +228,10 @@ impl Snapshot {
     ) -> Result<Vec<Hit>, SearchError> {
         let model = self.model()?;
         let d = model.project_dim();
-        for (c, what) in [(Some(codes), "classifier"), (rerank, "classifier (re-ranking)")] {
+        for (c, what) in [
+            (Some(codes), "classifier"),
+            (rerank, "classifier (re-ranking)"),
+        ] {
             let Some(c) = c else { continue };
             if c.weights.len() != d {
                 return Err(invalid(
@@ -277,7 +280,10 @@ impl Snapshot {
     ) -> Result<(Vec<u8>, Option<Array2<f32>>), SearchError> {
         let live = self.live_rows() as usize;
         if count == 0 {
-            return Err(invalid("negatives", "0 random negatives: ask for at least 1"));
+            return Err(invalid(
+                "negatives",
+                "0 random negatives: ask for at least 1",
+            ));
         }
         if count > live {
             return Err(invalid(
@@ -311,7 +317,14 @@ impl Snapshot {
                     codes.extend_from_slice(block.code(i)?);
                     if let Some(s) = &source {
                         let id = block.ids()?.get(i).copied().unwrap_or(u64::MAX);
-                        if !s.vector(RowRef { block: b, row: i, id }, &mut buf)? {
+                        if !s.vector(
+                            RowRef {
+                                block: b,
+                                row: i,
+                                id,
+                            },
+                            &mut buf,
+                        )? {
                             return Err(SearchError::NoVectors {
                                 detail: format!("sampled negative row {id} has no stored vector"),
                             });
@@ -325,16 +338,20 @@ impl Snapshot {
         if codes.len() != count * self.code_bytes() {
             return Err(invalid(
                 "negatives",
-                format!("found {} of the {count} sampled live rows", codes.len() / self.code_bytes().max(1)),
+                format!(
+                    "found {} of the {count} sampled live rows",
+                    codes.len() / self.code_bytes().max(1)
+                ),
             ));
         }
-        let v = if vectors {
-            Some(Array2::from_shape_vec((count, dim), out).map_err(|e| {
-                crate::model::ModelError::shape("sampled negatives' vectors", e)
-            })?)
-        } else {
-            None
-        };
+        let v =
+            if vectors {
+                Some(Array2::from_shape_vec((count, dim), out).map_err(|e| {
+                    crate::model::ModelError::shape("sampled negatives' vectors", e)
+                })?)
+            } else {
+                None
+            };
         Ok((codes, v))
     }
 }

@@ -110,7 +110,12 @@ pub struct SearchArgs {
     #[arg(long, value_name = "F", conflicts_with_all = ["queries", "radius", "text", "text_file"])]
     pub examples: Option<PathBuf>,
     /// Negative examples for --examples (default: random live rows of the index).
-    #[arg(long, value_name = "F", requires = "examples", conflicts_with = "random_negatives")]
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "examples",
+        conflicts_with = "random_negatives"
+    )]
     pub negatives: Option<PathBuf>,
     /// Negatives for --examples: N live rows of the index drawn at random (default 1000,
     /// at most the live rows).

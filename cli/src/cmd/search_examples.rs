@@ -32,10 +32,17 @@ fn read_classifier(path: &Path) -> Result<CodeClassifier> {
     let values: Vec<f32> = match arr.data {
         NpyData::F32(v) => v,
         NpyData::F64(v) => v.into_iter().map(|x| x as f32).collect(),
-        d => bail!("{}: dtype {}; expected float32 or float64", what(), d.dtype().name()),
+        d => bail!(
+            "{}: dtype {}; expected float32 or float64",
+            what(),
+            d.dtype().name()
+        ),
     };
     if n < 2 {
-        bail!("{}: {n} values; expected D + 1 (at least one weight and the bias)", what());
+        bail!(
+            "{}: {n} values; expected D + 1 (at least one weight and the bias)",
+            what()
+        );
     }
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {
         bail!("{}: value {i} is {}", what(), values[i]);
@@ -46,8 +53,8 @@ fn read_classifier(path: &Path) -> Result<CodeClassifier> {
 /// Example vectors of `flag F`: readable, finite, of the model's input width `dim`; every
 /// error names the option.
 fn examples(flag: &str, path: &Path, dim: usize, whom: &str) -> Result<ndarray::Array2<f32>> {
-    let x = codedb_cli::io::load_vectors(path)
-        .with_context(|| format!("{flag} {}", path.display()))?;
+    let x =
+        codedb_cli::io::load_vectors(path).with_context(|| format!("{flag} {}", path.display()))?;
     if x.ncols() != dim {
         bail!(
             "{flag} {}: {} columns, but {whom} takes {dim}-D vectors",

@@ -251,7 +251,9 @@ mod tests {
     fn toy() -> (Array2<f32>, Vec<bool>) {
         let x = Array2::from_shape_vec(
             (6, 2),
-            vec![2.0, 1.0, 3.0, 2.5, 2.5, 0.5, -1.0, -2.0, -2.0, 0.0, -1.5, -1.0],
+            vec![
+                2.0, 1.0, 3.0, 2.5, 2.5, 0.5, -1.0, -2.0, -2.0, 0.0, -1.5, -1.0,
+            ],
         )
         .unwrap();
         (x, vec![true, true, true, false, false, false])
