@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-IMPORT_NAMES = {"faiss-cpu": "faiss", "scikit-learn": "sklearn"}
+IMPORT_NAMES = {"faiss-cpu": "faiss", "scikit-learn": "sklearn", "scikit-image": "skimage", "pillow": "PIL"}
 
 
 def ensure(packages):

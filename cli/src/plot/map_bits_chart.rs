@@ -41,20 +41,10 @@ pub(crate) fn draw<DB: DrawingBackend>(
     let top = pipelines.iter().map(|p| p.map_euclid).fold(0f64, f64::max);
     let top = ((top * 1.15).min(1.0) * 10.0).ceil() / 10.0;
     let caption = "mAP (Euclidean neighbours) vs code length";
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, style::caption_font())
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(58)
+    let mut chart = style::panel(area, caption, 58)
         .build_cartesian_2d((lo..hi).log_scale().base(2.0), 0f64..top.max(0.1))
         .map_err(err())?;
-    chart
-        .configure_mesh()
-        .x_desc("bits per code (log scale)")
-        .y_desc("mAP")
-        .axis_desc_style(style::axis_font())
-        .label_style(style::label_font())
-        .light_line_style(style::LIGHT_GRID)
+    style::mesh(&mut chart, "bits per code (log scale)", "mAP")
         .x_label_formatter(&|v| style::log_tick(*v))
         .y_labels(6)
         .draw()

@@ -14,24 +14,18 @@ pub(crate) fn draw<DB: DrawingBackend>(
 ) -> Result<(), PlotError> {
     let err = || PlotError::draw("precision-recall");
     let caption = "Precision-recall (Euclidean neighbours)";
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, style::caption_font())
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(58)
+    let mut chart = style::panel(area, caption, 58)
         .build_cartesian_2d(0f64..1f64, 0f64..1f64)
         .map_err(err())?;
-    chart
-        .configure_mesh()
-        .x_desc("recall (share of relevant items retrieved)")
-        .y_desc("precision")
-        .axis_desc_style(style::axis_font())
-        .label_style(style::label_font())
-        .light_line_style(style::LIGHT_GRID)
-        .x_labels(6)
-        .y_labels(6)
-        .draw()
-        .map_err(err())?;
+    style::mesh(
+        &mut chart,
+        "recall (share of relevant items retrieved)",
+        "precision",
+    )
+    .x_labels(6)
+    .y_labels(6)
+    .draw()
+    .map_err(err())?;
     for (p, look) in pipelines.iter().zip(looks) {
         let curve = &p.pr_curve;
         let points: Vec<(f64, f64)> = curve

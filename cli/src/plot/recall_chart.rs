@@ -31,20 +31,10 @@ pub(crate) fn draw<DB: DrawingBackend>(
             detail: "no R value".into(),
         }
     })?;
-    let mut chart = ChartBuilder::on(area)
-        .caption("Recall@R (exact 1-NN in the top R)", style::caption_font())
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(58)
+    let mut chart = style::panel(area, "Recall@R (exact 1-NN in the top R)", 58)
         .build_cartesian_2d(style::log10_axis(lo, hi), 0f64..1f64)
         .map_err(err())?;
-    chart
-        .configure_mesh()
-        .x_desc("R (items retrieved, log scale)")
-        .y_desc("recall@R")
-        .axis_desc_style(style::axis_font())
-        .label_style(style::label_font())
-        .light_line_style(style::LIGHT_GRID)
+    style::mesh(&mut chart, "R (items retrieved, log scale)", "recall@R")
         .x_label_formatter(&|v| style::log_tick(*v))
         .y_labels(6)
         .draw()

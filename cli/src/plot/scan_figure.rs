@@ -148,20 +148,10 @@ fn panel<'p, DB: DrawingBackend>(
             what: "scan figure",
             detail: "no N".into(),
         })?;
-        let mut chart = ChartBuilder::on(area)
-            .caption(caption, style::caption_font())
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(70)
+        let mut chart = style::panel(area, caption, 70)
             .build_cartesian_2d(style::log10_axis(x_lo, x_hi), style::log10_axis(y_lo, y_hi))
             .map_err(err())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .axis_desc_style(style::axis_font())
-            .label_style(style::label_font())
-            .light_line_style(style::LIGHT_GRID)
+        style::mesh(&mut chart, x_desc, y_desc)
             .x_label_formatter(&|v| style::log_tick(*v))
             .y_label_formatter(&|v| style::log_tick(*v))
             .draw()
@@ -171,20 +161,10 @@ fn panel<'p, DB: DrawingBackend>(
         }
     } else {
         let x_hi = xs.fold(1f64, f64::max);
-        let mut chart = ChartBuilder::on(area)
-            .caption(caption, style::caption_font())
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(70)
+        let mut chart = style::panel(area, caption, 70)
             .build_cartesian_2d(0.5f64..x_hi + 0.5, style::log10_axis(y_lo, y_hi))
             .map_err(err())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .axis_desc_style(style::axis_font())
-            .label_style(style::label_font())
-            .light_line_style(style::LIGHT_GRID)
+        style::mesh(&mut chart, x_desc, y_desc)
             .x_labels((x_hi as usize).clamp(1, 16))
             .x_label_formatter(&|v| {
                 if (v - v.round()).abs() < 1e-9 {

@@ -1,13 +1,16 @@
 //! Colours, lines and fonts shared by every chart, and the helper that draws one series.
 
+use plotters::chart::MeshStyle;
 use plotters::coord::CoordTranslate;
+use plotters::coord::Shift;
 use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::prelude::*;
 
 use super::target::PlotError;
 
 /// The drawing surface every chart is drawn on.
-pub(crate) type Area<DB> = DrawingArea<DB, plotters::coord::Shift>;
+pub(crate) type Area<DB> = DrawingArea<DB, Shift>;
 
 /// Okabe & Ito's colour-blind-safe colours (yellow left out: too pale on white), then four more.
 const PALETTE: [RGBColor; 10] = [
@@ -79,6 +82,43 @@ pub(crate) fn label_font() -> TextStyle<'static> {
 
 pub(crate) fn axis_font() -> TextStyle<'static> {
     (FONT, 17).into_font().into()
+}
+
+/// The builder every panel starts from: its caption, margin and label areas (`y_label_w`
+/// pixels for the y tick labels).
+pub(crate) fn panel<'a, 'b, DB: DrawingBackend>(
+    area: &'a Area<DB>,
+    caption: &str,
+    y_label_w: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(caption, caption_font())
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(y_label_w);
+    builder
+}
+
+/// The mesh every panel draws: axis descriptions, fonts and the faint minor grid; the caller
+/// adds its tick choices and draws it.
+pub(crate) fn mesh<'a, 'c, DB, X, Y, XT, YT>(
+    chart: &'c mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> MeshStyle<'a, 'c, X, Y, DB>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style(axis_font())
+        .label_style(label_font())
+        .light_line_style(LIGHT_GRID);
+    mesh
 }
 
 /// Draws `points` as one series in `chart` with the given look.

@@ -540,13 +540,7 @@ pub fn train_knn_metric(
             });
         }
         let (k, t1, t5) = validate(&w);
-        let best = if prep.val.is_empty() {
-            stop.best_w = w.clone();
-            stop.best_epoch = epoch;
-            true
-        } else {
-            stop.offer(epoch, t1, t5, &w, &[k as f64])
-        };
+        let best = stop.record(!prep.val.is_empty(), epoch, (t1, t5), &w, &[k as f64]);
         let e = EpochReport {
             method,
             epoch,

@@ -368,13 +368,7 @@ pub(crate) fn train_ncmc_rows(
             )?;
         }
         let (t1, t5) = validate(&prep, &w, d, &cent, k, None);
-        let best = if prep.val.is_empty() {
-            stop.best_w = w.clone();
-            stop.best_epoch = epoch;
-            true
-        } else {
-            stop.offer(epoch, t1, t5, &w, &[])
-        };
+        let best = stop.record(!prep.val.is_empty(), epoch, (t1, t5), &w, &[]);
         if best {
             best_cent = cent.clone();
         }

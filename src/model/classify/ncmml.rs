@@ -197,14 +197,7 @@ pub(crate) fn train_ncmml_rows(
         let loss = loss / order.len() as f64;
         check_finite(method, epoch, &w, loss)?;
         let (t1, t5) = validate(&prep, &w, d, &means, 1, val_bias(&w, &bias).as_deref());
-        let best = if prep.val.is_empty() {
-            stop.best_w = w.clone();
-            stop.best_extra = bias.clone();
-            stop.best_epoch = epoch;
-            true
-        } else {
-            stop.offer(epoch, t1, t5, &w, &bias)
-        };
+        let best = stop.record(!prep.val.is_empty(), epoch, (t1, t5), &w, &bias);
         let e = EpochReport {
             method,
             epoch,

@@ -471,6 +471,25 @@ impl EarlyStopping {
         better
     }
 
+    /// Records an epoch's W: with a validation split, [`Self::offer`]; without one, every
+    /// epoch's W is kept (the last one trained is the model). Returns whether it was kept.
+    pub(crate) fn record(
+        &mut self,
+        validated: bool,
+        epoch: usize,
+        (top1, top5): (f64, f64),
+        w: &[f32],
+        extra: &[f64],
+    ) -> bool {
+        if validated {
+            return self.offer(epoch, top1, top5, w, extra);
+        }
+        self.best_w = w.to_vec();
+        self.best_extra = extra.to_vec();
+        self.best_epoch = epoch;
+        true
+    }
+
     pub(crate) fn should_stop(&self) -> bool {
         self.patience > 0 && self.since >= self.patience
     }
