@@ -170,15 +170,19 @@ def run(cmd):
     return r.stdout
 
 
-def evaluate(a, work, spec, groups, distractors, extra=()):
-    """Trains `spec` on the learning set, indexes the instance set (+ distractors), and scores
-    every instance variant as a query: (4×recall@4, mAP, train seconds)."""
+def train(a, work, spec, extra=()):
+    """Trains `spec` on the learning set; the model's path and the seconds it took."""
     model = os.path.join(work, "m.model")
     t = time.time()
     run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
          os.path.join(work, "learn_labels.npy"), "--pipeline", spec, "--seed", str(a.seed),
          "--out", model, "--force", "--json", *extra])
-    train_s = time.time() - t
+    return model, time.time() - t
+
+
+def evaluate(a, work, model, spec, groups, distractors):
+    """Indexes the instance set (+ distractors) with `model` and scores every instance variant
+    as a query: (4×recall@4, mAP)."""
     idx = os.path.join(work, "idx")
     run(["rm", "-rf", idx])
     data = os.path.join(work, "db_distract.npy" if distractors else "inst.npy")
@@ -206,7 +210,31 @@ def evaluate(a, work, spec, groups, distractors, extra=()):
                 found += 1
                 ap += found / rank
         aps.append(ap / 3)
-    return score4 / n, float(np.mean(aps)), train_s
+    return score4 / n, float(np.mean(aps))
+
+
+def print_tables(rows, dims):
+    """One markdown table per database (without / with distractors): a row per projection and
+    quantiser, a column per R, each cell "4×recall@4 / mAP"."""
+    for distract in sorted({r["distractors"] for r in rows}):
+        print(f"\n{distract} distractors\n")
+        print("| projection | quantiser | " + " | ".join(f"R = {d}" for d in dims) + " |")
+        print("|---|---|" + "---:|" * len(dims))
+        keys = []
+        for r in rows:
+            k = (r["pipeline"].split(":")[0] + r["pipeline"][r["pipeline"].find(" ("):]
+                 if " (" in r["pipeline"] else r["method"], r["quantizer"].split(":")[0])
+            if k not in keys:
+                keys.append(k)
+        for name, qz in keys:
+            cells = []
+            for d in dims:
+                hit = [r for r in rows if r["distractors"] == distract and r["R"] == d
+                       and r["quantizer"].split(":")[0] == qz
+                       and (r["pipeline"].split(":")[0] + r["pipeline"][r["pipeline"].find(" ("):]
+                            if " (" in r["pipeline"] else r["method"]) == name]
+                cells.append(f"{hit[0]['ukb_4xrecall4']:.2f} / {hit[0]['map']:.3f}" if hit else "—")
+            print(f"| {name} | {'PQ, R bits' if qz == 'pq' else 'float'} | " + " | ".join(cells) + " |")
 
 
 def main():
@@ -228,21 +256,18 @@ def main():
             for qz in quants:
                 spec = f"{m}:{r},{qz}"
                 rhos = a.cca_rho.split(",") if m == "cca" and a.cca_rho else [None]
-                for rho, distract in [(x, d) for x in rhos
-                                      for d in ([False, True] if a.distractors else [False])]:
-                    extra = ["--cca-rho", rho] if rho else []
-                    s4, mp, ts = evaluate(a, work, spec, groups, distract, extra)
+                for rho in rhos:
+                    model, ts = train(a, work, spec, ["--cca-rho", rho] if rho else [])
                     label = f"{spec} (ρ = {rho})" if rho else spec
-                    row = {"pipeline": label, "R": r, "method": m, "quantizer": qz,
-                           "distractors": len(learn) if distract else 0,
-                           "ukb_4xrecall4": round(s4, 4), "map": round(mp, 4),
-                           "train_s": round(ts, 1)}
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
-    print("\n| pipeline | distractors | 4×recall@4 | mAP |\n|---|---:|---:|---:|")
-    for row in rows:
-        print(f"| `{row['pipeline']}` | {row['distractors']} | {row['ukb_4xrecall4']:.3f} | "
-              f"{row['map']:.3f} |")
+                    for distract in [False, True] if a.distractors else [False]:
+                        s4, mp = evaluate(a, work, model, spec, groups, distract)
+                        row = {"pipeline": label, "R": r, "method": m, "quantizer": qz,
+                               "distractors": len(learn) if distract else 0,
+                               "ukb_4xrecall4": round(s4, 4), "map": round(mp, 4),
+                               "train_s": round(ts, 1)}
+                        rows.append(row)
+                        print(json.dumps(row), flush=True)
+    print_tables(rows, dims)
     if a.json:
         json.dump({"args": vars(a), "rows": rows}, open(a.json, "w"), indent=1)
 
