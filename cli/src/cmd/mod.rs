@@ -11,6 +11,7 @@ pub mod eval_text;
 pub mod inspect_verify;
 pub mod rows;
 pub mod search;
+pub mod search_examples;
 pub mod search_text;
 pub mod train;
 pub mod train_text;
