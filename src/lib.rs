@@ -75,6 +75,7 @@ pub use error::Error;
 pub use format::FormatError;
 pub use model::{Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport};
 pub use scan::ScanError;
+pub use search::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
 pub use search::{
     Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,
     fit_classifier_from_index, train_from_index,

@@ -31,6 +31,7 @@ mod api;
 pub mod asym;
 mod classify;
 mod error;
+mod examples;
 mod float_codes;
 pub(crate) mod list_scope;
 pub mod mode;
@@ -58,6 +59,7 @@ use crate::storage::{Block, Snapshot};
 
 pub use asym::{asym_bit_terms, asym_tables};
 pub use error::SearchError;
+pub use examples::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
 pub use mode::{MODE_NAMES, SearchMode};
 pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
@@ -157,25 +159,32 @@ pub(crate) fn search_snapshot(
 }
 
 /// The query rows of a search: raw descriptors (image queries), or `u = Wᵀq` of text queries
-/// in the model's projected space (see [`text`]).
+/// in the model's projected space (see [`text`]), or the weights of linear classifiers of the
+/// codes, with the weights that re-rank on the stored vectors' projections (see [`examples`]).
 #[derive(Clone, Copy)]
 pub(crate) enum Queries<'a> {
     Image(ArrayView2<'a, f32>),
     Text(ArrayView2<'a, f32>),
+    Linear(ArrayView2<'a, f32>, Option<ArrayView2<'a, f32>>),
 }
 
 impl<'a> Queries<'a> {
     fn view(&self) -> ArrayView2<'a, f32> {
         match *self {
-            Queries::Image(v) | Queries::Text(v) => v,
+            Queries::Image(v) | Queries::Text(v) | Queries::Linear(v, _) => v,
         }
     }
 
-    /// The same kind of query rows over `v`.
-    fn with<'b>(&self, v: ArrayView2<'b, f32>) -> Queries<'b> {
-        match self {
+    /// The same kind of query rows over `v` (a classifier keeps its re-ranking weights: a
+    /// classifier query is one row).
+    fn with<'b>(&self, v: ArrayView2<'b, f32>) -> Queries<'b>
+    where
+        'a: 'b,
+    {
+        match *self {
             Queries::Image(_) => Queries::Image(v),
             Queries::Text(_) => Queries::Text(v),
+            Queries::Linear(_, r) => Queries::Linear(v, r.map(|r| r.reborrow())),
         }
     }
 }
@@ -192,6 +201,7 @@ pub(crate) fn search_rows(
     match q {
         Queries::Image(v) => check(model, v, params)?,
         Queries::Text(u) => text::check_text(model, u, params)?,
+        Queries::Linear(u, _) => examples::check_linear(model, u, params)?,
     }
     let stored;
     let source = match source {
@@ -219,7 +229,7 @@ pub(crate) fn search_rows(
         }
         (None, Some(n)) => match q {
             Queries::Image(v) => probe::probe_groups(snapshot, v, n)?,
-            Queries::Text(u) => probe::probe_groups_ip(snapshot, u, n)?,
+            Queries::Text(u) | Queries::Linear(u, _) => probe::probe_groups_ip(snapshot, u, n)?,
         },
     };
     // Lists that do not exist cannot restrict anything: say so rather than scan every row.
@@ -328,6 +338,10 @@ fn search_scoped(
         (Some(_), Queries::Text(u)) => {
             text::rerank_text(blocks, &candidates, model, u, params.k, need_source()?)
         }
+        (Some(_), Queries::Linear(_, r)) => {
+            let r = r.ok_or_else(|| invalid("rerank", "no classifier for the stored vectors"))?;
+            text::rerank_text(blocks, &candidates, model, r, params.k, need_source()?)
+        }
     }
 }
 
@@ -416,7 +430,7 @@ fn scan_codes(
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
     let queries = match q {
         Queries::Image(v) => v,
-        Queries::Text(u) => {
+        Queries::Text(u) | Queries::Linear(u, _) => {
             let prepared = text::prepare_text(model, u)?;
             let (d, m) = (Direction::LargerIsBetter, Metric::Dot);
             let how = (mode, d, m, u.nrows());

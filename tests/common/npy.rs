@@ -101,3 +101,10 @@ pub fn digits() -> (Array2<f32>, Vec<u32>) {
         .collect();
     (x, y)
 }
+
+/// A 1-D array as f64 values.
+pub fn load_values(path: impl AsRef<Path>) -> Vec<f64> {
+    let (shape, values) = read(path.as_ref());
+    assert_eq!(shape.len(), 1, "{}: not 1-D", path.as_ref().display());
+    values
+}

@@ -24,9 +24,14 @@ use crate::progress;
       --pipelines 'ncm; ncmml:64'
   codedb eval --data X.npy --pipelines 'lsh:32; pca-itq:32' \\
       --recall 1,10,100 --plot pr.svg
+  codedb eval --task text --data hogcolor.npy --captions tags.json \\
+      --text-queries queries.json --split split.npy \\
+      --pipelines 'random; oracle; pca:256,pq:32x8; pca-itq:256'
 
 --json prints a list with one object per pipeline (pipeline, bits, bytes, map_euclid, \
 map_class, precision_at_k, recall_at_r, lookup, train_s, encode_s, query_ms, ...). \
+--task text --json prints train_rows, test_rows, queries and one object per pipeline in \
+rankers (pipeline, margin, bits, avgp, bep, p10, queries, unknown_queries, c, iterations, ...). \
 /usr/share/datasets/fashion-mnist is installed by the Debian package dataset-fashion-mnist \
 (apt-get install dataset-fashion-mnist).
 
@@ -34,8 +39,11 @@ Exit codes: 0 success, 1 failure, 2 usage error (bad pipeline token, unknown --t
 pub struct EvalArgs {
     /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols; pipelines are model SPECs)
     /// or `classify` (Mensink et al. §5.1 flat top-1/top-5 error; pipelines are classifier
-    /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge).
-    #[arg(long, default_value = "retrieve", value_parser = ["retrieve", "classify"])]
+    /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge)
+    /// or `text` (PAMIR §5 text → image AvgP / BEP / P10; pipelines are model SPECs trained
+    /// with a text head, and the baselines random, oracle, cca:R; needs --captions and
+    /// --text-queries).
+    #[arg(long, default_value = "retrieve", value_parser = ["retrieve", "classify", "text"])]
     pub task: String,
     /// Descriptors (.npy, .fvecs, .bvecs, IDX, or a Fashion-MNIST directory, which brings its
     /// own labels and train/test split; Debian package dataset-fashion-mnist).
@@ -83,9 +91,38 @@ pub struct EvalArgs {
     /// recall@R against R and mAP against bits, one colour per pipeline. Works with --json.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Text task: captions or tags of the --data rows (as `codedb train --captions`).
+    #[arg(long, value_name = "FILE")]
+    pub captions: Option<PathBuf>,
+    /// Text task: the queries, a .json list of {"text", "relevant": [row, ...]} (openclipart's
+    /// queries.json) or a text file with one query per line (relevant: captions holding
+    /// every word).
+    #[arg(long, value_name = "FILE")]
+    pub text_queries: Option<PathBuf>,
+    /// Text task: PAMIR margin policies to evaluate each SPEC with (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "constant,caption", value_parser = ["constant", "caption"])]
+    pub margins: Vec<String>,
+    /// Text task: aggressiveness values C tried on the validation part of the training rows.
+    #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,1,10")]
+    pub pamir_c: Vec<f32>,
+    /// Text task: most passive-aggressive iterations (the count is chosen on validation).
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true, value_parser = args::count)]
+    pub pamir_iterations: usize,
+    /// Text task: fraction of the training rows held out to choose C and the iterations.
+    #[arg(long, default_value_t = 0.2)]
+    pub pamir_validation: f64,
+    /// Text task, cca:R: a text embedding of each row's caption (.npy, one row per --data row).
+    #[arg(long, value_name = "FILE")]
+    pub caption_embeddings: Option<PathBuf>,
+    /// Text task, cca:R: the same embedding of each query (.npy, one row per query).
+    #[arg(long, value_name = "FILE")]
+    pub query_embeddings: Option<PathBuf>,
+    /// Text task, cca:R: regularisation ρ, relative to each view's mean variance.
+    #[arg(long, default_value_t = 1e-4)]
+    pub cca_rho: f64,
 }
 
-fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
+pub(super) fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
     let s =
         codedb_cli::io::load_labels(path).with_context(|| format!("--split {}", path.display()))?;
     if s.len() != n {
@@ -99,7 +136,13 @@ fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
 }
 
 pub fn run(a: EvalArgs) -> Result<ExitCode> {
-    // clap allows only these two tasks.
+    // clap allows only these three tasks.
+    if a.task == "text" {
+        if a.plot.is_some() {
+            usage!("--plot draws the retrieval figure; --task text has none");
+        }
+        return super::eval_text::run(&a);
+    }
     if a.task == "classify" {
         if a.plot.is_some() {
             usage!("--plot draws the retrieval figure; --task classify has none");
@@ -339,7 +382,7 @@ fn eval_classify(a: &EvalArgs) -> Result<ExitCode> {
 }
 
 /// A seeded split with a fifth of the rows (at least one) as test rows (1), the rest train (0).
-fn random_split(n: usize, seed: u64) -> Vec<i32> {
+pub(super) fn random_split(n: usize, seed: u64) -> Vec<i32> {
     use rand::SeedableRng;
     use rand::seq::SliceRandom;
     let mut order: Vec<usize> = (0..n).collect();

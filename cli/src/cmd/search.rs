@@ -27,6 +27,9 @@ Examples:
   codedb search my-index --queries q.npy -k 10 --nprobe 3    # IVF
   codedb search my-index --queries q.npy --threads 0 --verbose
   codedb search my-index --text \"red apple\" -k 10   # needs train --captions
+  codedb search my-index --examples pos.npy --random-negatives 500 -k 100
+  codedb search my-index --examples pos.npy --negatives neg.npy -k 100
+  codedb search my-index --classifier w.npy -k 100
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
@@ -61,6 +64,18 @@ vectors, --classes restricts, --nprobe probes the classes whose mean scores best
 Words are lower-cased and split on non-letters; words the model does not know are ignored \
 (named on stderr); a query with no known word is an error (exit 1).
 
+--examples F (positive examples) ranks rows by a linear SVM learned at query time on the \
+examples' codes (PiCoDes): the examples are encoded with the index's model and decoded (bits \
+as -1/+1, PQ reconstructions, floats), the SVM (squared hinge, C = 1, tolerance 0.1, each class weighted to \
+half the total cost, so one positive is enough) learns w and b against --negatives F or N \
+random live rows (--random-negatives N, default 1000, seeded by --seed), and every live row \
+scores b + w'decode(code) (larger is better) through the same kernels as --text. \
+--classifier F gives w and b instead (D + 1 values, D the model's projected dimension; bits: \
+one weight per bit). --rerank R re-scores with the stored vectors' projections (binary codes: \
+by a second SVM trained on the examples' projections; not with --classifier), --classes and \
+--nprobe as for --text. Examples of the wrong width, NaN, a --classifier of the wrong length, \
+more --random-negatives than live rows: exit 1 naming the option.
+
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
 
@@ -82,7 +97,7 @@ pub struct SearchArgs {
     pub dir: PathBuf,
     /// Query vectors (.npy, .fvecs, .bvecs, IDX), one per row, in the model's input
     /// dimension.
-    #[arg(long, required_unless_present_any = ["text", "text_file"])]
+    #[arg(long, required_unless_present_any = ["text", "text_file", "examples", "classifier"])]
     pub queries: Option<PathBuf>,
     /// A text query (needs a model with a text head: train --captions); repeat for several.
     #[arg(long, value_name = "WORDS", conflicts_with_all = ["queries", "radius"])]
@@ -90,6 +105,39 @@ pub struct SearchArgs {
     /// A file of text queries, one per line.
     #[arg(long, value_name = "F", conflicts_with_all = ["queries", "radius", "text"])]
     pub text_file: Option<PathBuf>,
+    /// Positive examples (.npy, …; the model's input dimension): rank rows by a linear SVM
+    /// learned from them at query time.
+    #[arg(long, value_name = "F", conflicts_with_all = ["queries", "radius", "text", "text_file"])]
+    pub examples: Option<PathBuf>,
+    /// Negative examples for --examples (default: random live rows of the index).
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "examples",
+        conflicts_with = "random_negatives"
+    )]
+    pub negatives: Option<PathBuf>,
+    /// Negatives for --examples: N live rows of the index drawn at random (default 1000,
+    /// at most the live rows).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "examples",
+        allow_negative_numbers = true,
+        value_parser = args::count
+    )]
+    pub random_negatives: Option<usize>,
+    /// Seed of --random-negatives and of the SVM's visiting order.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "examples")]
+    pub seed: u64,
+    /// Rank rows by a given linear classifier of their codes: a .npy of D + 1 values (the
+    /// weights over the decoded code, then the bias).
+    #[arg(
+        long,
+        value_name = "F",
+        conflicts_with_all = ["queries", "radius", "text", "text_file", "examples"]
+    )]
+    pub classifier: Option<PathBuf>,
     /// Results per query (default 10; with --radius: no cap unless given).
     #[arg(short, long, allow_negative_numbers = true, value_parser = args::count)]
     pub k: Option<usize>,
@@ -167,6 +215,9 @@ fn progress_chunk(queries: usize) -> usize {
 pub fn run(a: SearchArgs) -> Result<ExitCode> {
     if !a.text.is_empty() || a.text_file.is_some() {
         return super::search_text::run(a);
+    }
+    if a.examples.is_some() || a.classifier.is_some() {
+        return super::search_examples::run(a);
     }
     let Some(queries) = a.queries.clone() else {
         usage!("search: pass --queries, --text or --text-file");

@@ -11,6 +11,7 @@
 //! - [`rank_by_score`], [`top_k_by_score`]: rankings with ties broken by smaller index.
 //! - [`EncodedDatabase`]: a database encoded by a model, ranked with the scan kernels.
 //! - [`retrieval_eval`]: the whole ITQ §4.2 protocol for several pipelines (`codedb eval`).
+//! - [`text_eval`]: PAMIR §5 text → image retrieval (AvgP, BEP, P10) against baselines.
 //!
 //! All functions are pure; inputs of the wrong shape give an [`EvalError`].
 
@@ -26,6 +27,7 @@ pub mod precision_recall;
 pub mod ranked_metrics;
 pub mod ranking;
 pub mod retrieval_eval;
+pub mod text_eval;
 
 pub use classification::top_k_error;
 pub use classify_eval::{ClassifyRow, classify_eval};
@@ -46,4 +48,7 @@ pub use ranking::{Order, rank_by_score, top_k_by_score};
 pub use retrieval_eval::{
     EvalProgress, LookupResult, PipelineScores, RetrievalData, RetrievalOptions, RetrievalReport,
     rank_with_model, retrieval_eval,
+};
+pub use text_eval::{
+    TextEvalData, TextEvalOptions, TextEvalQuery, TextRanker, TextReport, TextScores, text_eval,
 };

@@ -22,6 +22,7 @@ pub mod npy_read;
 pub mod npy_rows;
 pub mod npy_write;
 pub mod row_source;
+pub mod text_queries;
 pub mod tsv;
 pub mod vecs;
 
@@ -42,6 +43,7 @@ pub use npy_write::{
     NpyF32Writer, write_npy_f32, write_npy_i32, write_npy_i64, write_npy_u8, write_npy_u64,
 };
 pub use row_source::{RowSource, read_all_rows};
+pub use text_queries::read_text_queries;
 pub use tsv::tsv_field;
 pub use vecs::{
     VecsKind, VecsRowReader, read_bvecs, read_fvecs, read_ivecs, write_bvecs, write_fvecs,

@@ -15,6 +15,7 @@
 //! | `mahalanobis.rs` | PCA + inverse (regularised) covariance metric (§3.2, Table 4) |
 //! | `knn_metric.rs` | k-NN with an LMNN-style metric, eq. 25-28 |
 //! | `linear_ovr.rs` | one-vs-rest ridge regression, eq. 13-14 |
+//! | `linear_svm.rs` | binary linear SVM, LIBLINEAR's dual coordinate descent (Hsieh et al. 2008) |
 //! | `spec.rs`, `classifier.rs` | the classifier SPEC grammar and fitting a SPEC |
 //!
 //! Every learned metric is a [`Projection`] `W (x − m)`, convertible to the model stages
@@ -27,6 +28,7 @@ mod from_codes;
 mod knn_metric;
 mod labels;
 mod linear_ovr;
+mod linear_svm;
 mod mahalanobis;
 mod ncm;
 mod ncmc;
@@ -46,6 +48,7 @@ pub use from_codes::{
 pub use knn_metric::{Knn, KnnMetricOptions, KnnMetricTraining, Targets, train_knn_metric};
 pub use labels::ClassIndex;
 pub use linear_ovr::{RidgeOvr, fit_ridge_ovr};
+pub use linear_svm::{LinearSvm, LinearSvmOptions, SvmLoss, train_linear_svm};
 pub use mahalanobis::{InverseCovariance, fit_inverse_covariance};
 pub use ncm::Ncm;
 pub use ncmc::{Ncmc, NcmcOptions, NcmcTraining, train_ncmc};

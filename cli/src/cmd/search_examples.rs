@@ -1,0 +1,190 @@
+//! `codedb search DIR --examples pos.npy [--negatives neg.npy | --random-negatives N]` and
+//! `--classifier w.npy`: rank the rows by a linear classifier of their codes, learned from the
+//! examples at query time (PiCoDes, Bergamo et al. NIPS 2011) or given. Output as
+//! `codedb search` (TSV or JSON, one query).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use codedb::{CodeClassifier, ExampleParams, Negatives, SearchMode, SearchParams};
+use codedb_cli::io::npy_read::{NpyData, read_npy};
+
+use super::search::{SearchArgs, resolve_classes, write_hits};
+use crate::inputs;
+use crate::out::errln;
+
+/// Random negatives drawn when neither `--negatives` nor `--random-negatives` is given.
+const DEFAULT_RANDOM_NEGATIVES: usize = 1000;
+
+/// The D + 1 values of `--classifier F`: a 1-D (or one-row) float .npy, finite.
+fn read_classifier(path: &Path) -> Result<CodeClassifier> {
+    let what = || format!("--classifier {}", path.display());
+    let arr = read_npy(path).with_context(what)?;
+    let n = match arr.shape.as_slice() {
+        [n] | [1, n] => *n,
+        s => bail!(
+            "{}: shape {s:?}; expected D + 1 values (1-D: the weights, then the bias)",
+            what()
+        ),
+    };
+    let values: Vec<f32> = match arr.data {
+        NpyData::F32(v) => v,
+        NpyData::F64(v) => v.into_iter().map(|x| x as f32).collect(),
+        d => bail!(
+            "{}: dtype {}; expected float32 or float64",
+            what(),
+            d.dtype().name()
+        ),
+    };
+    if n < 2 {
+        bail!(
+            "{}: {n} values; expected D + 1 (at least one weight and the bias)",
+            what()
+        );
+    }
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        bail!("{}: value {i} is {}", what(), values[i]);
+    }
+    Ok(CodeClassifier::from_values(&values))
+}
+
+/// Example vectors of `flag F`: readable, finite, of the model's input width `dim`; every
+/// error names the option.
+fn examples(flag: &str, path: &Path, dim: usize, whom: &str) -> Result<ndarray::Array2<f32>> {
+    let x =
+        codedb_cli::io::load_vectors(path).with_context(|| format!("{flag} {}", path.display()))?;
+    if x.ncols() != dim {
+        bail!(
+            "{flag} {}: {} columns, but {whom} takes {dim}-D vectors",
+            path.display(),
+            x.ncols()
+        );
+    }
+    Ok(x)
+}
+
+pub fn run(a: SearchArgs) -> Result<ExitCode> {
+    let snap = crate::open::open_snapshot(&a.dir)?;
+    let model = snap
+        .model()
+        .with_context(|| format!("the model of {}", a.dir.display()))?;
+    let mode = match a.mode.as_deref() {
+        Some(m) => SearchMode::parse(m).with_context(|| format!("--mode {m}"))?,
+        None => SearchMode::default_for(model.code_kind())
+            .context("this index's codes have no search mode")?,
+    };
+    let lists = if a.classes.is_empty() {
+        None
+    } else {
+        Some(resolve_classes(&snap, &a.classes)?)
+    };
+    let threads = crate::args::threads(a.threads);
+    let search = SearchParams {
+        k: a.k.unwrap_or(10),
+        mode,
+        rerank: a.rerank,
+        threads,
+        lists,
+        nprobe: a.nprobe,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("--threads")?;
+    let whom = inputs::index_model(&a.dir);
+    let start = Instant::now();
+    let hits = if let Some(f) = &a.classifier {
+        let c = read_classifier(f)?;
+        let d = model.project_dim();
+        if c.weights.len() != d {
+            bail!(
+                "--classifier {}: {} values, but {whom} scores codes of {d} dimensions: give \
+                 D + 1 = {} (the weights, then the bias)",
+                f.display(),
+                c.weights.len() + 1,
+                d + 1
+            );
+        }
+        pool.install(|| snap.search_classifier(&c, &search))
+            .with_context(|| format!("--classifier {} on {}", f.display(), a.dir.display()))?
+    } else {
+        let Some(f) = &a.examples else {
+            crate::args::usage!("search: pass --examples or --classifier");
+        };
+        let pos = examples("--examples", f, model.input_dim(), &whom)?;
+        let given;
+        let negatives = match (&a.negatives, a.random_negatives) {
+            (Some(n), _) => {
+                given = examples("--negatives", n, model.input_dim(), &whom)?;
+                Negatives::Given(given.view())
+            }
+            (None, Some(count)) => {
+                let live = snap.live_rows() as usize;
+                if count > live {
+                    bail!(
+                        "--random-negatives {count}: {} has {live} live rows; give \
+                         --negatives F, or ask for at most {live}",
+                        a.dir.display()
+                    );
+                }
+                Negatives::Sampled {
+                    count,
+                    seed: a.seed,
+                }
+            }
+            (None, None) => {
+                let live = snap.live_rows() as usize;
+                if live == 0 {
+                    bail!(
+                        "{} has no live rows to draw negatives from; give --negatives F",
+                        a.dir.display()
+                    );
+                }
+                let count = DEFAULT_RANDOM_NEGATIVES.min(live);
+                errln!(
+                    "note: no --negatives: drawing {count} random live rows as negatives \
+                     (--random-negatives N, --seed S)"
+                );
+                Negatives::Sampled {
+                    count,
+                    seed: a.seed,
+                }
+            }
+        };
+        let mut params = ExampleParams::new(search);
+        params.svm.seed = a.seed;
+        let c = pool
+            .install(|| snap.train_examples(pos.view(), negatives, &params))
+            .with_context(|| format!("--examples {} on {}", f.display(), a.dir.display()))?;
+        if a.verbose {
+            errln!(
+                "svm: {} positives, {} negatives, {} passes{}",
+                c.positives,
+                c.negatives,
+                c.iterations,
+                if c.converged { "" } else { " (not converged)" }
+            );
+        }
+        pool.install(|| snap.search_trained(&c, &params.search))
+            .with_context(|| format!("--examples {} on {}", f.display(), a.dir.display()))?
+    };
+    if a.verbose {
+        errln!(
+            "search: {}, {} codes, {} rows, {:.3} s (SVM training and scan)",
+            if a.classifier.is_some() {
+                "classifier"
+            } else {
+                "examples"
+            },
+            model.code_kind().name(),
+            snap.live_rows(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    if let Err(e) = write_hits(&[hits], &a.format) {
+        crate::out::failed(&e);
+    }
+    Ok(ExitCode::SUCCESS)
+}
