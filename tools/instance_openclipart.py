@@ -69,6 +69,8 @@ def args():
     ap.add_argument("--distractors", action="store_true", help="add the learning set to the database")
     ap.add_argument("--no-pq", action="store_true", help="uncompressed pipelines only")
     ap.add_argument("--work", help="directory for the instance set and indexes (default: a temp dir)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the sets already in --work (same --instances, --seed)")
     ap.add_argument("--codedb", default=os.path.join(ROOT, "target", "release", "codedb"),
                     help="the codedb binary")
     ap.add_argument("--json", help="also write the results as JSON here")
@@ -241,13 +243,23 @@ def main():
     a = args()
     work = a.work or tempfile.mkdtemp(prefix="codedb-instances-")
     os.makedirs(work, exist_ok=True)
-    _, groups, learn, learn_labels = build_sets(a, work)
+    names = ["inst.npy", "inst_groups.npy", "learn.npy", "learn_labels.npy", "db_distract.npy"]
+    if a.reuse and all(os.path.exists(os.path.join(work, f)) for f in names):
+        groups = np.load(os.path.join(work, "inst_groups.npy"))
+        learn = np.load(os.path.join(work, "learn.npy"))
+        learn_labels = np.load(os.path.join(work, "learn_labels.npy"))
+    else:
+        _, groups, learn, learn_labels = build_sets(a, work)
     classes = int(learn_labels.max()) + 1
     print(f"learning set: {len(learn)} rows in {classes} sub-folders", file=sys.stderr)
     dims = [int(d) for d in a.dims.split(",")]
     rows = []
     for r in dims:
         for m in a.methods.split(","):
+            if m == "attributes" and r > classes:
+                print(f"attributes:{r}: skipped (one score per class: at most {classes})",
+                      file=sys.stderr)
+                continue
             if m == "cca" and r >= classes:
                 print(f"cca:{r}: skipped (one-hot labels of {classes} classes give at most "
                       f"{classes - 1} directions)", file=sys.stderr)
