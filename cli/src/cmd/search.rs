@@ -173,6 +173,31 @@ pub struct SearchArgs {
     pub verbose: bool,
 }
 
+impl SearchArgs {
+    /// What every query kind shares: `-k` (default 10), the mode, `--rerank`, `threads` (already
+    /// capped by [`args::threads`]), `--classes` as list ids, `--nprobe`.
+    pub(crate) fn params(
+        &self,
+        snap: &Snapshot,
+        mode: SearchMode,
+        threads: usize,
+    ) -> Result<SearchParams> {
+        let lists = if self.classes.is_empty() {
+            None
+        } else {
+            Some(resolve_classes(snap, &self.classes)?)
+        };
+        Ok(SearchParams {
+            k: self.k.unwrap_or(10),
+            mode,
+            rerank: self.rerank,
+            threads,
+            lists,
+            nprobe: self.nprobe,
+        })
+    }
+}
+
 /// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
 /// table, an id must be a class of it; without one, only ids are accepted.
 pub(crate) fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
@@ -269,12 +294,8 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             h
         }
         None => {
-            let lists = if a.classes.is_empty() {
-                None
-            } else {
-                Some(resolve_classes(&snap, &a.classes)?)
-            };
-            let option = if lists.is_some() {
+            let params = a.params(&snap, mode, threads)?;
+            let option = if params.lists.is_some() {
                 Some("--classes")
             } else {
                 a.nprobe.map(|_| "--nprobe")
@@ -290,14 +311,6 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                     );
                 }
             }
-            let params = SearchParams {
-                k: a.k.unwrap_or(10),
-                mode,
-                rerank: a.rerank,
-                threads,
-                lists,
-                nprobe: a.nprobe,
-            };
             let run = |q: ArrayView2<f32>| {
                 pool.install(|| snap.search(q, &params))
                     .map_err(|e| match e {

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::{CodeClassifier, ExampleParams, Negatives, SearchMode, SearchParams};
+use codedb::{CodeClassifier, ExampleParams, Negatives, SearchMode};
 use codedb_cli::io::npy_read::{NpyData, read_npy};
 
-use super::search::{SearchArgs, resolve_classes, write_hits};
+use super::search::{SearchArgs, write_hits};
 use crate::inputs;
 use crate::out::errln;
 
@@ -75,20 +75,8 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
         None => SearchMode::default_for(model.code_kind())
             .context("this index's codes have no search mode")?,
     };
-    let lists = if a.classes.is_empty() {
-        None
-    } else {
-        Some(resolve_classes(&snap, &a.classes)?)
-    };
     let threads = crate::args::threads(a.threads);
-    let search = SearchParams {
-        k: a.k.unwrap_or(10),
-        mode,
-        rerank: a.rerank,
-        threads,
-        lists,
-        nprobe: a.nprobe,
-    };
+    let search = a.params(&snap, mode, threads)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::{SearchMode, SearchParams};
+use codedb::SearchMode;
 
-use super::search::{SearchArgs, resolve_classes, write_hits};
+use super::search::{SearchArgs, write_hits};
 use crate::out::errln;
 
 /// The text queries of `--text` and `--text-file`, in order.
@@ -49,20 +49,8 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             );
         }
     }
-    let lists = if a.classes.is_empty() {
-        None
-    } else {
-        Some(resolve_classes(&snap, &a.classes)?)
-    };
     let threads = crate::args::threads(a.threads);
-    let params = SearchParams {
-        k: a.k.unwrap_or(10),
-        mode,
-        rerank: a.rerank,
-        threads,
-        lists,
-        nprobe: a.nprobe,
-    };
+    let params = a.params(&snap, mode, threads)?;
     let start = Instant::now();
     let hits = snap
         .search_text_prepared(&prepared, &params, None)
