@@ -174,6 +174,16 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
+    /// `--mode`, or the natural mode of the model's codes.
+    pub(crate) fn mode(&self, model: &codedb::Model) -> Result<SearchMode> {
+        match self.mode.as_deref() {
+            Some(m) => SearchMode::parse(m)
+                .with_context(|| format!("--mode {m}: expected one of {}", MODES.join(", "))),
+            None => SearchMode::default_for(model.code_kind())
+                .context("this index's codes have no search mode"),
+        }
+    }
+
     /// What every query kind shares: `-k` (default 10), the mode, `--rerank`, `threads` (already
     /// capped by [`args::threads`]), `--classes` as list ids, `--nprobe`.
     pub(crate) fn params(
@@ -256,12 +266,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
     let model = snap
         .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;
-    let mode = match a.mode.as_deref() {
-        Some(m) => SearchMode::parse(m)
-            .with_context(|| format!("--mode {m}: expected one of {}", MODES.join(", ")))?,
-        None => SearchMode::default_for(model.code_kind())
-            .context("this index's codes have no search mode")?,
-    };
+    let mode = a.mode(model)?;
     let q = inputs::vectors_for(
         "--queries",
         &queries,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::{CodeClassifier, ExampleParams, Negatives, SearchMode};
+use codedb::{CodeClassifier, ExampleParams, Negatives};
 use codedb_cli::io::npy_read::{NpyData, read_npy};
 
 use super::search::{SearchArgs, write_hits};
@@ -70,11 +70,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
     let model = snap
         .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;
-    let mode = match a.mode.as_deref() {
-        Some(m) => SearchMode::parse(m).with_context(|| format!("--mode {m}"))?,
-        None => SearchMode::default_for(model.code_kind())
-            .context("this index's codes have no search mode")?,
-    };
+    let mode = a.mode(model)?;
     let threads = crate::args::threads(a.threads);
     let search = a.params(&snap, mode, threads)?;
     let pool = rayon::ThreadPoolBuilder::new()

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::SearchMode;
 
 use super::search::{SearchArgs, write_hits};
 use crate::out::errln;
@@ -31,11 +30,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
     let model = snap
         .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;
-    let mode = match a.mode.as_deref() {
-        Some(m) => SearchMode::parse(m).with_context(|| format!("--mode {m}"))?,
-        None => SearchMode::default_for(model.code_kind())
-            .context("this index's codes have no search mode")?,
-    };
+    let mode = a.mode(model)?;
     let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
     let prepared = snap
         .text_queries(&refs)
