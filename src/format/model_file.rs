@@ -400,6 +400,7 @@ impl ModelFile {
             // A kind defined by a later version than the file's is unknown in that file.
             let defined = stage_kind::name(s.kind).is_some()
                 && (s.kind != stage_kind::TEXT || c.version() >= (1, 5));
+            let defined = defined && (s.kind != stage_kind::HOM || c.version() >= (1, 6));
             if !defined {
                 if s.required {
                     return Err(FormatError::UnknownStage {

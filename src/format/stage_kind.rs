@@ -21,6 +21,9 @@ pub const SKLSH: u16 = 8;
 /// scores text queries against the projected vectors (Grangier et al. 2006). Not needed to
 /// encode, so older readers skip it.
 pub const TEXT: u16 = 9;
+/// Explicit feature map of an additive homogeneous kernel, χ² or intersection (format 1.6;
+/// Vedaldi & Zisserman, as PiCoDes uses it): `2r + 1` features per input dimension.
+pub const HOM: u16 = 11;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -34,6 +37,7 @@ pub fn name(kind: u16) -> Option<&'static str> {
         RFF => "rff",
         SKLSH => "sklsh",
         TEXT => "text",
+        HOM => "hom",
         _ => return None,
     })
 }

@@ -26,6 +26,7 @@
 //! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
+//! | hom (11, format 1.6, first stage only) | `dim` u64 `[]`, `kernel` u64 `[]` (1 = χ², 2 = intersection), `order` u64 `[]` (r ≥ 1), `period` f64 `[]` (L > 0) |
 //! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
 //!
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
@@ -41,6 +42,7 @@ mod center;
 pub(crate) mod classify;
 mod error;
 mod float;
+mod hom;
 mod input;
 mod itq;
 mod kernels;
@@ -72,6 +74,9 @@ pub use center::Center;
 pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
 pub use float::FloatStage;
+pub use hom::{
+    DEFAULT_HOM_ORDER, DEFAULT_HOM_PERIOD, DEFAULT_HOM_PERIOD_INTERSECTION, Hom, HomKernel,
+};
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
 pub use kmeans::{
     DEFAULT_KMEANS_ITERATIONS, DEFAULT_MAX_POINTS_PER_CENTROID, KMeans, KMeansInit, KMeansOptions,

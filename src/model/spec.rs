@@ -10,6 +10,7 @@
 //! | `pca:C` | PCA to C dimensions (includes centering), eq. 1 |
 //! | `proj:C` | C Gaussian random projections (LSH directions) |
 //! | `rff` / `rff:D` | D random Fourier features (default 3,000), σ = mean 50-NN distance |
+//! | `hom:chi2`, `hom:inter` | explicit χ² / intersection kernel map, 3 features per dimension (Vedaldi & Zisserman; format 1.6); first step only, non-negative input |
 //! | `rr` | random orthogonal rotation |
 //! | `itq` | ITQ rotation, eq. 2-3 (must come right before `bits`) |
 //! | `ncmml:C` | NCMML metric W (C × D) learned from labels (Mensink et al. TPAMI 2013, eq. 3-7), as center + linear; needs `TrainOptions::labels` |
@@ -37,6 +38,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::{ModelError, Result};
+use super::hom::HomKernel;
 use super::rff::DEFAULT_RFF_FEATURES;
 
 /// Longest binary code, in bits.
@@ -55,6 +57,9 @@ pub enum StepSpec {
     Projection(usize),
     /// `rff:D`: D random Fourier features.
     Rff(usize),
+    /// `hom:chi2`, `hom:inter`: the explicit map of an additive homogeneous kernel (r = 1,
+    /// 3× dimensions; format 1.6); first step only, non-negative input.
+    Hom(HomKernel),
     /// `rr`: a random orthogonal rotation.
     RandomRotation,
     /// `itq`: the ITQ rotation (eq. 2-3).
@@ -240,6 +245,16 @@ impl Parser<'_> {
                 need("R")?,
                 "dimension",
             )?)),
+            "hom" => Token::Step(StepSpec::Hom(match need("chi2|inter")? {
+                "chi2" => HomKernel::Chi2,
+                "inter" => HomKernel::Intersection,
+                k => {
+                    return Err(self.err(
+                        token,
+                        format!("unknown kernel {k:?}: expected hom:chi2 or hom:inter"),
+                    ));
+                }
+            })),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -296,7 +311,7 @@ impl Parser<'_> {
                 return Err(self.err(
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
-                     jscl:R, proj:C, rff[:D], rr, itq, \
+                     jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, \
                      bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
@@ -338,6 +353,13 @@ impl PipelineSpec {
                     quant = Some((q, tok));
                 }
                 Token::Step(s) => {
+                    if matches!(s, StepSpec::Hom(_)) && i > 0 {
+                        return Err(p.err(
+                            tok,
+                            "hom maps non-negative descriptors (histograms): it must be the \
+                             first step",
+                        ));
+                    }
                     if s == StepSpec::Itq && !centred {
                         return Err(p.err(
                             tok,
@@ -376,7 +398,7 @@ impl PipelineSpec {
                         | StepSpec::Attributes(_)
                         | StepSpec::Cca { .. }
                         | StepSpec::Jscl(_) => centred = true,
-                        StepSpec::Rff(_) => centred = false,
+                        StepSpec::Rff(_) | StepSpec::Hom(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
                     }
@@ -476,6 +498,7 @@ impl StepSpec {
             StepSpec::Pca(c) => format!("pca:{c}"),
             StepSpec::Projection(c) => format!("proj:{c}"),
             StepSpec::Rff(d) => format!("rff:{d}"),
+            StepSpec::Hom(k) => format!("hom:{}", k.name()),
             StepSpec::RandomRotation => "rr".to_string(),
             StepSpec::Itq => "itq".to_string(),
             StepSpec::Ncmml(c) => format!("ncmml:{c}"),

@@ -25,6 +25,7 @@ use super::binarize::Binarize;
 use super::center::{Center, column_means_f64};
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
+use super::hom::{DEFAULT_HOM_ORDER, Hom};
 use super::input::checked_rows;
 use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq};
 use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
@@ -491,6 +492,14 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
                 .stages
                 .push(Stage::Rff(Rff::random(dim, features, sigma, seed)?));
         }
+        StepSpec::Hom(kernel) => {
+            state.stages.push(Stage::Hom(Hom::new(
+                dim,
+                kernel,
+                DEFAULT_HOM_ORDER,
+                kernel.default_period(),
+            )?));
+        }
         StepSpec::RandomRotation => {
             state
                 .stages
@@ -629,6 +638,10 @@ pub fn train(
         return Err(ModelError::invalid("sample", "must be >= 1 row"));
     }
     let rows = checked_rows("train: data", data, None)?;
+    if let Some(StepSpec::Hom(kernel)) = spec.steps.first() {
+        let h = Hom::new(d, *kernel, DEFAULT_HOM_ORDER, kernel.default_period())?;
+        h.check_non_negative("train: data", rows.as_slice())?;
+    }
     if let Some(l) = &opts.labels
         && l.len() != n
     {
