@@ -101,6 +101,7 @@ pub use supervised::{
     CcaFit, CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl,
     fit_metric,
 };
+pub use supervised::{PicodesFit, fit_picodes};
 pub use text::{
     MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PamirOptions, PamirReport,
     PamirTrial, RankingMetrics, TextHead, TextQuery, TextVector, Vocabulary, tokenize, train_pamir,

@@ -20,6 +20,7 @@
 //! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
+//! | `picodes:C` | C PiCoDes bits learned from labels by block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6), stored as linear + binarize (quantiser); needs labels |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
 //! | `pq4:M` | same as `pq:Mx4` (fast-scan layout) |
 //! | `opq:MxB` | OPQ rotation + PQ (quantiser) |
@@ -103,6 +104,9 @@ pub enum QuantizerSpec {
         /// Bits per sub-quantiser, 8 or 4.
         nbits: u32,
     },
+    /// `picodes:C`: C PiCoDes bits learned from class labels (Bergamo et al. NIPS 2011),
+    /// stored as linear + binarize.
+    Picodes(usize),
     /// `float`, `float32`, `float16`: the vectors themselves.
     Float {
         /// Store IEEE half precision instead of f32.
@@ -271,6 +275,10 @@ impl Parser<'_> {
                 let c = self.number(token, need("C")?, "bit count")?;
                 Token::Quant(QuantizerSpec::Sklsh(self.binary_bits(token, c)?))
             }
+            "picodes" => {
+                let c = self.number(token, need("C")?, "bit count")?;
+                Token::Quant(QuantizerSpec::Picodes(self.binary_bits(token, c)?))
+            }
             "pq" => {
                 let (m, nbits) = self.m_by_bits(token, need("MxBITS")?)?;
                 Token::Quant(QuantizerSpec::Pq { m, nbits })
@@ -312,7 +320,7 @@ impl Parser<'_> {
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
                      jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, \
-                     bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
+                     bits, sklsh:C, picodes:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
             }
@@ -457,7 +465,8 @@ impl PipelineSpec {
     /// Whether a step learns from class labels or a second view (`ncmml:C`, `metric:R`,
     /// `attributes:R`, `cca:R`, `jscl:R`).
     pub fn is_supervised(&self) -> bool {
-        self.steps.iter().any(|s| {
+        matches!(self.quantizer, QuantizerSpec::Picodes(_))
+            || self.steps.iter().any(|s| {
             matches!(
                 s,
                 StepSpec::Ncmml(_)
@@ -472,7 +481,8 @@ impl PipelineSpec {
     /// Whether training needs `TrainOptions::labels`: every supervised step does, except
     /// `cca:R` when a second view is given (`has_view`).
     pub fn needs_labels(&self, has_view: bool) -> bool {
-        self.steps.iter().any(|s| match s {
+        matches!(self.quantizer, QuantizerSpec::Picodes(_))
+            || self.steps.iter().any(|s| match s {
             StepSpec::Cca { .. } => !has_view,
             StepSpec::Ncmml(_)
             | StepSpec::Metric(_)
@@ -516,6 +526,7 @@ impl QuantizerSpec {
         match *self {
             QuantizerSpec::Bits => "bits".to_string(),
             QuantizerSpec::Sklsh(c) => format!("sklsh:{c}"),
+            QuantizerSpec::Picodes(c) => format!("picodes:{c}"),
             QuantizerSpec::Pq { m, nbits } => format!("pq:{m}x{nbits}"),
             QuantizerSpec::Opq { m, nbits } => format!("opq:{m}x{nbits}"),
             QuantizerSpec::Float { half: false } => "float".to_string(),

@@ -45,6 +45,7 @@ use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
     CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl, fit_metric,
+    fit_picodes,
 };
 
 /// Training rows used when `TrainOptions::sample` is `None`.
@@ -204,6 +205,8 @@ pub struct TrainReport {
     pub cca_correlations: Vec<f64>,
     /// What the validation of the last `metric:R` / `jscl:R` step chose.
     pub sgd_choice: Option<SgdChoice>,
+    /// PiCoDes objective E (eq. 4) after the classifier step of each round.
+    pub picodes_objective: Vec<f64>,
 }
 
 /// The training state: the sample, the stages fitted so far, and how many of them have been
@@ -553,6 +556,25 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
                 ));
             }
             state.stages.push(Stage::Binarize(Binarize::zeros(dim)?));
+        }
+        QuantizerSpec::Picodes(c) => {
+            let name = format!("picodes:{c}");
+            let labels = need_labels(state, &name)?;
+            let sup = ctx.opts.supervised.clone();
+            let rounds = sup.picodes_rounds as u64;
+            let x = state.materialize().to_vec();
+            ctx.progress(&name, "rounds", 0, rounds);
+            let mut objective = Vec::new();
+            let fit = fit_picodes(&x, dim, &labels, c, &sup, seed, &mut |r, e, updated| {
+                objective.push(e);
+                ctx.progress(&name, "rounds", r as u64, rounds);
+                ctx.message(format!(
+                    "{name} round {r:>3}: objective {e:.6}, {updated} basis classifiers updated"
+                ));
+            })?;
+            ctx.progress(&name, "rounds", rounds, rounds);
+            ctx.report.picodes_objective = objective;
+            state.stages.extend(fit.to_stages()?);
         }
         QuantizerSpec::Sklsh(c) => {
             let sigma = bandwidth(state, derive_seed(seed, 1), ctx)?;
