@@ -1,0 +1,72 @@
+//! `codedb train` with `hom:chi2` and `picodes:C` on the shipped digits: the model trains
+//! from labels with its objective shown per round, stores the hom stage and linear + binarize,
+//! builds an index; negative input to `hom:chi2` and a missing `--labels` are refused naming
+//! what is wrong.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod cli_support;
+
+use cli_support::{LABELS, PIXELS, codedb, fails, json, ok, s, stderr};
+
+#[test]
+fn hom_picodes_trains_from_labels_and_bad_input_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let out = ok(&[
+        "train",
+        "--data",
+        PIXELS,
+        "--labels",
+        LABELS,
+        "--pipeline",
+        "hom:chi2,pca:32,picodes:16",
+        "--picodes-rounds",
+        "4",
+        "--verbose",
+        "--out",
+        s(&m),
+    ]);
+    let err = stderr(&out);
+    assert!(err.contains("picodes:16 round   1: objective"), "{err}");
+    let v = json(&ok(&["inspect", s(&m), "--json"]));
+    let kinds: Vec<&str> = v["contents"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["hom", "center", "linear", "linear", "binarize"], "{v}");
+    let dir = tmp.path().join("idx");
+    ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
+
+    // Negative input to hom:chi2: exit 1, the row and column named.
+    let bad = tmp.path().join("bad.npy");
+    let (mut x, _) = cli_support::digits_data();
+    x[(4, 9)] = -2.0;
+    codedb_cli::io::write_npy_f32(&bad, x.view()).unwrap();
+    fails(
+        &["build", s(&tmp.path().join("idx2")), "--model", s(&m), "--data", s(&bad)],
+        1,
+        "row 4, column 9",
+    );
+    fails(
+        &[
+            "train", "--data", s(&bad), "--labels", LABELS, "--pipeline", "hom:chi2,pca:32,picodes:16",
+            "--out", s(&tmp.path().join("m2")),
+        ],
+        1,
+        "hom:chi2 maps non-negative input only",
+    );
+    // picodes without labels: usage error naming --labels; hom not first: usage error.
+    fails(
+        &["train", "--data", PIXELS, "--pipeline", "picodes:16", "--out", s(&tmp.path().join("m3"))],
+        2,
+        "--labels",
+    );
+    fails(
+        &["train", "--data", PIXELS, "--pipeline", "pca:32,hom:inter,bits", "--out", s(&tmp.path().join("m4"))],
+        2,
+        "must be the first step",
+    );
+    assert!(codedb(&["train", "--help"]).status.success());
+}
