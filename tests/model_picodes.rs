@@ -42,7 +42,13 @@ fn bits_of(model: &Model, x: &Array2<f32>) -> Array2<f32> {
 }
 
 /// Accuracy of one-vs-rest hinge SVMs (C = 1) trained on the codes of `xtr`.
-fn ovr_accuracy(model: &Model, xtr: &Array2<f32>, ytr: &[i64], xte: &Array2<f32>, yte: &[i64]) -> f64 {
+fn ovr_accuracy(
+    model: &Model,
+    xtr: &Array2<f32>,
+    ytr: &[i64],
+    xte: &Array2<f32>,
+    yte: &[i64],
+) -> f64 {
     let (htr, hte) = (bits_of(model, xtr), bits_of(model, xte));
     let o = LinearSvmOptions {
         loss: SvmLoss::Hinge,
@@ -88,11 +94,18 @@ fn picodes_lowers_its_objective_and_beats_lsh_at_equal_bits() {
     let kinds: Vec<&str> = model.stages().iter().map(Stage::name).collect();
     assert_eq!(kinds, ["center", "linear", "linear", "binarize"]);
     let back = Model::from_model_file(&model.to_model_file()).unwrap();
-    assert_eq!(back.encode(xte.view()).unwrap(), model.encode(xte.view()).unwrap());
+    assert_eq!(
+        back.encode(xte.view()).unwrap(),
+        model.encode(xte.view()).unwrap()
+    );
 
-    let lsh = train(&PipelineSpec::parse("lsh:16").unwrap(), xtr.view(), &opts(&ytr))
-        .unwrap()
-        .0;
+    let lsh = train(
+        &PipelineSpec::parse("lsh:16").unwrap(),
+        xtr.view(),
+        &opts(&ytr),
+    )
+    .unwrap()
+    .0;
     let (p, l) = (
         ovr_accuracy(&model, &xtr, &ytr, &xte, &yte),
         ovr_accuracy(&lsh, &xtr, &ytr, &xte, &yte),
@@ -108,9 +121,17 @@ fn picodes_needs_labels_and_bad_bit_counts_are_refused() {
     let err = train(&spec, xtr.view(), &TrainOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("labels") && err.contains("picodes:16"), "{err}");
-    let err = PipelineSpec::parse("pca:32,picodes:12").unwrap_err().to_string();
-    assert!(err.contains("picodes:12") && err.contains("multiple of 8"), "{err}");
+    assert!(
+        err.contains("labels") && err.contains("picodes:16"),
+        "{err}"
+    );
+    let err = PipelineSpec::parse("pca:32,picodes:12")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("picodes:12") && err.contains("multiple of 8"),
+        "{err}"
+    );
     assert!(spec.needs_labels(false) && spec.is_supervised());
 }
 
@@ -129,7 +150,10 @@ fn codes_learned_on_some_digits_describe_the_others() {
     let model = train(&spec, xs.view(), &opts(&ys)).unwrap().0;
     let novel_tr: Vec<usize> = (0..ytr.len()).filter(|&i| ytr[i] >= 5).collect();
     let novel_te: Vec<usize> = (0..yte.len()).filter(|&i| yte[i] >= 5).collect();
-    let (ntr, nte) = (xtr.select(Axis(0), &novel_tr), xte.select(Axis(0), &novel_te));
+    let (ntr, nte) = (
+        xtr.select(Axis(0), &novel_tr),
+        xte.select(Axis(0), &novel_te),
+    );
     let (ltr, lte): (Vec<i64>, Vec<i64>) = (
         novel_tr.iter().map(|&i| ytr[i]).collect(),
         novel_te.iter().map(|&i| yte[i]).collect(),

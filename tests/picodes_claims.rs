@@ -18,8 +18,7 @@ mod common;
 use std::path::PathBuf;
 
 use codedb::model::{
-    LinearSvmOptions, Model, PipelineSpec, SvmLoss, TrainOptions, get_bit, train,
-    train_linear_svm,
+    LinearSvmOptions, Model, PipelineSpec, SvmLoss, TrainOptions, get_bit, train, train_linear_svm,
 };
 use ndarray::{Array2, Axis};
 use rand::seq::SliceRandom;
@@ -36,8 +35,10 @@ struct Data {
 }
 
 fn load() -> Data {
-    let dir = std::env::var_os("CODEDB_FASHION_MNIST")
-        .map_or_else(|| PathBuf::from("/tmp/datasets/fashion_mnist"), PathBuf::from);
+    let dir = std::env::var_os("CODEDB_FASHION_MNIST").map_or_else(
+        || PathBuf::from("/tmp/datasets/fashion_mnist"),
+        PathBuf::from,
+    );
     assert!(
         dir.join("hog.npy").exists(),
         "{}: no Fashion-MNIST export (bash ../shared/datasets/export.sh fashion_mnist)",
@@ -120,7 +121,10 @@ fn picodes_multiclass_accuracy_on_novel_classes() {
         svm_rows.extend_from_slice(&r[..PER_CLASS]);
     }
     let test_rows = rows(&d, &NOVEL_CLASSES, 1);
-    println!("Fig. 3: novel-class multiclass accuracy ({PER_CLASS} SVM rows per class, {} test rows)", test_rows.len());
+    println!(
+        "Fig. 3: novel-class multiclass accuracy ({PER_CLASS} SVM rows per class, {} test rows)",
+        test_rows.len()
+    );
     println!("| bits | picodes | lsh | pca-itq | claim |");
     println!("|---:|---:|---:|---:|---|");
     for c in [64usize, 128, 256, 512] {

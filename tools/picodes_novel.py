@@ -4,10 +4,12 @@ on data we have (issue 17).
 
 - **Classes**: the data set's classes are split in two with the seed: *training classes*
   (`--train-classes`, default half) learn the codes, *novel classes* are never seen by any model.
-- **Model training set**: the split-0 rows of the training classes (`--sample` of them, seeded,
-  through `codedb train --sample`).
+- **Model training set**: the split-0 rows of the training classes (all their rows with
+  `--database all`; `--sample` of them, seeded, through `codedb train --sample`).
 - **Database**: the split-1 rows of the novel classes. **Examples**: split-0 rows of the novel
-  classes (never in the database).
+  classes (never in the database). With `--database all` (small classes: openclipart's
+  sub-folders) every novel row is in the database, the examples are drawn from them and left
+  out of the ranking, and a class is queried with p positives only if it has more than p rows.
 - **Query** (for each novel class c, each p in `--p`, `--trials` draws): p positives of class c
   and p negatives of every other novel class, `codedb search --examples pos --negatives neg -k
   K` (an SVM learned at query time on the examples' codes, every database row scored through
@@ -24,7 +26,8 @@ Usage:
     python3 tools/picodes_novel.py --data /tmp/datasets/fashion_mnist --features hog \\
         --bits 64,128,256 --p 1,3,5,10,25 --trials 3 --sample 6000 --seed 1 [--json out.json]
     python3 tools/picodes_novel.py --data /tmp/datasets/openclipart --features hogcolor \\
-        --labels labels_sub.npy --bits 64,128 --pca 256 ...
+        --labels labels_sub.npy --database all --bits 64,128,256 --p 1,3,5,10 --trials 3 \\
+        --sample 6900 --seed 1
 
 Runs inside its own venv (tools/_venv.py) with numpy; uses target/release/codedb (built if
 missing).
@@ -77,6 +80,10 @@ def main():
     ap.add_argument("--pca", type=int, default=256, help="PCA dimension before picodes")
     ap.add_argument("--rounds", type=int, default=10, help="PiCoDes rounds")
     ap.add_argument("--methods", default="picodes,lsh,pca-itq")
+    ap.add_argument("--database", default="test", choices=["test", "all"],
+                    help="test: the novel classes' split-1 rows (examples from split 0); all: "
+                         "every novel row, the examples drawn from them and left out of the "
+                         "ranking (small classes, openclipart)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--codedb", default=os.path.join(ROOT, "target", "release", "codedb"))
     ap.add_argument("--json", default=None, help="write the results here")
@@ -91,9 +98,16 @@ def main():
     perm = rng.permutation(classes)
     kt = a.train_classes or len(classes) // 2
     train_cls, novel_cls = np.sort(perm[:kt]), np.sort(perm[kt:])
-    learn = np.flatnonzero(np.isin(y, train_cls) & (split == 0))
-    db = np.flatnonzero(np.isin(y, novel_cls) & (split != 0))
-    ex = np.flatnonzero(np.isin(y, novel_cls) & (split == 0))
+    # The training classes never reach the database: with --database all they learn from
+    # every row, otherwise from the split-0 rows.
+    learn = np.flatnonzero(np.isin(y, train_cls) & ((split == 0) | (a.database == "all")))
+    if a.database == "all":
+        db = np.flatnonzero(np.isin(y, novel_cls))
+        ex = db
+    else:
+        db = np.flatnonzero(np.isin(y, novel_cls) & (split != 0))
+        ex = np.flatnonzero(np.isin(y, novel_cls) & (split == 0))
+    pos_in_db = {int(r): j for j, r in enumerate(db)}
     print(f"training classes {list(train_cls)} ({len(learn)} rows), novel classes "
           f"{list(novel_cls)}: database {len(db)} rows, example pool {len(ex)} rows",
           file=sys.stderr)
@@ -111,14 +125,20 @@ def main():
         for t in range(a.trials):
             for c in novel_cls:
                 for p in ps:
+                    # A class needs p examples (and, with --database all, rows left to find).
+                    if np.sum(y[ex] == c) < p + (1 if a.database == "all" else 0):
+                        continue
                     pos = rng.choice(ex[y[ex] == c], p, replace=False)
-                    neg = np.concatenate([rng.choice(ex[y[ex] == o], p, replace=False)
-                                          for o in novel_cls if o != c])
+                    neg = np.concatenate([
+                        rng.choice(ex[y[ex] == o], min(p, int(np.sum(y[ex] == o))), replace=False)
+                        for o in novel_cls if o != c])
                     qp = os.path.join(work, f"pos_{t}_{c}_{p}.npy")
                     qn = os.path.join(work, f"neg_{t}_{c}_{p}.npy")
                     np.save(qp, x[pos])
                     np.save(qn, x[neg])
-                    queries.append((t, c, p, qp, qn))
+                    drop = {pos_in_db[int(r)] for r in np.concatenate([pos, neg])
+                            if int(r) in pos_in_db} if a.database == "all" else set()
+                    queries.append((t, c, p, qp, qn, drop))
         for c in bits:
             for m in methods:
                 spec = specs(c, a.pca)[m]
@@ -136,11 +156,13 @@ def main():
                 prec = {p: np.zeros(len(CUTOFFS)) for p in ps}
                 counts = {p: 0 for p in ps}
                 t0 = time.time()
-                for (t, cls, p, qp, qn) in queries:
+                for (t, cls, p, qp, qn, drop) in queries:
+                    k = min(kmax + len(drop), len(db))
                     out = run([a.codedb, "search", idx, "--examples", qp, "--negatives", qn,
-                               "-k", str(kmax), "--format", "json", "--seed", str(t)])
+                               "-k", str(k), "--format", "json", "--seed", str(t)])
                     hits = json.loads(out)[0]["results"]
-                    ids = np.array([h["id"] for h in hits], dtype=np.int64)
+                    ids = np.array([h["id"] for h in hits if h["id"] not in drop][:kmax],
+                                   dtype=np.int64)
                     rel = (y[db[ids]] == cls).astype(np.float64)
                     prec[p] += [rel[:k].mean() if k <= len(rel) else np.nan for k in CUTOFFS]
                     counts[p] += 1

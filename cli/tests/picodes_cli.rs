@@ -35,7 +35,11 @@ fn hom_picodes_trains_from_labels_and_bad_input_is_refused() {
         .iter()
         .map(|st| st["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["hom", "center", "linear", "linear", "binarize"], "{v}");
+    assert_eq!(
+        kinds,
+        ["hom", "center", "linear", "linear", "binarize"],
+        "{v}"
+    );
     let dir = tmp.path().join("idx");
     ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
 
@@ -45,26 +49,56 @@ fn hom_picodes_trains_from_labels_and_bad_input_is_refused() {
     x[(4, 9)] = -2.0;
     codedb_cli::io::write_npy_f32(&bad, x.view()).unwrap();
     fails(
-        &["build", s(&tmp.path().join("idx2")), "--model", s(&m), "--data", s(&bad)],
+        &[
+            "build",
+            s(&tmp.path().join("idx2")),
+            "--model",
+            s(&m),
+            "--data",
+            s(&bad),
+        ],
         1,
         "row 4, column 9",
     );
     fails(
         &[
-            "train", "--data", s(&bad), "--labels", LABELS, "--pipeline", "hom:chi2,pca:32,picodes:16",
-            "--out", s(&tmp.path().join("m2")),
+            "train",
+            "--data",
+            s(&bad),
+            "--labels",
+            LABELS,
+            "--pipeline",
+            "hom:chi2,pca:32,picodes:16",
+            "--out",
+            s(&tmp.path().join("m2")),
         ],
         1,
         "hom:chi2 maps non-negative input only",
     );
     // picodes without labels: usage error naming --labels; hom not first: usage error.
     fails(
-        &["train", "--data", PIXELS, "--pipeline", "picodes:16", "--out", s(&tmp.path().join("m3"))],
+        &[
+            "train",
+            "--data",
+            PIXELS,
+            "--pipeline",
+            "picodes:16",
+            "--out",
+            s(&tmp.path().join("m3")),
+        ],
         2,
         "--labels",
     );
     fails(
-        &["train", "--data", PIXELS, "--pipeline", "pca:32,hom:inter,bits", "--out", s(&tmp.path().join("m4"))],
+        &[
+            "train",
+            "--data",
+            PIXELS,
+            "--pipeline",
+            "pca:32,hom:inter,bits",
+            "--out",
+            s(&tmp.path().join("m4")),
+        ],
         2,
         "must be the first step",
     );

@@ -125,7 +125,10 @@ impl Hom {
             ));
         }
         if !(period.is_finite() && period > 0.0) {
-            return Err(bad("period", format!("must be finite and > 0, got {period}")));
+            return Err(bad(
+                "period",
+                format!("must be finite and > 0, got {period}"),
+            ));
         }
         let scale = (0..=order)
             .map(|j| {

@@ -64,7 +64,11 @@ impl Model {
                 )));
             }
         }
-        if let Some(i) = stages.iter().skip(1).position(|s| matches!(s, Stage::Hom(_))) {
+        if let Some(i) = stages
+            .iter()
+            .skip(1)
+            .position(|s| matches!(s, Stage::Hom(_)))
+        {
             return Err(bad(format!(
                 "stage {} (hom) maps non-negative descriptors and must be the first stage",
                 i + 1

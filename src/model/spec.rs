@@ -467,15 +467,15 @@ impl PipelineSpec {
     pub fn is_supervised(&self) -> bool {
         matches!(self.quantizer, QuantizerSpec::Picodes(_))
             || self.steps.iter().any(|s| {
-            matches!(
-                s,
-                StepSpec::Ncmml(_)
-                    | StepSpec::Metric(_)
-                    | StepSpec::Attributes(_)
-                    | StepSpec::Cca { .. }
-                    | StepSpec::Jscl(_)
-            )
-        })
+                matches!(
+                    s,
+                    StepSpec::Ncmml(_)
+                        | StepSpec::Metric(_)
+                        | StepSpec::Attributes(_)
+                        | StepSpec::Cca { .. }
+                        | StepSpec::Jscl(_)
+                )
+            })
     }
 
     /// Whether training needs `TrainOptions::labels`: every supervised step does, except
@@ -483,13 +483,13 @@ impl PipelineSpec {
     pub fn needs_labels(&self, has_view: bool) -> bool {
         matches!(self.quantizer, QuantizerSpec::Picodes(_))
             || self.steps.iter().any(|s| match s {
-            StepSpec::Cca { .. } => !has_view,
-            StepSpec::Ncmml(_)
-            | StepSpec::Metric(_)
-            | StepSpec::Attributes(_)
-            | StepSpec::Jscl(_) => true,
-            _ => false,
-        })
+                StepSpec::Cca { .. } => !has_view,
+                StepSpec::Ncmml(_)
+                | StepSpec::Metric(_)
+                | StepSpec::Attributes(_)
+                | StepSpec::Jscl(_) => true,
+                _ => false,
+            })
     }
 
     /// The explicit stage list, e.g. `pca:64,itq,bits` for `pca-itq:64`.

@@ -111,7 +111,12 @@ fn scores_and_objective(
         let hi = &h[i * bits..(i + 1) * bits];
         for kk in 0..k {
             let wk = &w[kk * bits..(kk + 1) * bits];
-            let v = b[kk] + hi.iter().zip(wk).filter(|(on, _)| **on).map(|(_, v)| v).sum::<f64>();
+            let v = b[kk]
+                + hi.iter()
+                    .zip(wk)
+                    .filter(|(on, _)| **on)
+                    .map(|(_, v)| v)
+                    .sum::<f64>();
             s[i * k + kk] = v;
             let y = if ids[i] as usize == kk { 1.0 } else { -1.0 };
             loss += hinge(y * v);
@@ -143,7 +148,10 @@ pub fn fit_picodes(
     if !(opts.picodes_c.is_finite() && opts.picodes_c > 0.0) {
         return Err(ModelError::invalid(
             "picodes_c",
-            format!("the SVM cost must be finite and > 0, got {}", opts.picodes_c),
+            format!(
+                "the SVM cost must be finite and > 0, got {}",
+                opts.picodes_c
+            ),
         ));
     }
     if opts.picodes_rounds == 0 {
@@ -174,7 +182,8 @@ pub fn fit_picodes(
     for round in 0..opts.picodes_rounds {
         // 1. classifiers on the current bits.
         let hf: Vec<f32> = h.iter().map(|&b| f32::from(u8::from(b))).collect();
-        let hv = ArrayView2::from_shape((n, bits), &hf[..]).map_err(|e| ModelError::shape(&name, e))?;
+        let hv =
+            ArrayView2::from_shape((n, bits), &hf[..]).map_err(|e| ModelError::shape(&name, e))?;
         let mut w = vec![0f64; k * bits];
         let mut b = vec![0f64; k];
         for kk in 0..k {
@@ -258,11 +267,9 @@ pub fn fit_picodes(
         last = Some(e_now);
         previous = Some((w, b));
     }
-    let weight = Array2::from_shape_vec(
-        (bits, dim),
-        a.iter().flatten().map(|&v| v as f32).collect(),
-    )
-    .map_err(|e| ModelError::shape(&name, e))?;
+    let weight =
+        Array2::from_shape_vec((bits, dim), a.iter().flatten().map(|&v| v as f32).collect())
+            .map_err(|e| ModelError::shape(&name, e))?;
     Ok(PicodesFit {
         weight,
         bias: beta.iter().map(|&v| v as f32).collect(),
