@@ -104,3 +104,51 @@ fn hom_picodes_trains_from_labels_and_bad_input_is_refused() {
     );
     assert!(codedb(&["train", "--help"]).status.success());
 }
+
+/// `search --examples --svm-c C` sets the cost of the SVM learned at query time (another C,
+/// another classifier, other scores; C = 1 is the default); C ≤ 0 is a usage error.
+#[test]
+fn search_examples_takes_the_svm_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    ok(&[
+        "train",
+        "--data",
+        PIXELS,
+        "--pipeline",
+        "pca-itq:32",
+        "--out",
+        s(&m),
+    ]);
+    let dir = tmp.path().join("idx");
+    ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
+    let threes = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/digits/threes.npy"
+    );
+    let top = |extra: &[&str]| -> f64 {
+        let mut a = vec![
+            "search",
+            s(&dir),
+            "--examples",
+            threes,
+            "-k",
+            "1",
+            "--format",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        json(&ok(&a))[0]["results"][0]["score"].as_f64().unwrap()
+    };
+    let (default, small) = (top(&[]), top(&["--svm-c", "0.001"]));
+    assert_eq!(top(&["--svm-c", "1"]), default);
+    assert!(
+        (small - default).abs() > 0.05,
+        "C = 0.001: {small} vs C = 1: {default}"
+    );
+    fails(
+        &["search", s(&dir), "--examples", threes, "--svm-c", "0"],
+        2,
+        "--svm-c",
+    );
+}
