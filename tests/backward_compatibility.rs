@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.5); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.6); older
 //! folders are never rewritten.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
@@ -18,7 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
-    golden_v1_5 as g15, golden_v1_6_hom as g16h,
+    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -46,14 +46,19 @@ fn bless_or_read_v1_4() -> PathBuf {
     g14::dir()
 }
 
-/// The current version's folder (v1.5), written first when `CODEDB_BLESS` is set.
+/// The v1.5 folder (never rewritten).
 fn bless_or_read_v1_5() -> PathBuf {
+    g15::dir()
+}
+
+/// The current version's folder (v1.6), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g15::dir();
+    let dir = g16::dir();
     BLESS.call_once(|| {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g15::files() {
+            for (name, bytes) in g16::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -253,7 +258,7 @@ fn v1_4_values_written_by_this_build_change_only_the_minor_version() {
 
 #[test]
 fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
-    // Format 1.6 changed no byte of a model without its new stage kinds.
+    // Format 1.6 changed no byte of a 1.5 model (the v1.5 set holds one model, with no origin).
     let dir = bless_or_read_v1_5();
     for (name, bytes) in g15::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
@@ -265,27 +270,12 @@ fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
     }
 }
 
-/// The v1.6 folder's hom model, written first when `CODEDB_BLESS` is set.
-fn bless_or_read_v1_6_hom() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g16h::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g16h::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
-}
-
 #[test]
-fn current_writer_reproduces_v1_6_hom_bytes() {
+fn current_writer_reproduces_v1_6_bytes() {
     // The writer is deterministic: the same values give the same bytes. If this fails, the
     // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
-    let dir = bless_or_read_v1_6_hom();
-    for (name, bytes) in g16h::files() {
+    let dir = bless_or_read_v1_6();
+    for (name, bytes) in g16::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
@@ -295,50 +285,50 @@ fn current_writer_reproduces_v1_6_hom_bytes() {
 }
 
 #[test]
-fn v1_6_golden_hom_model_reads_and_encodes_by_its_formula() {
+fn v1_6_golden_model_reads_with_its_origin() {
     use codedb::format::stage_kind;
-    use codedb::model::{HomKernel, Model, Stage};
-    let path = bless_or_read_v1_6_hom().join(golden::name("model", g16h::MODEL_ID, "model"));
+    use codedb::model::Model;
+    let dir = bless_or_read_v1_6();
+    let path = dir.join(golden::name("model", g16::MODEL_ID, "model"));
     let mf = ModelFile::open(&path).unwrap();
-    assert_eq!(mf.stages[0].kind, stage_kind::HOM);
+    assert!(mf.skipped_stages.is_empty());
+    let last = mf.stages.last().unwrap();
+    assert_eq!((last.kind, last.required), (stage_kind::ORIGIN, false));
+    let names: Vec<&str> = last.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["spec", "stage_steps", "seed"]);
     let m = Model::from_model_file(&mf).unwrap();
-    let Stage::Hom(h) = &m.stages()[0] else {
-        panic!("stage 0 is not hom")
-    };
-    assert_eq!(
-        (h.kernel(), h.order(), h.period()),
-        (HomKernel::Chi2, 1, g16h::PERIOD)
-    );
-    // ψ by its formula (κ(λ) = sech(πλ)), then W ψ, then sign bits.
-    let x = [0.0f32, 0.25, 1.0, 3.5];
-    let l = g16h::PERIOD;
-    let mut psi = [0f64; 12];
-    for (i, &v) in x.iter().enumerate() {
-        if v > 0.0 {
-            let v = f64::from(v);
-            let a = (2.0 * v * l / (std::f64::consts::PI * l).cosh()).sqrt();
-            psi[i] = (v * l).sqrt();
-            psi[4 + i] = a * (l * v.ln()).cos();
-            psi[8 + i] = a * (l * v.ln()).sin();
-        }
-    }
-    let w = g16h::weight();
-    let code = m
-        .encode(ndarray::ArrayView2::from_shape((1, 4), &x).unwrap())
-        .unwrap();
-    for j in 0..16 {
-        let y: f64 = (0..12).map(|k| f64::from(w[12 * j + k]) * psi[k]).sum();
-        assert!(y.abs() > 1e-4, "bit {j} too close to its threshold");
-        assert_eq!(code[j / 8] >> (j % 8) & 1 == 1, y > 0.0, "bit {j}");
-    }
-    // A 1.5 reader does not know stage kind 11: in a file that says 1.5 the REQUIRED stage is
-    // refused by name.
-    let bytes = with_minor(std::fs::read(&path).unwrap(), 5);
-    let err = ModelFile::from_bytes(&bytes, &path).unwrap_err();
-    assert!(
-        matches!(err, FormatError::UnknownStage { ref stage, .. } if stage.contains("kind 11")),
-        "{err}"
-    );
+    assert_eq!(m, g16::model());
+    let o = m.origin().unwrap();
+    assert_eq!((o.spec(), o.seed()), (g16::SPEC, g16::SEED));
+    let steps: Vec<&str> = (0..3).map(|i| o.step_of(i).unwrap()).collect();
+    assert_eq!(steps, ["cca:16", "cca:16", "bits"]);
+    // inspect names the step behind each stage.
+    let report = codedb::admin::inspect_file(&path).unwrap();
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains(r#""step":"cca:16""#), "{json}");
+    assert!(json.contains(r#""spec":"cca:16,bits","seed":42"#), "{json}");
+    // A 1.5 reader does not know stage kind 10: in a file that says 1.5 it is skipped and
+    // reported, and the model reads without its origin, encoding exactly as before.
+    let bytes = std::fs::read(&path).unwrap();
+    let old = ModelFile::from_bytes(&with_minor(bytes.clone(), 5), Path::new("m")).unwrap();
+    assert_eq!(old.skipped_stages, [stage_kind::ORIGIN]);
+    let bare = Model::from_model_file(&old).unwrap();
+    assert_eq!(bare.origin(), None);
+    assert_eq!(bare.stages(), m.stages());
+    // Marked REQUIRED, it would be refused by such a reader (and by this one in a 1.5 file).
+    let mut req = mf.clone();
+    req.stages.last_mut().unwrap().required = true;
+    let req = with_minor(req.to_bytes().unwrap(), 5);
+    let e = ModelFile::from_bytes(&req, Path::new("m"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kind 10"), "{e}");
+    // An origin naming more stages than the model has is refused, naming the stage.
+    let mut bad = mf.clone();
+    let o4 = codedb::model::Origin::new(g16::SPEC.into(), vec![0, 0, 1, 1], 1).unwrap();
+    *bad.stages.last_mut().unwrap() = o4.to_record();
+    let e = Model::from_model_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("origin names the steps of 4 stages"), "{e}");
 }
 
 #[test]
@@ -1030,4 +1020,80 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     let r2 = SegmentReader::from_bytes(&w, &path).unwrap();
     assert_eq!(r2.checked_blocks(codedb::format::RowColumn::Codes), (1, 1));
     assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
+}
+
+/// The v1.6 folder's hom model, written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6_hom() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16h::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16h::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+#[test]
+fn current_writer_reproduces_v1_6_hom_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+    let dir = bless_or_read_v1_6_hom();
+    for (name, bytes) in g16h::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+#[test]
+fn v1_6_golden_hom_model_reads_and_encodes_by_its_formula() {
+    use codedb::format::stage_kind;
+    use codedb::model::{HomKernel, Model, Stage};
+    let path = bless_or_read_v1_6_hom().join(golden::name("model", g16h::MODEL_ID, "model"));
+    let mf = ModelFile::open(&path).unwrap();
+    assert_eq!(mf.stages[0].kind, stage_kind::HOM);
+    let m = Model::from_model_file(&mf).unwrap();
+    let Stage::Hom(h) = &m.stages()[0] else {
+        panic!("stage 0 is not hom")
+    };
+    assert_eq!(
+        (h.kernel(), h.order(), h.period()),
+        (HomKernel::Chi2, 1, g16h::PERIOD)
+    );
+    // ψ by its formula (κ(λ) = sech(πλ)), then W ψ, then sign bits.
+    let x = [0.0f32, 0.25, 1.0, 3.5];
+    let l = g16h::PERIOD;
+    let mut psi = [0f64; 12];
+    for (i, &v) in x.iter().enumerate() {
+        if v > 0.0 {
+            let v = f64::from(v);
+            let a = (2.0 * v * l / (std::f64::consts::PI * l).cosh()).sqrt();
+            psi[i] = (v * l).sqrt();
+            psi[4 + i] = a * (l * v.ln()).cos();
+            psi[8 + i] = a * (l * v.ln()).sin();
+        }
+    }
+    let w = g16h::weight();
+    let code = m
+        .encode(ndarray::ArrayView2::from_shape((1, 4), &x).unwrap())
+        .unwrap();
+    for j in 0..16 {
+        let y: f64 = (0..12).map(|k| f64::from(w[12 * j + k]) * psi[k]).sum();
+        assert!(y.abs() > 1e-4, "bit {j} too close to its threshold");
+        assert_eq!(code[j / 8] >> (j % 8) & 1 == 1, y > 0.0, "bit {j}");
+    }
+    // A 1.5 reader does not know stage kind 11: in a file that says 1.5 the REQUIRED stage is
+    // refused by name.
+    let bytes = with_minor(std::fs::read(&path).unwrap(), 5);
+    let err = ModelFile::from_bytes(&bytes, &path).unwrap_err();
+    assert!(
+        matches!(err, FormatError::UnknownStage { ref stage, .. } if stage.contains("kind 11")),
+        "{err}"
+    );
 }

@@ -58,7 +58,10 @@ pub enum FormatVersion {
     /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
     /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
     V1_5,
-    /// 1.6: model files may hold a `hom` stage (stage kind 11, REQUIRED, FORMAT.md "1.6: the
+    /// 1.6: model files may carry their origin (stage kind 10, `origin`, written OPTIONAL,
+    /// FORMAT.md §4.4): the training spec, seed and the step that learned each stage. A 1.5
+    /// reader skips it; every 1.5 file is a valid 1.6 file.
+    /// 1.6 also: model files may hold a `hom` stage (stage kind 11, REQUIRED, FORMAT.md "1.6: the
     /// hom stage"): the explicit χ² / intersection kernel map. A 1.5 reader refuses such a
     /// model as an unknown required stage; every 1.5 file is a valid 1.6 file.
     V1_6,
