@@ -21,7 +21,8 @@ use crate::progress;
   codedb train --data X.npy --labels y.npy --pipeline jscl:32,pq:4x8 --out m3
   codedb train --data X.npy --labels y.npy --pipeline cca:32,itq,bits --out m4
   codedb train --data X.npy --view T.npy --pipeline cca:64,float --out m5
-  codedb train --data H.npy --labels y.npy --pipeline hom:chi2,pca:128,picodes:64 --out m6
+  codedb train --data H.npy --labels y.npy \\
+      --pipeline hom:chi2,pca:64,picodes:64 --out m6
 
 Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
