@@ -37,8 +37,16 @@ fn hom_picodes_trains_from_labels_and_bad_input_is_refused() {
         .collect();
     assert_eq!(
         kinds,
-        ["hom", "center", "linear", "linear", "binarize"],
+        ["hom", "center", "linear", "linear", "binarize", "origin"],
         "{v}"
+    );
+    let steps: Vec<&str> = v["contents"]["stages"].as_array().unwrap()[..5]
+        .iter()
+        .map(|st| st["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["hom:chi2", "pca:32", "pca:32", "picodes:16", "picodes:16"]
     );
     let dir = tmp.path().join("idx");
     ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
