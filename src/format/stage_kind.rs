@@ -21,6 +21,10 @@ pub const SKLSH: u16 = 8;
 /// scores text queries against the projected vectors (Grangier et al. 2006). Not needed to
 /// encode, so older readers skip it.
 pub const TEXT: u16 = 9;
+/// Coarse quantiser of an inverted file (format 1.6): K k-means centroids; each row is filed
+/// under its nearest one and the PQ stage after it encodes the residual (IVFADC, Jégou et al.
+/// TPAMI 2011 §IV). Required: codes cannot be decoded without it.
+pub const IVF: u16 = 12;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -34,6 +38,7 @@ pub fn name(kind: u16) -> Option<&'static str> {
         RFF => "rff",
         SKLSH => "sklsh",
         TEXT => "text",
+        IVF => "ivf",
         _ => return None,
     })
 }

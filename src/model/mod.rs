@@ -26,6 +26,7 @@
 //! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
+//! | ivf (12, right before an 8-bit pq) | `centroids` f32 `[K, D]`, 1 ≤ K ≤ 65,536 (`ivf.rs`) |
 //! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
 //!
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
@@ -43,6 +44,7 @@ mod error;
 mod float;
 mod input;
 mod itq;
+mod ivf;
 mod kernels;
 mod kmeans;
 mod linalg;
@@ -73,6 +75,7 @@ pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
 pub use float::FloatStage;
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
+pub use ivf::{CoarseQuantizer, MAX_IVF_LISTS};
 pub use kmeans::{
     DEFAULT_KMEANS_ITERATIONS, DEFAULT_MAX_POINTS_PER_CENTROID, KMeans, KMeansInit, KMeansOptions,
     kmeans, kmeans_from,

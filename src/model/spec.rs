@@ -17,6 +17,7 @@
 //! | `attributes:R` | one-vs-rest class scores, then PCA to R ≤ classes (Gordo et al. eq. 5); needs labels |
 //! | `cca:R` | CCA with the one-hot labels (R ≤ classes − 1) or `TrainOptions::view` (Gordo et al. eq. 6-8); before `itq` its directions are scaled by their correlations (CCA-ITQ, Gong et al. eq. 4) |
 //! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
+//! | `ivf:K` | coarse quantiser, K k-means lists (≤ 65,536); must come right before `pq:Mx8`, which then encodes residuals (IVFADC, Jégou et al. TPAMI 2011 §IV) |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
@@ -75,6 +76,8 @@ pub enum StepSpec {
     },
     /// `jscl:R`: joint subspace and classifier learning (needs labels).
     Jscl(usize),
+    /// `ivf:K`: a k-means coarse quantiser of K lists; the `pq:Mx8` after it encodes residuals.
+    Ivf(usize),
 }
 
 /// The final, code-producing stage.
@@ -240,6 +243,11 @@ impl Parser<'_> {
                 need("R")?,
                 "dimension",
             )?)),
+            "ivf" => Token::Step(StepSpec::Ivf(self.number(
+                token,
+                need("K")?,
+                "list count K",
+            )?)),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -296,7 +304,7 @@ impl Parser<'_> {
                 return Err(self.err(
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
-                     jscl:R, proj:C, rff[:D], rr, itq, \
+                     jscl:R, proj:C, rff[:D], rr, itq, ivf:K, \
                      bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
@@ -345,6 +353,20 @@ impl PipelineSpec {
                              before it",
                         ));
                     }
+                    if let StepSpec::Ivf(_) = s {
+                        let next = raw.get(i + 1).map(|n| n.trim().to_ascii_lowercase());
+                        let pq8 = next
+                            .as_deref()
+                            .and_then(|n| n.strip_prefix("pq:"))
+                            .is_some_and(|a| a.ends_with("x8"));
+                        if !pq8 {
+                            return Err(p.err(
+                                tok,
+                                "ivf files rows under k-means lists and needs an 8-bit product \
+                                 quantiser of the residuals right after it: ivf:K,pq:Mx8",
+                            ));
+                        }
+                    }
                     if s == StepSpec::Itq {
                         let next = raw.get(i + 1).map(|n| n.trim().to_ascii_lowercase());
                         if next.as_deref() != Some("bits") {
@@ -376,7 +398,7 @@ impl PipelineSpec {
                         | StepSpec::Attributes(_)
                         | StepSpec::Cca { .. }
                         | StepSpec::Jscl(_) => centred = true,
-                        StepSpec::Rff(_) => centred = false,
+                        StepSpec::Rff(_) | StepSpec::Ivf(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
                     }
@@ -483,6 +505,7 @@ impl StepSpec {
             StepSpec::Attributes(c) => format!("attributes:{c}"),
             StepSpec::Cca { dim, .. } => format!("cca:{dim}"),
             StepSpec::Jscl(c) => format!("jscl:{c}"),
+            StepSpec::Ivf(k) => format!("ivf:{k}"),
         }
     }
 }
