@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use ndarray::ArrayView2;
 
 use crate::format::RowColumn;
-use crate::model::{AdcMetric, CoarseQuantizer, Model};
-use crate::scan::{CodeRows, Direction, ScanOptions, lut8_topk_batch};
+use crate::model::{CoarseQuantizer, Model};
+use crate::scan::{CodeRows, Direction, Dispatch, ScanOptions, lut8_topk_batch};
 use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
@@ -95,16 +95,23 @@ pub(crate) fn search_ivf(
     else {
         return Err(invalid("mode", "the model is not an IVF model"));
     };
-    let opts = ScanOptions {
+    let mut opts = ScanOptions {
         threads: params.threads.max(1),
         ..ScanOptions::default()
     };
+    // A list holds N/K rows: too few for the query-lane kernel's interleaved tables (a pass
+    // over 8 × M × 256 floats per 8 queries) to pay, so `Auto` runs the one-query kernel it
+    // runs for one or two queries (same scores bit for bit, see `scan::lut`).
+    if opts.dispatch == Dispatch::Auto {
+        opts.dispatch = Dispatch::Scalar;
+    }
     let kc = params.rerank.unwrap_or(params.k);
     let y = model.project(queries)?;
     let flat: Vec<f32> = y.iter().copied().collect();
     let probes = coarse.probe(&flat, nprobe);
-    let ip = pq.adc_tables(y.view(), AdcMetric::InnerProduct)?;
     let width = pq.m() * pq.ksub();
+    // −2⟨x_m, p_{m,j}⟩ per query.
+    let ip = pq.scaled_ip_tables(&flat, -2.0);
     // list → (query, ‖x − c‖²)
     let mut by_list: BTreeMap<u32, Vec<(usize, f32)>> = BTreeMap::new();
     for (q, p) in probes.into_iter().enumerate() {
@@ -114,6 +121,7 @@ pub(crate) fn search_ivf(
     }
     let mut acc: Vec<Vec<Candidate>> = vec![Vec::new(); queries.nrows()];
     let mut terms = vec![0f32; width];
+    let mut tables = vec![0f32; QUERY_CHUNK.min(queries.nrows()) * width];
     for (l, qs) in &by_list {
         // The list's rows in every block.
         let mut scopes = Vec::new();
@@ -129,11 +137,11 @@ pub(crate) fn search_ivf(
         }
         model.ivf_list_terms(*l as usize, &mut terms);
         for chunk in qs.chunks(QUERY_CHUNK) {
-            let mut tables = vec![0f32; chunk.len() * width];
+            let tables = &mut tables[..chunk.len() * width];
             for (t, &(q, dist)) in tables.chunks_exact_mut(width).zip(chunk) {
-                let a = ip.row(q);
-                for ((o, &b), &a) in t.iter_mut().zip(&terms).zip(a.iter()) {
-                    *o = b - 2.0 * a;
+                let a = &ip[q * width..(q + 1) * width];
+                for ((o, &b), &a) in t.iter_mut().zip(&terms).zip(a) {
+                    *o = b + a;
                 }
                 for o in t.iter_mut().take(pq.ksub()) {
                     *o += dist;
@@ -149,7 +157,7 @@ pub(crate) fn search_ivf(
                 let ids = block.ids_in(r.clone())?;
                 let codes = block.codes_in(r.clone())?;
                 let rows = CodeRows::new(codes, pq.m(), ids, del.as_deref())?;
-                let part = lut8_topk_batch(&rows, &tables, Direction::SmallerIsBetter, kc, opts)?;
+                let part = lut8_topk_batch(&rows, tables, Direction::SmallerIsBetter, kc, opts)?;
                 for (&(q, _), p) in chunk.iter().zip(part) {
                     let a = &mut acc[q];
                     a.extend(p.into_iter().map(|(score, id)| Candidate {
