@@ -58,15 +58,20 @@ pub enum FormatVersion {
     /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
     /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
     V1_5,
+    /// 1.6: model files may carry a coarse quantiser (stage kind 12, `ivf`, REQUIRED,
+    /// FORMAT.md §4.4) right before an 8-bit PQ stage that then encodes residuals; such an
+    /// index's list column holds each row's k-means list. A 1.5 reader refuses the model (an
+    /// unknown required stage); every 1.5 file is a valid 1.6 file.
+    V1_6,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::V1_5;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_6;
     /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
     /// Newest minor version this build understands.
-    pub const MINOR: u16 = 5;
+    pub const MINOR: u16 = 6;
 
     /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
@@ -77,6 +82,7 @@ impl FormatVersion {
             FormatVersion::V1_3 => (1, 3),
             FormatVersion::V1_4 => (1, 4),
             FormatVersion::V1_5 => (1, 5),
+            FormatVersion::V1_6 => (1, 6),
         }
     }
 }
