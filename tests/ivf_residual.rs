@@ -138,9 +138,7 @@ fn assert_matches(got: &[Vec<Hit>], want: &[Vec<(u64, f64)>], what: &str) {
                 h.score
             );
             // Ids agree except where the oracle itself has a near-tie.
-            let tie = w
-                .iter()
-                .any(|(o, t)| o != id && (t - s).abs() <= 2.0 * tol);
+            let tie = w.iter().any(|(o, t)| o != id && (t - s).abs() <= 2.0 * tol);
             assert!(
                 h.id == *id || tie,
                 "{what} query {i} rank {j}: id {} vs {id}",
@@ -211,7 +209,9 @@ fn ivf_results_survive_seal_compaction_and_reopen() {
     let params = [
         SearchParams::new(10, SearchMode::AdcL2),
         SearchParams::new(10, SearchMode::AdcL2).nprobe(2),
-        SearchParams::new(10, SearchMode::AdcL2).nprobe(3).rerank(40),
+        SearchParams::new(10, SearchMode::AdcL2)
+            .nprobe(3)
+            .rerank(40),
     ];
     let before: Vec<_> = params
         .iter()
@@ -264,7 +264,12 @@ fn ivf_bad_input_gives_typed_errors() {
     .unwrap_err();
     assert!(matches!(e, ModelError::TooFewRows { .. }), "{e}");
     // ivf needs an 8-bit pq right after it; K is bounded.
-    for spec in ["ivf:8,pq:8x4", "ivf:8,bits", "ivf:8,float", "ivf:8,center,pq:8x8"] {
+    for spec in [
+        "ivf:8,pq:8x4",
+        "ivf:8,bits",
+        "ivf:8,float",
+        "ivf:8,center,pq:8x8",
+    ] {
         let e = PipelineSpec::parse(spec).unwrap_err();
         assert!(matches!(e, ModelError::BadSpec { .. }), "{spec}: {e}");
         assert!(e.to_string().contains("ivf"), "{spec}: {e}");

@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 mod cli_support;
-use cli_support::{build, codedb, digits, fails, json, ok, result_ids, s, search, tmp_digits_index};
+use cli_support::{
+    build, codedb, digits, fails, json, ok, result_ids, s, search, tmp_digits_index,
+};
 
 #[test]
 fn ivf_index_searches_by_nprobe_and_refuses_class_lists() {
@@ -18,15 +20,32 @@ fn ivf_index_searches_by_nprobe_and_refuses_class_lists() {
     };
     let flat = ids(&[]);
     assert_eq!(flat.len(), 1797);
-    assert_eq!(ids(&["--nprobe", "8"]), flat, "nprobe = K is the flat search");
+    assert_eq!(
+        ids(&["--nprobe", "8"]),
+        flat,
+        "nprobe = K is the flat search"
+    );
     let one = ids(&["--nprobe", "1"]);
     assert_ne!(one, flat, "one list of eight is not the flat search");
     // Each digit's nearest row by ADC is almost always itself (its own residual code).
-    let own = one.iter().enumerate().filter(|(i, l)| l[0] == *i as u64).count();
+    let own = one
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| l[0] == *i as u64)
+        .count();
     assert!(own > 1500, "{own} of 1797 find themselves first");
     // Re-ranking needs stored vectors; this index has none.
     fails(
-        &["search", s(&dir), "--queries", s(&x), "--nprobe", "2", "--rerank", "20"],
+        &[
+            "search",
+            s(&dir),
+            "--queries",
+            s(&x),
+            "--nprobe",
+            "2",
+            "--rerank",
+            "20",
+        ],
         1,
         "vectors",
     );
@@ -69,7 +88,9 @@ fn ivf_index_searches_by_nprobe_and_refuses_class_lists() {
     let rr = result_ids(&json(&search(
         &dir2,
         &x,
-        &["-k", "5", "--nprobe", "8", "--rerank", "1797", "--format", "json"],
+        &[
+            "-k", "5", "--nprobe", "8", "--rerank", "1797", "--format", "json",
+        ],
     )));
     let exact = result_ids(&json(&search(
         &dir2,

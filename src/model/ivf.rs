@@ -162,7 +162,8 @@ impl CoarseQuantizer {
                         .enumerate()
                         .map(|(c, (&dot, &n))| (n - 2.0 * dot, c as u32))
                         .collect();
-                    let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+                    let cmp =
+                        |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
                     if nprobe < k {
                         s.select_nth_unstable_by(nprobe - 1, cmp);
                         s.truncate(nprobe);

@@ -226,7 +226,11 @@ impl Model {
             return;
         };
         let per = pq.m() * pq.ksub();
-        match self.ivf_terms.as_deref().and_then(|t| t.get(l * per..(l + 1) * per)) {
+        match self
+            .ivf_terms
+            .as_deref()
+            .and_then(|t| t.get(l * per..(l + 1) * per))
+        {
             Some(t) => out.copy_from_slice(t),
             None => c.list_terms(pq, l, out),
         }
@@ -392,7 +396,9 @@ impl Model {
     /// are projected through the transforms, not quantised. Only for PQ models.
     pub fn adc_tables(&self, queries: ArrayView2<f32>, metric: AdcMetric) -> Result<Array2<f32>> {
         if self.ivf().is_some() {
-            return Err(ivf_refused("one ADC table per query (IVF tables are per list)"));
+            return Err(ivf_refused(
+                "one ADC table per query (IVF tables are per list)",
+            ));
         }
         let Some(pq) = self.pq() else {
             return Err(ModelError::unsupported(

@@ -31,10 +31,10 @@ const QUERY_CHUNK: usize = 512;
 
 /// The coarse quantiser of `model` and the number of lists to probe (`nprobe`, or all),
 /// checked: 1 ≤ nprobe ≤ K.
-pub(crate) fn ivf_nprobe<'m>(
-    model: &'m Model,
+pub(crate) fn ivf_nprobe(
+    model: &Model,
     nprobe: Option<usize>,
-) -> Result<Option<(&'m CoarseQuantizer, usize)>, SearchError> {
+) -> Result<Option<(&CoarseQuantizer, usize)>, SearchError> {
     let Some(c) = model.ivf() else {
         return Ok(None);
     };
@@ -91,8 +91,7 @@ pub(crate) fn search_ivf(
             ),
         ));
     }
-    let (Some((coarse, nprobe)), Some(pq)) = (ivf_nprobe(model, params.nprobe)?, model.pq())
-    else {
+    let (Some((coarse, nprobe)), Some(pq)) = (ivf_nprobe(model, params.nprobe)?, model.pq()) else {
         return Err(invalid("mode", "the model is not an IVF model"));
     };
     let mut opts = ScanOptions {

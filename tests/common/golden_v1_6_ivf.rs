@@ -116,7 +116,8 @@ pub fn segment() -> Vec<u8> {
     let p = Path::new("<golden>");
     let mut w = SegmentWriter::new(Vec::new(), FileId::from_u128(SEG_ID), layout, p).unwrap();
     let rows = rows();
-    w.ids(&rows.iter().map(|r| r.0).collect::<Vec<_>>()).unwrap();
+    w.ids(&rows.iter().map(|r| r.0).collect::<Vec<_>>())
+        .unwrap();
     w.codes(&rows.iter().flat_map(|r| r.1).collect::<Vec<_>>())
         .unwrap();
     w.lists(&rows.iter().map(|r| r.2).collect::<Vec<_>>())
