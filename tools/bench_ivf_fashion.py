@@ -8,7 +8,7 @@ FAISS `IVF{K},PQ16` in one run, at the same 16 code bytes per vector.
 Protocol (ann-benchmarks' fashion-mnist-784-euclidean): the 60,000 training images are the
 database, the first --queries (5,000) test images the queries, the truth is the exact 10 nearest
 neighbours in L2 (FAISS IndexFlatL2), recall@10 = |returned ∩ true 10-NN| / 10, one thread on
-both sides. Pixels are the exported rows of /tmp/datasets/fashion_mnist (L2-normalised; see
+both sides for the searches (training and adding: --train-threads, default 2). Pixels are the exported rows of /tmp/datasets/fashion_mnist (L2-normalised; see
 /work/shared/DATASETS.md).
 
 codedb runs through the CLI: `codedb train --pipeline ivf:K,pq:16x8` on the database (seed
@@ -17,7 +17,8 @@ codedb runs through the CLI: `codedb train --pipeline ivf:K,pq:16x8` on the data
 and without `--rerank R`. FAISS: IndexIVFPQ(IndexFlatL2, K, 16, 8) trained on the database (its
 precomputed tables on), `index.nprobe = n`, `omp_set_num_threads(1)`, the time of one
 `index.search` after a warm-up; re-ranked: IndexRefineFlat over it, k_factor R / 10 (float32
-vectors; codedb re-ranks from f16). Also the flat baselines (codedb pq:16x8 ADC, FAISS IndexPQ).
+vectors; codedb re-ranks from f16). --flat adds the flat baselines (codedb pq:16x8 ADC, FAISS
+IndexPQ); --reuse keeps codedb model files already in --dir (same seed: same model).
 Prints a markdown table and writes --out (JSON).
 """
 import argparse
@@ -48,8 +49,8 @@ def recall(found, truth):
     return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
 
 
-def codedb(args, *cmd):
-    env = dict(os.environ, RAYON_NUM_THREADS="1")
+def codedb(args, *cmd, threads=1):
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     r = subprocess.run([args.codedb, *cmd], check=True, capture_output=True, text=True, env=env)
     return r.stdout, r.stderr
 
@@ -81,8 +82,11 @@ def main():
     ap.add_argument("--rerank", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--flat", action="store_true", help="also the flat baselines (PQ16 ADC)")
+    ap.add_argument("--reuse", action="store_true", help="keep model files already in --dir")
+    ap.add_argument("--train-threads", type=int, default=2,
+                    help="threads for training and adding (searches use one)")
     args = ap.parse_args()
-    faiss.omp_set_num_threads(1)
     k = 10
     os.makedirs(args.dir, exist_ok=True)
     db, q = load(args.data, args.queries)
@@ -100,41 +104,49 @@ def main():
         print(json.dumps(r), file=sys.stderr, flush=True)
 
     nprobes = [int(n) for n in args.nprobe.split(",")]
-    # Flat baselines.
-    model = os.path.join(args.dir, "pq16.model")
-    codedb(args, "train", "--data", db_path, "--pipeline", "pq:16x8", "--out", model, "--force",
-           "--seed", str(args.seed))
-    index = os.path.join(args.dir, "pq16")
-    subprocess.run(["rm", "-rf", index], check=True)
-    codedb(args, "build", index, "--model", model, "--data", db_path)
-    found, secs = codedb_search(args, index, q_path, k, [])
-    row("codedb pq:16x8 (flat ADC)", None, found, secs)
-    fpq = faiss.IndexPQ(db.shape[1], 16, 8)
-    fpq.train(db)
-    fpq.add(db)
-    ids, secs = time_search(fpq, q, k)
-    row("FAISS IndexPQ 16x8", None, ids.tolist(), secs)
+    tt = args.train_threads
+    if args.flat:
+        model = os.path.join(args.dir, "pq16.model")
+        if not (args.reuse and os.path.exists(model)):
+            codedb(args, "train", "--data", db_path, "--pipeline", "pq:16x8", "--out", model,
+                   "--force", "--seed", str(args.seed), threads=tt)
+        index = os.path.join(args.dir, "pq16")
+        subprocess.run(["rm", "-rf", index], check=True)
+        codedb(args, "build", index, "--model", model, "--data", db_path, threads=tt)
+        found, secs = codedb_search(args, index, q_path, k, [])
+        row("codedb pq:16x8 (flat ADC)", None, found, secs)
+        faiss.omp_set_num_threads(tt)
+        fpq = faiss.IndexPQ(db.shape[1], 16, 8)
+        fpq.train(db)
+        fpq.add(db)
+        faiss.omp_set_num_threads(1)
+        ids, secs = time_search(fpq, q, k)
+        row("FAISS IndexPQ 16x8", None, ids.tolist(), secs)
     for lists in [int(x) for x in args.lists.split(",")]:
         model = os.path.join(args.dir, f"ivf{lists}.model")
         t = time.perf_counter()
-        codedb(args, "train", "--data", db_path, "--pipeline", f"ivf:{lists},pq:16x8", "--out",
-               model, "--force", "--seed", str(args.seed))
+        if not (args.reuse and os.path.exists(model)):
+            codedb(args, "train", "--data", db_path, "--pipeline", f"ivf:{lists},pq:16x8", "--out",
+                   model, "--force", "--seed", str(args.seed), threads=tt)
         train_s = time.perf_counter() - t
         index = os.path.join(args.dir, f"ivf{lists}")
         subprocess.run(["rm", "-rf", index], check=True)
         t = time.perf_counter()
-        codedb(args, "build", index, "--model", model, "--data", db_path, "--store-vectors", "f16")
+        codedb(args, "build", index, "--model", model, "--data", db_path, "--store-vectors", "f16",
+               threads=tt)
         build_s = time.perf_counter() - t
         print(f"codedb ivf:{lists},pq:16x8: train {train_s:.1f} s, build {build_s:.1f} s",
               file=sys.stderr)
+        faiss.omp_set_num_threads(tt)
         quant = faiss.IndexFlatL2(db.shape[1])
         ivf = faiss.IndexIVFPQ(quant, db.shape[1], lists, 16, 8)
-        t = time.perf_counter()
-        ivf.train(db)
-        ivf.add(db)
-        print(f"FAISS IVF{lists},PQ16: train + add {time.perf_counter() - t:.1f} s", file=sys.stderr)
         refine = faiss.IndexRefineFlat(ivf)
         refine.k_factor = args.rerank / k
+        t = time.perf_counter()
+        refine.train(db)
+        refine.add(db)
+        faiss.omp_set_num_threads(1)
+        print(f"FAISS IVF{lists},PQ16: train + add {time.perf_counter() - t:.1f} s", file=sys.stderr)
         for n in [n for n in nprobes if n <= lists]:
             found, secs = codedb_search(args, index, q_path, k, ["--nprobe", str(n)])
             row(f"codedb ivf:{lists},pq:16x8", n, found, secs)
