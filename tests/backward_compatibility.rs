@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.5); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.6); older
 //! folders are never rewritten.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
@@ -18,7 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
-    golden_v1_5 as g15, golden_v1_6_ivf as g16i,
+    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_ivf as g16i,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -51,8 +51,23 @@ fn bless_or_read_v1_5() -> PathBuf {
     g15::dir()
 }
 
-/// The current version's folder (v1.6: the IVF stage's files), written first when
-/// `CODEDB_BLESS` is set.
+/// The current version's folder (v1.6), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+/// The 1.6 folder's IVF files (v1.6, 16003 and 16004), written first when `CODEDB_BLESS` is
+/// set.
 fn bless_or_read_v1_6_ivf() -> PathBuf {
     static BLESS: std::sync::Once = std::sync::Once::new();
     let dir = g16i::dir();
@@ -259,10 +274,11 @@ fn v1_4_values_written_by_this_build_change_only_the_minor_version() {
 
 #[test]
 fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
-    // Format 1.6 changed no byte of a 1.5 model file.
+    // Format 1.6 changed no byte of a 1.5 model (the v1.5 set holds one model, with no origin).
     let dir = bless_or_read_v1_5();
     for (name, bytes) in g15::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 5, &[]);
         assert!(
             with_minor(bytes, 5) == on_disk,
             "{name}: this build's bytes differ from 1.5 beyond the minor version"
@@ -271,11 +287,11 @@ fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_6_ivf_bytes() {
+fn current_writer_reproduces_v1_6_bytes() {
     // The writer is deterministic: the same values give the same bytes. If this fails, the
     // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
-    let dir = bless_or_read_v1_6_ivf();
-    for (name, bytes) in g16i::files() {
+    let dir = bless_or_read_v1_6();
+    for (name, bytes) in g16::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
         assert!(
             on_disk == bytes,
@@ -285,47 +301,50 @@ fn current_writer_reproduces_v1_6_ivf_bytes() {
 }
 
 #[test]
-fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
+fn v1_6_golden_model_reads_with_its_origin() {
     use codedb::format::stage_kind;
     use codedb::model::Model;
-    let dir = bless_or_read_v1_6_ivf();
-    let mpath = dir.join(golden::name("model", g16i::MODEL_ID, "model"));
-    let mf = ModelFile::open(&mpath).unwrap();
-    assert_eq!(mf.stages[0].kind, stage_kind::IVF);
-    assert!(mf.stages[0].required);
+    let dir = bless_or_read_v1_6();
+    let path = dir.join(golden::name("model", g16::MODEL_ID, "model"));
+    let mf = ModelFile::open(&path).unwrap();
+    assert!(mf.skipped_stages.is_empty());
+    let last = mf.stages.last().unwrap();
+    assert_eq!((last.kind, last.required), (stage_kind::ORIGIN, false));
+    let names: Vec<&str> = last.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["spec", "stage_steps", "seed"]);
     let m = Model::from_model_file(&mf).unwrap();
-    assert_eq!(m, g16i::model());
-    let coarse = m.ivf().unwrap();
-    assert_eq!(coarse.lists(), g16i::LISTS);
-    for l in 0..g16i::LISTS {
-        assert_eq!(coarse.centroid(l), &g16i::centroids()[4 * l..4 * (l + 1)]);
-    }
-    let seg = dir.join(golden::name("seg", g16i::SEG_ID, "seg"));
-    let r = SegmentReader::open(&seg, OpenOptions::default()).unwrap();
-    let data = SegmentData::from_reader(&r).unwrap();
-    let rows = g16i::rows();
-    assert_eq!(data.ids, rows.iter().map(|r| r.0).collect::<Vec<_>>());
-    assert_eq!(
-        data.codes,
-        rows.iter().flat_map(|r| r.1).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        data.lists.as_deref().unwrap(),
-        &rows.iter().map(|r| r.2).collect::<Vec<_>>()[..]
-    );
-    // Every list is used, and each row's code and list re-encode from its vector.
-    assert!((0..g16i::LISTS as u32).all(|l| rows.iter().any(|r| r.2 == l)));
-    let x = ndarray::Array2::from_shape_vec((1, 4), g16i::vector(5).to_vec()).unwrap();
-    let (code, list) = m.encode_lists(x.view()).unwrap();
-    let row = rows.iter().find(|r| r.0 == g16i::id(5)).unwrap();
-    assert_eq!((&code[..], list.unwrap()[0]), (&row.1[..], row.2));
-    // A file that says 1.5 does not define stage kind 12: it is an unknown required stage.
-    let bytes = std::fs::read(&mpath).unwrap();
-    let e = ModelFile::from_bytes(&with_minor(bytes, 5), Path::new("m")).unwrap_err();
-    assert!(
-        matches!(&e, FormatError::UnknownStage { stage, .. } if stage.contains("kind 12")),
-        "{e}"
-    );
+    assert_eq!(m, g16::model());
+    let o = m.origin().unwrap();
+    assert_eq!((o.spec(), o.seed()), (g16::SPEC, g16::SEED));
+    let steps: Vec<&str> = (0..3).map(|i| o.step_of(i).unwrap()).collect();
+    assert_eq!(steps, ["cca:16", "cca:16", "bits"]);
+    // inspect names the step behind each stage.
+    let report = codedb::admin::inspect_file(&path).unwrap();
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains(r#""step":"cca:16""#), "{json}");
+    assert!(json.contains(r#""spec":"cca:16,bits","seed":42"#), "{json}");
+    // A 1.5 reader does not know stage kind 10: in a file that says 1.5 it is skipped and
+    // reported, and the model reads without its origin, encoding exactly as before.
+    let bytes = std::fs::read(&path).unwrap();
+    let old = ModelFile::from_bytes(&with_minor(bytes.clone(), 5), Path::new("m")).unwrap();
+    assert_eq!(old.skipped_stages, [stage_kind::ORIGIN]);
+    let bare = Model::from_model_file(&old).unwrap();
+    assert_eq!(bare.origin(), None);
+    assert_eq!(bare.stages(), m.stages());
+    // Marked REQUIRED, it would be refused by such a reader (and by this one in a 1.5 file).
+    let mut req = mf.clone();
+    req.stages.last_mut().unwrap().required = true;
+    let req = with_minor(req.to_bytes().unwrap(), 5);
+    let e = ModelFile::from_bytes(&req, Path::new("m"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kind 10"), "{e}");
+    // An origin naming more stages than the model has is refused, naming the stage.
+    let mut bad = mf.clone();
+    let o4 = codedb::model::Origin::new(g16::SPEC.into(), vec![0, 0, 1, 1], 1).unwrap();
+    *bad.stages.last_mut().unwrap() = o4.to_record();
+    let e = Model::from_model_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("origin names the steps of 4 stages"), "{e}");
 }
 
 #[test]
@@ -1017,4 +1036,62 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     let r2 = SegmentReader::from_bytes(&w, &path).unwrap();
     assert_eq!(r2.checked_blocks(codedb::format::RowColumn::Codes), (1, 1));
     assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
+}
+
+#[test]
+fn current_writer_reproduces_v1_6_ivf_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+    let dir = bless_or_read_v1_6_ivf();
+    for (name, bytes) in g16i::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+#[test]
+fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
+    use codedb::format::stage_kind;
+    use codedb::model::Model;
+    let dir = bless_or_read_v1_6_ivf();
+    let mpath = dir.join(golden::name("model", g16i::MODEL_ID, "model"));
+    let mf = ModelFile::open(&mpath).unwrap();
+    assert_eq!(mf.stages[0].kind, stage_kind::IVF);
+    assert!(mf.stages[0].required);
+    let m = Model::from_model_file(&mf).unwrap();
+    assert_eq!(m, g16i::model());
+    let coarse = m.ivf().unwrap();
+    assert_eq!(coarse.lists(), g16i::LISTS);
+    for l in 0..g16i::LISTS {
+        assert_eq!(coarse.centroid(l), &g16i::centroids()[4 * l..4 * (l + 1)]);
+    }
+    let seg = dir.join(golden::name("seg", g16i::SEG_ID, "seg"));
+    let r = SegmentReader::open(&seg, OpenOptions::default()).unwrap();
+    let data = SegmentData::from_reader(&r).unwrap();
+    let rows = g16i::rows();
+    assert_eq!(data.ids, rows.iter().map(|r| r.0).collect::<Vec<_>>());
+    assert_eq!(
+        data.codes,
+        rows.iter().flat_map(|r| r.1).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        data.lists.as_deref().unwrap(),
+        &rows.iter().map(|r| r.2).collect::<Vec<_>>()[..]
+    );
+    // Every list is used, and each row's code and list re-encode from its vector.
+    assert!((0..g16i::LISTS as u32).all(|l| rows.iter().any(|r| r.2 == l)));
+    let x = ndarray::Array2::from_shape_vec((1, 4), g16i::vector(5).to_vec()).unwrap();
+    let (code, list) = m.encode_lists(x.view()).unwrap();
+    let row = rows.iter().find(|r| r.0 == g16i::id(5)).unwrap();
+    assert_eq!((&code[..], list.unwrap()[0]), (&row.1[..], row.2));
+    // A file that says 1.5 does not define stage kind 12: it is an unknown required stage.
+    let bytes = std::fs::read(&mpath).unwrap();
+    let e = ModelFile::from_bytes(&with_minor(bytes, 5), Path::new("m")).unwrap_err();
+    assert!(
+        matches!(&e, FormatError::UnknownStage { stage, .. } if stage.contains("kind 12")),
+        "{e}"
+    );
 }

@@ -58,10 +58,13 @@ pub enum FormatVersion {
     /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
     /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
     V1_5,
-    /// 1.6: model files may carry a coarse quantiser (stage kind 12, `ivf`, REQUIRED,
-    /// FORMAT.md §4.4) right before an 8-bit PQ stage that then encodes residuals; such an
-    /// index's list column holds each row's k-means list. A 1.5 reader refuses the model (an
-    /// unknown required stage); every 1.5 file is a valid 1.6 file.
+    /// 1.6: model files may carry their origin (stage kind 10, `origin`, written OPTIONAL,
+    /// FORMAT.md §4.4): the training spec, seed and the step that learned each stage. A 1.5
+    /// reader skips it; every 1.5 file is a valid 1.6 file.
+    /// Also in 1.6: model files may carry a coarse quantiser (stage kind 12, `ivf`, REQUIRED,
+    /// FORMAT.md §4.5) right before an 8-bit PQ stage that then encodes residuals; such an
+    /// index's list column holds each row's k-means list. A 1.5 reader refuses such a model (an
+    /// unknown required stage).
     V1_6,
 }
 
