@@ -18,7 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
-    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h,
+    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h, golden_v1_6_ivf as g16i,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -59,6 +59,22 @@ fn bless_or_read_v1_6() -> PathBuf {
         if std::env::var_os("CODEDB_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
             for (name, bytes) in g16::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+/// The 1.6 folder's IVF files (v1.6, 16003 and 16004), written first when `CODEDB_BLESS` is
+/// set.
+fn bless_or_read_v1_6_ivf() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16i::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16i::files() {
                 std::fs::write(dir.join(name), bytes).unwrap();
             }
         }
@@ -1052,6 +1068,20 @@ fn current_writer_reproduces_v1_6_hom_bytes() {
 }
 
 #[test]
+fn current_writer_reproduces_v1_6_ivf_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+    let dir = bless_or_read_v1_6_ivf();
+    for (name, bytes) in g16i::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+#[test]
 fn v1_6_golden_hom_model_reads_and_encodes_by_its_formula() {
     use codedb::format::stage_kind;
     use codedb::model::{HomKernel, Model, Stage};
@@ -1095,5 +1125,49 @@ fn v1_6_golden_hom_model_reads_and_encodes_by_its_formula() {
     assert!(
         matches!(err, FormatError::UnknownStage { ref stage, .. } if stage.contains("kind 11")),
         "{err}"
+    );
+}
+
+#[test]
+fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
+    use codedb::format::stage_kind;
+    use codedb::model::Model;
+    let dir = bless_or_read_v1_6_ivf();
+    let mpath = dir.join(golden::name("model", g16i::MODEL_ID, "model"));
+    let mf = ModelFile::open(&mpath).unwrap();
+    assert_eq!(mf.stages[0].kind, stage_kind::IVF);
+    assert!(mf.stages[0].required);
+    let m = Model::from_model_file(&mf).unwrap();
+    assert_eq!(m, g16i::model());
+    let coarse = m.ivf().unwrap();
+    assert_eq!(coarse.lists(), g16i::LISTS);
+    for l in 0..g16i::LISTS {
+        assert_eq!(coarse.centroid(l), &g16i::centroids()[4 * l..4 * (l + 1)]);
+    }
+    let seg = dir.join(golden::name("seg", g16i::SEG_ID, "seg"));
+    let r = SegmentReader::open(&seg, OpenOptions::default()).unwrap();
+    let data = SegmentData::from_reader(&r).unwrap();
+    let rows = g16i::rows();
+    assert_eq!(data.ids, rows.iter().map(|r| r.0).collect::<Vec<_>>());
+    assert_eq!(
+        data.codes,
+        rows.iter().flat_map(|r| r.1).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        data.lists.as_deref().unwrap(),
+        &rows.iter().map(|r| r.2).collect::<Vec<_>>()[..]
+    );
+    // Every list is used, and each row's code and list re-encode from its vector.
+    assert!((0..g16i::LISTS as u32).all(|l| rows.iter().any(|r| r.2 == l)));
+    let x = ndarray::Array2::from_shape_vec((1, 4), g16i::vector(5).to_vec()).unwrap();
+    let (code, list) = m.encode_lists(x.view()).unwrap();
+    let row = rows.iter().find(|r| r.0 == g16i::id(5)).unwrap();
+    assert_eq!((&code[..], list.unwrap()[0]), (&row.1[..], row.2));
+    // A file that says 1.5 does not define stage kind 12: it is an unknown required stage.
+    let bytes = std::fs::read(&mpath).unwrap();
+    let e = ModelFile::from_bytes(&with_minor(bytes, 5), Path::new("m")).unwrap_err();
+    assert!(
+        matches!(&e, FormatError::UnknownStage { stage, .. } if stage.contains("kind 12")),
+        "{e}"
     );
 }

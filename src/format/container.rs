@@ -61,9 +61,13 @@ pub enum FormatVersion {
     /// 1.6: model files may carry their origin (stage kind 10, `origin`, written OPTIONAL,
     /// FORMAT.md §4.4): the training spec, seed and the step that learned each stage. A 1.5
     /// reader skips it; every 1.5 file is a valid 1.6 file.
-    /// 1.6 also: model files may hold a `hom` stage (stage kind 11, REQUIRED, FORMAT.md "1.6: the
-    /// hom stage"): the explicit χ² / intersection kernel map. A 1.5 reader refuses such a
-    /// model as an unknown required stage; every 1.5 file is a valid 1.6 file.
+    /// Also in 1.6: model files may hold a `hom` stage (stage kind 11, REQUIRED, FORMAT.md
+    /// §1.2): the explicit χ² / intersection kernel map. A 1.5 reader refuses such a model (an
+    /// unknown required stage).
+    /// Also in 1.6: model files may carry a coarse quantiser (stage kind 12, `ivf`, REQUIRED,
+    /// FORMAT.md §4.5) right before an 8-bit PQ stage that then encodes residuals; such an
+    /// index's list column holds each row's k-means list. A 1.5 reader refuses such a model (an
+    /// unknown required stage).
     V1_6,
 }
 

@@ -27,6 +27,10 @@ pub const ORIGIN: u16 = 10;
 /// Explicit feature map of an additive homogeneous kernel, χ² or intersection (format 1.6;
 /// Vedaldi & Zisserman, as PiCoDes uses it): `2r + 1` features per input dimension.
 pub const HOM: u16 = 11;
+/// Coarse quantiser of an inverted file (format 1.6): K k-means centroids; each row is filed
+/// under its nearest one and the PQ stage after it encodes the residual (IVFADC, Jégou et al.
+/// TPAMI 2011 §IV). Required: codes cannot be decoded without it.
+pub const IVF: u16 = 12;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -42,6 +46,7 @@ pub fn name(kind: u16) -> Option<&'static str> {
         TEXT => "text",
         ORIGIN => "origin",
         HOM => "hom",
+        IVF => "ivf",
         _ => return None,
     })
 }
@@ -53,6 +58,7 @@ pub fn since(kind: u16) -> (u16, u16) {
         TEXT => (1, 5),
         ORIGIN => (1, 6),
         HOM => (1, 6),
+        IVF => (1, 6),
         _ => (1, 0),
     }
 }

@@ -28,6 +28,7 @@
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
 //! | hom (11, format 1.6, first stage only) | `dim` u64 `[]`, `kernel` u64 `[]` (1 = χ², 2 = intersection), `order` u64 `[]` (r ≥ 1), `period` f64 `[]` (L > 0) |
+//! | ivf (12, right before an 8-bit pq) | `centroids` f32 `[K, D]`, 1 ≤ K ≤ 65,536 (`ivf.rs`) |
 //! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
 //! | origin (10, OPTIONAL, after the quantiser, before a text head) | `spec` u8 `[B]`, `stage_steps` u64 `[S]`, `seed` u64 `[]` (`origin.rs`, FORMAT.md §4.4) |
 //!
@@ -47,6 +48,7 @@ mod float;
 mod hom;
 mod input;
 mod itq;
+mod ivf;
 mod kernels;
 mod kmeans;
 mod linalg;
@@ -81,6 +83,7 @@ pub use hom::{
     DEFAULT_HOM_ORDER, DEFAULT_HOM_PERIOD, DEFAULT_HOM_PERIOD_INTERSECTION, Hom, HomKernel,
 };
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
+pub use ivf::{CoarseQuantizer, MAX_IVF_LISTS};
 pub use kmeans::{
     DEFAULT_KMEANS_ITERATIONS, DEFAULT_MAX_POINTS_PER_CENTROID, KMeans, KMeansInit, KMeansOptions,
     kmeans, kmeans_from,

@@ -6,6 +6,8 @@
 //! saved with [`Model::to_model_file`] and loaded with [`Model::from_model_file`] encodes
 //! byte-identically.
 
+use std::sync::Arc;
+
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
@@ -13,6 +15,7 @@ use crate::format::{CodeKind, FileId, ModelFile};
 
 use super::error::{ModelError, Result};
 use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
+use super::ivf::CoarseQuantizer;
 use super::origin::Origin;
 use super::pq::{AdcMetric, ProductQuantizer};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_block, first_fault, get_bit};
@@ -34,6 +37,10 @@ struct BlockOutcome {
 /// Longest code this layer produces, in bytes (`u32` in the model file).
 const MAX_CODE_BYTES: usize = u32::MAX as usize;
 
+/// Largest table of IVF list terms kept precomputed (K × M × 256 floats; 64 MiB). Beyond it
+/// (e.g. K = 65,536 with M ≥ 4) each probed list's terms are computed when scanned.
+const MAX_PRECOMPUTED_TERMS: usize = 16 << 20;
+
 /// A trained (or loaded) model pipeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
@@ -41,6 +48,9 @@ pub struct Model {
     stages: Vec<Stage>,
     /// Optional text head (PAMIR): scores text queries; not needed to encode.
     text: Option<TextHead>,
+    /// IVF models: every list's term of the ADC tables ([`CoarseQuantizer::list_terms`]),
+    /// K × M × 256, when at most [`MAX_PRECOMPUTED_TERMS`]; derived from the stages.
+    ivf_terms: Option<Arc<[f32]>>,
     /// How the stages were trained (spec, seed, step per stage); not needed to encode.
     origin: Option<Origin>,
 }
@@ -77,6 +87,15 @@ impl Model {
                 i + 1
             )));
         }
+        for (i, s) in stages.iter().enumerate() {
+            let pq8 = |s: &Stage| matches!(s, Stage::Pq(p) if p.ksub() == 256);
+            if matches!(s, Stage::Ivf(_)) && !(i + 2 == stages.len() && pq8(last)) {
+                return Err(bad(format!(
+                    "stage {i} (ivf) must come right before the last stage, an 8-bit pq \
+                     (its residual quantiser)"
+                )));
+            }
+        }
         for (i, w) in stages.windows(2).enumerate() {
             if w[0].out_dim() != w[1].in_dim() {
                 return Err(bad(format!(
@@ -89,12 +108,23 @@ impl Model {
                 )));
             }
         }
-        let model = Model {
+        let mut model = Model {
             id: FileId::generate(),
             stages,
             text: None,
+            ivf_terms: None,
             origin: None,
         };
+        if let (Some(c), Some(pq)) = (model.ivf(), model.pq()) {
+            let per = pq.m() * pq.ksub();
+            if c.lists() * per <= MAX_PRECOMPUTED_TERMS {
+                let mut t = vec![0f32; c.lists() * per];
+                t.par_chunks_mut(per)
+                    .enumerate()
+                    .for_each(|(l, o)| c.list_terms(pq, l, o));
+                model.ivf_terms = Some(t.into());
+            }
+        }
         let (cb, bits) = (
             model.quantizer().code_bytes(),
             model.quantizer().code_bits(),
@@ -215,6 +245,32 @@ impl Model {
         self.quantizer().project_dim()
     }
 
+    /// The coarse quantiser, for an IVF model (`ivf:K,pq:Mx8`): its lists are the index's
+    /// inverted lists and its PQ codes encode residuals.
+    pub fn ivf(&self) -> Option<&CoarseQuantizer> {
+        self.stages.iter().find_map(|s| match s {
+            Stage::Ivf(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// An IVF model's list term of the ADC tables of list `l` into `out` (M × 256 values,
+    /// [`CoarseQuantizer::list_terms`]): precomputed when the table is small enough.
+    pub fn ivf_list_terms(&self, l: usize, out: &mut [f32]) {
+        let (Some(c), Some(pq)) = (self.ivf(), self.pq()) else {
+            return;
+        };
+        let per = pq.m() * pq.ksub();
+        match self
+            .ivf_terms
+            .as_deref()
+            .and_then(|t| t.get(l * per..(l + 1) * per))
+        {
+            Some(t) => out.copy_from_slice(t),
+            None => c.list_terms(pq, l, out),
+        }
+    }
+
     /// The product quantiser, when the model ends in one.
     pub fn pq(&self) -> Option<&ProductQuantizer> {
         match self.last() {
@@ -276,21 +332,34 @@ impl Model {
     /// cache, instead of in a separate pass over the whole input (which cost a tenth of the
     /// encoding time on 784-D input).
     pub fn encode(&self, x: ArrayView2<f32>) -> Result<Vec<u8>> {
+        Ok(self.encode_lists(x)?.0)
+    }
+
+    /// [`Model::encode`], and for an IVF model each row's inverted list (its nearest coarse
+    /// centroid; the code encodes the residual to it). `None` for other models.
+    pub fn encode_lists(&self, x: ArrayView2<f32>) -> Result<(Vec<u8>, Option<Vec<u32>>)> {
         const WHAT: &str = "encode: input";
         let rows = checked_shape(WHAT, x, Some(self.input_dim()))?;
         let data = rows.as_slice();
         let (d, cb) = (self.input_dim(), self.code_bytes());
         let q = self.quantizer();
+        let coarse = self.ivf();
         let mut out = vec![0u8; rows.n() * cb];
+        let mut lists = vec![0u32; rows.n()];
         let outcomes: Vec<BlockOutcome> = out
             .par_chunks_mut(ROW_BLOCK * cb)
             .zip(data.par_chunks(ROW_BLOCK * d))
+            .zip(lists.par_chunks_mut(ROW_BLOCK))
             .enumerate()
-            .map(|(b, (o, xi))| {
+            .map(|(b, ((o, xi), li))| {
                 let mut outcome = BlockOutcome::default();
                 let mut bufs = [Vec::new(), Vec::new()];
-                let tiles = xi.chunks(TILE_ROWS * d).zip(o.chunks_mut(TILE_ROWS * cb));
-                for (t, (xt, ot)) in tiles.enumerate() {
+                let mut residual = Vec::new();
+                let tiles = xi
+                    .chunks(TILE_ROWS * d)
+                    .zip(o.chunks_mut(TILE_ROWS * cb))
+                    .zip(li.chunks_mut(TILE_ROWS));
+                for (t, ((xt, ot), lt)) in tiles.enumerate() {
                     let r0 = b * ROW_BLOCK + t * TILE_ROWS;
                     if !all_finite(xt) {
                         let p = xt.iter().position(|v| !v.is_finite()).unwrap_or(0);
@@ -298,7 +367,13 @@ impl Model {
                         break;
                     }
                     if outcome.fault.is_none() {
-                        let y = self.transform_tile(xt, &mut bufs);
+                        let mut y = self.transform_tile(xt, &mut bufs);
+                        if let Some(c) = coarse {
+                            residual.clear();
+                            residual.extend_from_slice(y);
+                            lt.copy_from_slice(&c.residuals_in_place(&mut residual));
+                            y = &residual;
+                        }
                         outcome.fault = encode_block(q, y, ot).map(|(r, f)| (r0 + r, f));
                     }
                 }
@@ -310,7 +385,7 @@ impl Model {
         }
         self.check_domain(WHAT, data)?;
         first_fault(WHAT, outcomes.into_iter().map(|o| o.fault).collect())?;
-        Ok(out)
+        Ok((out, coarse.map(|_| lists)))
     }
 
     /// The real-valued vectors the codes quantise (n × `project_dim()`), for asymmetric
@@ -340,7 +415,11 @@ impl Model {
 
     /// Decodes codes into the projected space: PQ reconstructions, stored floats, or ±1
     /// vectors for binary codes (1 bit → +1).
+    /// IVF codes encode residuals to their list's centroid: they are refused here.
     pub fn decode(&self, codes: &[u8]) -> Result<Array2<f32>> {
+        if self.ivf().is_some() {
+            return Err(ivf_refused("decoding codes without their lists"));
+        }
         let cb = self.code_bytes();
         match self.last() {
             Stage::Pq(p) => p.decode(codes),
@@ -362,6 +441,11 @@ impl Model {
     /// ADC look-up tables of queries (n × (M·K), each row M tables of K floats): the queries
     /// are projected through the transforms, not quantised. Only for PQ models.
     pub fn adc_tables(&self, queries: ArrayView2<f32>, metric: AdcMetric) -> Result<Array2<f32>> {
+        if self.ivf().is_some() {
+            return Err(ivf_refused(
+                "one ADC table per query (IVF tables are per list)",
+            ));
+        }
         let Some(pq) = self.pq() else {
             return Err(ModelError::unsupported(
                 "adc",
@@ -471,6 +555,14 @@ impl Model {
         }
         Ok(model)
     }
+}
+
+/// The error for what an IVF model's residual codes cannot do.
+fn ivf_refused(what: &str) -> ModelError {
+    ModelError::unsupported(
+        "ivf",
+        format!("{what}: an IVF model's codes encode residuals to their list's centroid"),
+    )
 }
 
 /// Prefixes the stage index to a stage error: "stage 2 (linear)".

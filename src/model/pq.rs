@@ -23,7 +23,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::kernels::{nearest_transposed, nearest_transposed_pair};
+use super::kernels::{matmul_rows, nearest_transposed, nearest_transposed_pair};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::random::{derive_seed, gather_rows, rng, sample_indices};
@@ -348,6 +348,30 @@ impl ProductQuantizer {
             }
         }
         Ok(out)
+    }
+
+    /// Inner-product tables of many row-major queries scaled by `scale`: `scale · ⟨x_m, c_{m,k}⟩`,
+    /// one row of M × K values per query, through the multi-row dot kernel (one pass per
+    /// sub-quantiser over all queries: the query side of IVFADC, see `ivf.rs`).
+    pub(crate) fn scaled_ip_tables(&self, x: &[f32], scale: f32) -> Vec<f32> {
+        let (m, ks, ds, d) = (self.m, self.ksub, self.dsub, self.dim());
+        let n = x.len() / d.max(1);
+        let mut out = vec![0f32; n * m * ks];
+        let mut sub = vec![0f32; n * ds];
+        let mut dots = vec![0f32; n * ks];
+        for s in 0..m {
+            for (o, row) in sub.chunks_exact_mut(ds).zip(x.chunks_exact(d)) {
+                o.copy_from_slice(&row[s * ds..(s + 1) * ds]);
+            }
+            let w = &self.flat()[s * ks * ds..(s + 1) * ks * ds];
+            matmul_rows(w, &sub, ds, &mut dots);
+            for (o, t) in out.chunks_exact_mut(m * ks).zip(dots.chunks_exact(ks)) {
+                for (a, &b) in o[s * ks..(s + 1) * ks].iter_mut().zip(t) {
+                    *a = scale * b;
+                }
+            }
+        }
+        out
     }
 
     /// The stage as a model-file record (FORMAT.md §4.2).

@@ -18,6 +18,7 @@
 //! | `attributes:R` | one-vs-rest class scores, then PCA to R ≤ classes (Gordo et al. eq. 5); needs labels |
 //! | `cca:R` | CCA with the one-hot labels (R ≤ classes − 1) or `TrainOptions::view` (Gordo et al. eq. 6-8); before `itq` or `rr` its directions are scaled by their correlations (CCA-ITQ / CCA-RR, Gong et al. eq. 4) and R may exceed the view's rank (zero rows past it) |
 //! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
+//! | `ivf:K` | coarse quantiser, K k-means lists (≤ 65,536); must come right before `pq:Mx8`, which then encodes residuals (IVFADC, Jégou et al. TPAMI 2011 §IV) |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
 //! | `picodes:C` | C PiCoDes bits learned from labels by block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6), stored as linear + binarize (quantiser); needs labels |
@@ -81,6 +82,8 @@ pub enum StepSpec {
     },
     /// `jscl:R`: joint subspace and classifier learning (needs labels).
     Jscl(usize),
+    /// `ivf:K`: a k-means coarse quantiser of K lists; the `pq:Mx8` after it encodes residuals.
+    Ivf(usize),
 }
 
 /// The final, code-producing stage.
@@ -259,6 +262,11 @@ impl Parser<'_> {
                     ));
                 }
             })),
+            "ivf" => Token::Step(StepSpec::Ivf(self.number(
+                token,
+                need("K")?,
+                "list count K",
+            )?)),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -319,7 +327,7 @@ impl Parser<'_> {
                 return Err(self.err(
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
-                     jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, \
+                     jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, ivf:K, \
                      bits, sklsh:C, picodes:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
@@ -375,6 +383,20 @@ impl PipelineSpec {
                              before it",
                         ));
                     }
+                    if let StepSpec::Ivf(_) = s {
+                        let next = raw.get(i + 1).map(|n| n.trim().to_ascii_lowercase());
+                        let pq8 = next
+                            .as_deref()
+                            .and_then(|n| n.strip_prefix("pq:"))
+                            .is_some_and(|a| a.ends_with("x8"));
+                        if !pq8 {
+                            return Err(p.err(
+                                tok,
+                                "ivf files rows under k-means lists and needs an 8-bit product \
+                                 quantiser of the residuals right after it: ivf:K,pq:Mx8",
+                            ));
+                        }
+                    }
                     if s == StepSpec::Itq {
                         let next = raw.get(i + 1).map(|n| n.trim().to_ascii_lowercase());
                         if next.as_deref() != Some("bits") {
@@ -406,7 +428,7 @@ impl PipelineSpec {
                         | StepSpec::Attributes(_)
                         | StepSpec::Cca { .. }
                         | StepSpec::Jscl(_) => centred = true,
-                        StepSpec::Rff(_) | StepSpec::Hom(_) => centred = false,
+                        StepSpec::Rff(_) | StepSpec::Hom(_) | StepSpec::Ivf(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
                     }
@@ -518,6 +540,7 @@ impl StepSpec {
             StepSpec::Attributes(c) => format!("attributes:{c}"),
             StepSpec::Cca { dim, .. } => format!("cca:{dim}"),
             StepSpec::Jscl(c) => format!("jscl:{c}"),
+            StepSpec::Ivf(k) => format!("ivf:{k}"),
         }
     }
 }

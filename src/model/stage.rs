@@ -7,6 +7,7 @@ use super::center::Center;
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
 use super::hom::Hom;
+use super::ivf::CoarseQuantizer;
 use super::linalg::{a_bt_f32, matmul_f32, par};
 use super::linear::Linear;
 use super::pq::ProductQuantizer;
@@ -37,6 +38,8 @@ pub enum Stage {
     Pq(ProductQuantizer),
     /// Float storage.
     Float(FloatStage),
+    /// Coarse quantiser of an inverted file: right before `Pq`, which then encodes residuals.
+    Ivf(CoarseQuantizer),
 }
 
 impl Stage {
@@ -52,6 +55,7 @@ impl Stage {
             Stage::Sklsh(_) => stage_kind::SKLSH,
             Stage::Pq(_) => stage_kind::PQ,
             Stage::Float(_) => stage_kind::FLOAT,
+            Stage::Ivf(_) => stage_kind::IVF,
         }
     }
 
@@ -90,18 +94,20 @@ impl Stage {
 
     /// Input columns.
     pub fn in_dim(&self) -> usize {
-        match (self.as_map(), self.as_quantizer()) {
-            (Some(m), _) => m.in_dim(),
-            (_, Some(q)) => q.in_dim(),
+        match (self.as_map(), self.as_quantizer(), self) {
+            (Some(m), _, _) => m.in_dim(),
+            (_, Some(q), _) => q.in_dim(),
+            (_, _, Stage::Ivf(c)) => c.dim(),
             _ => 0,
         }
     }
 
     /// Output columns of a transform, or of a quantiser's projection.
     pub fn out_dim(&self) -> usize {
-        match (self.as_map(), self.as_quantizer()) {
-            (Some(m), _) => m.out_dim(),
-            (_, Some(q)) => q.project_dim(),
+        match (self.as_map(), self.as_quantizer(), self) {
+            (Some(m), _, _) => m.out_dim(),
+            (_, Some(q), _) => q.project_dim(),
+            (_, _, Stage::Ivf(c)) => c.dim(),
             _ => 0,
         }
     }
@@ -120,7 +126,8 @@ impl Stage {
 
     /// Applies a transform stage to row-major rows with faer products: the training path,
     /// much faster for wide maps (3,000 random features) than the per-row encode kernels,
-    /// equal to them up to float rounding. Quantiser stages return the input unchanged.
+    /// equal to them up to float rounding. Quantiser stages return the input unchanged; a
+    /// coarse quantiser returns the residuals (what the PQ after it trains on).
     pub(crate) fn apply_batch(&self, x: &[f32]) -> Vec<f32> {
         let din = self.in_dim().max(1);
         let n = x.len() / din;
@@ -151,6 +158,7 @@ impl Stage {
                 }
                 y
             }
+            Stage::Ivf(c) => c.residuals(x),
             _ => match self.as_map() {
                 Some(m) => map_rows(m, x),
                 None => x.to_vec(),
@@ -170,6 +178,7 @@ impl Stage {
             Stage::Sklsh(s) => s.to_record(),
             Stage::Pq(s) => s.to_record(),
             Stage::Float(s) => s.to_record(),
+            Stage::Ivf(s) => s.to_record(),
         }
     }
 
@@ -185,6 +194,7 @@ impl Stage {
             stage_kind::SKLSH => Stage::Sklsh(Sklsh::from_record(rec)?),
             stage_kind::PQ => Stage::Pq(ProductQuantizer::from_record(rec)?),
             stage_kind::FLOAT => Stage::Float(FloatStage::from_record(rec)?),
+            stage_kind::IVF => Stage::Ivf(CoarseQuantizer::from_record(rec)?),
             k => {
                 return Err(ModelError::BadStage {
                     stage: format!("kind {k}"),

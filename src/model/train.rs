@@ -28,6 +28,7 @@ use super::float::FloatStage;
 use super::hom::{DEFAULT_HOM_ORDER, Hom};
 use super::input::checked_rows;
 use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq};
+use super::ivf::CoarseQuantizer;
 use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
 use super::linear::Linear;
 use super::neighbour_radius::{
@@ -551,6 +552,20 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
             let stages = fit_attributes(x, dim, &labels, r, &sup, seed)?;
             ctx.progress(&name, "steps", 1, 1);
             state.stages.extend(stages);
+        }
+        StepSpec::Ivf(k) => {
+            let name = step.token();
+            let kopts = KMeansOptions {
+                iterations: ctx.opts.kmeans_iterations,
+                seed,
+                init: ctx.opts.kmeans_init,
+                ..KMeansOptions::default()
+            };
+            ctx.progress(&name, "steps", 0, 1);
+            let x = state.materialize();
+            let coarse = CoarseQuantizer::train_rows(x, dim, k, &kopts)?;
+            ctx.progress(&name, "steps", 1, 1);
+            state.stages.push(Stage::Ivf(coarse));
         }
         StepSpec::Itq => {
             let iters = ctx.opts.itq_iterations;

@@ -26,6 +26,11 @@
 //! without a list id are scanned by every list-restricted search (see [`list_scope`];
 //! [`list_coverage`] counts them); on an index where no row has one, such a search is refused
 //! ([`SearchError::NoLists`]).
+//!
+//! **IVF models** (`ivf:K,pq:Mx8`, see [`ivf_scan`]): the lists are the model's k-means cells
+//! and the codes encode residuals. `adc` scores them per probed list (`nprobe`, default all K
+//! lists: the flat residual search); the exact modes restrict to the probed cells; `lists`
+//! (class ids) and text or classifier queries are refused.
 
 mod api;
 pub mod asym;
@@ -33,6 +38,7 @@ mod classify;
 mod error;
 mod examples;
 mod float_codes;
+mod ivf_scan;
 pub(crate) mod list_scope;
 pub mod mode;
 mod pq4_fastscan;
@@ -213,6 +219,26 @@ pub(crate) fn search_rows(
         None => None,
     };
     let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    // IVF models: the lists are the coarse quantiser's k-means cells, the codes residuals.
+    if model.ivf().is_some() {
+        let Queries::Image(v) = q else {
+            return Err(invalid(
+                "queries",
+                "text and classifier queries cannot score an IVF model's residual codes",
+            ));
+        };
+        if params.lists.is_some() {
+            return Err(invalid(
+                "lists",
+                "this index's inverted lists are its model's k-means cells (ivf:K), not \
+                 classes: probe them with nprobe",
+            ));
+        }
+        ivf_scan::ivf_nprobe(model, params.nprobe)?;
+        if !params.mode.is_exact() {
+            return ivf_scan::search_ivf(&blocks, model, v, params, source);
+        }
+    }
     let groups: probe::ProbeGroups = match (&params.lists, params.nprobe) {
         (Some(_), Some(_)) => {
             return Err(invalid(

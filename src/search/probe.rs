@@ -12,6 +12,10 @@
 //! lists (plus the rows with no list, see [`super::list_scope`]). With `n` at least the number
 //! of classes with a mean, nothing is restricted and the result is the full search (rows whose
 //! list id is not a class with a mean are then reached too).
+//!
+//! An index whose model has a coarse quantiser (`ivf:K`) probes that quantiser's k-means
+//! centroids instead (see [`super::ivf_scan`]); its class table, if any, still serves NCM
+//! classification but not list probing.
 
 use std::collections::BTreeMap;
 
@@ -31,8 +35,17 @@ pub(crate) fn probe_groups(
     queries: ArrayView2<f32>,
     nprobe: usize,
 ) -> Result<ProbeGroups, SearchError> {
-    let means = coarse_quantizer(snapshot, nprobe)?;
     let all: Vec<usize> = (0..queries.nrows()).collect();
+    if snapshot.model()?.ivf().is_some() {
+        // The model's k-means cells (exact modes over an IVF index).
+        let probes = super::ivf_scan::ivf_probe_lists(snapshot.model()?, queries, nprobe)?;
+        let mut groups: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
+        for (q, lists) in probes.into_iter().enumerate() {
+            groups.entry(lists).or_default().push(q);
+        }
+        return Ok(groups.into_iter().map(|(l, q)| (Some(l), q)).collect());
+    }
+    let means = coarse_quantizer(snapshot, nprobe)?;
     if nprobe >= means.len() {
         return Ok(vec![(None, all)]);
     }
@@ -95,6 +108,9 @@ pub(crate) fn probe_lists(
     queries: ArrayView2<f32>,
     nprobe: usize,
 ) -> Result<Vec<Vec<u32>>, SearchError> {
+    if snapshot.model()?.ivf().is_some() {
+        return super::ivf_scan::ivf_probe_lists(snapshot.model()?, queries, nprobe);
+    }
     let means = coarse_quantizer(snapshot, nprobe)?;
     let z = snapshot.model()?.project(queries)?;
     let ranked = means

@@ -88,6 +88,16 @@ fn invalid(dir: &Path, argument: &str, detail: impl Into<String>) -> StorageErro
     StorageError::invalid(dir, argument, detail)
 }
 
+/// The number of lists of the model's coarse quantiser (stage kind IVF), if it has one.
+fn ivf_lists(model: &ModelFile) -> Option<u64> {
+    model
+        .stages
+        .iter()
+        .find(|s| s.kind == crate::format::stage_kind::IVF)
+        .and_then(|s| s.tensors.first())
+        .and_then(|t| t.shape.first().copied())
+}
+
 /// Checks `batch` against the index (model layout, stored-vector setting) without touching
 /// anything; every failure names the argument.
 pub(crate) fn check_batch(
@@ -137,6 +147,30 @@ pub(crate) fn check_batch(
                         u32::MAX
                     ),
                 ));
+            }
+        }
+    }
+    // An IVF model's codes are residuals to their list's centroid: each row needs that list.
+    if let Some(k) = ivf_lists(model) {
+        match batch.lists {
+            None => {
+                return Err(invalid(
+                    dir,
+                    "lists",
+                    format!(
+                        "the model is an IVF model of {k} lists: rows encoded by it need the \
+                         list each was encoded against"
+                    ),
+                ));
+            }
+            Some(l) => {
+                if let Some((r, &x)) = l.iter().enumerate().find(|(_, x)| **x as u64 >= k) {
+                    return Err(invalid(
+                        dir,
+                        "lists",
+                        format!("row {r}: list {x}, the model's coarse quantiser has {k} lists"),
+                    ));
+                }
             }
         }
     }

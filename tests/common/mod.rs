@@ -9,4 +9,5 @@ pub mod golden_v1_4;
 pub mod golden_v1_5;
 pub mod golden_v1_6;
 pub mod golden_v1_6_hom;
+pub mod golden_v1_6_ivf;
 pub mod npy;

@@ -57,6 +57,12 @@ a list id are scanned by every list-restricted search (a note on stderr says how
 index where no row has a list id, --classes and --nprobe are refused (exit 1). Build or add with \
 --lists to file rows under lists.
 
+An index whose model has a coarse quantiser (train --pipeline ivf:K,pq:Mx8) files every row \
+under its nearest of K k-means centroids and stores the PQ code of the residual (IVFADC): adc \
+scans the lists of the --nprobe n nearest centroids (1 ≤ n ≤ K; default all K, the flat \
+residual search), --rerank and the exact modes work on top, and --classes (class lists), \
+adc-ip, text and classifier queries are refused (exit 1).
+
 --text WORDS (repeatable) or --text-file F (one query per line) ranks rows by the model's text \
 head (PAMIR: score = q'Wp, larger is better) over the same codes: LUT-8 on bits, \
 inner-product ADC on PQ codes, dot product on float codes; --rerank R re-scores with the stored \
@@ -162,7 +168,8 @@ pub struct SearchArgs {
     /// Scan only the inverted lists of these classes (comma-separated names or ids).
     #[arg(long, value_delimiter = ',', conflicts_with = "nprobe")]
     pub classes: Vec<String>,
-    /// IVF: per query, scan the lists of the n nearest class means.
+    /// IVF: per query, scan the lists of the n nearest class means (with an ivf:K model: of the
+    /// n nearest k-means centroids, 1 ≤ n ≤ K)
     #[arg(long, value_name = "n", allow_negative_numbers = true, value_parser = args::count)]
     pub nprobe: Option<usize>,
     /// Threads (0 = all cores; more than the cores is capped at the cores).

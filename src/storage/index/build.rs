@@ -14,6 +14,10 @@ use crate::storage::{Config, CreateOptions, RowBatch, StorageError};
 
 use super::Index;
 
+/// Why `lists` is refused with an IVF model.
+pub(crate) const IVF_OWN_LISTS: &str = "the model has a coarse quantiser (ivf:K): it files every \
+     row under its nearest k-means list itself, so rows cannot take class lists";
+
 /// Rows encoded per chunk (bounds the memory of the float → code step).
 const ENCODE_CHUNK: usize = 65_536;
 
@@ -148,6 +152,9 @@ impl Index {
             }
             _ => Vec::new(),
         };
+        if model.ivf().is_some() && opts.lists.is_some() {
+            return Err(bad("lists", IVF_OWN_LISTS.into()));
+        }
         let lists = match opts.lists {
             None => None,
             Some(how) => {
@@ -162,13 +169,21 @@ impl Index {
         };
         // Encode everything first: a bad row (NaN, …) fails before the index exists.
         let mut codes = Vec::with_capacity(n * model.code_bytes());
+        // An IVF model files each row under its nearest coarse centroid as it encodes it.
+        let mut ivf_lists = Vec::new();
         let mut start = 0;
         while start < n {
             let end = (start + ENCODE_CHUNK).min(n);
-            codes.extend(model.encode(data.slice(ndarray::s![start..end, ..]))?);
+            let (c, l) = model.encode_lists(data.slice(ndarray::s![start..end, ..]))?;
+            codes.extend(c);
+            ivf_lists.extend(l.unwrap_or_default());
             start = end;
             progress(end);
         }
+        let lists = match model.ivf() {
+            Some(_) => Some(ivf_lists),
+            None => lists,
+        };
         let spec = opts
             .store_vectors
             .map(|t| VectorSpec::new(t, model.input_dim() as u32));

@@ -124,6 +124,9 @@ impl Index {
             }
             _ => Vec::new(),
         };
+        if model.ivf().is_some() && opts.lists.is_some() {
+            return Err(ClassError::invalid("lists", super::build::IVF_OWN_LISTS).into());
+        }
         let lists = match opts.lists {
             None => None,
             Some(how) => {
@@ -136,7 +139,8 @@ impl Index {
                 Some(assign_lists(how, model, x, opts.labels, table)?)
             }
         };
-        let codes = model.encode(x)?;
+        let (codes, ivf_lists) = model.encode_lists(x)?;
+        let lists = ivf_lists.or(lists);
         Ok(PreparedRows {
             codes,
             lists,
