@@ -58,15 +58,19 @@ pub enum FormatVersion {
     /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
     /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
     V1_5,
+    /// 1.6: binary segments may carry multi-index hashing tables (optional section 10, `mih`,
+    /// FORMAT.md §3.6). A 1.5 reader skips the section and scans linearly; every 1.5 file is a
+    /// valid 1.6 file.
+    V1_6,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::V1_5;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_6;
     /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
     /// Newest minor version this build understands.
-    pub const MINOR: u16 = 5;
+    pub const MINOR: u16 = 6;
 
     /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
@@ -77,6 +81,7 @@ impl FormatVersion {
             FormatVersion::V1_3 => (1, 3),
             FormatVersion::V1_4 => (1, 4),
             FormatVersion::V1_5 => (1, 5),
+            FormatVersion::V1_6 => (1, 6),
         }
     }
 }

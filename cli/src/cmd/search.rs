@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::Snapshot;
 use codedb::{Hit, SearchError, SearchMode, SearchParams};
+use codedb::MihChoice;
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};
@@ -56,6 +57,15 @@ space), and equals the full search when n is at least the number of classes. Row
 a list id are scanned by every list-restricted search (a note on stderr says how many); on an \
 index where no row has a list id, --classes and --nprobe are refused (exit 1). Build or add with \
 --lists to file rows under lists.
+
+--mih auto|on|off (hamming mode): exact k-NN through the multi-index hashing tables that \
+sealed segments of 32-256-bit binary codes carry (format 1.6; Norouzi et al., CVPR 2012). The \
+results are those of the linear scan, ties included. auto (default) uses a segment's tables \
+when it has at least 65,536 rows and the search is not restricted by --classes/--nprobe, and \
+falls back to the linear scan of that segment for a query whose probing passes 1/64 of the \
+segment's rows; on uses the tables of every segment that has them, to the end; off scans \
+linearly. The active log, segments without tables and list-restricted searches are always \
+scanned linearly.
 
 --text WORDS (repeatable) or --text-file F (one query per line) ranks rows by the model's text \
 head (PAMIR: score = q'Wp, larger is better) over the same codes: LUT-8 on bits, \
@@ -165,6 +175,9 @@ pub struct SearchArgs {
     /// Threads (0 = all cores; more than the cores is capped at the cores).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count0)]
     pub threads: usize,
+    /// Hamming k-NN through the segments' multi-index hashing tables: auto, on or off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub mih: String,
     /// Output format: tsv (a header, then query rank id score) or json.
     #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
     pub format: String,
@@ -204,6 +217,7 @@ impl SearchArgs {
             threads,
             lists,
             nprobe: self.nprobe,
+            mih: MihChoice::parse(&self.mih).unwrap_or_default(),
         })
     }
 }
