@@ -97,6 +97,10 @@ impl MihShape {
 #[inline]
 pub fn substring(code: &[u8], start: u32, len: u32) -> u32 {
     let b = (start / 8) as usize;
+    if let Some(w) = code.get(b..b + 4) {
+        let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        return (w >> (start % 8)) & ((1u32 << len) - 1);
+    }
     let mut w = [0u8; 4];
     let avail = code.len().saturating_sub(b).min(4);
     w[..avail].copy_from_slice(&code[b..b + avail]);

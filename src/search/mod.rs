@@ -61,7 +61,7 @@ use crate::storage::{Block, Snapshot};
 pub use asym::{asym_bit_terms, asym_tables};
 pub use error::SearchError;
 pub use examples::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
-pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice};
+pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
 pub use mode::{MODE_NAMES, SearchMode};
 pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};

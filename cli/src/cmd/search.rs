@@ -62,7 +62,7 @@ index where no row has a list id, --classes and --nprobe are refused (exit 1). B
 sealed segments of 32-256-bit binary codes carry (format 1.6; Norouzi et al., CVPR 2012). The \
 results are those of the linear scan, ties included. auto (default) uses a segment's tables \
 when it has at least 65,536 rows and the search is not restricted by --classes/--nprobe, and \
-falls back to the linear scan of that segment for a query whose probing passes 1/64 of the \
+falls back to the linear scan of that segment for a query whose probing passes 1/1024 of the \
 segment's rows; on uses the tables of every segment that has them, to the end; off scans \
 linearly. The active log, segments without tables and list-restricted searches are always \
 scanned linearly.
