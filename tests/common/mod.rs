@@ -7,4 +7,5 @@ pub mod golden_v1_2;
 pub mod golden_v1_3;
 pub mod golden_v1_4;
 pub mod golden_v1_5;
+pub mod golden_v1_6_mih;
 pub mod npy;
