@@ -249,3 +249,25 @@ fn a_damaged_table_section_is_a_typed_error_naming_it() {
     let p = SearchParams::new(5, SearchMode::Hamming).mih(MihChoice::Off);
     assert!(s.search(q.view(), &p).is_ok());
 }
+
+/// `Auto` on a segment past `MIH_AUTO_MIN_ROWS`: queries near a row finish through the tables,
+/// far ones (uniform random codes) give up and scan; both equal the linear scan.
+#[test]
+fn auto_on_a_large_segment_probes_or_scans_and_equals_the_linear_scan() {
+    let rows = codedb::MIH_AUTO_MIN_ROWS + 4000;
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(64), Config::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let c = codes(&mut rng, rows, 8, &[]);
+    idx.add_encoded(&RowBatch::new(&c), &EncodedOptions::default())
+        .unwrap();
+    idx.commit_sealed().unwrap();
+    let s = idx.snapshot();
+    assert_eq!(with_tables(&s), 1);
+    // Stored codes with a bit flipped (near), and fresh random codes (far).
+    let mut q = c[..8 * 6].to_vec();
+    q[3] ^= 0x10;
+    q.extend(codes(&mut rng, 6, 8, &[]));
+    let q = queries(&q, 64);
+    assert_same(&s, &q, &[1, 10, 100], "large segment");
+}
