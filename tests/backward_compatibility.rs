@@ -966,7 +966,10 @@ fn current_writer_reproduces_v1_6_mih_bytes() {
     let dir = bless_or_read_v1_6_mih();
     for (name, bytes) in g16m::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert!(on_disk == bytes, "{name} differs from what this build writes");
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
     }
 }
 
@@ -985,7 +988,10 @@ fn v1_6_golden_mih_segment_reads_with_its_tables() {
         assert_eq!(r.ids()[row], g16m::id(row));
         assert_eq!(r.code(row).unwrap(), &g16m::code(row)[..]);
     }
-    let t = r.mih_tables().unwrap().expect("the golden segment has tables");
+    let t = r
+        .mih_tables()
+        .unwrap()
+        .expect("the golden segment has tables");
     assert_eq!(t.shape(), g16m::shape());
     assert_eq!((t.shape().m, t.shape().bits), (8, 64));
     // Every bucket holds exactly the rows of its substring value, in row order.
@@ -1039,7 +1045,10 @@ fn mih_tables_are_optional_and_a_1_5_file_reads_without_them() {
     // A 1.5 reader skips the optional section: labelled 1.5, this build does the same.
     let old = SegmentReader::from_bytes(&v1_6_mih_segment_with(None, false, 5), p).unwrap();
     assert!(old.mih_tables().unwrap().is_none());
-    assert_eq!(old.codes(), SegmentReader::from_bytes(&same, p).unwrap().codes());
+    assert_eq!(
+        old.codes(),
+        SegmentReader::from_bytes(&same, p).unwrap().codes()
+    );
     // Marked REQUIRED in a file that says 1.5, it is a section such a reader does not know.
     let e = SegmentReader::from_bytes(&v1_6_mih_segment_with(None, true, 5), p).unwrap_err();
     assert!(
@@ -1052,7 +1061,11 @@ fn mih_tables_are_optional_and_a_1_5_file_reads_without_them() {
 fn malformed_mih_tables_are_refused_naming_the_section() {
     let p = Path::new("mih.seg");
     let r = SegmentReader::open(&v1_6_mih_path(), OpenOptions::default()).unwrap();
-    let i = r.container().find_one(section_kind::SEG_MIH).unwrap().unwrap();
+    let i = r
+        .container()
+        .find_one(section_kind::SEG_MIH)
+        .unwrap()
+        .unwrap();
     let good = r.container().stored(i).to_vec();
     let u32_at = |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_le_bytes());
     let offsets0 = 32; // table 0's offsets follow the 32-byte header

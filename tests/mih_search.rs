@@ -143,7 +143,11 @@ fn scenario(seed: u64, bits: usize, clustered: bool, batches: &[usize]) {
     idx.commit().unwrap();
     let q = queries(&codes(&mut rng, 9, bytes, &centres), bits);
     let s = idx.snapshot();
-    assert_eq!(with_tables(&s), batches.len(), "every sealed segment has tables");
+    assert_eq!(
+        with_tables(&s),
+        batches.len(),
+        "every sealed segment has tables"
+    );
     let live = s.live_rows() as usize;
     let ks = [1, 3, 10, 64, live + 3];
     assert_same(&s, &q, &ks, "after append");
@@ -238,7 +242,10 @@ fn a_damaged_table_section_is_a_typed_error_naming_it() {
     let p = SearchParams::new(5, SearchMode::Hamming).mih(MihChoice::On);
     let err = s.search(q.view(), &p).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("mih") && msg.contains(&*path.to_string_lossy()), "{msg}");
+    assert!(
+        msg.contains("mih") && msg.contains(&*path.to_string_lossy()),
+        "{msg}"
+    );
     let seg = s.blocks().find_map(|b| b.segment()).unwrap();
     assert!(
         matches!(seg.mih_tables(), Err(FormatError::ChecksumMismatch { ref section, .. }) if section == "mih"),

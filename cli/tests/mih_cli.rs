@@ -22,7 +22,9 @@ fn search_mih_choices_print_the_linear_scans_results() {
             stdout(&search(
                 &dir,
                 &x,
-                &["-k", k, "--mode", "hamming", "--mih", mih, "--format", "json"],
+                &[
+                    "-k", k, "--mode", "hamming", "--mih", mih, "--format", "json",
+                ],
             ))
         };
         let linear = run("off");

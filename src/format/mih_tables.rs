@@ -278,7 +278,9 @@ impl<'a> MihTables<'a> {
             return Err(corrupt("reserved header bytes are not zero".into()));
         }
         if n != rows {
-            return Err(corrupt(format!("tables of {n} rows in a segment of {rows}")));
+            return Err(corrupt(format!(
+                "tables of {n} rows in a segment of {rows}"
+            )));
         }
         if code_bytes.checked_mul(8) != Some(bits) {
             return Err(corrupt(format!(

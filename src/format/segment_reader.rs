@@ -32,12 +32,12 @@ use super::error::{FormatError, Result};
 use super::fastscan_layout::{self as fsl, MAX_M};
 use super::file_bytes::LoadMode;
 use super::le::{checked_mul, to_usize};
+use super::mih_tables::MihTables;
 use super::model_file::CodeKind;
 use super::section_kind::{
     self, META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS,
     SEG_LIST_INDEX, SEG_LISTS, SEG_MIH, SEG_VECTORS,
 };
-use super::mih_tables::MihTables;
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
 

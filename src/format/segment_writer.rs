@@ -454,8 +454,7 @@ impl<W: Write> SegmentWriter<W> {
         if self.column == Column::Mih {
             return Err(self.bad("mih", "tables were already written".into()).into());
         }
-        if self.layout.code_kind != CodeKind::Binary || shape.bits != 8 * self.layout.code_bytes
-        {
+        if self.layout.code_kind != CodeKind::Binary || shape.bits != 8 * self.layout.code_bytes {
             return Err(self
                 .bad(
                     "mih",
@@ -501,7 +500,8 @@ impl<W: Write> SegmentWriter<W> {
             }
             self.open_codes()?;
         }
-        if self.column < Column::Vectors || (self.column == Column::Vectors && self.vectors_streaming)
+        if self.column < Column::Vectors
+            || (self.column == Column::Vectors && self.vectors_streaming)
         {
             self.close_column()?;
         }

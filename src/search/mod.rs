@@ -446,7 +446,15 @@ fn scan_codes(
             let prepared = text::prepare_text(model, u)?;
             let (d, m) = (Direction::LargerIsBetter, Metric::Dot);
             let how = (mode, d, m, u.nrows());
-            return scan_prepared(blocks, scopes, model, &prepared, how, (k, MihChoice::Off), opts);
+            return scan_prepared(
+                blocks,
+                scopes,
+                model,
+                &prepared,
+                how,
+                (k, MihChoice::Off),
+                opts,
+            );
         }
     };
     let prepared = prepare(model, queries, mode)?;

@@ -29,7 +29,7 @@ pub fn code(r: usize) -> [u8; 8] {
         0x0f0f_0f0f_f0f0_f0f0,
     ];
     let x = (r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let flips = (1u64 << (x >> 58)) | (1u64 << ((x >> 52) & 63)) * u64::from(r % 3 == 0);
+    let flips = (1u64 << (x >> 58)) | ((1u64 << ((x >> 52) & 63)) * u64::from(r.is_multiple_of(3)));
     (centres[r % 3] ^ flips).to_le_bytes()
 }
 

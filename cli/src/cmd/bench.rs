@@ -281,7 +281,7 @@ pub struct MihArgs {
 }
 
 fn mih(a: MihArgs) -> Result<ExitCode> {
-    if a.bits % 8 != 0 || !(32..=256).contains(&a.bits) {
+    if !a.bits.is_multiple_of(8) || !(32..=256).contains(&a.bits) {
         usage!("--bits {}: expected a multiple of 8 from 32 to 256", a.bits);
     }
     let b = MihBench {

@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use codedb::MihChoice;
 use codedb::Snapshot;
 use codedb::{Hit, SearchError, SearchMode, SearchParams};
-use codedb::MihChoice;
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};

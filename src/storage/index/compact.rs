@@ -29,8 +29,8 @@ use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
 use crate::storage::merge_policy::{MergeReason, PlannedMerge, plan};
 use crate::storage::merger::Merger;
-use crate::storage::segment_columns::Fill;
 use crate::storage::publish::{publish, sync_dir};
+use crate::storage::segment_columns::Fill;
 use crate::storage::version::{SegmentSlot, VersionState};
 
 /// One merge of a compaction.
