@@ -461,13 +461,14 @@ impl SegmentReader {
             return Ok(None);
         };
         let first = self.mih_checked.get_or_init(|| {
-            if let Err(e) = self.c.verify_section(i) {
-                return Err((true, e.to_string()));
+            if self.c.verify_section(i).is_err() {
+                return Err((true, String::new()));
             }
-            self.parse_mih(i, true).map(|_| ()).map_err(|e| match e {
-                FormatError::Corrupt { detail, .. } => (false, detail),
-                e => (false, e.to_string()),
-            })
+            match self.parse_mih(i, true) {
+                Ok(_) => Ok(()),
+                Err(FormatError::Corrupt { detail, .. }) => Err((false, detail)),
+                Err(_) => Err((false, "the tables cannot be read".into())),
+            }
         });
         match first {
             Ok(()) => self.parse_mih(i, false).map(Some),
