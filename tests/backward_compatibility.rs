@@ -18,7 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
-    golden_v1_5 as g15, golden_v1_6_mih as g16m,
+    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_mih as g16m,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -46,9 +46,24 @@ fn bless_or_read_v1_4() -> PathBuf {
     g14::dir()
 }
 
-/// The v1.5 folder (never rewritten since 1.6).
+/// The v1.5 folder (never rewritten).
 fn bless_or_read_v1_5() -> PathBuf {
     g15::dir()
+}
+
+/// The current version's folder (v1.6), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
 }
 
 #[test]
@@ -242,17 +257,78 @@ fn v1_4_values_written_by_this_build_change_only_the_minor_version() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_5_bytes() {
-    // The writer is deterministic: the same values give the same bytes. Since 1.6 only the
-    // minor version differs (1.6 changed no model byte).
+fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
+    // Format 1.6 changed no byte of a 1.5 model (the v1.5 set holds one model, with no origin).
     let dir = bless_or_read_v1_5();
     for (name, bytes) in g15::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 5, &[]);
         assert!(
-            on_disk == with_minor(bytes, 5),
-            "{name} differs from what this build writes beyond the minor version"
+            with_minor(bytes, 5) == on_disk,
+            "{name}: this build's bytes differ from 1.5 beyond the minor version"
         );
     }
+}
+
+#[test]
+fn current_writer_reproduces_v1_6_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+    let dir = bless_or_read_v1_6();
+    for (name, bytes) in g16::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+#[test]
+fn v1_6_golden_model_reads_with_its_origin() {
+    use codedb::format::stage_kind;
+    use codedb::model::Model;
+    let dir = bless_or_read_v1_6();
+    let path = dir.join(golden::name("model", g16::MODEL_ID, "model"));
+    let mf = ModelFile::open(&path).unwrap();
+    assert!(mf.skipped_stages.is_empty());
+    let last = mf.stages.last().unwrap();
+    assert_eq!((last.kind, last.required), (stage_kind::ORIGIN, false));
+    let names: Vec<&str> = last.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["spec", "stage_steps", "seed"]);
+    let m = Model::from_model_file(&mf).unwrap();
+    assert_eq!(m, g16::model());
+    let o = m.origin().unwrap();
+    assert_eq!((o.spec(), o.seed()), (g16::SPEC, g16::SEED));
+    let steps: Vec<&str> = (0..3).map(|i| o.step_of(i).unwrap()).collect();
+    assert_eq!(steps, ["cca:16", "cca:16", "bits"]);
+    // inspect names the step behind each stage.
+    let report = codedb::admin::inspect_file(&path).unwrap();
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains(r#""step":"cca:16""#), "{json}");
+    assert!(json.contains(r#""spec":"cca:16,bits","seed":42"#), "{json}");
+    // A 1.5 reader does not know stage kind 10: in a file that says 1.5 it is skipped and
+    // reported, and the model reads without its origin, encoding exactly as before.
+    let bytes = std::fs::read(&path).unwrap();
+    let old = ModelFile::from_bytes(&with_minor(bytes.clone(), 5), Path::new("m")).unwrap();
+    assert_eq!(old.skipped_stages, [stage_kind::ORIGIN]);
+    let bare = Model::from_model_file(&old).unwrap();
+    assert_eq!(bare.origin(), None);
+    assert_eq!(bare.stages(), m.stages());
+    // Marked REQUIRED, it would be refused by such a reader (and by this one in a 1.5 file).
+    let mut req = mf.clone();
+    req.stages.last_mut().unwrap().required = true;
+    let req = with_minor(req.to_bytes().unwrap(), 5);
+    let e = ModelFile::from_bytes(&req, Path::new("m"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kind 10"), "{e}");
+    // An origin naming more stages than the model has is refused, naming the stage.
+    let mut bad = mf.clone();
+    let o4 = codedb::model::Origin::new(g16::SPEC.into(), vec![0, 0, 1, 1], 1).unwrap();
+    *bad.stages.last_mut().unwrap() = o4.to_record();
+    let e = Model::from_model_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("origin names the steps of 4 stages"), "{e}");
 }
 
 #[test]

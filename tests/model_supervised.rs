@@ -175,6 +175,65 @@ fn jscl_and_cca_beat_pca_on_the_digits() {
     assert!(ci > pi + 0.005, "cca:8,itq {ci} vs pca:8,itq {pi}");
 }
 
+/// CCA-ITQ takes more bits than the labels' rank (ITQ paper §5.1: "more bits in the code than
+/// the number of most informative eigenvectors"): the 10 digit classes give 9 directions, the
+/// other rows of the projection are zero, and ITQ spreads the 9 over 32 bits. Plain `cca:R`
+/// still refuses R > classes − 1.
+#[test]
+fn cca_itq_takes_more_bits_than_the_labels_rank() {
+    let (x, y, _, _) = split();
+    let m = trained("cca:32,itq,bits", &x, &y);
+    let Stage::Linear(l) = &m.stages()[1] else {
+        panic!("stage 1 is {}", m.stages()[1].name())
+    };
+    let w = l.weight();
+    assert_eq!(w.dim(), (32, 64));
+    assert!((0..9).all(|k| w.row(k).iter().any(|v| *v != 0.0)));
+    assert!((9..32).all(|k| w.row(k).iter().all(|v| *v == 0.0)));
+    assert_eq!(m.code_bits(), 32);
+    // Before a random rotation too (CCA-RR): the scaled embedding, uncompressed.
+    let rr = trained("cca:32,rr,float", &x, &y);
+    assert_eq!(rr.stages()[1], m.stages()[1]);
+    // Every bit is used: each splits the rows (ITQ rotated the 9 directions into all 32).
+    let codes = m.encode(x.view()).unwrap();
+    for bit in 0..32 {
+        let ones = codes
+            .chunks_exact(4)
+            .filter(|c| c[bit / 8] >> (bit % 8) & 1 == 1)
+            .count();
+        assert!(ones > 20 && ones < x.nrows() - 20, "bit {bit}: {ones} ones");
+    }
+    let e = train(
+        &PipelineSpec::parse("cca:32,float").unwrap(),
+        x.view(),
+        &opts(&y),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("classes − 1 = 9") && e.contains("CCA-ITQ"),
+        "{e}"
+    );
+}
+
+/// A trained model records how it was trained (format 1.6 origin): the explicit spec, the
+/// seed, and the step behind each stage, which `inspect` shows; it survives a reload.
+#[test]
+fn trained_models_name_the_step_behind_each_stage() {
+    let (x, y, _, _) = split();
+    let m = trained("cca:16,itq,bits", &x, &y);
+    let o = m.origin().unwrap();
+    assert_eq!((o.spec(), o.seed()), ("cca:16,itq,bits", 7));
+    let steps: Vec<&str> = (0..m.stages().len())
+        .map(|i| o.step_of(i).unwrap())
+        .collect();
+    assert_eq!(steps, ["cca:16", "cca:16", "itq", "bits"]);
+    let bytes = m.to_model_file().to_bytes().unwrap();
+    let back =
+        Model::from_model_file(&ModelFile::from_bytes(&bytes, Path::new("m")).unwrap()).unwrap();
+    assert_eq!(back.origin(), Some(o));
+}
+
 #[test]
 fn bad_input_names_the_argument() {
     let (x, y, _, _) = split();
@@ -348,4 +407,41 @@ fn cca_correlations_match_the_closed_form_two_by_two_case() {
             assert!((scaled.weight[(k, j)] as f64 - want).abs() < 1e-6);
         }
     }
+}
+
+/// `--cca-rho auto`: ρ chosen on held-out rows by class precision@10 (cca_rho.rs); the model
+/// equals the one trained with the chosen ρ fixed, and choosing needs labels.
+#[test]
+fn cca_rho_is_chosen_on_held_out_rows() {
+    let (x, y, _, _) = split();
+    let spec = PipelineSpec::parse("cca:8,float").unwrap();
+    let mut o = opts(&y);
+    o.supervised.cca_rho_grid = vec![1e-4, 1e-2, 1.0, 100.0];
+    let (m, report) = train(&spec, x.view(), &o).unwrap();
+    let c = report.cca_rho_choice.unwrap();
+    assert_eq!(c.trials.len(), 4);
+    let best = c
+        .trials
+        .iter()
+        .map(|t| t.validation_precision.unwrap())
+        .fold(f64::MIN, f64::max);
+    let kept = c.trials.iter().find(|t| t.rho == c.rho).unwrap();
+    assert_eq!(kept.validation_precision, Some(best));
+    assert!(best > 0.5 && best <= 1.0, "{best}");
+    assert!(c.validation_rows >= 2 && c.train_rows + c.validation_rows == x.nrows());
+    let mut fixed = opts(&y);
+    fixed.supervised.cca_rho = c.rho;
+    assert_eq!(
+        train(&spec, x.view(), &fixed).unwrap().0.stages(),
+        m.stages()
+    );
+    // A view without labels: nothing to validate against.
+    let mut v = opts(&y);
+    v.labels = None;
+    v.view = Some(Arc::new(x.slice(ndarray::s![.., ..5]).to_owned()));
+    v.supervised.cca_rho_grid = vec![1e-4, 1.0];
+    let e = train(&PipelineSpec::parse("cca:2,float").unwrap(), x.view(), &v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("labels"), "{e}");
 }

@@ -65,10 +65,20 @@ fn supervised_pipelines_train_build_and_search() {
                 "{spec}"
             );
         }
+        // inspect names the method behind the learned linear stage (format 1.6 origin).
+        let method = spec.split(',').next().unwrap();
+        let text = cli_support::stdout(&ok(&["inspect", s(&m)]));
+        assert!(
+            text.contains(&format!("trained as {spec} (seed 1234)"))
+                && text.contains(&format!("(learned by {method})")),
+            "{spec}: {text}"
+        );
         let dir = tmp.path().join(format!("idx{i}"));
         build(&dir, &m, &x, &["--labels", s(&y)]);
         let r = json(&search(&dir, &x, &["-k", "3", "--format", "json"]));
         assert!(!r.as_array().unwrap().is_empty(), "{spec}");
+        let report = json(&ok(&["inspect", s(&dir), "--json"]));
+        assert_eq!(report["model"]["trained_as"], *spec, "{spec}");
     }
 }
 
@@ -132,4 +142,52 @@ fn bad_labels_views_and_ranks_fail_and_write_nothing() {
     v[2 * 100 + 1] = f32::NAN;
     write_matrix(&nan, 1797, 2, &v);
     run(train(&["--view", s(&nan)], "cca:1,float"), 1, "row 100");
+}
+
+/// `--cca-rho auto` chooses ρ on held-out rows and reports every trial; a list does the same
+/// over its values; a malformed value is a usage error.
+#[test]
+fn cca_rho_auto_is_chosen_and_reported() {
+    let (x, y) = digits();
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let args = |rho: &'static str| -> Vec<String> {
+        [
+            "train",
+            "--data",
+            s(&x),
+            "--labels",
+            s(&y),
+            "--pipeline",
+            "cca:8,itq,bits",
+            "--out",
+            s(&m),
+            "--force",
+            "--json",
+            "--cca-rho",
+            rho,
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect()
+    };
+    let run = |rho| {
+        let a = args(rho);
+        json(&ok(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    let v = run("auto");
+    let c = &v["cca_rho_choice"];
+    assert_eq!(c["trials"].as_array().unwrap().len(), 8, "{v}");
+    let chosen = c["rho"].as_f64().unwrap();
+    let v2 = run("0.01,100");
+    let c2 = &v2["cca_rho_choice"];
+    assert_eq!(c2["trials"].as_array().unwrap().len(), 2, "{v2}");
+    assert!(chosen > 0.0 && c2["rho"].as_f64().unwrap() > 0.0);
+    assert!(run("0.5")["cca_rho_choice"].is_null());
+    let bad = args("1,x");
+    fails(
+        &bad.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        "'x'",
+    );
 }

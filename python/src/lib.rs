@@ -72,6 +72,22 @@ impl PyModel {
         engine::model_id(&self.model)
     }
 
+    /// How the model was trained, kept in the model file (format 1.6): `{"spec": "cca:32,itq,bits",
+    /// "seed": 7, "steps": ["cca:32", "cca:32", "itq", "bits"]}` (the step that learned each
+    /// stage); `None` for a model that does not record it (written before 1.6).
+    #[getter]
+    fn origin<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(o) = self.model.origin() else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("spec", o.spec())?;
+        d.set_item("seed", o.seed())?;
+        let steps: Vec<&str> = (0..o.stages()).filter_map(|i| o.step_of(i)).collect();
+        d.set_item("steps", steps)?;
+        Ok(Some(d.into_any()))
+    }
+
     /// The codes of the rows of `x`, one row of `code_bytes` uint8 per input row.
     fn encode<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let rows = arrays::rows(x, "x")?;

@@ -134,6 +134,10 @@ def test_model_save_load_and_supervised_training(tmp_path, data, model):
     assert 0 < r["train"]["pca"]["explained_variance_ratio"] <= 1
     assert [s["step"] for s in r["train"]["steps"]], r["train"]["steps"]
     assert again.report is None
+    # How it was trained travels with the model file.
+    assert again.origin == model.origin
+    assert again.origin["spec"].endswith("itq,bits"), again.origin
+    assert len(again.origin["steps"]) >= 3 and again.origin["steps"][-1] == "bits"
     with pytest.raises(codedb.InvalidArgument, match="labels"):
         codedb.train(x, "ncmml:8,float")
     with pytest.raises(codedb.InvalidArgument, match="spec|pipeline|nope"):

@@ -58,9 +58,11 @@ pub enum FormatVersion {
     /// FORMAT.md §4.3): a vocabulary with idf and the PAMIR matrix that scores text queries.
     /// A 1.4 reader skips it (and lists it as skipped); every 1.4 file is a valid 1.5 file.
     V1_5,
-    /// 1.6: binary segments may carry multi-index hashing tables (optional section 10, `mih`,
-    /// FORMAT.md §3.6). A 1.5 reader skips the section and scans linearly; every 1.5 file is a
-    /// valid 1.6 file.
+    /// 1.6: model files may carry their origin (stage kind 10, `origin`, written OPTIONAL,
+    /// FORMAT.md §4.4): the training spec, seed and the step that learned each stage. A 1.5
+    /// reader skips it; every 1.5 file is a valid 1.6 file. Binary segments may carry
+    /// multi-index hashing tables (optional section 10, `mih`, FORMAT.md §3.6); a 1.5 reader
+    /// skips the section and scans linearly.
     V1_6,
 }
 

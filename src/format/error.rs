@@ -124,6 +124,18 @@ pub enum FormatError {
         /// The stage this build does not know.
         stage: String,
     },
+    /// A model stage whose tensors are well-formed but whose values the model layer refuses
+    /// (`inspect` reads a model's optional origin stage this way).
+    #[error("{path}: model stage {stage}: {source}")]
+    InvalidStage {
+        /// The file (`<memory>` for bytes not read from a file).
+        path: PathBuf,
+        /// The stage, e.g. `4 (origin)`.
+        stage: String,
+        /// What the model layer found wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A caller passed a value the format cannot hold (too many rows, a misused writer).
     #[error("{path}: invalid argument {argument}: {detail}")]
     InvalidArgument {
@@ -151,6 +163,7 @@ impl FormatError {
             | FormatError::Decompress { path, .. }
             | FormatError::UnknownRequiredSection { path, .. }
             | FormatError::UnknownStage { path, .. }
+            | FormatError::InvalidStage { path, .. }
             | FormatError::InvalidArgument { path, .. } => path,
         }
     }
@@ -164,7 +177,9 @@ impl FormatError {
             | FormatError::Corrupt { section, .. }
             | FormatError::Decompress { section, .. }
             | FormatError::UnknownRequiredSection { section, .. } => Some(section),
-            FormatError::UnknownStage { stage, .. } => Some(stage),
+            FormatError::UnknownStage { stage, .. } | FormatError::InvalidStage { stage, .. } => {
+                Some(stage)
+            }
             FormatError::InvalidArgument { argument, .. } => Some(argument),
             FormatError::BadMagic { .. } | FormatError::UnsupportedVersion { .. } => Some("header"),
             FormatError::WrongKind { .. } => Some("header.kind"),

@@ -398,8 +398,8 @@ impl ModelFile {
             let label = format!("stage {n}");
             let s = decode_stage(c.stored(i), path, &label)?;
             // A kind defined by a later version than the file's is unknown in that file.
-            let defined = stage_kind::name(s.kind).is_some()
-                && (s.kind != stage_kind::TEXT || c.version() >= (1, 5));
+            let defined =
+                stage_kind::name(s.kind).is_some() && c.version() >= stage_kind::since(s.kind);
             if !defined {
                 if s.required {
                     return Err(FormatError::UnknownStage {

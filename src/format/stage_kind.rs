@@ -21,6 +21,9 @@ pub const SKLSH: u16 = 8;
 /// scores text queries against the projected vectors (Grangier et al. 2006). Not needed to
 /// encode, so older readers skip it.
 pub const TEXT: u16 = 9;
+/// Origin (format 1.6, written OPTIONAL): the pipeline spec a model was trained with, its seed,
+/// and which spec step learned each stage (`inspect` names the method behind a `linear`).
+pub const ORIGIN: u16 = 10;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -34,6 +37,17 @@ pub fn name(kind: u16) -> Option<&'static str> {
         RFF => "rff",
         SKLSH => "sklsh",
         TEXT => "text",
+        ORIGIN => "origin",
         _ => return None,
     })
+}
+
+/// The format version that defined `kind` (1.0 for the first eight); in a file of an older
+/// version the kind is unknown, as it was to the readers of that version.
+pub fn since(kind: u16) -> (u16, u16) {
+    match kind {
+        TEXT => (1, 5),
+        ORIGIN => (1, 6),
+        _ => (1, 0),
+    }
 }

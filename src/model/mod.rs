@@ -13,7 +13,8 @@
 //!
 //! # Stage tensors (FORMAT.md §4.2 defers them to here)
 //!
-//! Every stage is written REQUIRED. Readers refuse missing, duplicated or unknown tensors,
+//! Every pipeline stage is written REQUIRED (the text head and the origin, not needed to
+//! encode, OPTIONAL). Readers refuse missing, duplicated or unknown tensors,
 //! wrong dtypes or shapes, and non-finite values, naming the stage index, kind and tensor.
 //!
 //! | kind | tensors |
@@ -27,6 +28,7 @@
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
 //! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
+//! | origin (10, OPTIONAL, after the quantiser, before a text head) | `spec` u8 `[B]`, `stage_steps` u64 `[S]`, `seed` u64 `[]` (`origin.rs`, FORMAT.md §4.4) |
 //!
 //! A pipeline is any number of transforms (center, linear, rotation, rff) followed by exactly
 //! one quantiser (binarize, sklsh, pq, float); each stage's input dimension is the previous
@@ -49,6 +51,7 @@ mod linalg;
 mod linear;
 mod neighbour_radius;
 mod opq;
+mod origin;
 mod pca;
 mod pipeline;
 mod pq;
@@ -82,6 +85,7 @@ pub use neighbour_radius::{
     DEFAULT_NEIGHBOUR_RANK, DEFAULT_RADIUS_QUERIES, mean_kth_neighbour_distance,
 };
 pub use opq::{OpqOptions, OpqTraining, train_opq};
+pub use origin::{MAX_ORIGIN_SPEC, Origin};
 pub use pca::{Covariance, CovarianceAccumulator, Pca};
 pub use pipeline::Model;
 pub use pq::{AdcMetric, PqTraining, ProductQuantizer};
@@ -93,8 +97,8 @@ pub use sklsh::Sklsh;
 pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
 pub use stage::Stage;
 pub use supervised::{
-    CcaFit, CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl,
-    fit_metric,
+    CCA_RHO_GRID, CcaFit, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit, SupervisedOptions,
+    choose_cca_rho, fit_attributes, fit_cca, fit_jscl, fit_metric,
 };
 pub use text::{
     MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PamirOptions, PamirReport,

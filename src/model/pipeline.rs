@@ -13,6 +13,7 @@ use crate::format::{CodeKind, FileId, ModelFile};
 
 use super::error::{ModelError, Result};
 use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
+use super::origin::Origin;
 use super::pq::{AdcMetric, ProductQuantizer};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_block, first_fault, get_bit};
 use super::stage::Stage;
@@ -40,6 +41,8 @@ pub struct Model {
     stages: Vec<Stage>,
     /// Optional text head (PAMIR): scores text queries; not needed to encode.
     text: Option<TextHead>,
+    /// How the stages were trained (spec, seed, step per stage); not needed to encode.
+    origin: Option<Origin>,
 }
 
 impl Model {
@@ -80,6 +83,7 @@ impl Model {
             id: FileId::generate(),
             stages,
             text: None,
+            origin: None,
         };
         let (cb, bits) = (
             model.quantizer().code_bytes(),
@@ -125,6 +129,27 @@ impl Model {
     pub fn without_text_head(mut self) -> Model {
         self.text = None;
         self
+    }
+
+    /// How the model was trained, when it records that (models trained by [`crate::model::train`]
+    /// do; models assembled from stages do not).
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
+    }
+
+    /// The same model recording `origin`, checked: it names one step per pipeline stage.
+    pub fn with_origin(mut self, origin: Origin) -> Result<Model> {
+        if origin.stages() != self.stages.len() {
+            return Err(ModelError::BadModel {
+                detail: format!(
+                    "the origin names the steps of {} stages, the model has {}",
+                    origin.stages(),
+                    self.stages.len()
+                ),
+            });
+        }
+        self.origin = Some(origin);
+        Ok(self)
     }
 
     /// The model's identity (its file id; segments record which model encoded them).
@@ -341,6 +366,7 @@ impl Model {
                 .stages
                 .iter()
                 .map(Stage::to_record)
+                .chain(self.origin.iter().map(Origin::to_record))
                 .chain(self.text.iter().map(TextHead::to_record))
                 .collect(),
             skipped_stages: Vec::new(),
@@ -354,7 +380,25 @@ impl Model {
     pub fn from_model_file(mf: &ModelFile) -> Result<Model> {
         let mut stages = Vec::with_capacity(mf.stages.len());
         let mut text = None;
+        let mut origin = None;
         for (i, rec) in mf.stages.iter().enumerate() {
+            if rec.kind == crate::format::stage_kind::ORIGIN {
+                // After the pipeline, before any text head; one at most.
+                if origin.is_some() || text.is_some() || stages.is_empty() {
+                    return Err(ModelError::BadStage {
+                        stage: format!("{i} (origin)"),
+                        detail: "an origin must follow the pipeline's stages, once".into(),
+                    });
+                }
+                origin = Some(Origin::from_record(rec).map_err(|e| with_stage_index(e, i))?);
+                continue;
+            }
+            if origin.is_some() && rec.kind != crate::format::stage_kind::TEXT {
+                return Err(ModelError::BadStage {
+                    stage: format!("{i}"),
+                    detail: "only a text head may follow the origin".into(),
+                });
+            }
             if rec.kind == crate::format::stage_kind::TEXT {
                 // The text head follows the quantiser; one at most.
                 if text.is_some() || i + 1 != mf.stages.len() {
@@ -372,6 +416,9 @@ impl Model {
         let mut model = Model::new(stages)?.with_id(mf.model_id);
         if let Some(head) = text {
             model = model.with_text_head(head)?;
+        }
+        if let Some(o) = origin {
+            model = model.with_origin(o)?;
         }
         let got = (
             model.input_dim(),

@@ -15,7 +15,7 @@
 //! | `ncmml:C` | NCMML metric W (C × D) learned from labels (Mensink et al. TPAMI 2013, eq. 3-7), as center + linear; needs `TrainOptions::labels` |
 //! | `metric:R` | low-rank metric learning on label triplets (Gordo et al. CVPR 2012, eq. 1-4); needs labels |
 //! | `attributes:R` | one-vs-rest class scores, then PCA to R ≤ classes (Gordo et al. eq. 5); needs labels |
-//! | `cca:R` | CCA with the one-hot labels (R ≤ classes − 1) or `TrainOptions::view` (Gordo et al. eq. 6-8); before `itq` its directions are scaled by their correlations (CCA-ITQ, Gong et al. eq. 4) |
+//! | `cca:R` | CCA with the one-hot labels (R ≤ classes − 1) or `TrainOptions::view` (Gordo et al. eq. 6-8); before `itq` or `rr` its directions are scaled by their correlations (CCA-ITQ / CCA-RR, Gong et al. eq. 4) and R may exceed the view's rank (zero rows past it) |
 //! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
@@ -65,7 +65,7 @@ pub enum StepSpec {
     Metric(usize),
     /// `attributes:R`: class scores, then PCA to R (needs labels).
     Attributes(usize),
-    /// `cca:R`: CCA with the one-hot labels or a given view; `scaled` (set when `itq`
+    /// `cca:R`: CCA with the one-hot labels or a given view; `scaled` (set when `itq` or `rr`
     /// follows) multiplies each direction by its canonical correlation (CCA-ITQ).
     Cca {
         /// Directions kept (R).
@@ -392,9 +392,11 @@ impl PipelineSpec {
                 }
             }
         }
-        // CCA-ITQ (Gong et al. eq. 4): CCA right before ITQ scales its directions.
+        // CCA-ITQ (Gong et al. eq. 4): CCA right before ITQ scales its directions; so does CCA
+        // before a random rotation (CCA-RR, the paper's §6 baseline), which also makes
+        // `cca:R,rr,float` the scaled embedding uncompressed.
         for i in 1..steps.len() {
-            if steps[i] == StepSpec::Itq
+            if matches!(steps[i], StepSpec::Itq | StepSpec::RandomRotation)
                 && let StepSpec::Cca { scaled, .. } = &mut steps[i - 1]
             {
                 *scaled = true;

@@ -33,6 +33,7 @@ use super::neighbour_radius::{
     DEFAULT_NEIGHBOUR_RANK, DEFAULT_RADIUS_QUERIES, mean_kth_neighbour_distance,
 };
 use super::opq::{OpqOptions, reconstruct, train_opq_rows};
+use super::origin::Origin;
 use super::pca::{CovarianceAccumulator, Pca};
 use super::pipeline::Model;
 use super::pq::ProductQuantizer;
@@ -43,7 +44,8 @@ use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
-    CcaView, SgdChoice, SgdFit, SupervisedOptions, fit_attributes, fit_cca, fit_jscl, fit_metric,
+    CcaView, RhoChoice, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho, fit_attributes,
+    fit_cca, fit_jscl, fit_metric,
 };
 
 /// Training rows used when `TrainOptions::sample` is `None`.
@@ -203,6 +205,8 @@ pub struct TrainReport {
     pub cca_correlations: Vec<f64>,
     /// What the validation of the last `metric:R` / `jscl:R` step chose.
     pub sgd_choice: Option<SgdChoice>,
+    /// What the ρ validation of the last `cca:R` step chose (when a ρ grid was given).
+    pub cca_rho_choice: Option<RhoChoice>,
 }
 
 /// The training state: the sample, the stages fitted so far, and how many of them have been
@@ -437,34 +441,62 @@ fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx)
     Ok(())
 }
 
-/// `cca:R` (Gordo et al. eq. 6-8; CCA-ITQ when `scaled`) with the view or the one-hot labels.
-fn fit_cca_step(state: &mut State, r: usize, scaled: bool, ctx: &mut Ctx) -> Result<()> {
+/// `cca:R` (Gordo et al. eq. 6-8; CCA-ITQ when `scaled`) with the view or the one-hot labels;
+/// ρ fixed, or chosen on held-out rows from `SupervisedOptions::cca_rho_grid` (`cca_rho.rs`).
+fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let name = format!("cca:{r}");
     let dim = state.out_dim();
-    let labels = match state.view {
-        Some(_) => None,
-        None => Some(need_labels(state, &name)?),
+    let sup = ctx.opts.supervised.clone();
+    let labels = match (&state.view, sup.cca_rho_grid.is_empty()) {
+        (Some(_), true) => None,
+        _ => Some(need_labels(state, &name)?),
     };
     let view = state.view.take();
     ctx.progress(&name, "steps", 0, 1);
-    let x = state.materialize();
-    let v = match (&view, &labels) {
-        (Some((values, cols)), _) => CcaView::Matrix {
-            values,
-            cols: *cols,
-        },
-        (None, Some(l)) => CcaView::OneHot(l),
-        (None, None) => unreachable!("labels were required above"),
-    };
-    let fit = fit_cca(x, dim, v, r, ctx.opts.supervised.cca_rho, scaled);
+    let result = (|| {
+        let x = state.materialize();
+        let v = match (&view, &labels) {
+            (Some((values, cols)), _) => CcaView::Matrix {
+                values,
+                cols: *cols,
+            },
+            (None, Some(l)) => CcaView::OneHot(l),
+            (None, None) => unreachable!("labels were required above"),
+        };
+        let mut rho = sup.cca_rho;
+        let mut choice = None;
+        if let Some(l) = labels.as_deref().filter(|_| !sup.cca_rho_grid.is_empty()) {
+            let c = choose_cca_rho(x, dim, v, l, r, scaled, &sup.cca_rho_grid, &sup, seed)?;
+            rho = c.rho;
+            choice = Some(c);
+        }
+        Ok::<_, ModelError>((fit_cca(x, dim, v, r, rho, scaled)?, choice))
+    })();
     state.view = view;
-    let fit = fit?;
+    let (fit, choice) = result?;
     ctx.progress(&name, "steps", 1, 1);
+    if let Some(c) = &choice {
+        for t in &c.trials {
+            match (t.validation_precision, &t.error) {
+                (Some(p), _) => ctx.message(format!(
+                    "{name}: rho {:e}: held-out precision@{} {p:.4}",
+                    t.rho, sup.validation_k
+                )),
+                (None, e) => ctx.message(format!(
+                    "{name}: rho {:e}: not fitted ({})",
+                    t.rho,
+                    e.as_deref().unwrap_or("?")
+                )),
+            }
+        }
+        ctx.message(format!("{name}: rho {:e} chosen", c.rho));
+    }
     ctx.message(format!(
         "{name}: canonical correlations {:?}",
         &fit.correlations[..fit.correlations.len().min(r)]
     ));
     ctx.report.cca_correlations = fit.correlations.clone();
+    ctx.report.cca_rho_choice = choice;
     state.stages.extend(fit.to_stages()?);
     Ok(())
 }
@@ -498,7 +530,7 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
         }
         StepSpec::Ncmml(c) => fit_ncmml(state, c, seed, ctx)?,
         StepSpec::Metric(_) | StepSpec::Jscl(_) => fit_triplet_step(state, step, seed, ctx)?,
-        StepSpec::Cca { dim: r, scaled } => fit_cca_step(state, r, scaled, ctx)?,
+        StepSpec::Cca { dim: r, scaled } => fit_cca_step(state, r, scaled, seed, ctx)?,
         StepSpec::Attributes(r) => {
             let name = step.token();
             let labels = need_labels(state, &name)?;
@@ -738,6 +770,9 @@ fn finish_training(
     t_all: Instant,
 ) -> Result<(Model, TrainReport)> {
     let opts = ctx.opts;
+    // The step that produced each stage: stages fitted before `first` belong to step
+    // `first - 1` (`train_after` fits them as one unit; in practice `first` is 1).
+    let mut stage_steps = vec![first.saturating_sub(1); state.stages.len()];
     for (i, &step) in spec.steps.iter().enumerate().skip(first) {
         let t = Instant::now();
         run_step(
@@ -750,6 +785,7 @@ fn finish_training(
             step: step.token(),
             seconds: t.elapsed().as_secs_f64(),
         });
+        stage_steps.resize(state.stages.len(), i);
     }
     let t = Instant::now();
     let qseed = derive_seed(opts.seed, spec.steps.len() as u64 + 1);
@@ -758,7 +794,9 @@ fn finish_training(
         step: spec.quantizer.token(),
         seconds: t.elapsed().as_secs_f64(),
     });
-    let model = Model::new(state.stages)?;
+    stage_steps.resize(state.stages.len(), spec.steps.len());
+    let origin = Origin::new(spec.canonical(), stage_steps, opts.seed)?;
+    let model = Model::new(state.stages)?.with_origin(origin)?;
     ctx.report.total_seconds += t_all.elapsed().as_secs_f64();
     Ok((model, ctx.report))
 }

@@ -10,6 +10,8 @@ use crate::format::{
     stage_kind,
 };
 
+use crate::model::Origin;
+
 use super::layout::list_manifests;
 use super::recovery::recovery_records;
 use super::recovery::{RecoveryRecord, SkippedManifest};
@@ -54,6 +56,17 @@ pub struct StageReport {
     pub required: bool,
     /// The stage's tensors.
     pub tensors: Vec<TensorReport>,
+    /// The training step that learned it (e.g. `cca:32`), when the model records its origin.
+    pub step: Option<String>,
+}
+
+/// How a model was trained (its optional `origin` stage, format 1.6).
+#[derive(Debug, Clone, Serialize)]
+pub struct OriginReport {
+    /// The explicit pipeline spec, e.g. `cca:32,itq,bits`.
+    pub spec: String,
+    /// The training seed.
+    pub seed: u64,
 }
 
 /// One class record of a class table.
@@ -127,6 +140,8 @@ pub enum Contents {
         stages: Vec<StageReport>,
         /// Kind numbers of optional stages this build does not know.
         skipped_stages: Vec<u16>,
+        /// How the model was trained, when it records that.
+        origin: Option<OriginReport>,
     },
     /// A class table, base or delta (FORMAT.md §5).
     ClassTable {
@@ -367,6 +382,13 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
         }
         FileKind::Model => {
             let m = ModelFile::from_container(c)?;
+            let origin = model_origin(&m, path)?;
+            let step = |i: usize| {
+                origin
+                    .as_ref()
+                    .and_then(|o| o.step_of(i))
+                    .map(str::to_string)
+            };
             Contents::Model {
                 input_dim: m.input_dim,
                 code_kind: m.code_kind.name(),
@@ -375,7 +397,9 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                 stages: m
                     .stages
                     .iter()
-                    .map(|s| StageReport {
+                    .enumerate()
+                    .map(|(i, s)| StageReport {
+                        step: step(i),
                         kind: stage_kind::name(s.kind)
                             .map(str::to_string)
                             .unwrap_or_else(|| format!("kind {}", s.kind)),
@@ -392,6 +416,10 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                     })
                     .collect(),
                 skipped_stages: m.skipped_stages,
+                origin: origin.map(|o| OriginReport {
+                    spec: o.spec().to_string(),
+                    seed: o.seed(),
+                }),
             }
         }
         FileKind::ClassTable => {
@@ -483,6 +511,8 @@ pub struct ModelSummary {
     pub code_bits: Option<u32>,
     /// Stage kind names, in pipeline order.
     pub stages: Vec<String>,
+    /// The pipeline spec the model was trained with (its origin stage, format 1.6), if recorded.
+    pub trained_as: Option<String>,
 }
 
 /// An index directory at the version readers open (the newest that reads). The top-level keys
@@ -609,6 +639,12 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
                         .collect()
                 })
                 .unwrap_or_default(),
+            trained_as: match &model {
+                Some(m) => {
+                    model_origin(m, &dir.join(&newest.model.name))?.map(|o| o.spec().to_string())
+                }
+                None => None,
+            },
         },
         bytes,
         active_log: newest_log.as_ref().map(ActiveLogReport::of),
@@ -634,4 +670,23 @@ fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The model's origin stage, read and checked (a malformed one is an error naming the file).
+fn model_origin(m: &ModelFile, path: &Path) -> Result<Option<Origin>, FormatError> {
+    let Some((i, rec)) = m
+        .stages
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.kind == stage_kind::ORIGIN)
+    else {
+        return Ok(None);
+    };
+    Origin::from_record(rec)
+        .map(Some)
+        .map_err(|e| FormatError::InvalidStage {
+            path: path.to_path_buf(),
+            stage: format!("{i} (origin)"),
+            source: Box::new(e),
+        })
 }

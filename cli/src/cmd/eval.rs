@@ -117,9 +117,11 @@ pub struct EvalArgs {
     /// Text task, cca:R: the same embedding of each query (.npy, one row per query).
     #[arg(long, value_name = "FILE")]
     pub query_embeddings: Option<PathBuf>,
-    /// Text task, cca:R: regularisation ρ, relative to each view's mean variance.
-    #[arg(long, default_value_t = 1e-4)]
-    pub cca_rho: f64,
+    /// cca:R steps: regularisation ρ, relative to each view's mean variance (default 1e-4).
+    /// Retrieve task: also `auto` or a comma-separated list, chosen on held-out database rows
+    /// (as `codedb train --cca-rho`); text task: one value.
+    #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
+    pub cca_rho: Option<args::CcaRho>,
 }
 
 pub(super) fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
@@ -193,6 +195,13 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         lookup_radius: a.radius,
         train_sample: a.train_sample,
         truth_sample: a.truth_sample,
+        supervised: {
+            let mut s = codedb::model::SupervisedOptions::default();
+            if let Some(rho) = &a.cca_rho {
+                rho.apply(&mut s);
+            }
+            s
+        },
         ..RetrievalOptions::default()
     };
     let bar = progress::bar(0, "evaluating", "steps");

@@ -59,7 +59,11 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
             ..PamirOptions::default()
         },
         default_epsilon: true,
-        cca_rho: a.cca_rho,
+        cca_rho: match a.cca_rho.as_ref().map(|r| r.0.as_slice()) {
+            None => 1e-4,
+            Some([rho]) => *rho,
+            Some(_) => usage!("--cca-rho: the text task's cca:R baseline takes one value"),
+        },
         seed: a.seed,
     };
     let data = TextEvalData {

@@ -104,6 +104,9 @@ fn print_index(r: &IndexReport) {
         ),
         _ => outln!("model      {} (unreadable: run codedb verify)", m.file),
     }
+    if let Some(spec) = &m.trained_as {
+        outln!("trained as {spec}");
+    }
     outln!("bytes      {}", r.bytes);
     outln!("versions:");
     for v in &r.versions {
@@ -225,12 +228,16 @@ fn print_contents(c: &Contents, indent: &str) {
             code_bits,
             stages,
             skipped_stages,
+            origin,
         } => {
             p("input", format!("{input_dim}-D"));
             p(
                 "codes",
                 format!("{code_kind}, {code_bytes} bytes ({code_bits} bits)"),
             );
+            if let Some(o) = origin {
+                p("trained as", format!("{} (seed {})", o.spec, o.seed));
+            }
             outln!("{indent}  stages:");
             for (i, s) in stages.iter().enumerate() {
                 let tensors: Vec<String> = s
@@ -238,7 +245,16 @@ fn print_contents(c: &Contents, indent: &str) {
                     .iter()
                     .map(|t| format!("{} {}{:?}", t.name, t.dtype, t.shape))
                     .collect();
-                outln!("{indent}    {i}. {:<10} {}", s.kind, tensors.join(", "));
+                let step = s
+                    .step
+                    .as_ref()
+                    .map(|st| format!("  (learned by {st})"))
+                    .unwrap_or_default();
+                outln!(
+                    "{indent}    {i}. {:<10} {}{step}",
+                    s.kind,
+                    tensors.join(", ")
+                );
             }
             if !skipped_stages.is_empty() {
                 p(

@@ -71,6 +71,8 @@ pub struct RetrievalOptions {
     pub truth_sample: usize,
     /// The neighbour rank of the threshold (ITQ: 50).
     pub neighbour_rank: usize,
+    /// Settings of supervised steps (`cca:R`'s ρ or ρ grid, the SGD learners' validation).
+    pub supervised: codedb::model::SupervisedOptions,
 }
 
 impl Default for RetrievalOptions {
@@ -84,6 +86,7 @@ impl Default for RetrievalOptions {
             lookup_radius: 2,
             train_sample: None,
             truth_sample: 1000,
+            supervised: codedb::model::SupervisedOptions::default(),
             neighbour_rank: ITQ_NEIGHBOUR_RANK,
         }
     }
@@ -378,6 +381,7 @@ fn evaluate_pipeline(
             // Supervised steps (`ncmml:d`, Mensink et al. Table 8) learn from the database
             // rows' labels; unsupervised ones ignore them.
             labels: db_labels.map(Arc::from),
+            supervised: opts.supervised.clone(),
             ..TrainOptions::default()
         },
     )?;

@@ -11,12 +11,15 @@
 //! ρ: Σ are divided by N − 1 and `ρ_a = ρ · tr(Σ_aa) / D_a` (likewise for B), so ρ is relative
 //! to the mean variance of each view (default 1e-4, the ITQ paper's value). With one-hot
 //! labels the centred B has rank K − 1, so at most K − 1 correlations are non-zero and R must
-//! be ≤ K − 1.
+//! be ≤ K − 1 (≤ the view's columns for a matrix view).
 //!
 //! CCA-ITQ (Gong et al. eq. 4 and the text after it): before ITQ each direction is scaled by
 //! its λ_k ("the leading eigenvectors scaled by the corresponding eigenvalues"; λ_k² is the
 //! eigenvalue of eq. 4, λ_k the canonical correlation), so the most discriminative directions
-//! dominate the rotation.
+//! dominate the rotation (likewise before a random rotation, CCA-RR). The paper uses "more bits in the code than the number of most
+//! informative eigenvectors" (its Fig. 11 goes to 256 bits on 10 CIFAR classes), so with
+//! scaling R may exceed the view's rank: directions past it have λ = 0 and enter as zero rows,
+//! and ITQ's rotation spreads the informative directions over all R bits.
 
 use ndarray::Array2;
 
@@ -167,12 +170,13 @@ pub fn fit_cca(
         CcaView::OneHot(labels) => {
             let (classes, ids) = class_ids("cca", labels, n)?;
             let k = classes.len();
-            if r > k - 1 {
+            if r > k - 1 && !scale_by_correlation {
                 return Err(ModelError::unsupported(
                     "cca",
                     format!(
                         "with one-hot labels CCA has at most classes − 1 = {} directions, R = {r} \
-                         asked (use fewer, or --view with a richer second view)",
+                         asked (use fewer, --view with a richer second view, or CCA-ITQ: \
+                         `cca:R,itq,bits` takes any R)",
                         k - 1
                     ),
                 ));
@@ -201,7 +205,7 @@ pub fn fit_cca(
                     value: values[p],
                 });
             }
-            if r > cols {
+            if r > cols && !scale_by_correlation {
                 return Err(ModelError::unsupported(
                     "cca",
                     format!(
@@ -235,8 +239,15 @@ pub fn fit_cca(
     // u = C_aa^{-1/2} t, one direction per column (d × m).
     let mut u = matmul_f64(&ax, &tvec, d, d, m, par());
     fix_column_signs(&mut u, d, m);
+    // Past the view's rank (one-hot: K − 1) the correlations are 0 up to rounding: CCA-ITQ
+    // gives those directions weight 0 exactly, so the rows stay zero.
+    let rank = match view {
+        CcaView::OneHot(_) => q - 1,
+        CcaView::Matrix { .. } => m,
+    }
+    .min(m);
     let mut w = Array2::<f32>::zeros((r, d));
-    for k in 0..r {
+    for k in 0..r.min(rank) {
         let s = if scale_by_correlation { corr[k] } else { 1.0 };
         for i in 0..d {
             w[(k, i)] = (u[i * m + k] * s) as f32;

@@ -15,12 +15,14 @@
 
 mod attributes;
 mod cca;
+mod cca_rho;
 mod jscl;
 mod metric;
 mod triplet_sgd;
 
 pub use attributes::fit_attributes;
 pub use cca::{CcaFit, CcaView, fit_cca};
+pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
 pub use triplet_sgd::SgdFit;
@@ -45,6 +47,9 @@ pub struct SupervisedOptions {
     /// Default 1e-4, the ITQ paper's value (§5.1); relative so that it means the same on pixels
     /// and on unit-norm features.
     pub cca_rho: f64,
+    /// When not empty, CCA's ρ is chosen from these on held-out rows (`cca_rho.rs`; needs
+    /// labels) and `cca_rho` is ignored. [`CCA_RHO_GRID`] is `--cca-rho auto`.
+    pub cca_rho_grid: Vec<f64>,
     /// Step sizes η tried by metric learning and JSCL (the paper validates η); the one with
     /// the best validation precision is kept.
     pub learning_rates: Vec<f64>,
@@ -65,6 +70,7 @@ impl Default for SupervisedOptions {
     fn default() -> Self {
         SupervisedOptions {
             cca_rho: 1e-4,
+            cca_rho_grid: Vec::new(),
             learning_rates: vec![0.003, 0.03, 0.3],
             max_epochs: 30,
             patience: 5,

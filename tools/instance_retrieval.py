@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Instance retrieval on openclipart, the shape of Gordo et al. CVPR 2012's protocol (issue 15).
+"""Instance retrieval from category labels, the shape of Gordo et al. CVPR 2012's protocol
+(issue 15), on openclipart or Fashion-MNIST.
 
 The paper learns projections from category labels (ImageNet) and measures instance retrieval on
-Holidays / UKB. Here:
+Holidays / UKB. Here, with `--set openclipart` (the default):
 
 - **Instance set** (UKB-like): `--instances` drawings chosen with the seed from the openclipart
   export (../shared/DATASETS.md), each rendered in 4 variants from its PNG — (0) as exported,
@@ -23,10 +24,22 @@ Holidays / UKB. Here:
   `jscl:R`, each before `float` (uncompressed) and `pq:(R/8)x8` (the paper's 8-D sub-vectors ×
   8 bits: R bits per image), trained by `codedb train --labels` on the learning set.
 
+With `--set fashion_mnist` (`--export` = its export directory): the instance set is
+`--instances` images drawn from the 10,000 test images, each in 4 variants made from the raw
+28×28 image — (0) as is, (1) zoomed out to 70 % on black, (2) a random 80 % crop scaled back,
+(3) rotated by a random 5-15 degrees with its brightness scaled by 0.7-1.3 — and described
+with the export's recipe (`--feature hog`: `_common.hog_gray`, 7-pixel cells, 288-D; or
+`pixels`, 784-D). The learning set is the 60,000 training images (`--learn-rows` samples
+fewer, seeded) with their 10 class labels; the distractors are the other test images. With 10
+classes `cca:R` needs R ≤ 9 and `attributes:R` R ≤ 10, so `--dims 8,16,32,64` suits it.
+
 Usage (the export takes minutes, once):
     DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh openclipart
-    python3 tools/instance_openclipart.py --export /tmp/datasets/openclipart \\
+    python3 tools/instance_retrieval.py --export /tmp/datasets/openclipart \\
         --instances 1000 --dims 16,32,64,128 --seed 1 [--distractors] [--json out.json]
+    DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh fashion_mnist
+    python3 tools/instance_retrieval.py --set fashion_mnist --export /tmp/datasets/fashion_mnist \\
+        --instances 1000 --dims 8,16,32,64 --learn-rows 20000 --seed 1 --distractors
 
 Runs inside its own venv (tools/_venv.py) with numpy, scipy, scikit-image and Pillow.
 """
@@ -53,7 +66,13 @@ MAX_PNG_PIXELS = 16_000_000
 
 def args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--export", required=True, help="the openclipart export directory")
+    ap.add_argument("--set", default="openclipart", choices=["openclipart", "fashion_mnist"],
+                    help="which export --export is")
+    ap.add_argument("--export", required=True, help="the export directory of --set")
+    ap.add_argument("--feature", default="hog", choices=["hog", "pixels"],
+                    help="fashion_mnist: the export's feature to use")
+    ap.add_argument("--learn-rows", type=int, default=0,
+                    help="fashion_mnist: learn from this many training rows (seeded; 0 = all)")
     ap.add_argument("--png-root", help="the PNGs (default: the export's Debian unpack)")
     ap.add_argument("--datasets-code", default=os.path.join(ROOT, "..", "shared", "datasets"),
                     help="where _common.py (the feature recipe) lives")
@@ -162,7 +181,82 @@ def build_sets(a, work):
     np.save(os.path.join(work, "inst.npy"), inst)
     np.save(os.path.join(work, "inst_groups.npy"), np.array(groups, dtype=np.int64))
     np.save(os.path.join(work, "db_distract.npy"), np.concatenate([inst, learn]))
-    return inst, np.array(groups), learn, learn_labels
+    return inst, np.array(groups), learn, learn_labels, len(learn)
+
+
+def fmnist_variants(img, rng):
+    """The 4 variants of one 28×28 uint8 image (white object on black)."""
+    im = Image.fromarray(img)
+    out = [img]
+    small = im.resize((20, 20), Image.LANCZOS)  # 70 % of 28, rounded
+    canvas = Image.new("L", (28, 28), 0)
+    canvas.paste(small, (4, 4))
+    out.append(np.asarray(canvas))
+    c = 22  # 80 % of 28, rounded
+    x0, y0 = int(rng.integers(0, 28 - c + 1)), int(rng.integers(0, 28 - c + 1))
+    out.append(np.asarray(im.crop((x0, y0, x0 + c, y0 + c)).resize((28, 28), Image.LANCZOS)))
+    angle = float(rng.uniform(5, 15)) * (1 if rng.random() < 0.5 else -1)
+    rot = np.asarray(im.rotate(angle, resample=Image.BICUBIC, fillcolor=0), dtype=np.float64)
+    out.append(np.clip(np.round(rot * rng.uniform(0.7, 1.3)), 0, 255).astype(np.uint8))
+    return out
+
+
+def read_idx(path):
+    import gzip
+
+    with gzip.open(path, "rb") as f:
+        b = f.read()
+    dims = [int.from_bytes(b[4 + 4 * i:8 + 4 * i], "big") for i in range(b[3])]
+    return np.frombuffer(b, dtype=np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
+
+
+def build_sets_fmnist(a, work):
+    sys.path.insert(0, os.path.abspath(a.datasets_code))
+    import _common as common  # the export's feature recipe
+
+    exp = a.export
+    split = np.load(os.path.join(exp, "split.npy"))
+    labels = np.load(os.path.join(exp, "labels.npy")).astype(np.int64)
+    feats = np.load(os.path.join(exp, f"{a.feature}.npy")).astype(np.float32)
+    raw_dirs = ["/usr/share/datasets/fashion-mnist",
+                os.path.join(exp, "..", "_src", "deb", "dataset-fashion-mnist", "root", "usr",
+                             "share", "datasets", "fashion-mnist")]
+    raw = next((d for d in raw_dirs if os.path.isdir(d)), None)
+    if raw is None:
+        sys.exit(f"the raw Fashion-MNIST images are in none of {raw_dirs}: run the export")
+    test_imgs = read_idx(os.path.join(raw, "t10k-images-idx3-ubyte.gz"))
+    test_rows = np.flatnonzero(split == 1)
+    if len(test_rows) != len(test_imgs):
+        sys.exit(f"{len(test_rows)} test rows in the export, {len(test_imgs)} raw test images")
+    rng = np.random.default_rng(a.seed)
+    chosen = np.sort(rng.choice(len(test_rows), size=a.instances, replace=False))
+    imgs, groups = [], []
+    for g, i in enumerate(chosen):
+        for v in fmnist_variants(test_imgs[i], rng):
+            imgs.append(v)
+            groups.append(g)
+    imgs = np.stack(imgs)
+    if a.feature == "hog":
+        inst = common.hog_gray(imgs.astype(np.float64) / 255.0, ppc=7, orientations=8)
+    else:
+        inst = common.pixels(imgs)
+    inst = inst.astype(np.float32)
+    # The recipe reproduces the export's own rows for unaltered images.
+    if not np.allclose(inst[0::4], feats[test_rows[chosen]], atol=1e-5):
+        sys.exit("the instance features of unaltered images differ from the export's rows")
+    learn_rows = np.flatnonzero(split == 0)
+    if a.learn_rows and a.learn_rows < len(learn_rows):
+        learn_rows = np.sort(rng.choice(learn_rows, size=a.learn_rows, replace=False))
+    learn, learn_labels = feats[learn_rows], labels[learn_rows]
+    others = np.setdiff1d(test_rows, test_rows[chosen])
+    np.save(os.path.join(work, "learn.npy"), learn)
+    np.save(os.path.join(work, "learn_labels.npy"), learn_labels)
+    np.save(os.path.join(work, "inst.npy"), inst)
+    np.save(os.path.join(work, "inst_groups.npy"), np.array(groups, dtype=np.int64))
+    np.save(os.path.join(work, "db_distract.npy"), np.concatenate([inst, feats[others]]))
+    print(f"instance set: {a.instances} test images x 4 variants; {len(others)} distractors",
+          file=sys.stderr)
+    return inst, np.array(groups), learn, learn_labels, len(others)
 
 
 def run(cmd):
@@ -248,10 +342,13 @@ def main():
         groups = np.load(os.path.join(work, "inst_groups.npy"))
         learn = np.load(os.path.join(work, "learn.npy"))
         learn_labels = np.load(os.path.join(work, "learn_labels.npy"))
+        n_distract = len(np.load(os.path.join(work, "db_distract.npy"), mmap_mode="r")) - len(groups)
+    elif a.set == "fashion_mnist":
+        _, groups, learn, learn_labels, n_distract = build_sets_fmnist(a, work)
     else:
-        _, groups, learn, learn_labels = build_sets(a, work)
+        _, groups, learn, learn_labels, n_distract = build_sets(a, work)
     classes = int(learn_labels.max()) + 1
-    print(f"learning set: {len(learn)} rows in {classes} sub-folders", file=sys.stderr)
+    print(f"learning set: {len(learn)} rows in {classes} classes", file=sys.stderr)
     dims = [int(d) for d in a.dims.split(",")]
     rows = []
     for r in dims:
@@ -274,7 +371,7 @@ def main():
                     for distract in [False, True] if a.distractors else [False]:
                         s4, mp = evaluate(a, work, model, spec, groups, distract)
                         row = {"pipeline": label, "R": r, "method": m, "quantizer": qz,
-                               "distractors": len(learn) if distract else 0,
+                               "distractors": n_distract if distract else 0,
                                "ukb_4xrecall4": round(s4, 4), "map": round(mp, 4),
                                "train_s": round(ts, 1)}
                         rows.append(row)
