@@ -267,13 +267,15 @@ def run(cmd):
 
 
 def train(a, work, spec, extra=()):
-    """Trains `spec` on the learning set; the model's path and the seconds it took."""
+    """Trains `spec` on the learning set; the model's path, the seconds it took and the ρ a
+    `--cca-rho auto` / list chose (None otherwise)."""
     model = os.path.join(work, "m.model")
     t = time.time()
-    run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
+    out = run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
          os.path.join(work, "learn_labels.npy"), "--pipeline", spec, "--seed", str(a.seed),
          "--out", model, "--force", "--json", *extra])
-    return model, time.time() - t
+    choice = json.loads(out).get("cca_rho_choice")
+    return model, time.time() - t, choice["rho"] if choice else None
 
 
 def evaluate(a, work, model, spec, groups, distractors):
@@ -366,14 +368,16 @@ def main():
                 spec = f"{m}:{r},{qz}"
                 rhos = a.cca_rho.split(",") if m == "cca" and a.cca_rho else [None]
                 for rho in rhos:
-                    model, ts = train(a, work, spec, ["--cca-rho", rho] if rho else [])
+                    model, ts, chosen = train(a, work, spec, ["--cca-rho", rho] if rho else [])
                     label = f"{spec} (ρ = {rho})" if rho else spec
+                    if chosen is not None:
+                        print(f"{spec}: --cca-rho {rho} chose ρ = {chosen:g}", file=sys.stderr)
                     for distract in [False, True] if a.distractors else [False]:
                         s4, mp = evaluate(a, work, model, spec, groups, distract)
                         row = {"pipeline": label, "R": r, "method": m, "quantizer": qz,
                                "distractors": n_distract if distract else 0,
                                "ukb_4xrecall4": round(s4, 4), "map": round(mp, 4),
-                               "train_s": round(ts, 1)}
+                               "train_s": round(ts, 1), "cca_rho_chosen": chosen}
                         rows.append(row)
                         print(json.dumps(row), flush=True)
     print_tables(rows, dims)
