@@ -241,7 +241,8 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
 /// generated segment of binary codes written with its tables in DIR (deleted afterwards).
 #[command(after_help = "Examples:
   codedb bench mih --rows 100000000 --bits 64 --dir /tmp/cb
-  codedb bench mih --rows 100000000 --bits 64 --centres 100000 --flip-log2 4 --dir /tmp/cb
+  codedb bench mih --rows 100000000 --bits 64 --centres 1000000 --flip-log2 4 \\
+      --dir /tmp/cb
 
 Uniform random codes, or with --centres C clustered ones: a random centre with each bit flipped \
 with probability 2^-F (--flip-log2 F), which resemble real ITQ codes. Queries come from the same \
