@@ -18,7 +18,7 @@ use codedb::format::{DeletionBitmap, LoadMode};
 use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
-    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_mih as g16m,
+    golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h, golden_v1_6_mih as g16m,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -1020,6 +1020,82 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     let r2 = SegmentReader::from_bytes(&w, &path).unwrap();
     assert_eq!(r2.checked_blocks(codedb::format::RowColumn::Codes), (1, 1));
     assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
+}
+
+/// The v1.6 folder's hom model, written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6_hom() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16h::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16h::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+#[test]
+fn current_writer_reproduces_v1_6_hom_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+    let dir = bless_or_read_v1_6_hom();
+    for (name, bytes) in g16h::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+#[test]
+fn v1_6_golden_hom_model_reads_and_encodes_by_its_formula() {
+    use codedb::format::stage_kind;
+    use codedb::model::{HomKernel, Model, Stage};
+    let path = bless_or_read_v1_6_hom().join(golden::name("model", g16h::MODEL_ID, "model"));
+    let mf = ModelFile::open(&path).unwrap();
+    assert_eq!(mf.stages[0].kind, stage_kind::HOM);
+    let m = Model::from_model_file(&mf).unwrap();
+    let Stage::Hom(h) = &m.stages()[0] else {
+        panic!("stage 0 is not hom")
+    };
+    assert_eq!(
+        (h.kernel(), h.order(), h.period()),
+        (HomKernel::Chi2, 1, g16h::PERIOD)
+    );
+    // ψ by its formula (κ(λ) = sech(πλ)), then W ψ, then sign bits.
+    let x = [0.0f32, 0.25, 1.0, 3.5];
+    let l = g16h::PERIOD;
+    let mut psi = [0f64; 12];
+    for (i, &v) in x.iter().enumerate() {
+        if v > 0.0 {
+            let v = f64::from(v);
+            let a = (2.0 * v * l / (std::f64::consts::PI * l).cosh()).sqrt();
+            psi[i] = (v * l).sqrt();
+            psi[4 + i] = a * (l * v.ln()).cos();
+            psi[8 + i] = a * (l * v.ln()).sin();
+        }
+    }
+    let w = g16h::weight();
+    let code = m
+        .encode(ndarray::ArrayView2::from_shape((1, 4), &x).unwrap())
+        .unwrap();
+    for j in 0..16 {
+        let y: f64 = (0..12).map(|k| f64::from(w[12 * j + k]) * psi[k]).sum();
+        assert!(y.abs() > 1e-4, "bit {j} too close to its threshold");
+        assert_eq!(code[j / 8] >> (j % 8) & 1 == 1, y > 0.0, "bit {j}");
+    }
+    // A 1.5 reader does not know stage kind 11: in a file that says 1.5 the REQUIRED stage is
+    // refused by name.
+    let bytes = with_minor(std::fs::read(&path).unwrap(), 5);
+    let err = ModelFile::from_bytes(&bytes, &path).unwrap_err();
+    assert!(
+        matches!(err, FormatError::UnknownStage { ref stage, .. } if stage.contains("kind 11")),
+        "{err}"
+    );
 }
 
 /// The v1.6 multi-index hashing folder, written first when `CODEDB_BLESS` is set.

@@ -664,13 +664,14 @@ fn dense_topk_matches_reference() {
 /// quantisation is coarse and the bound's slack matters. Query counts cycle through 1, 2, 5 and
 /// 9 (the AVX-512 kernel scores groups of up to 4 queries: one group, a full group plus one,
 /// two plus one), and M through widths whose blocks end in a half chunk of two tables (M2 ≡ 2
-/// mod 4).
+/// mod 4) and widths of 2, 4, 6 and 8 whole 64-byte chunks (M2 = 8, 16, 24, 32: the AVX-512
+/// kernels with the chunk count fixed at compile time; 31 with a padding table).
 #[test]
 fn fastscan_equals_plain_lut4() {
     use codedb::kernels::{FastScanRows, fastscan_topk_batch, pack_fastscan};
     let mut rng = ChaCha8Rng::seed_from_u64(0xfa57);
     let mut case = 0usize;
-    for &m in &[1usize, 2, 3, 6, 8, 15, 16, 32, 33] {
+    for &m in &[1usize, 2, 3, 6, 8, 15, 16, 23, 24, 31, 32, 33] {
         let cb = m.div_ceil(2);
         for &n in &[0usize, 1, 31, 33, 1000, 4099, 40_001] {
             for data in [Data::Random, Data::AllEqual, Data::FewValues] {

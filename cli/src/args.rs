@@ -83,6 +83,15 @@ pub fn finite_non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
+/// clap value parser: a finite number > 0 (SVM costs).
+pub fn finite_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("must be a finite number > 0".into()),
+        Err(_) => Err(format!("'{s}' is not a number")),
+    }
+}
+
 /// `--cca-rho`: one ρ, `auto` (chosen on held-out rows from [`codedb::model::CCA_RHO_GRID`]),
 /// or a comma-separated list to choose from.
 #[derive(Debug, Clone, PartialEq)]

@@ -60,9 +60,12 @@ pub enum FormatVersion {
     V1_5,
     /// 1.6: model files may carry their origin (stage kind 10, `origin`, written OPTIONAL,
     /// FORMAT.md §4.4): the training spec, seed and the step that learned each stage. A 1.5
-    /// reader skips it; every 1.5 file is a valid 1.6 file. Binary segments may carry
-    /// multi-index hashing tables (optional section 10, `mih`, FORMAT.md §3.6); a 1.5 reader
-    /// skips the section and scans linearly.
+    /// reader skips it; every 1.5 file is a valid 1.6 file.
+    /// 1.6 also: model files may hold a `hom` stage (stage kind 11, REQUIRED, FORMAT.md "1.6: the
+    /// hom stage"): the explicit χ² / intersection kernel map. A 1.5 reader refuses such a
+    /// model as an unknown required stage; every 1.5 file is a valid 1.6 file.
+    /// 1.6 also: binary segments may carry multi-index hashing tables (optional section 10,
+    /// `mih`, FORMAT.md §3.6); a 1.5 reader skips the section and scans linearly.
     V1_6,
 }
 

@@ -24,6 +24,9 @@ pub const TEXT: u16 = 9;
 /// Origin (format 1.6, written OPTIONAL): the pipeline spec a model was trained with, its seed,
 /// and which spec step learned each stage (`inspect` names the method behind a `linear`).
 pub const ORIGIN: u16 = 10;
+/// Explicit feature map of an additive homogeneous kernel, χ² or intersection (format 1.6;
+/// Vedaldi & Zisserman, as PiCoDes uses it): `2r + 1` features per input dimension.
+pub const HOM: u16 = 11;
 
 /// Name of a stage kind known to this build, or `None`.
 pub fn name(kind: u16) -> Option<&'static str> {
@@ -38,6 +41,7 @@ pub fn name(kind: u16) -> Option<&'static str> {
         SKLSH => "sklsh",
         TEXT => "text",
         ORIGIN => "origin",
+        HOM => "hom",
         _ => return None,
     })
 }
@@ -48,6 +52,7 @@ pub fn since(kind: u16) -> (u16, u16) {
     match kind {
         TEXT => (1, 5),
         ORIGIN => (1, 6),
+        HOM => (1, 6),
         _ => (1, 0),
     }
 }

@@ -27,6 +27,7 @@
 //! | float (6) | `dim` u64 `[]`, `bits` u64 `[]` (32 or 16) |
 //! | rff (7) | `weight` f32 `[D, d]`, `phase` f32 `[D]`, `bandwidth` f64 `[]` (> 0) |
 //! | sklsh (8) | `weight` f32 `[c, d]`, `phase` f32 `[c]`, `threshold` f32 `[c]` in [−1, 1], `bandwidth` f64 `[]` |
+//! | hom (11, format 1.6, first stage only) | `dim` u64 `[]`, `kernel` u64 `[]` (1 = χ², 2 = intersection), `order` u64 `[]` (r ≥ 1), `period` f64 `[]` (L > 0) |
 //! | text (9, OPTIONAL, after the quantiser) | `words` u8 `[B]`, `word_ends` u64 `[T]`, `idf` f32 `[T]`, `weight` f32 `[T, D]` (FORMAT.md §4.3) |
 //! | origin (10, OPTIONAL, after the quantiser, before a text head) | `spec` u8 `[B]`, `stage_steps` u64 `[S]`, `seed` u64 `[]` (`origin.rs`, FORMAT.md §4.4) |
 //!
@@ -43,6 +44,7 @@ mod center;
 pub(crate) mod classify;
 mod error;
 mod float;
+mod hom;
 mod input;
 mod itq;
 mod kernels;
@@ -75,6 +77,9 @@ pub use center::Center;
 pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
 pub use float::FloatStage;
+pub use hom::{
+    DEFAULT_HOM_ORDER, DEFAULT_HOM_PERIOD, DEFAULT_HOM_PERIOD_INTERSECTION, Hom, HomKernel,
+};
 pub use itq::{DEFAULT_ITQ_ITERATIONS, ItqTraining, quantization_loss, train_itq};
 pub use kmeans::{
     DEFAULT_KMEANS_ITERATIONS, DEFAULT_MAX_POINTS_PER_CENTROID, KMeans, KMeansInit, KMeansOptions,
@@ -100,6 +105,7 @@ pub use supervised::{
     CCA_RHO_GRID, CcaFit, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit, SupervisedOptions,
     choose_cca_rho, fit_attributes, fit_cca, fit_jscl, fit_metric,
 };
+pub use supervised::{PicodesFit, fit_picodes};
 pub use text::{
     MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PamirOptions, PamirReport,
     PamirTrial, RankingMetrics, TextHead, TextQuery, TextVector, Vocabulary, tokenize, train_pamir,

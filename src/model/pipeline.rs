@@ -67,6 +67,16 @@ impl Model {
                 )));
             }
         }
+        if let Some(i) = stages
+            .iter()
+            .skip(1)
+            .position(|s| matches!(s, Stage::Hom(_)))
+        {
+            return Err(bad(format!(
+                "stage {} (hom) maps non-negative descriptors and must be the first stage",
+                i + 1
+            )));
+        }
         for (i, w) in stages.windows(2).enumerate() {
             if w[0].out_dim() != w[1].in_dim() {
                 return Err(bad(format!(
@@ -213,6 +223,15 @@ impl Model {
         }
     }
 
+    /// Refuses input outside the first stage's domain (`what` names it): a `hom` map takes
+    /// non-negative values only. Row-major `data` of `input_dim()` columns.
+    pub(crate) fn check_domain(&self, what: &str, data: &[f32]) -> Result<()> {
+        match self.stages.first() {
+            Some(Stage::Hom(h)) => h.check_non_negative(what, data),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the transforms on a tile of rows (`x`, row-major), using `bufs` as ping-pong
     /// scratch; returns the quantiser's input (`x` itself when there are no transforms).
     fn transform_tile<'a>(&self, x: &'a [f32], bufs: &'a mut [Vec<f32>; 2]) -> &'a [f32] {
@@ -289,6 +308,7 @@ impl Model {
         if let Some(pos) = outcomes.iter().filter_map(|o| o.non_finite).min() {
             return Err(non_finite_error(WHAT, data, d, pos));
         }
+        self.check_domain(WHAT, data)?;
         first_fault(WHAT, outcomes.into_iter().map(|o| o.fault).collect())?;
         Ok(out)
     }
@@ -299,6 +319,7 @@ impl Model {
     /// the quantiser's input.
     pub fn project(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         let rows = checked_rows("project: input", x, Some(self.input_dim()))?;
+        self.check_domain("project: input", rows.as_slice())?;
         let d = self.input_dim();
         let q = self.quantizer();
         let p = q.project_dim();

@@ -10,6 +10,7 @@
 //! | `pca:C` | PCA to C dimensions (includes centering), eq. 1 |
 //! | `proj:C` | C Gaussian random projections (LSH directions) |
 //! | `rff` / `rff:D` | D random Fourier features (default 3,000), σ = mean 50-NN distance |
+//! | `hom:chi2`, `hom:inter` | explicit χ² / intersection kernel map, 3 features per dimension (Vedaldi & Zisserman; format 1.6); first step only, non-negative input |
 //! | `rr` | random orthogonal rotation |
 //! | `itq` | ITQ rotation, eq. 2-3 (must come right before `bits`) |
 //! | `ncmml:C` | NCMML metric W (C × D) learned from labels (Mensink et al. TPAMI 2013, eq. 3-7), as center + linear; needs `TrainOptions::labels` |
@@ -19,6 +20,7 @@
 //! | `jscl:R` | joint subspace and classifier learning (Gordo et al. eq. 9-13); needs labels |
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
+//! | `picodes:C` | C PiCoDes bits learned from labels by block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6), stored as linear + binarize (quantiser); needs labels |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
 //! | `pq4:M` | same as `pq:Mx4` (fast-scan layout) |
 //! | `opq:MxB` | OPQ rotation + PQ (quantiser) |
@@ -37,6 +39,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::{ModelError, Result};
+use super::hom::HomKernel;
 use super::rff::DEFAULT_RFF_FEATURES;
 
 /// Longest binary code, in bits.
@@ -55,6 +58,9 @@ pub enum StepSpec {
     Projection(usize),
     /// `rff:D`: D random Fourier features.
     Rff(usize),
+    /// `hom:chi2`, `hom:inter`: the explicit map of an additive homogeneous kernel (r = 1,
+    /// 3× dimensions; format 1.6); first step only, non-negative input.
+    Hom(HomKernel),
     /// `rr`: a random orthogonal rotation.
     RandomRotation,
     /// `itq`: the ITQ rotation (eq. 2-3).
@@ -98,6 +104,9 @@ pub enum QuantizerSpec {
         /// Bits per sub-quantiser, 8 or 4.
         nbits: u32,
     },
+    /// `picodes:C`: C PiCoDes bits learned from class labels (Bergamo et al. NIPS 2011),
+    /// stored as linear + binarize.
+    Picodes(usize),
     /// `float`, `float32`, `float16`: the vectors themselves.
     Float {
         /// Store IEEE half precision instead of f32.
@@ -240,6 +249,16 @@ impl Parser<'_> {
                 need("R")?,
                 "dimension",
             )?)),
+            "hom" => Token::Step(StepSpec::Hom(match need("chi2|inter")? {
+                "chi2" => HomKernel::Chi2,
+                "inter" => HomKernel::Intersection,
+                k => {
+                    return Err(self.err(
+                        token,
+                        format!("unknown kernel {k:?}: expected hom:chi2 or hom:inter"),
+                    ));
+                }
+            })),
             "rr" => {
                 none()?;
                 Token::Step(StepSpec::RandomRotation)
@@ -255,6 +274,10 @@ impl Parser<'_> {
             "sklsh" => {
                 let c = self.number(token, need("C")?, "bit count")?;
                 Token::Quant(QuantizerSpec::Sklsh(self.binary_bits(token, c)?))
+            }
+            "picodes" => {
+                let c = self.number(token, need("C")?, "bit count")?;
+                Token::Quant(QuantizerSpec::Picodes(self.binary_bits(token, c)?))
             }
             "pq" => {
                 let (m, nbits) = self.m_by_bits(token, need("MxBITS")?)?;
@@ -296,8 +319,8 @@ impl Parser<'_> {
                 return Err(self.err(
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
-                     jscl:R, proj:C, rff[:D], rr, itq, \
-                     bits, sklsh:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
+                     jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, \
+                     bits, sklsh:C, picodes:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
             }
@@ -338,6 +361,13 @@ impl PipelineSpec {
                     quant = Some((q, tok));
                 }
                 Token::Step(s) => {
+                    if matches!(s, StepSpec::Hom(_)) && i > 0 {
+                        return Err(p.err(
+                            tok,
+                            "hom maps non-negative descriptors (histograms): it must be the \
+                             first step",
+                        ));
+                    }
                     if s == StepSpec::Itq && !centred {
                         return Err(p.err(
                             tok,
@@ -376,7 +406,7 @@ impl PipelineSpec {
                         | StepSpec::Attributes(_)
                         | StepSpec::Cca { .. }
                         | StepSpec::Jscl(_) => centred = true,
-                        StepSpec::Rff(_) => centred = false,
+                        StepSpec::Rff(_) | StepSpec::Hom(_) => centred = false,
                         // Linear maps and rotations keep a zero mean.
                         StepSpec::Projection(_) | StepSpec::RandomRotation | StepSpec::Itq => {}
                     }
@@ -437,29 +467,31 @@ impl PipelineSpec {
     /// Whether a step learns from class labels or a second view (`ncmml:C`, `metric:R`,
     /// `attributes:R`, `cca:R`, `jscl:R`).
     pub fn is_supervised(&self) -> bool {
-        self.steps.iter().any(|s| {
-            matches!(
-                s,
-                StepSpec::Ncmml(_)
-                    | StepSpec::Metric(_)
-                    | StepSpec::Attributes(_)
-                    | StepSpec::Cca { .. }
-                    | StepSpec::Jscl(_)
-            )
-        })
+        matches!(self.quantizer, QuantizerSpec::Picodes(_))
+            || self.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    StepSpec::Ncmml(_)
+                        | StepSpec::Metric(_)
+                        | StepSpec::Attributes(_)
+                        | StepSpec::Cca { .. }
+                        | StepSpec::Jscl(_)
+                )
+            })
     }
 
     /// Whether training needs `TrainOptions::labels`: every supervised step does, except
     /// `cca:R` when a second view is given (`has_view`).
     pub fn needs_labels(&self, has_view: bool) -> bool {
-        self.steps.iter().any(|s| match s {
-            StepSpec::Cca { .. } => !has_view,
-            StepSpec::Ncmml(_)
-            | StepSpec::Metric(_)
-            | StepSpec::Attributes(_)
-            | StepSpec::Jscl(_) => true,
-            _ => false,
-        })
+        matches!(self.quantizer, QuantizerSpec::Picodes(_))
+            || self.steps.iter().any(|s| match s {
+                StepSpec::Cca { .. } => !has_view,
+                StepSpec::Ncmml(_)
+                | StepSpec::Metric(_)
+                | StepSpec::Attributes(_)
+                | StepSpec::Jscl(_) => true,
+                _ => false,
+            })
     }
 
     /// The explicit stage list, e.g. `pca:64,itq,bits` for `pca-itq:64`.
@@ -478,6 +510,7 @@ impl StepSpec {
             StepSpec::Pca(c) => format!("pca:{c}"),
             StepSpec::Projection(c) => format!("proj:{c}"),
             StepSpec::Rff(d) => format!("rff:{d}"),
+            StepSpec::Hom(k) => format!("hom:{}", k.name()),
             StepSpec::RandomRotation => "rr".to_string(),
             StepSpec::Itq => "itq".to_string(),
             StepSpec::Ncmml(c) => format!("ncmml:{c}"),
@@ -495,6 +528,7 @@ impl QuantizerSpec {
         match *self {
             QuantizerSpec::Bits => "bits".to_string(),
             QuantizerSpec::Sklsh(c) => format!("sklsh:{c}"),
+            QuantizerSpec::Picodes(c) => format!("picodes:{c}"),
             QuantizerSpec::Pq { m, nbits } => format!("pq:{m}x{nbits}"),
             QuantizerSpec::Opq { m, nbits } => format!("opq:{m}x{nbits}"),
             QuantizerSpec::Float { half: false } => "float".to_string(),

@@ -6,6 +6,7 @@ use super::binarize::Binarize;
 use super::center::Center;
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
+use super::hom::Hom;
 use super::linalg::{a_bt_f32, matmul_f32, par};
 use super::linear::Linear;
 use super::pq::ProductQuantizer;
@@ -26,6 +27,8 @@ pub enum Stage {
     Rotation(Rotation),
     /// Random Fourier features.
     Rff(Rff),
+    /// Additive homogeneous kernel map (χ², intersection).
+    Hom(Hom),
     /// Thresholds into packed bits.
     Binarize(Binarize),
     /// SKLSH bits.
@@ -44,6 +47,7 @@ impl Stage {
             Stage::Linear(_) => stage_kind::LINEAR,
             Stage::Rotation(_) => stage_kind::ROTATION,
             Stage::Rff(_) => stage_kind::RFF,
+            Stage::Hom(_) => stage_kind::HOM,
             Stage::Binarize(_) => stage_kind::BINARIZE,
             Stage::Sklsh(_) => stage_kind::SKLSH,
             Stage::Pq(_) => stage_kind::PQ,
@@ -63,6 +67,7 @@ impl Stage {
             Stage::Linear(s) => Some(s),
             Stage::Rotation(s) => Some(s),
             Stage::Rff(s) => Some(s),
+            Stage::Hom(s) => Some(s),
             _ => None,
         }
     }
@@ -160,6 +165,7 @@ impl Stage {
             Stage::Linear(s) => s.to_record(),
             Stage::Rotation(s) => s.to_record(),
             Stage::Rff(s) => s.to_record(),
+            Stage::Hom(s) => s.to_record(),
             Stage::Binarize(s) => s.to_record(),
             Stage::Sklsh(s) => s.to_record(),
             Stage::Pq(s) => s.to_record(),
@@ -174,6 +180,7 @@ impl Stage {
             stage_kind::LINEAR => Stage::Linear(Linear::from_record(rec)?),
             stage_kind::ROTATION => Stage::Rotation(Rotation::from_record(rec)?),
             stage_kind::RFF => Stage::Rff(Rff::from_record(rec)?),
+            stage_kind::HOM => Stage::Hom(Hom::from_record(rec)?),
             stage_kind::BINARIZE => Stage::Binarize(Binarize::from_record(rec)?),
             stage_kind::SKLSH => Stage::Sklsh(Sklsh::from_record(rec)?),
             stage_kind::PQ => Stage::Pq(ProductQuantizer::from_record(rec)?),

@@ -25,6 +25,7 @@ use super::binarize::Binarize;
 use super::center::{Center, column_means_f64};
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
+use super::hom::{DEFAULT_HOM_ORDER, Hom};
 use super::input::checked_rows;
 use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq};
 use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
@@ -45,7 +46,7 @@ use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
     CcaView, RhoChoice, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho, fit_attributes,
-    fit_cca, fit_jscl, fit_metric,
+    fit_cca, fit_jscl, fit_metric, fit_picodes,
 };
 
 /// Training rows used when `TrainOptions::sample` is `None`.
@@ -205,6 +206,8 @@ pub struct TrainReport {
     pub cca_correlations: Vec<f64>,
     /// What the validation of the last `metric:R` / `jscl:R` step chose.
     pub sgd_choice: Option<SgdChoice>,
+    /// PiCoDes objective E (eq. 4) after the classifier step of each round.
+    pub picodes_objective: Vec<f64>,
     /// What the ρ validation of the last `cca:R` step chose (when a ρ grid was given).
     pub cca_rho_choice: Option<RhoChoice>,
 }
@@ -523,6 +526,14 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
                 .stages
                 .push(Stage::Rff(Rff::random(dim, features, sigma, seed)?));
         }
+        StepSpec::Hom(kernel) => {
+            state.stages.push(Stage::Hom(Hom::new(
+                dim,
+                kernel,
+                DEFAULT_HOM_ORDER,
+                kernel.default_period(),
+            )?));
+        }
         StepSpec::RandomRotation => {
             state
                 .stages
@@ -576,6 +587,25 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
                 ));
             }
             state.stages.push(Stage::Binarize(Binarize::zeros(dim)?));
+        }
+        QuantizerSpec::Picodes(c) => {
+            let name = format!("picodes:{c}");
+            let labels = need_labels(state, &name)?;
+            let sup = ctx.opts.supervised.clone();
+            let rounds = sup.picodes_rounds as u64;
+            let x = state.materialize().to_vec();
+            ctx.progress(&name, "rounds", 0, rounds);
+            let mut objective = Vec::new();
+            let fit = fit_picodes(&x, dim, &labels, c, &sup, seed, &mut |r, e, updated| {
+                objective.push(e);
+                ctx.progress(&name, "rounds", r as u64, rounds);
+                ctx.message(format!(
+                    "{name} round {r:>3}: objective {e:.6}, {updated} basis classifiers updated"
+                ));
+            })?;
+            ctx.progress(&name, "rounds", rounds, rounds);
+            ctx.report.picodes_objective = objective;
+            state.stages.extend(fit.to_stages()?);
         }
         QuantizerSpec::Sklsh(c) => {
             let sigma = bandwidth(state, derive_seed(seed, 1), ctx)?;
@@ -661,6 +691,10 @@ pub fn train(
         return Err(ModelError::invalid("sample", "must be >= 1 row"));
     }
     let rows = checked_rows("train: data", data, None)?;
+    if let Some(StepSpec::Hom(kernel)) = spec.steps.first() {
+        let h = Hom::new(d, *kernel, DEFAULT_HOM_ORDER, kernel.default_period())?;
+        h.check_non_negative("train: data", rows.as_slice())?;
+    }
     if let Some(l) = &opts.labels
         && l.len() != n
     {

@@ -1,14 +1,15 @@
-//! How a scan is cut into work: threads over contiguous row ranges, and, for several queries,
+//! How a scan is cut into work: threads taking contiguous chunks of rows in turn, and, for several queries,
 //! cache-sized blocks of rows scanned for every query before moving on.
 //!
 //! With nq > 1 a plain loop (all rows for query 1, then all rows for query 2, …) streams the
-//! codes from memory nq times. Instead each thread walks its range in blocks of
+//! codes from memory nq times. Instead each thread walks its chunks in blocks of
 //! [`block_rows`] rows (about 16 KiB of codes, resident in L1) and runs every query over the
 //! block, so memory traffic is that of one scan and the work becomes compute-bound. Each thread
 //! keeps one collector per query; the per-thread collectors are merged at the end, which is
 //! exact because the collectors' order is total (see `scan::topk`).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -20,10 +21,11 @@ pub struct ScanOptions {
     /// Kernel choice (default: best the CPU has).
     pub dispatch: Dispatch,
     /// Number of concurrent tasks the rows are split into: 1 = run on the calling thread, no
-    /// rayon; n > 1 = n contiguous ranges run on the current rayon pool (so at most the pool's
-    /// size run at once; install a pool of the wanted size to control it); 0 = the current
-    /// pool's thread count. Each task gets at least 16 384 rows, so small columns stay on one
-    /// thread. The results never depend on this number.
+    /// rayon; n > 1 = n workers on the current rayon pool (so at most the pool's size run at
+    /// once; install a pool of the wanted size to control it), each taking the next contiguous
+    /// chunk of rows (up to 16 per worker, at least 16 384 rows each) until none is left; 0 =
+    /// the current pool's thread count. Small columns stay on one thread. The results never
+    /// depend on this number.
     pub threads: usize,
 }
 
@@ -137,15 +139,39 @@ where
         sinks
     };
     if tasks == 1 {
-        vec![task(0..n_rows)]
-    } else {
-        split_rows(n_rows, tasks)
-            .into_par_iter()
-            .with_max_len(1)
-            .map(task)
-            .collect()
+        return vec![task(0..n_rows)];
     }
+    // Dynamic schedule: `tasks` workers take the next of several chunks per worker until none
+    // is left, each keeping its collectors (and their threshold) from chunk to chunk. A fixed
+    // split into `tasks` halves waits for the slowest half, and on a shared machine a worker
+    // whose core is taken by another process for a while makes its half the slowest.
+    let pieces = (tasks * CHUNKS_PER_TASK)
+        .min(n_rows / MIN_ROWS_PER_TASK)
+        .max(tasks);
+    let chunks = split_rows(n_rows, pieces);
+    let next = AtomicUsize::new(0);
+    (0..tasks)
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|_| {
+            let mut sinks: Vec<S> = (0..nq).map(&make).collect();
+            while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                let mut start = chunk.start;
+                while start < chunk.end {
+                    let end = start.saturating_add(block).min(chunk.end);
+                    scan(start..end, &mut sinks);
+                    start = end;
+                }
+            }
+            sinks
+        })
+        .collect()
 }
+
+/// Chunks per worker of the dynamic schedule in [`run_blocks`] (each at least
+/// [`MIN_ROWS_PER_TASK`] rows): enough for the other worker to take over the share of one
+/// that falls behind, few enough that a chunk is megabytes of codes, streamed contiguously.
+const CHUNKS_PER_TASK: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -220,5 +246,43 @@ mod tests {
                 assert_eq!(next, n);
             }
         }
+    }
+
+    /// A worker held up (here: asleep in its first chunk, as when another process takes its
+    /// core) does not hold up the scan: the other worker takes the rows it has not reached.
+    /// A fixed split into halves left the held-up worker its whole half.
+    #[test]
+    fn a_held_up_worker_leaves_its_rows_to_the_other() {
+        let n = 64 * MIN_ROWS_PER_TASK;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let out = pool.install(|| {
+            run(
+                n,
+                1,
+                2,
+                block_rows(8, 1),
+                |_| Vec::<Range<usize>>::new(),
+                |r, _q, s: &mut Vec<Range<usize>>| {
+                    if r.start == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    }
+                    s.push(r);
+                },
+            )
+        });
+        let rows_of = |t: &Vec<Vec<Range<usize>>>| -> usize { t[0].iter().map(|r| r.len()).sum() };
+        let held = out
+            .iter()
+            .find(|t| t[0].iter().any(|r| r.start == 0))
+            .unwrap();
+        assert!(
+            rows_of(held) <= n / 4,
+            "held-up worker scanned {} of {n} rows",
+            rows_of(held)
+        );
+        assert_eq!(out.iter().map(rows_of).sum::<usize>(), n);
     }
 }

@@ -8,5 +8,6 @@ pub mod golden_v1_3;
 pub mod golden_v1_4;
 pub mod golden_v1_5;
 pub mod golden_v1_6;
+pub mod golden_v1_6_hom;
 pub mod golden_v1_6_mih;
 pub mod npy;

@@ -108,3 +108,8 @@ pub fn load_values(path: impl AsRef<Path>) -> Vec<f64> {
     assert_eq!(shape.len(), 1, "{}: not 1-D", path.as_ref().display());
     values
 }
+
+/// Any array's shape and its elements as f64 (f64 data unrounded).
+pub fn read_any(path: impl AsRef<Path>) -> (Vec<usize>, Vec<f64>) {
+    read(path.as_ref())
+}

@@ -140,6 +140,9 @@ pub struct SearchArgs {
     /// Seed of --random-negatives and of the SVM's visiting order.
     #[arg(long, value_name = "S", default_value_t = 0, requires = "examples")]
     pub seed: u64,
+    /// Cost C of the SVM --examples learns (default 1; larger fits the examples harder).
+    #[arg(long, value_name = "C", requires = "examples", value_parser = args::finite_positive)]
+    pub svm_c: Option<f64>,
     /// Rank rows by a given linear classifier of their codes: a .npy of D + 1 values (the
     /// weights over the decoded code, then the bias).
     #[arg(

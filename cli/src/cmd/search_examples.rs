@@ -139,6 +139,9 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
         };
         let mut params = ExampleParams::new(search);
         params.svm.seed = a.seed;
+        if let Some(c) = a.svm_c {
+            params.svm.c = c;
+        }
         let c = pool
             .install(|| snap.train_examples(pos.view(), negatives, &params))
             .with_context(|| format!("--examples {} on {}", f.display(), a.dir.display()))?;

@@ -21,6 +21,8 @@ use crate::progress;
   codedb train --data X.npy --labels y.npy --pipeline jscl:32,pq:4x8 --out m3
   codedb train --data X.npy --labels y.npy --pipeline cca:32,itq,bits --out m4
   codedb train --data X.npy --view T.npy --pipeline cca:64,float --out m5
+  codedb train --data H.npy --labels y.npy \\
+      --pipeline hom:chi2,pca:64,picodes:64 --out m6
 
 Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
@@ -35,7 +37,7 @@ pub struct TrainArgs {
     )]
     pub data: Option<PathBuf>,
     /// Class labels of --data (.npy), for supervised steps (`ncmml:C`, `metric:R`,
-    /// `attributes:R`, `cca:R`, `jscl:R`).
+    /// `attributes:R`, `cca:R`, `jscl:R`, `picodes:C`).
     #[arg(long, conflicts_with = "from_index")]
     pub labels: Option<PathBuf>,
     /// A second view of --data for `cca:R` (.npy or any --data format, one row per row of
@@ -67,6 +69,12 @@ pub struct TrainArgs {
     /// (needs --labels); a comma-separated list chooses among its values the same way.
     #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
     pub cca_rho: Option<args::CcaRho>,
+    /// PiCoDes' SVM cost C (`picodes:C`; default 1).
+    #[arg(long, value_parser = args::finite_positive)]
+    pub picodes_c: Option<f64>,
+    /// Most rounds of PiCoDes' block coordinate descent (`picodes:C`; default 10).
+    #[arg(long, value_parser = args::count)]
+    pub picodes_rounds: Option<usize>,
     /// Print per-iteration details (ITQ quantisation loss …).
     #[arg(long)]
     pub verbose: bool,
@@ -142,6 +150,12 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let mut supervised = codedb::model::SupervisedOptions::default();
     if let Some(rho) = &a.cca_rho {
         rho.apply(&mut supervised);
+    }
+    if let Some(c) = a.picodes_c {
+        supervised.picodes_c = c;
+    }
+    if let Some(r) = a.picodes_rounds {
+        supervised.picodes_rounds = r;
     }
     let opts = TrainOptions {
         supervised,

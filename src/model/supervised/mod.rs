@@ -8,6 +8,7 @@
 //! | `attributes.rs` | one-vs-rest class scores, then PCA, eq. 5 | `attributes:R` |
 //! | `cca.rs` | CCA with a second view (one-hot labels or a matrix), eq. 6-8; CCA-ITQ eq. 4 | `cca:R` |
 //! | `jscl.rs` | joint subspace and classifier learning, eq. 9-13 | `jscl:R` |
+//! | `picodes.rs` | PiCoDes basis classifiers, block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6); stored as LINEAR + BINARIZE | `picodes:C` |
 //! | `triplet_sgd.rs` | what the two SGD learners share: standardisation, split, η grid, early stopping | |
 //!
 //! Each learns an affine map `U (x − m)` and is stored as the existing CENTER + LINEAR stages
@@ -18,6 +19,7 @@ mod cca;
 mod cca_rho;
 mod jscl;
 mod metric;
+mod picodes;
 mod triplet_sgd;
 
 pub use attributes::fit_attributes;
@@ -25,6 +27,7 @@ pub use cca::{CcaFit, CcaView, fit_cca};
 pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
+pub use picodes::{PicodesFit, fit_picodes};
 pub use triplet_sgd::SgdFit;
 
 /// What the η / epoch validation of `metric:R` or `jscl:R` chose.
@@ -64,6 +67,10 @@ pub struct SupervisedOptions {
     /// Validation score: precision of the k nearest held-out rows (dot product in the learned
     /// space, leave-one-out) having the query's class.
     pub validation_k: usize,
+    /// PiCoDes: cost C of every SVM (eq. 4's λ/N; the projector SVMs' weights have mean 1).
+    pub picodes_c: f64,
+    /// PiCoDes: most rounds of block coordinate descent.
+    pub picodes_rounds: usize,
 }
 
 impl Default for SupervisedOptions {
@@ -77,6 +84,8 @@ impl Default for SupervisedOptions {
             validation_fraction: 0.1,
             max_validation_rows: 2000,
             validation_k: 10,
+            picodes_c: 1.0,
+            picodes_rounds: 10,
         }
     }
 }

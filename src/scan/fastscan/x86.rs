@@ -197,11 +197,31 @@ pub(crate) fn scan_avx512<S: Sink>(
     qls: &[&QuantLut<'_>],
     sinks: &mut [&mut S],
 ) {
-    match qls.len().min(sinks.len()) {
-        1 => group_avx512::<S, 1>(packed, m, rows, qls, sinks),
-        2 => group_avx512::<S, 2>(packed, m, rows, qls, sinks),
-        3 => group_avx512::<S, 3>(packed, m, rows, qls, sinks),
-        4 => group_avx512::<S, 4>(packed, m, rows, qls, sinks),
+    let bb = block_bytes(m);
+    // Blocks of whole 64-byte chunks (M2 a multiple of 4) at the common widths run a kernel
+    // with the chunk count fixed at compile time.
+    let chunks = if bb.is_multiple_of(64) { bb / 64 } else { 0 };
+    match (qls.len().min(sinks.len()), chunks) {
+        (1, 2) => fixed_avx512::<S, 1, 2>(packed, rows, qls, sinks),
+        (1, 4) => fixed_avx512::<S, 1, 4>(packed, rows, qls, sinks),
+        (1, 6) => fixed_avx512::<S, 1, 6>(packed, rows, qls, sinks),
+        (1, 8) => fixed_avx512::<S, 1, 8>(packed, rows, qls, sinks),
+        (2, 2) => fixed_avx512::<S, 2, 2>(packed, rows, qls, sinks),
+        (2, 4) => fixed_avx512::<S, 2, 4>(packed, rows, qls, sinks),
+        (2, 6) => fixed_avx512::<S, 2, 6>(packed, rows, qls, sinks),
+        (2, 8) => fixed_avx512::<S, 2, 8>(packed, rows, qls, sinks),
+        (3, 2) => fixed_avx512::<S, 3, 2>(packed, rows, qls, sinks),
+        (3, 4) => fixed_avx512::<S, 3, 4>(packed, rows, qls, sinks),
+        (3, 6) => fixed_avx512::<S, 3, 6>(packed, rows, qls, sinks),
+        (3, 8) => fixed_avx512::<S, 3, 8>(packed, rows, qls, sinks),
+        (4, 2) => fixed_avx512::<S, 4, 2>(packed, rows, qls, sinks),
+        (4, 4) => fixed_avx512::<S, 4, 4>(packed, rows, qls, sinks),
+        (4, 6) => fixed_avx512::<S, 4, 6>(packed, rows, qls, sinks),
+        (4, 8) => fixed_avx512::<S, 4, 8>(packed, rows, qls, sinks),
+        (1, _) => group_avx512::<S, 1>(packed, m, rows, qls, sinks),
+        (2, _) => group_avx512::<S, 2>(packed, m, rows, qls, sinks),
+        (3, _) => group_avx512::<S, 3>(packed, m, rows, qls, sinks),
+        (4, _) => group_avx512::<S, 4>(packed, m, rows, qls, sinks),
         _ => {
             for (ql, sink) in qls.chunks(GROUP).zip(sinks.chunks_mut(GROUP)) {
                 scan_avx512(packed, m, rows.clone(), ql, sink);
@@ -278,6 +298,73 @@ fn group_avx512<S: Sink, const Q: usize>(
             }
         }
         // All masks first, so no accumulator lives across a re-scoring call (the rare path).
+        let pass: [u32; Q] = core::array::from_fn(|i| acc[i].within(tv[i]));
+        if pass.iter().any(|&p| p != 0) {
+            for i in 0..Q {
+                if pass[i] != 0 {
+                    let pass = row_mask(pass[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tv[i] = _mm512_set1_epi16(tq[i] as i16);
+                }
+            }
+        }
+    }
+}
+
+/// [`group_avx512`] for blocks of exactly `C` 64-byte chunks (M2 = 4C: M = 8, 16, 24, 32).
+/// With `C` a constant the chunk loops unroll, the single query's tables stay in registers and
+/// no bounds check or loop counter runs per chunk: at M = 16 the generic loop spent a third of
+/// its cycles on that overhead (perf annotate, AMD Zen 4). Same sums, same order, same masks.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx2,bmi2")]
+fn fixed_avx512<S: Sink, const Q: usize, const C: usize>(
+    packed: &[u8],
+    rows: Range<usize>,
+    qls: &[&QuantLut<'_>],
+    sinks: &mut [&mut S],
+) {
+    let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
+        return;
+    };
+    let mut t = [[_mm512_setzero_si512(); C]; Q];
+    for (ti, ql) in t.iter_mut().zip(qls.iter()) {
+        let (tables, _) = ql.q.as_chunks::<64>();
+        if tables.len() != C {
+            return;
+        }
+        for (r, tab) in ti.iter_mut().zip(tables) {
+            *r = load64(tab);
+        }
+    }
+    let (chunks, _) = packed.as_chunks::<64>();
+    let low = _mm512_set1_epi8(0x0f);
+    let mut tq: [u16; Q] = core::array::from_fn(|i| qls[i].q_bound(sinks[i].bound()));
+    let mut tv: [__m512i; Q] = core::array::from_fn(|i| _mm512_set1_epi16(tq[i] as i16));
+    for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
+        let Some(blk) = chunks.get(b * C..(b + 1) * C) else {
+            return;
+        };
+        let Ok(blk) = <&[[u8; 64]; C]>::try_from(blk) else {
+            return;
+        };
+        let mut acc = [Acc::zero(); Q];
+        // Groups of four chunks: their lookups add in bytes (4 × 63 ≤ 255), then widen once.
+        for g in 0..C.div_ceil(4) {
+            let mut lo = [_mm512_setzero_si512(); Q];
+            let mut hi = [_mm512_setzero_si512(); Q];
+            for ci in 4 * g..(4 * g + 4).min(C) {
+                let v = load64(&blk[ci]);
+                let lo_idx = _mm512_and_si512(v, low);
+                let hi_idx = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
+                for i in 0..Q {
+                    lo[i] = _mm512_add_epi8(lo[i], _mm512_shuffle_epi8(t[i][ci], lo_idx));
+                    hi[i] = _mm512_add_epi8(hi[i], _mm512_shuffle_epi8(t[i][ci], hi_idx));
+                }
+            }
+            for i in 0..Q {
+                acc[i].add(lo[i], hi[i]);
+            }
+        }
         let pass: [u32; Q] = core::array::from_fn(|i| acc[i].within(tv[i]));
         if pass.iter().any(|&p| p != 0) {
             for i in 0..Q {
