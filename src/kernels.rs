@@ -27,7 +27,7 @@ pub use crate::scan::{
 };
 pub use crate::search::{
     HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES, MemoryVectors, RowRef, SnapshotVectors,
-    VectorSource, asym_bit_terms, asym_tables, list_coverage, text_tables,
+    VectorSource, asym_bit_terms, asym_tables, list_coverage, mih_search, text_tables,
 };
 pub use crate::storage::Block;
 pub use crate::storage::snapshot::FastScanRun;

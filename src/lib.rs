@@ -75,6 +75,9 @@ pub use error::Error;
 pub use format::FormatError;
 pub use model::{Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport};
 pub use scan::ScanError;
+pub use search::{
+    AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,
+};
 pub use search::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
 pub use search::{
     Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,

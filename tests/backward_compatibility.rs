@@ -19,6 +19,7 @@ use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
     golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h, golden_v1_6_ivf as g16i,
+    golden_v1_6_mih as g16m,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -1168,6 +1169,195 @@ fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
     let e = ModelFile::from_bytes(&with_minor(bytes, 5), Path::new("m")).unwrap_err();
     assert!(
         matches!(&e, FormatError::UnknownStage { stage, .. } if stage.contains("kind 12")),
+        "{e}"
+    );
+}
+
+/// The v1.6 multi-index hashing folder, written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_6_mih() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g16m::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g16m::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+#[test]
+fn current_writer_reproduces_v1_6_mih_bytes() {
+    let dir = bless_or_read_v1_6_mih();
+    for (name, bytes) in g16m::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+fn v1_6_mih_path() -> PathBuf {
+    bless_or_read_v1_6_mih().join(golden::name("seg", g16m::SEG_ID, "seg"))
+}
+
+#[test]
+fn v1_6_golden_mih_segment_reads_with_its_tables() {
+    use codedb::format::mih_tables::substring;
+    use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch, mih_search};
+    let r = SegmentReader::open(&v1_6_mih_path(), OpenOptions::default()).unwrap();
+    assert_eq!(r.container().version(), (1, 6));
+    assert_eq!(r.rows(), g16m::ROWS);
+    for row in 0..g16m::ROWS {
+        assert_eq!(r.ids()[row], g16m::id(row));
+        assert_eq!(r.code(row).unwrap(), &g16m::code(row)[..]);
+    }
+    let t = r
+        .mih_tables()
+        .unwrap()
+        .expect("the golden segment has tables");
+    assert_eq!(t.shape(), g16m::shape());
+    assert_eq!((t.shape().m, t.shape().bits), (8, 64));
+    // Every bucket holds exactly the rows of its substring value, in row order.
+    for j in 0..t.shape().m {
+        let (s, l) = t.shape().sub(j);
+        for v in 0..1u32 << l {
+            let want: Vec<u32> = (0..g16m::ROWS as u32)
+                .filter(|&row| substring(&g16m::code(row as usize), s, l) == v)
+                .collect();
+            assert_eq!(t.bucket(j, v), &want[..], "table {j} value {v}");
+        }
+    }
+    r.check_mih().unwrap();
+    // Searched through the tables = the linear scan, ties by id included.
+    let rows = CodeRows::new(r.codes(), 8, r.ids(), None).unwrap();
+    for qr in [0usize, 1, 2, 150, 299] {
+        let q = g16m::code(qr);
+        for k in [1, 5, 40, 301] {
+            let linear = hamming_topk_batch(&rows, &q, k, ScanOptions::default()).unwrap();
+            let mih = mih_search(&t, r.codes(), r.ids(), None, &q, k).unwrap();
+            assert_eq!(mih, linear[0], "query row {qr}, k {k}");
+        }
+    }
+}
+
+/// The golden segment rebuilt with its `mih` section replaced by `with` (or kept), flagged
+/// REQUIRED when `required`, the header saying 1.`minor`.
+fn v1_6_mih_segment_with(with: Option<&[u8]>, required: bool, minor: u8) -> Vec<u8> {
+    let path = v1_6_mih_path();
+    let r = SegmentReader::open(&path, OpenOptions::default()).unwrap();
+    let c = r.container();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, &path).unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let mih = e.kind == section_kind::SEG_MIH;
+        let bytes = match with {
+            Some(b) if mih => b,
+            _ => c.stored(i),
+        };
+        w.section(e.kind, e.required() || (mih && required), bytes)
+            .unwrap();
+    }
+    with_minor(w.finish().unwrap(), minor)
+}
+
+#[test]
+fn mih_tables_are_optional_and_a_1_5_file_reads_without_them() {
+    let p = Path::new("mih.seg");
+    let same = v1_6_mih_segment_with(None, false, 6);
+    assert!(same == std::fs::read(v1_6_mih_path()).unwrap());
+    // A 1.5 reader skips the optional section: labelled 1.5, this build does the same.
+    let old = SegmentReader::from_bytes(&v1_6_mih_segment_with(None, false, 5), p).unwrap();
+    assert!(old.mih_tables().unwrap().is_none());
+    assert_eq!(
+        old.codes(),
+        SegmentReader::from_bytes(&same, p).unwrap().codes()
+    );
+    // Marked REQUIRED in a file that says 1.5, it is a section such a reader does not know.
+    let e = SegmentReader::from_bytes(&v1_6_mih_segment_with(None, true, 5), p).unwrap_err();
+    assert!(
+        matches!(e, FormatError::UnknownRequiredSection { ref section, .. } if section == "section kind 10"),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_mih_tables_are_refused_naming_the_section() {
+    let p = Path::new("mih.seg");
+    let r = SegmentReader::open(&v1_6_mih_path(), OpenOptions::default()).unwrap();
+    let i = r
+        .container()
+        .find_one(section_kind::SEG_MIH)
+        .unwrap()
+        .unwrap();
+    let good = r.container().stored(i).to_vec();
+    let u32_at = |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    let offsets0 = 32; // table 0's offsets follow the 32-byte header
+    let rows0 = 32 + 8 * 257 * 4; // table 0's rows follow the 8 offset arrays
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("substrings", {
+            let mut b = good.clone();
+            u32_at(&mut b, 0, 2); // 2 substrings of 32 bits: longer than 24
+            b
+        }),
+        ("rows", {
+            let mut b = good.clone();
+            b[8] ^= 1; // 301 rows
+            b
+        }),
+        ("reserved", {
+            let mut b = good.clone();
+            b[20] = 1;
+            b
+        }),
+        ("offsets", {
+            let mut b = good.clone();
+            u32_at(&mut b, offsets0 + 4 * 3, 299); // offsets decrease after value 3
+            b
+        }),
+        ("row", {
+            let mut b = good.clone();
+            u32_at(&mut b, rows0, 300); // a row past the segment
+            b
+        }),
+        ("bucket", {
+            let mut b = good.clone();
+            // Swap two rows of different buckets: every row still once, in the wrong bucket.
+            let (x, y) = (rows0, rows0 + 4 * 299);
+            let (bx, by) = (b[x..x + 4].to_vec(), b[y..y + 4].to_vec());
+            b[x..x + 4].copy_from_slice(&by);
+            b[y..y + 4].copy_from_slice(&bx);
+            b
+        }),
+        ("length", good[..good.len() - 4].to_vec()),
+    ];
+    for (what, bytes) in cases {
+        let file = v1_6_mih_segment_with(Some(&bytes), false, 6);
+        // A full open checks everything; the error names the file and the section.
+        let e = SegmentReader::from_bytes(&file, p).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, FormatError::Corrupt { ref section, .. } if section == "mih"),
+            "{what}: {msg}"
+        );
+        assert!(msg.contains("mih.seg"), "{what}: {msg}");
+    }
+    // The tables of a segment of PQ codes.
+    let c = r.container();
+    let mut w = ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, p).unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let mut bytes = c.stored(i).to_vec();
+        if e.kind == section_kind::META {
+            bytes[12] = CodeKind::Pq8 as u8;
+        }
+        w.section(e.kind, e.required(), &bytes).unwrap();
+    }
+    let e = SegmentReader::from_bytes(&w.finish().unwrap(), p).unwrap_err();
+    assert!(
+        matches!(e, FormatError::Corrupt { ref section, .. } if section == "mih"),
         "{e}"
     );
 }

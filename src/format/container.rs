@@ -68,6 +68,8 @@ pub enum FormatVersion {
     /// FORMAT.md §4.5) right before an 8-bit PQ stage that then encodes residuals; such an
     /// index's list column holds each row's k-means list. A 1.5 reader refuses such a model (an
     /// unknown required stage).
+    /// Also in 1.6: binary segments may carry multi-index hashing tables (optional section 10,
+    /// `mih`, FORMAT.md §3.6); a 1.5 reader skips the section and scans linearly.
     V1_6,
 }
 

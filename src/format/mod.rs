@@ -27,6 +27,7 @@ pub mod fastscan_layout;
 pub(crate) mod file_bytes;
 pub(crate) mod le;
 pub(crate) mod manifest;
+pub mod mih_tables;
 pub(crate) mod model_file;
 pub mod section_kind;
 pub(crate) mod segment_data;

@@ -28,6 +28,9 @@ pub const SEG_CODES_FASTSCAN: u32 = 8;
 /// One CRC-32 per block of every row column (format 1.4, optional: a reader that does not know
 /// it checks whole columns instead; FORMAT.md §3.5).
 pub const SEG_BLOCK_CHECKSUMS: u32 = 9;
+/// Multi-index hashing tables of a binary segment (format 1.6, optional: a reader that does
+/// not know it scans the segment linearly; FORMAT.md §3.6).
+pub const SEG_MIH: u32 = 10;
 
 // model (§4)
 /// One model stage; one section per stage, in pipeline order (FORMAT.md §4.2).
@@ -78,6 +81,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_LIST_INDEX) => "list_index",
         (FileKind::Segment, SEG_CODES_FASTSCAN) => "codes_fastscan",
         (FileKind::Segment, SEG_BLOCK_CHECKSUMS) => "block_checksums",
+        (FileKind::Segment, SEG_MIH) => "mih",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",

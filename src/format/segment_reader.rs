@@ -32,10 +32,11 @@ use super::error::{FormatError, Result};
 use super::fastscan_layout::{self as fsl, MAX_M};
 use super::file_bytes::LoadMode;
 use super::le::{checked_mul, to_usize};
+use super::mih_tables::MihTables;
 use super::model_file::CodeKind;
 use super::section_kind::{
     self, META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS,
-    SEG_LIST_INDEX, SEG_LISTS, SEG_VECTORS,
+    SEG_LIST_INDEX, SEG_LISTS, SEG_MIH, SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
@@ -127,6 +128,10 @@ pub struct SegmentReader {
     list_index: Option<Vec<ListEntry>>,
     /// Per present row column: its section and which of its blocks are checked.
     checks: Vec<(RowColumn, usize, ColumnCheck)>,
+    /// The multi-index hashing tables' section (format 1.6), if any.
+    mih: Option<usize>,
+    /// The tables' first-use check (checksum, offsets, row bounds): `Err((checksum, detail))`.
+    mih_checked: OnceLock<std::result::Result<(), (bool, String)>>,
 }
 
 impl SegmentReader {
@@ -223,6 +228,29 @@ impl SegmentReader {
                 Some(decode_list_index(&c, c.stored(i), rows)?)
             }
         };
+        let mih = match c.find_one(SEG_MIH)? {
+            // A file that says 1.0-1.5 is read as such a reader would: an unknown optional
+            // section is skipped, an unknown required one refused.
+            Some(i) if c.version() < (1, 6) => {
+                if c.entries()[i].required() {
+                    return Err(FormatError::UnknownRequiredSection {
+                        path: path.clone(),
+                        section: format!("section kind {SEG_MIH}"),
+                    });
+                }
+                None
+            }
+            Some(_) if meta.code_kind != CodeKind::Binary => {
+                return Err(c.corrupt(
+                    "mih",
+                    &format!(
+                        "multi-index hashing tables in a segment of {} codes",
+                        meta.code_kind.name()
+                    ),
+                ));
+            }
+            found => found,
+        };
         let checks = column_checks(
             &c,
             [
@@ -245,6 +273,8 @@ impl SegmentReader {
             vectors,
             list_index,
             checks,
+            mih,
+            mih_checked: OnceLock::new(),
         };
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
@@ -264,6 +294,7 @@ impl SegmentReader {
             r.check_list_index()?;
             r.vectors()?;
             r.check_code_padding(true)?;
+            r.check_mih()?;
         } else {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
             r.check_code_padding(false)?;
@@ -417,6 +448,57 @@ impl SegmentReader {
             block: block as u64,
             first_row,
             end_row,
+        }
+    }
+
+    /// The multi-index hashing tables (format 1.6, FORMAT.md §3.6), `None` when the segment has
+    /// none. The first call checks the section's checksum, its offsets and that every stored
+    /// row exists (O(section)), and remembers the outcome: a damaged section is
+    /// [`FormatError::ChecksumMismatch`] or [`FormatError::Corrupt`] naming the file and section
+    /// `mih` on every call.
+    pub fn mih_tables(&self) -> Result<Option<MihTables<'_>>> {
+        let Some(i) = self.mih else {
+            return Ok(None);
+        };
+        let first = self.mih_checked.get_or_init(|| {
+            if self.c.verify_section(i).is_err() {
+                return Err((true, String::new()));
+            }
+            match self.parse_mih(i, true) {
+                Ok(_) => Ok(()),
+                Err(FormatError::Corrupt { detail, .. }) => Err((false, detail)),
+                Err(_) => Err((false, "the tables cannot be read".into())),
+            }
+        });
+        match first {
+            Ok(()) => self.parse_mih(i, false).map(Some),
+            Err((true, _)) => Err(FormatError::ChecksumMismatch {
+                path: self.path().to_path_buf(),
+                section: "mih".into(),
+            }),
+            Err((false, detail)) => Err(self.c.corrupt("mih", detail)),
+        }
+    }
+
+    fn parse_mih(&self, i: usize, deep: bool) -> Result<MihTables<'_>> {
+        MihTables::parse(
+            self.c.stored(i),
+            self.meta.code_bytes,
+            self.meta.rows,
+            deep,
+            |d| self.c.corrupt("mih", &d),
+        )
+    }
+
+    /// The tables hold every row exactly once per table, in the bucket of its own substring
+    /// (O(m × rows); `ChecksumPolicy::All` and `codedb verify`). Nothing to check without
+    /// tables.
+    pub fn check_mih(&self) -> Result<()> {
+        match self.mih_tables()? {
+            None => Ok(()),
+            Some(t) => t.check_against(self.codes(), self.meta.code_bytes as usize, |d| {
+                self.c.corrupt("mih", &d)
+            }),
         }
     }
 

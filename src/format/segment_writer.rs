@@ -20,10 +20,11 @@ use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
+use super::mih_tables::{FILL_WINDOW, MihBuild, MihShape};
 use super::model_file::CodeKind;
 use super::section_kind::{
     META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX,
-    SEG_LISTS, SEG_VECTORS,
+    SEG_LISTS, SEG_MIH, SEG_VECTORS,
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::{VectorSlice, VectorSpec};
@@ -58,6 +59,7 @@ enum Column {
     Labels,
     Lists,
     Vectors,
+    Mih,
 }
 
 /// Writes one segment file.
@@ -438,6 +440,58 @@ impl<W: Write> SegmentWriter<W> {
         self.w.write(values.as_bytes())
     }
 
+    /// Writes the multi-index hashing tables of the codes written (section `mih`, format 1.6,
+    /// optional; [`super::mih_tables`]), after every column. `rescan(sink)` must feed the code
+    /// column again to `sink`, whole codes in row order: it is called once to count and once
+    /// per fill window of each table, so memory stays the counts plus one window. Only binary
+    /// codes of 32-256 bits, `shape.bits = 8 × code_bytes`.
+    pub fn mih_tables<E: From<FormatError>>(
+        &mut self,
+        shape: MihShape,
+        mut rescan: impl FnMut(&mut dyn FnMut(&[u8])) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.require_codes("mih")?;
+        if self.column == Column::Mih {
+            return Err(self.bad("mih", "tables were already written".into()).into());
+        }
+        if self.layout.code_kind != CodeKind::Binary || shape.bits != 8 * self.layout.code_bytes {
+            return Err(self
+                .bad(
+                    "mih",
+                    format!(
+                        "tables of {} bits for {} codes of {} bytes (binary codes only)",
+                        shape.bits,
+                        self.layout.code_kind.name(),
+                        self.layout.code_bytes
+                    ),
+                )
+                .into());
+        }
+        if self.column != Column::Vectors || self.vectors_streaming {
+            self.close_column()?;
+        }
+        self.column = Column::Mih;
+        let rows = self.rows.unwrap_or(0);
+        let width = self.layout.code_bytes as usize;
+        let mut build = MihBuild::new(shape, width, rows);
+        rescan(&mut |c| build.count(c))?;
+        build.offsets(&self.path)?;
+        self.w.begin_section(SEG_MIH, false)?;
+        self.w.write(&shape.encode_header(rows))?;
+        for j in 0..shape.m {
+            self.w.write(&u32s_le(build.table_offsets(j)))?;
+        }
+        for j in 0..shape.m {
+            for win in build.windows(FILL_WINDOW) {
+                let mut fill = build.fill(j, win);
+                rescan(&mut |c| fill.add(c))?;
+                self.w.write(&fill.bytes())?;
+            }
+        }
+        self.w.end_section()?;
+        Ok(())
+    }
+
     /// Writes the metadata, section table and trailer; returns the sink and the metadata.
     pub fn finish(mut self) -> Result<(W, SegmentMeta)> {
         if self.column < Column::Codes {
@@ -446,7 +500,9 @@ impl<W: Write> SegmentWriter<W> {
             }
             self.open_codes()?;
         }
-        if self.column != Column::Vectors || self.vectors_streaming {
+        if self.column < Column::Vectors
+            || (self.column == Column::Vectors && self.vectors_streaming)
+        {
             self.close_column()?;
         }
         let rows = self.rows.unwrap_or(0);

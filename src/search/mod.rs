@@ -40,6 +40,7 @@ mod examples;
 mod float_codes;
 mod ivf_scan;
 pub(crate) mod list_scope;
+mod mih;
 pub mod mode;
 mod pq4_fastscan;
 mod probe;
@@ -66,6 +67,7 @@ use crate::storage::{Block, Snapshot};
 pub use asym::{asym_bit_terms, asym_tables};
 pub use error::SearchError;
 pub use examples::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
+pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
 pub use mode::{MODE_NAMES, SearchMode};
 pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
@@ -107,6 +109,9 @@ pub struct SearchParams {
     /// IVF: per query, scan only the lists of the `n` class means nearest the query (NCM in the
     /// model's projected space); needs a class table. `None`: every row.
     pub nprobe: Option<usize>,
+    /// Hamming mode: whether segments with multi-index hashing tables are searched through
+    /// them (format 1.6; same results, see [`MihChoice`]). Other modes ignore it.
+    pub mih: MihChoice,
 }
 
 impl SearchParams {
@@ -119,7 +124,13 @@ impl SearchParams {
             threads: 1,
             lists: None,
             nprobe: None,
+            mih: MihChoice::Auto,
         }
+    }
+
+    /// The same search, choosing the multi-index hashing tables by `mih`.
+    pub fn mih(self, mih: MihChoice) -> SearchParams {
+        SearchParams { mih, ..self }
     }
 
     /// Restricts the search to the rows of `lists` (and rows with no list).
@@ -340,7 +351,7 @@ fn search_scoped(
         );
     }
     let kc = params.rerank.unwrap_or(params.k);
-    let candidates = scan_codes(blocks, scopes, model, q, params.mode, kc, opts)?;
+    let candidates = scan_codes(blocks, scopes, model, q, params, kc, opts)?;
     match (params.rerank, q) {
         (None, _) => Ok(candidates
             .into_iter()
@@ -450,17 +461,26 @@ fn scan_codes(
     scopes: &[Vec<Range<usize>>],
     model: &Model,
     q: Queries<'_>,
-    mode: SearchMode,
+    params: &SearchParams,
     k: usize,
     opts: ScanOptions,
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
+    let mode = params.mode;
     let queries = match q {
         Queries::Image(v) => v,
         Queries::Text(u) | Queries::Linear(u, _) => {
             let prepared = text::prepare_text(model, u)?;
             let (d, m) = (Direction::LargerIsBetter, Metric::Dot);
             let how = (mode, d, m, u.nrows());
-            return scan_prepared(blocks, scopes, model, &prepared, how, k, opts);
+            return scan_prepared(
+                blocks,
+                scopes,
+                model,
+                &prepared,
+                how,
+                (k, MihChoice::Off),
+                opts,
+            );
         }
     };
     let prepared = prepare(model, queries, mode)?;
@@ -470,7 +490,7 @@ fn scan_codes(
         mode.rerank_metric(),
         queries.nrows(),
     );
-    scan_prepared(blocks, scopes, model, &prepared, how, k, opts)
+    scan_prepared(blocks, scopes, model, &prepared, how, (k, params.mih), opts)
 }
 
 /// The query side of an image query scan in `mode`.
@@ -512,14 +532,15 @@ fn prepare(
 }
 
 /// Scans every block's codes with a prepared query side; `how`: the mode (for messages), the
-/// score's direction, the dense kernels' metric and the number of queries.
+/// score's direction, the dense kernels' metric and the number of queries; `(k, mih)`: results
+/// per query and the use of multi-index hashing tables ([`mih`]).
 fn scan_prepared(
     blocks: &[Block<'_>],
     scopes: &[Vec<Range<usize>>],
     model: &Model,
     prepared: &Prepared,
     how: (SearchMode, Direction, Metric, usize),
-    k: usize,
+    (k, mih): (usize, MihChoice),
     opts: ScanOptions,
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
     let (mode, direction, metric, nq) = how;
@@ -545,6 +566,11 @@ fn scan_prepared(
             }
             _ => false,
         };
+        if let Prepared::Codes(q) = prepared
+            && mih_block(block, ranges, mih, (q, cb), k, (b, &mut lists), opts)?
+        {
+            continue;
+        }
         for r in ranges {
             // Every accessor below checks the rows it returns (see `storage::Block`); checking
             // them here first spreads a first scan's checksums over the scan's threads.
@@ -601,6 +627,64 @@ fn scan_prepared(
         l.truncate(k);
     }
     Ok(lists)
+}
+
+/// Searches a whole segment block through its multi-index hashing tables when `mih` says so
+/// (see [`MihChoice`]), adding each query's k best to `lists` (block number `b`); `false`
+/// (nothing done) when the block is to be scanned linearly.
+fn mih_block(
+    block: &Block<'_>,
+    ranges: &[Range<usize>],
+    mih: MihChoice,
+    (queries, cb): (&[u8], usize),
+    k: usize,
+    (b, lists): (usize, &mut [Vec<Candidate>]),
+    opts: ScanOptions,
+) -> Result<bool, SearchError> {
+    let n = block.rows();
+    let whole = matches!(ranges, [r] if *r == (0..n));
+    let size_ok = mih == MihChoice::On || n >= AUTO_MIN_ROWS;
+    let Some(seg) = block.segment() else {
+        return Ok(false);
+    };
+    if mih == MihChoice::Off || !whole || !size_ok {
+        return Ok(false);
+    }
+    let Some(t) = seg.mih_tables()? else {
+        return Ok(false);
+    };
+    for col in [RowColumn::Ids, RowColumn::Codes] {
+        block.check_par(col, 0..n, opts.threads)?;
+    }
+    let (ids, codes) = (block.ids()?, block.codes()?);
+    let deleted = block.deleted_words();
+    let budget = (mih == MihChoice::Auto).then_some(n / AUTO_WORK_DIVISOR);
+    let mut linear = Vec::new();
+    for (qi, q) in queries.chunks_exact(cb).enumerate() {
+        match mih::mih_topk(&t, codes, ids, deleted.as_deref(), q, k, budget)? {
+            Some(hits) => lists[qi].extend(hits.into_iter().map(|(d, id)| Candidate {
+                score: d as f32,
+                id,
+                block: b,
+            })),
+            None => linear.push(qi),
+        }
+    }
+    if !linear.is_empty() {
+        let sub: Vec<u8> = (linear.iter())
+            .flat_map(|&qi| &queries[qi * cb..(qi + 1) * cb])
+            .copied()
+            .collect();
+        let rows = CodeRows::new(codes, cb, ids, deleted.as_deref())?;
+        for (&qi, p) in linear.iter().zip(hamming_topk_batch(&rows, &sub, k, opts)?) {
+            lists[qi].extend(p.into_iter().map(|(d, id)| Candidate {
+                score: d as f32,
+                id,
+                block: b,
+            }));
+        }
+    }
+    Ok(true)
 }
 
 /// Every live row within Hamming distance `radius` of each query's code (see

@@ -80,6 +80,10 @@ pub struct Config {
     pub lock_wait: Duration,
     /// The file-system seam every change goes through (tests inject failures here).
     pub fs: Arc<dyn FileSystem>,
+    /// Write multi-index hashing tables into every segment of binary codes of 32-256 bits that
+    /// sealing or compaction writes (format 1.6, FORMAT.md §3.6; default true). They cost
+    /// `4 m` bytes per row and make exact Hamming k-NN sub-linear (`SearchParams::mih`).
+    pub mih_tables: bool,
 }
 
 impl Default for Config {
@@ -91,6 +95,7 @@ impl Default for Config {
             auto_gc: true,
             lock_wait: Duration::from_millis(200),
             fs: Arc::new(StdFs),
+            mih_tables: true,
         }
     }
 }

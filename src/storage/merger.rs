@@ -594,6 +594,33 @@ impl ColumnFill<'_, '_> {
     }
 }
 
+impl ColumnFill<'_, '_> {
+    /// Streams the merged code column once more into `sink` (row-major, in row order): the
+    /// passes that build the merged segment's multi-index hashing tables.
+    pub fn codes_again(&mut self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let m = self.merger;
+        let copy = ColumnCopy {
+            readers: &m.readers,
+            vectors: &self.vectors,
+            spec: m.columns.vectors,
+            width: self.width,
+            n: self.n,
+        };
+        let write = |buf: &[u8]| {
+            sink(buf);
+            Ok(())
+        };
+        if self.order.overflow {
+            copy.codes(&mut Cursor::new(m.sources(), m.sorted), write)
+        } else {
+            copy.codes(
+                &mut Replay::new(&self.replay_sources, &self.order.runs),
+                write,
+            )
+        }
+    }
+}
+
 /// Whether a segment's rows are in strictly increasing (list id, id) order.
 fn sorted_by_list_then_id(r: &SegmentReader) -> bool {
     let (ids, Some(lists)) = (r.ids(), r.lists()) else {
@@ -612,6 +639,36 @@ struct ColumnCopy<'a, 'b> {
 }
 
 impl ColumnCopy<'_, '_> {
+    /// Streams the merged code column to `write`, row-major.
+    fn codes(
+        &self,
+        rs: &mut (impl RunSource + Send),
+        write: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let (n, w) = (self.n, self.width);
+        // Row-major columns are sliced in place; fast-scan columns (format 1.2, 4-bit PQ) are
+        // unpacked row by row for the writer to repack.
+        let cols: Vec<Option<&[u8]>> = self
+            .readers
+            .iter()
+            .map(|r| r.fastscan_codes().is_none().then(|| r.stored_codes()))
+            .collect();
+        let readers = self.readers;
+        stream_column(
+            rs,
+            n,
+            n as usize * w,
+            |buf: &mut Vec<u8>, s, a, len| match cols[s] {
+                Some(c) => {
+                    let (a, b) = (a as usize * w, (a + len) as usize * w);
+                    copy_code_rows(buf, &c[a..b], w)
+                }
+                None => readers[s].codes_into(a as usize..(a + len) as usize, buf),
+            },
+            write,
+        )
+    }
+
     fn run(
         &self,
         col: Column,
@@ -621,30 +678,7 @@ impl ColumnCopy<'_, '_> {
         let n = self.n;
         match col {
             Column::Ids => Ok(()),
-            Column::Codes => {
-                let w = self.width;
-                // Row-major columns are sliced in place; fast-scan columns (format 1.2, 4-bit
-                // PQ) are unpacked row by row for the writer to repack.
-                let cols: Vec<Option<&[u8]>> = self
-                    .readers
-                    .iter()
-                    .map(|r| r.fastscan_codes().is_none().then(|| r.stored_codes()))
-                    .collect();
-                let readers = self.readers;
-                stream_column(
-                    rs,
-                    n,
-                    n as usize * w,
-                    |buf: &mut Vec<u8>, s, a, len| match cols[s] {
-                        Some(c) => {
-                            let (a, b) = (a as usize * w, (a + len) as usize * w);
-                            copy_code_rows(buf, &c[a..b], w)
-                        }
-                        None => readers[s].codes_into(a as usize..(a + len) as usize, buf),
-                    },
-                    |buf| Ok(out.codes(buf)?),
-                )
-            }
+            Column::Codes => self.codes(rs, |buf| Ok(out.codes(buf)?)),
             Column::Labels | Column::Lists => {
                 let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {
                     (self.readers.iter().map(|r| r.labels()).collect(), NO_LABEL)

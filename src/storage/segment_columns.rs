@@ -27,3 +27,11 @@ pub(crate) enum Column {
     Lists,
     Vectors,
 }
+
+/// What `Index::write_segment` asks its source for: one column into the writer, or the code
+/// column once more (row-major, whole codes, in row order) into a sink — the passes that build
+/// the multi-index hashing tables (`format::mih_tables`).
+pub(crate) enum Fill<'a, 'w> {
+    Column(Column, &'a mut ColumnWriter<'w>),
+    CodesAgain(&'a mut dyn FnMut(&[u8])),
+}

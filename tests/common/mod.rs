@@ -10,4 +10,5 @@ pub mod golden_v1_5;
 pub mod golden_v1_6;
 pub mod golden_v1_6_hom;
 pub mod golden_v1_6_ivf;
+pub mod golden_v1_6_mih;
 pub mod npy;

@@ -4,4 +4,5 @@
 pub mod bandwidth;
 pub mod encode_case;
 pub mod generated_segment;
+pub mod mih_case;
 pub mod scan_case;

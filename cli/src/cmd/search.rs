@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use codedb::MihChoice;
 use codedb::Snapshot;
 use codedb::{Hit, SearchError, SearchMode, SearchParams};
 use ndarray::{ArrayView2, s};
@@ -62,6 +63,15 @@ under its nearest of K k-means centroids and stores the PQ code of the residual 
 scans the lists of the --nprobe n nearest centroids (1 ≤ n ≤ K; default all K, the flat \
 residual search), --rerank and the exact modes work on top, and --classes (class lists), \
 adc-ip, text and classifier queries are refused (exit 1).
+
+--mih auto|on|off (hamming mode): exact k-NN through the multi-index hashing tables that \
+sealed segments of 32-256-bit binary codes carry (format 1.6; Norouzi et al., CVPR 2012). The \
+results are those of the linear scan, ties included. auto (default) uses a segment's tables \
+when it has at least 65,536 rows and the search is not restricted by --classes/--nprobe, and \
+falls back to the linear scan of that segment for a query whose probing passes 1/1024 of the \
+segment's rows; on uses the tables of every segment that has them, to the end; off scans \
+linearly. The active log, segments without tables and list-restricted searches are always \
+scanned linearly.
 
 --text WORDS (repeatable) or --text-file F (one query per line) ranks rows by the model's text \
 head (PAMIR: score = q'Wp, larger is better) over the same codes: LUT-8 on bits, \
@@ -175,6 +185,9 @@ pub struct SearchArgs {
     /// Threads (0 = all cores; more than the cores is capped at the cores).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count0)]
     pub threads: usize,
+    /// Hamming k-NN through the segments' multi-index hashing tables: auto, on or off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub mih: String,
     /// Output format: tsv (a header, then query rank id score) or json.
     #[arg(long, default_value = "tsv", value_parser = ["tsv", "json"])]
     pub format: String,
@@ -214,6 +227,7 @@ impl SearchArgs {
             threads,
             lists,
             nprobe: self.nprobe,
+            mih: MihChoice::parse(&self.mih).unwrap_or_default(),
         })
     }
 }

@@ -30,6 +30,7 @@ use crate::storage::layout::{data_file_name, manifest_file_name};
 use crate::storage::merge_policy::{MergeReason, PlannedMerge, plan};
 use crate::storage::merger::Merger;
 use crate::storage::publish::{publish, sync_dir};
+use crate::storage::segment_columns::Fill;
 use crate::storage::version::{SegmentSlot, VersionState};
 
 /// One merge of a compaction.
@@ -204,7 +205,10 @@ impl Index {
             policy.order_budget_bytes,
             self.shared.model.file().code_bytes as usize,
         )?;
-        let slot = self.write_segment(live, merger.columns(), |col, out| fill.column(col, out))?;
+        let slot = self.write_segment(live, merger.columns(), |f| match f {
+            Fill::Column(col, out) => fill.column(col, out),
+            Fill::CodesAgain(sink) => fill.codes_again(sink),
+        })?;
         report.output = Some(slot.entry.segment.name.clone());
         report.bytes_out = slot.seg.file_len();
         Ok(Merged {

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::format::mih_tables::MihShape;
 use crate::format::{
-    FileId, FileKind, FileRef, SegmentEntry, SegmentLayout, SegmentWriter, VectorBuf,
+    CodeKind, FileId, FileKind, FileRef, SegmentEntry, SegmentLayout, SegmentWriter, VectorBuf,
     append_log::{NO_LABEL, NO_LIST},
 };
 
@@ -13,7 +14,7 @@ use crate::storage::error::Result;
 use crate::storage::layout::data_file_name;
 use crate::storage::open_segment::OpenSegment;
 use crate::storage::publish::publish;
-use crate::storage::segment_columns::{Column, ColumnWriter, SegmentColumns};
+use crate::storage::segment_columns::{Column, Fill, SegmentColumns};
 use crate::storage::version::SegmentSlot;
 
 /// Rows per chunk when streaming a sealed segment.
@@ -47,17 +48,32 @@ impl Index {
             vectors: self.shared.vectors,
         };
         let batch = |b: u32| &log.batches[b as usize].batch;
-        let slot = self.write_segment(order.len() as u64, cols, |col, out| {
+        let w = log.meta.code_bytes as usize;
+        let codes_of = |chunk: &[(u32, u64, u32, u32)], buf: &mut Vec<u8>| {
+            buf.clear();
+            for &(_, _, b, r) in chunk {
+                let codes = &batch(b).codes;
+                buf.extend_from_slice(&codes[r as usize * w..(r as usize + 1) * w]);
+            }
+        };
+        let slot = self.write_segment(order.len() as u64, cols, |f| {
+            let (col, out) = match f {
+                Fill::Column(col, out) => (col, out),
+                Fill::CodesAgain(sink) => {
+                    let mut buf = Vec::new();
+                    for chunk in order.chunks(SEAL_CHUNK) {
+                        codes_of(chunk, &mut buf);
+                        sink(&buf);
+                    }
+                    return Ok(());
+                }
+            };
             for chunk in order.chunks(SEAL_CHUNK) {
                 match col {
                     Column::Ids => out.ids(&chunk.iter().map(|c| c.1).collect::<Vec<_>>())?,
                     Column::Codes => {
                         let mut buf = Vec::new();
-                        let w = log.meta.code_bytes as usize;
-                        for &(_, _, b, r) in chunk {
-                            let codes = &batch(b).codes;
-                            buf.extend_from_slice(&codes[r as usize * w..(r as usize + 1) * w]);
-                        }
+                        codes_of(chunk, &mut buf);
                         out.codes(&buf)?
                     }
                     Column::Labels => out.labels(
@@ -96,13 +112,15 @@ impl Index {
         Ok(Some(slot))
     }
 
-    /// Publishes a new segment whose columns `fill(column, writer)` streams, column by column
-    /// in file order, and opens it.
+    /// Publishes a new segment whose columns `fill(Fill::Column(column, writer))` streams,
+    /// column by column in file order, and opens it. Binary codes of 32-256 bits also get
+    /// multi-index hashing tables (format 1.6), built from `fill(Fill::CodesAgain(sink))`
+    /// passes over the codes (`SegmentWriter::mih_tables`).
     pub(crate) fn write_segment(
         &self,
         rows: u64,
         cols: SegmentColumns,
-        mut fill: impl FnMut(Column, &mut ColumnWriter<'_>) -> Result<()>,
+        mut fill: impl FnMut(Fill<'_, '_>) -> Result<()>,
     ) -> Result<SegmentSlot> {
         let model = self.shared.model.file();
         let id = FileId::generate();
@@ -116,16 +134,25 @@ impl Index {
         let dir = &self.shared.dir;
         let (meta, _) = publish(&*self.shared.config.fs, dir, &name, |out, path| {
             let mut sw = SegmentWriter::new(out, id, layout, path)?;
-            fill(Column::Ids, &mut sw)?;
-            fill(Column::Codes, &mut sw)?;
+            fill(Fill::Column(Column::Ids, &mut sw))?;
+            fill(Fill::Column(Column::Codes, &mut sw))?;
             if cols.labels {
-                fill(Column::Labels, &mut sw)?;
+                fill(Fill::Column(Column::Labels, &mut sw))?;
             }
             if cols.lists {
-                fill(Column::Lists, &mut sw)?;
+                fill(Fill::Column(Column::Lists, &mut sw))?;
             }
             if cols.vectors.is_some() {
-                fill(Column::Vectors, &mut sw)?;
+                fill(Fill::Column(Column::Vectors, &mut sw))?;
+            }
+            let mih = match layout.code_kind {
+                CodeKind::Binary if self.shared.config.mih_tables => {
+                    MihShape::choose(layout.code_bytes, rows)
+                }
+                _ => None,
+            };
+            if let Some(shape) = mih {
+                sw.mih_tables(shape, |sink| fill(Fill::CodesAgain(sink)))?;
             }
             Ok(sw.finish()?.1)
         })?;
