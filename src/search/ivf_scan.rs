@@ -22,7 +22,7 @@ use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
-use super::rerank::{Candidate, rerank};
+use super::rerank::{Candidate, hits, rerank};
 use super::{Hit, SearchMode, SearchParams, VectorSource};
 
 /// Queries whose tables are built and scanned together per list (bounds the tables' memory:
@@ -175,17 +175,7 @@ pub(crate) fn search_ivf(
         best_first(a, kc);
     }
     match params.rerank {
-        None => Ok(acc
-            .into_iter()
-            .map(|l| {
-                l.into_iter()
-                    .map(|c| Hit {
-                        id: c.id,
-                        score: c.score,
-                    })
-                    .collect()
-            })
-            .collect()),
+        None => Ok(hits(acc)),
         Some(_) => {
             let source = source.ok_or_else(|| SearchError::NoVectors {
                 detail: "re-ranking needs stored vectors and none were given".into(),

@@ -353,17 +353,7 @@ fn search_scoped(
     let kc = params.rerank.unwrap_or(params.k);
     let candidates = scan_codes(blocks, scopes, model, q, params, kc, opts)?;
     match (params.rerank, q) {
-        (None, _) => Ok(candidates
-            .into_iter()
-            .map(|l| {
-                l.into_iter()
-                    .map(|c| Hit {
-                        id: c.id,
-                        score: c.score,
-                    })
-                    .collect()
-            })
-            .collect()),
+        (None, _) => Ok(rerank::hits(candidates)),
         (Some(_), Queries::Image(_)) => rerank::rerank(
             blocks,
             &candidates,

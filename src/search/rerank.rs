@@ -35,6 +35,21 @@ pub(crate) struct Candidate {
     pub block: usize,
 }
 
+/// Each query's candidates as hits (their score as is), when no re-ranking follows.
+pub(crate) fn hits(lists: Vec<Vec<Candidate>>) -> Vec<Vec<super::Hit>> {
+    lists
+        .into_iter()
+        .map(|l| {
+            l.into_iter()
+                .map(|c| super::Hit {
+                    id: c.id,
+                    score: c.score,
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Rows of the live rows with the given ids in `block`.
 pub(crate) fn locate_rows(
     block: &Block<'_>,
