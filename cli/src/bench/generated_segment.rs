@@ -18,10 +18,10 @@ const CHUNK_ROWS: u64 = 1 << 20;
 
 /// SplitMix64: a tiny, fast, seeded generator; output is fixed forever for a given seed, so a
 /// reused file and a regenerated one hold the same codes.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

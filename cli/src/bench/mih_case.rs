@@ -18,7 +18,7 @@ use codedb::format::{
 };
 use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch, mih_search};
 
-use super::generated_segment::GENERATED_MODEL_ID;
+use super::generated_segment::{GENERATED_MODEL_ID, SplitMix};
 
 /// Rows generated per chunk.
 const CHUNK_ROWS: usize = 1 << 20;
@@ -70,19 +70,6 @@ pub struct MihResult {
     pub speedup: f64,
     /// Mean distance of the k-th neighbour.
     pub mean_kth_distance: f64,
-}
-
-/// SplitMix64, as `generated_segment`.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 /// A deterministic stream of codes: the same seed gives the same codes, so every pass over the
