@@ -12,6 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use crate::format::{CodeKind, FileId, ModelFile};
+use crate::scan::LutTerms;
 
 use super::error::{ModelError, Result};
 use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
@@ -49,8 +50,10 @@ pub struct Model {
     /// Optional text head (PAMIR): scores text queries; not needed to encode.
     text: Option<TextHead>,
     /// IVF models: every list's term of the ADC tables ([`CoarseQuantizer::list_terms`]),
-    /// K × M × 256, when at most [`MAX_PRECOMPUTED_TERMS`]; derived from the stages.
-    ivf_terms: Option<Arc<[f32]>>,
+    /// K × M × 256, checked (one group per list), when at most [`MAX_PRECOMPUTED_TERMS`] and
+    /// finite; derived from the stages. Otherwise each probed list's terms are computed and
+    /// checked when scanned (a non-finite term is then the search's error).
+    ivf_terms: Option<Arc<LutTerms>>,
     /// How the stages were trained (spec, seed, step per stage); not needed to encode.
     origin: Option<Origin>,
 }
@@ -122,7 +125,9 @@ impl Model {
                 t.par_chunks_mut(per)
                     .enumerate()
                     .for_each(|(l, o)| c.list_terms(pq, l, o));
-                model.ivf_terms = Some(t.into());
+                model.ivf_terms = LutTerms::new(t, pq.m(), "ivf list terms")
+                    .ok()
+                    .map(Arc::new);
             }
         }
         let (cb, bits) = (
@@ -254,20 +259,18 @@ impl Model {
         })
     }
 
+    /// An IVF model's list terms of the ADC tables, checked, one group of M tables per list
+    /// ([`CoarseQuantizer::list_terms`]): `None` when they are not precomputed (too large, or
+    /// not finite); then [`Model::ivf_list_terms`] computes a list's.
+    pub(crate) fn ivf_terms(&self) -> Option<&LutTerms> {
+        self.ivf_terms.as_deref()
+    }
+
     /// An IVF model's list term of the ADC tables of list `l` into `out` (M × 256 values,
-    /// [`CoarseQuantizer::list_terms`]): precomputed when the table is small enough.
+    /// [`CoarseQuantizer::list_terms`]), computed.
     pub fn ivf_list_terms(&self, l: usize, out: &mut [f32]) {
-        let (Some(c), Some(pq)) = (self.ivf(), self.pq()) else {
-            return;
-        };
-        let per = pq.m() * pq.ksub();
-        match self
-            .ivf_terms
-            .as_deref()
-            .and_then(|t| t.get(l * per..(l + 1) * per))
-        {
-            Some(t) => out.copy_from_slice(t),
-            None => c.list_terms(pq, l, out),
+        if let (Some(c), Some(pq)) = (self.ivf(), self.pq()) {
+            c.list_terms(pq, l, out);
         }
     }
 

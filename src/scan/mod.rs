@@ -53,6 +53,7 @@ pub use lut::{
     lut_key, lut4_score, lut4_topk, lut4_topk_batch, lut8_from_bit_terms, lut8_score, lut8_topk,
     lut8_topk_batch,
 };
+pub(crate) use lut::lists::{ListTable, ListTopK, LutTerms};
 pub use rows::CodeRows;
 pub use schedule::ScanOptions;
 pub use topk::{

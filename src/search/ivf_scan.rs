@@ -6,28 +6,29 @@
 //! kernel with the table `‖x − c_l‖² + B_l − 2·A_x`, where `B_l` is the list's precomputed
 //! term ([`crate::model::CoarseQuantizer::list_terms`]) and `A_x` the query's inner-product
 //! table; the score of a code is then `‖x − (c_l + r̂)‖²`, the squared distance to the row's
-//! reconstruction. Queries are grouped by list, so each list's rows are read once per batch of
-//! queries that probe it. Results merge over lists and blocks, ties by smaller id, so they do
+//! reconstruction. The per-list tables are assembled from terms checked once (the list terms
+//! when the model is loaded, the query's when they are computed), not re-checked per (query,
+//! list) pair. One collector per query runs over its lists, ties by smaller id, so results do
 //! not depend on the order lists are visited; with `nprobe = K` every row is scored.
 //! Re-ranking with stored vectors works on the candidates as for every other mode.
 
-use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ndarray::ArrayView2;
+use rayon::prelude::*;
 
 use crate::format::RowColumn;
 use crate::model::{CoarseQuantizer, Model};
-use crate::scan::{CodeRows, Direction, Dispatch, ScanOptions, lut8_topk_batch};
+use crate::scan::{ListTable, ListTopK, LutTerms};
 use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
-use super::list_scope::range_deleted;
 use super::rerank::{Candidate, hits, rerank};
 use super::{Hit, SearchMode, SearchParams, VectorSource};
 
-/// Queries whose tables are built and scanned together per list (bounds the tables' memory:
-/// 512 × M × 1 KiB).
-const QUERY_CHUNK: usize = 512;
+/// Queries whose inner-product tables are computed together (one multi-row product; bounds
+/// their memory: 64 × M × 1 KiB, in L2) and which a worker takes at once.
+const QUERY_CHUNK: usize = 64;
 
 /// The coarse quantiser of `model` and the number of lists to probe (`nprobe`, or all),
 /// checked: 1 ≤ nprobe ≤ K.
@@ -74,6 +75,13 @@ pub(crate) fn ivf_probe_lists(
 }
 
 /// k-NN by ADC over the residual codes of an IVF model, re-ranked when `params.rerank`.
+///
+/// Query by query (each query's inner-product table stays in cache while its lists are
+/// scanned, and the precomputed list terms are read once per probed list): per probed list the
+/// table `B_l + A_x (+ ‖x − c_l‖²)` is assembled from terms checked once
+/// ([`crate::scan::ListTable`]) and the list's rows in every block are scanned into one
+/// collector per query, whose threshold carries from list to list. Queries run in chunks
+/// over `params.threads` workers; results do not depend on the split.
 pub(crate) fn search_ivf(
     blocks: &[Block<'_>],
     model: &Model,
@@ -94,85 +102,100 @@ pub(crate) fn search_ivf(
     let (Some((coarse, nprobe)), Some(pq)) = (ivf_nprobe(model, params.nprobe)?, model.pq()) else {
         return Err(invalid("mode", "the model is not an IVF model"));
     };
-    let mut opts = ScanOptions {
-        threads: params.threads.max(1),
-        ..ScanOptions::default()
-    };
-    // A list holds N/K rows: too few for the query-lane kernel's interleaved tables (a pass
-    // over 8 × M × 256 floats per 8 queries) to pay, so `Auto` runs the one-query kernel it
-    // runs for one or two queries (same scores bit for bit, see `scan::lut`).
-    if opts.dispatch == Dispatch::Auto {
-        opts.dispatch = Dispatch::Scalar;
-    }
+    let threads = params.threads.max(1);
     let kc = params.rerank.unwrap_or(params.k);
+    ListTopK::new(kc)?;
     let y = model.project(queries)?;
+    let d = y.ncols();
     let flat: Vec<f32> = y.iter().copied().collect();
     let probes = coarse.probe(&flat, nprobe);
-    let width = pq.m() * pq.ksub();
-    // −2⟨x_m, p_{m,j}⟩ per query.
-    let ip = pq.scaled_ip_tables(&flat, -2.0);
-    // list → (query, ‖x − c‖²)
-    let mut by_list: BTreeMap<u32, Vec<(usize, f32)>> = BTreeMap::new();
-    for (q, p) in probes.into_iter().enumerate() {
-        for (l, dist) in p {
-            by_list.entry(l).or_default().push((q, dist));
+    let mut probed = vec![false; coarse.lists()];
+    for p in &probes {
+        for &(l, _) in p {
+            if let Some(x) = probed.get_mut(l as usize) {
+                *x = true;
+            }
         }
     }
-    let mut acc: Vec<Vec<Candidate>> = vec![Vec::new(); queries.nrows()];
-    let mut terms = vec![0f32; width];
-    let mut tables = vec![0f32; QUERY_CHUNK.min(queries.nrows()) * width];
-    for (l, qs) in &by_list {
-        // The list's rows in every block.
-        let mut scopes = Vec::new();
-        for (b, block) in blocks.iter().enumerate() {
-            for r in block.rows_in_lists(&[*l])? {
-                if !r.is_empty() {
-                    scopes.push((b, r));
+    let scopes = ListScopes::new(blocks, &probed, threads)?;
+    let deleted: Vec<_> = blocks.iter().map(|b| b.deleted_words()).collect();
+    let nq = queries.nrows();
+    let chunks: Vec<std::ops::Range<usize>> = (0..nq)
+        .step_by(QUERY_CHUNK)
+        .map(|s| s..(s + QUERY_CHUNK).min(nq))
+        .collect();
+    let run_chunk = |r: &std::ops::Range<usize>| -> Result<Vec<Vec<Candidate>>, SearchError> {
+        // −2⟨x_m, p_{m,j}⟩ per query.
+        let ip = pq.scaled_ip_tables(&flat[r.start * d..r.end * d], -2.0);
+        let query_terms = LutTerms::new(ip, pq.m(), "query terms")?;
+        let mut table = ListTable::new();
+        let mut own: Option<LutTerms> = None;
+        let mut out = Vec::with_capacity(r.len());
+        for (qi, q) in r.clone().enumerate() {
+            let qt = query_terms
+                .group(qi)
+                .ok_or_else(|| invalid("queries", "query terms missing"))?;
+            let mut top = ListTopK::new(kc)?;
+            for &(l, dist) in &probes[q] {
+                let runs = scopes.of(l);
+                if runs.is_empty() {
+                    continue;
                 }
-            }
-        }
-        if scopes.is_empty() {
-            continue;
-        }
-        model.ivf_list_terms(*l as usize, &mut terms);
-        for chunk in qs.chunks(QUERY_CHUNK) {
-            let tables = &mut tables[..chunk.len() * width];
-            for (t, &(q, dist)) in tables.chunks_exact_mut(width).zip(chunk) {
-                let a = &ip[q * width..(q + 1) * width];
-                for ((o, &b), &a) in t.iter_mut().zip(&terms).zip(a) {
-                    *o = b + a;
-                }
-                for o in t.iter_mut().take(pq.ksub()) {
-                    *o += dist;
-                }
-            }
-            for (b, r) in &scopes {
-                let block = &blocks[*b];
-                for col in [RowColumn::Ids, RowColumn::Codes] {
-                    block.check_par(col, r.clone(), opts.threads)?;
-                }
-                let deleted = block.deleted_words();
-                let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
-                let ids = block.ids_in(r.clone())?;
-                let codes = block.codes_in(r.clone())?;
-                let rows = CodeRows::new(codes, pq.m(), ids, del.as_deref())?;
-                let part = lut8_topk_batch(&rows, tables, Direction::SmallerIsBetter, kc, opts)?;
-                for (&(q, _), p) in chunk.iter().zip(part) {
-                    let a = &mut acc[q];
-                    a.extend(p.into_iter().map(|(score, id)| Candidate {
-                        score,
-                        id,
-                        block: *b,
-                    }));
-                    if a.len() >= 4 * kc.max(64) {
-                        best_first(a, kc);
+                let lt = match model.ivf_terms() {
+                    Some(t) => t.group(l as usize),
+                    None => {
+                        let mut terms = vec![0f32; pq.m() * pq.ksub()];
+                        model.ivf_list_terms(l as usize, &mut terms);
+                        own.insert(LutTerms::new(terms, pq.m(), "ivf list terms")?)
+                            .group(0)
                     }
                 }
+                .ok_or_else(|| invalid("nprobe", format!("list {l}: no terms")))?;
+                table.assemble(lt, qt, dist)?;
+                for run in runs {
+                    let del = deleted[run.block].as_deref();
+                    top.scan(&table, run.codes, run.ids, del, run.first_row, run.block as u32)?;
+                }
             }
+            out.push(
+                top.into_sorted()
+                    .into_iter()
+                    .map(|(score, id, b)| Candidate {
+                        score,
+                        id,
+                        block: b as usize,
+                    })
+                    .collect(),
+            );
         }
-    }
-    for a in &mut acc {
-        best_first(a, kc);
+        Ok(out)
+    };
+    let parts: Vec<Result<Vec<Vec<Candidate>>, SearchError>> = if threads == 1 || chunks.len() == 1 {
+        chunks.iter().map(run_chunk).collect()
+    } else {
+        // Dynamic schedule: `threads` workers take the next chunk until none is left.
+        let next = AtomicUsize::new(0);
+        let done: Vec<Vec<(usize, Result<Vec<Vec<Candidate>>, SearchError>)>> = (0..threads
+            .min(chunks.len()))
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|_| {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = chunks.get(i) else { break };
+                    mine.push((i, run_chunk(r)));
+                }
+                mine
+            })
+            .collect();
+        let mut all: Vec<(usize, _)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    };
+    let mut acc: Vec<Vec<Candidate>> = Vec::with_capacity(nq);
+    for p in parts {
+        acc.extend(p?);
     }
     match params.rerank {
         None => Ok(hits(acc)),
@@ -192,8 +215,68 @@ pub(crate) fn search_ivf(
     }
 }
 
-/// Sorts candidates by score then id and keeps the `k` best.
-fn best_first(a: &mut Vec<Candidate>, k: usize) {
-    a.sort_by(|x, y| x.score.total_cmp(&y.score).then(x.id.cmp(&y.id)));
-    a.truncate(k);
+/// One run of a list's rows in one block: its codes and ids, checked.
+struct Run<'a> {
+    block: usize,
+    first_row: usize,
+    codes: &'a [u8],
+    ids: &'a [u64],
+}
+
+/// The runs of rows of each probed list over all blocks, found and checked once per search.
+struct ListScopes<'a> {
+    /// Per list (indexed by list id): its runs; empty for lists not probed.
+    runs: Vec<Vec<Run<'a>>>,
+}
+
+impl<'a> ListScopes<'a> {
+    fn new(blocks: &[Block<'a>], probed: &[bool], threads: usize) -> Result<Self, SearchError> {
+        let mut runs: Vec<Vec<Run<'a>>> = (0..probed.len()).map(|_| Vec::new()).collect();
+        let wanted: Vec<u32> = (0..probed.len() as u32)
+            .filter(|&l| probed[l as usize])
+            .collect();
+        for (b, block) in blocks.iter().enumerate() {
+            let ranges: Vec<(u32, std::ops::Range<usize>)> = if block.list_index().is_some() {
+                wanted
+                    .iter()
+                    .filter_map(|&l| block.list_range(l).map(|r| (l, r)))
+                    .filter(|(_, r)| !r.is_empty())
+                    .collect()
+            } else {
+                // One pass over the list column (a log batch, or a block written without a
+                // list index).
+                let mut out: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+                if let Some(col) = block.lists()? {
+                    for (i, &l) in col.iter().enumerate() {
+                        if !probed.get(l as usize).copied().unwrap_or(false) {
+                            continue;
+                        }
+                        match out.last_mut() {
+                            Some((pl, r)) if *pl == l && r.end == i => r.end = i + 1,
+                            _ => out.push((l, i..i + 1)),
+                        }
+                    }
+                }
+                out
+            };
+            for (l, r) in ranges {
+                for col in [RowColumn::Ids, RowColumn::Codes] {
+                    block.check_par(col, r.clone(), threads)?;
+                }
+                if let Some(slot) = runs.get_mut(l as usize) {
+                    slot.push(Run {
+                        block: b,
+                        first_row: r.start,
+                        codes: block.codes_in(r.clone())?,
+                        ids: block.ids_in(r)?,
+                    });
+                }
+            }
+        }
+        Ok(ListScopes { runs })
+    }
+
+    fn of(&self, l: u32) -> &[Run<'a>] {
+        self.runs.get(l as usize).map_or(&[], |r| r.as_slice())
+    }
 }

@@ -4,5 +4,6 @@
 pub mod bandwidth;
 pub mod encode_case;
 pub mod generated_segment;
+pub mod ivf_case;
 pub mod mih_case;
 pub mod scan_case;

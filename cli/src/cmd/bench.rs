@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use codedb::model::PipelineSpec;
 use codedb_cli::bench::encode_case::{EncodeBench, run_encode_bench};
+use codedb_cli::bench::ivf_case::{IvfBench, run_ivf_bench};
 use codedb_cli::bench::mih_case::{MihBench, run_mih_bench};
 use codedb_cli::bench::scan_case::{BenchKind, ScanBench, run_scan_bench};
 
@@ -21,6 +22,7 @@ pub enum BenchCommand {
     Encode(EncodeArgs),
     Mih(MihArgs),
     Plot(PlotArgs),
+    Ivf(IvfArgs),
 }
 
 #[derive(Args)]
@@ -135,6 +137,7 @@ pub fn run(command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Encode(a) => encode(a),
         BenchCommand::Mih(a) => mih(a),
         BenchCommand::Plot(a) => plot(a),
+        BenchCommand::Ivf(a) => ivf(a),
     }
 }
 
@@ -404,6 +407,143 @@ fn encode(a: EncodeArgs) -> Result<ExitCode> {
     }
     if json {
         outln!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+/// IVFADC against the flat scan on a generated clustered set (streamed: never all in memory):
+/// train `ivf:K,pq:Mx8` on a sample, add the rows in batches, seal, then search every --nprobe
+/// and the flat scan (nprobe = K) with all queries in one call. The index is written in DIR and
+/// deleted afterwards.
+#[command(after_help = "Examples:
+  codedb bench ivf --rows 1000000 --dim 96 --clusters 100000 --lists 1024 --dir /tmp/cb
+  codedb bench ivf --rows 100000000 --dim 96 --clusters 100000 --lists 1024 \\
+      --nprobe 1,2,4,8,16,32 --queries 100 --seed 1 --dir /tmp/cb --json
+
+Rows: a random centre (N(0,1) coordinates) plus noise of scale sigma/sqrt(1+j) in dimension j; \
+queries are further rows of the same stream. recall@10 is the fraction of queries whose exact \
+nearest neighbour (found by an exact scan while the rows stream by) is among the first 10 \
+results (Jégou et al., TPAMI 2011); recall_10_vs_flat compares with the flat scan's first 10. \
+Run it under /usr/bin/time -v for the peak memory as the OS sees it (also reported as VmHWM).")]
+pub struct IvfArgs {
+    /// Rows indexed.
+    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true, value_parser = args::count_u64)]
+    pub rows: u64,
+    /// Dimension of the rows.
+    #[arg(long, default_value_t = 96, allow_negative_numbers = true, value_parser = args::count)]
+    pub dim: usize,
+    /// Gaussian clusters the rows are drawn from.
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true, value_parser = args::count)]
+    pub clusters: usize,
+    /// Noise scale of the first dimension (dimension j: sigma / sqrt(1 + j)).
+    #[arg(long, default_value_t = 1.0)]
+    pub sigma: f32,
+    /// Coarse lists K of the pipeline ivf:K,pq:Mx8.
+    #[arg(long, default_value_t = 1024, allow_negative_numbers = true, value_parser = args::count)]
+    pub lists: usize,
+    /// PQ sub-quantisers M (8 bits each; must divide --dim).
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = args::count)]
+    pub m: usize,
+    /// Lists probed, comma-separated (each at most --lists).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32", allow_negative_numbers = true, value_parser = args::count)]
+    pub nprobe: Vec<usize>,
+    /// Queries searched (in one call per case).
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = args::count)]
+    pub queries: usize,
+    /// Results per query (recall@10 needs at least 10).
+    #[arg(short, long, default_value_t = 10, allow_negative_numbers = true, value_parser = args::count)]
+    pub k: usize,
+    /// Rows sampled to train the pipeline.
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true, value_parser = args::count)]
+    pub train_rows: usize,
+    /// Rows per add call (and commit).
+    #[arg(long, default_value_t = 1 << 18, allow_negative_numbers = true, value_parser = args::count)]
+    pub batch: usize,
+    /// Search threads.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count)]
+    pub threads: usize,
+    /// Where the index is written.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Keep the index instead of deleting it.
+    #[arg(long)]
+    pub keep: bool,
+    /// Seed of the rows, the queries, the sample and training.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::u64_0)]
+    pub seed: u64,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn ivf(a: IvfArgs) -> Result<ExitCode> {
+    if let Some(&n) = a.nprobe.iter().find(|&&n| n > a.lists) {
+        usage!("--nprobe {n}: at most --lists ({})", a.lists);
+    }
+    if !a.dim.is_multiple_of(a.m) {
+        usage!("--m {}: must divide --dim {}", a.m, a.dim);
+    }
+    if a.k < 10 {
+        usage!("-k {}: recall@10 needs at least 10 results", a.k);
+    }
+    if !(a.sigma.is_finite() && a.sigma >= 0.0) {
+        usage!("--sigma {}: must be finite and at least 0", a.sigma);
+    }
+    let b = IvfBench {
+        rows: a.rows,
+        dim: a.dim,
+        clusters: a.clusters,
+        sigma: a.sigma,
+        lists: a.lists,
+        m: a.m,
+        nprobe: a.nprobe.clone(),
+        queries: a.queries,
+        k: a.k,
+        train_rows: a.train_rows,
+        batch: a.batch,
+        threads: a.threads,
+        seed: a.seed,
+    };
+    let bar = progress::bar(a.rows, "generating, encoding and adding", "rows");
+    let r = run_ivf_bench(&a.dir, &b, a.keep, &mut |done, what| {
+        bar.set_message(what.to_string());
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let r = r.context("bench ivf")?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "ivf {} rows x {} dims, {} clusters, {}: train {:.1} s ({} rows), add {:.1} s (generate + exact scan {:.1} s, encode + add {:.1} s), seal {:.1} s, index {:.1} MB, peak RSS {}",
+        r.rows,
+        r.dim,
+        r.clusters,
+        r.pipeline,
+        r.train_s,
+        r.train_rows,
+        r.add_s,
+        r.generate_and_truth_s,
+        r.encode_add_s,
+        r.seal_s,
+        r.index_bytes as f64 / 1e6,
+        r.peak_rss_bytes
+            .map_or_else(|| "?".to_string(), |b| format!("{:.0} MB", b as f64 / 1e6))
+    );
+    outln!("| nprobe | queries/s | recall@10 | 10-recall@10 vs flat | speed-up vs flat |");
+    outln!("|---:|---:|---:|---:|---:|");
+    for c in &r.cases {
+        outln!(
+            "| {}{} | {:.1} | {:.3} | {:.3} | {:.1}x |",
+            c.nprobe,
+            if c.flat { " (flat)" } else { "" },
+            c.queries_per_s,
+            c.recall_at_10,
+            c.recall_10_vs_flat,
+            c.speedup_vs_flat
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -28,6 +28,7 @@
 //! ignored. This is the plain (row-major) PQ4 ADC; the block-interleaved fast-scan layout is a
 //! separate kernel.
 
+pub(crate) mod lists;
 pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
