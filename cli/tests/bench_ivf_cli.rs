@@ -41,7 +41,10 @@ fn bench_ivf_reports_flat_and_probed_searches() {
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4, "{v}");
     assert_eq!(cases[0]["flat"], true);
-    let nprobe: Vec<u64> = cases.iter().map(|c| c["nprobe"].as_u64().unwrap()).collect();
+    let nprobe: Vec<u64> = cases
+        .iter()
+        .map(|c| c["nprobe"].as_u64().unwrap())
+        .collect();
     assert_eq!(nprobe, [16, 1, 4, 16]);
     for c in cases {
         let r = c["recall_at_10"].as_f64().unwrap();
@@ -78,7 +81,11 @@ fn bench_ivf_bad_arguments_are_usage_errors() {
         2,
         "--nprobe",
     );
-    fails(&["bench", "ivf", "--dim", "10", "--m", "4", "--dir", d], 2, "--m");
+    fails(
+        &["bench", "ivf", "--dim", "10", "--m", "4", "--dir", d],
+        2,
+        "--m",
+    );
     fails(&["bench", "ivf", "-k", "5", "--dir", d], 2, "-k");
     fails(&["bench", "ivf", "--rows", "0", "--dir", d], 2, "--rows");
 }

@@ -26,8 +26,8 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::kernels::nearest_transposed;
-use super::linalg::a_bt_f32;
 use super::kmeans::{KMeansOptions, kmeans_rows};
+use super::linalg::a_bt_f32;
 use super::pq::ProductQuantizer;
 use super::record::{RecordReader, f32_tensor};
 use super::transform::ROW_BLOCK;

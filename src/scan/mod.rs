@@ -49,11 +49,11 @@ pub use fastscan::{FastScanRows, fastscan_topk, fastscan_topk_batch, pack_fastsc
 pub use hamming::{
     hamming_distance, hamming_topk, hamming_topk_batch, hamming_topk_into, hamming_within,
 };
+pub(crate) use lut::lists::{ListTable, ListTopK, LutTerms};
 pub use lut::{
     lut_key, lut4_score, lut4_topk, lut4_topk_batch, lut8_from_bit_terms, lut8_score, lut8_topk,
     lut8_topk_batch,
 };
-pub(crate) use lut::lists::{ListTable, ListTopK, LutTerms};
 pub use rows::CodeRows;
 pub use schedule::ScanOptions;
 pub use topk::{

@@ -26,6 +26,9 @@ use super::error::{SearchError, invalid};
 use super::rerank::{Candidate, hits, rerank};
 use super::{Hit, SearchMode, SearchParams, VectorSource};
 
+/// One chunk of queries' candidates, best first.
+type ChunkResult = Result<Vec<Vec<Candidate>>, SearchError>;
+
 /// Queries whose inner-product tables are computed together (one multi-row product; bounds
 /// their memory: 64 × M × 1 KiB, in L2) and which a worker takes at once.
 const QUERY_CHUNK: usize = 64;
@@ -124,7 +127,7 @@ pub(crate) fn search_ivf(
         .step_by(QUERY_CHUNK)
         .map(|s| s..(s + QUERY_CHUNK).min(nq))
         .collect();
-    let run_chunk = |r: &std::ops::Range<usize>| -> Result<Vec<Vec<Candidate>>, SearchError> {
+    let run_chunk = |r: &std::ops::Range<usize>| -> ChunkResult {
         // −2⟨x_m, p_{m,j}⟩ per query.
         let ip = pq.scaled_ip_tables(&flat[r.start * d..r.end * d], -2.0);
         let query_terms = LutTerms::new(ip, pq.m(), "query terms")?;
@@ -154,7 +157,14 @@ pub(crate) fn search_ivf(
                 table.assemble(lt, qt, dist)?;
                 for run in runs {
                     let del = deleted[run.block].as_deref();
-                    top.scan(&table, run.codes, run.ids, del, run.first_row, run.block as u32)?;
+                    top.scan(
+                        &table,
+                        run.codes,
+                        run.ids,
+                        del,
+                        run.first_row,
+                        run.block as u32,
+                    )?;
                 }
             }
             out.push(
@@ -170,13 +180,12 @@ pub(crate) fn search_ivf(
         }
         Ok(out)
     };
-    let parts: Vec<Result<Vec<Vec<Candidate>>, SearchError>> = if threads == 1 || chunks.len() == 1 {
+    let parts: Vec<ChunkResult> = if threads == 1 || chunks.len() == 1 {
         chunks.iter().map(run_chunk).collect()
     } else {
         // Dynamic schedule: `threads` workers take the next chunk until none is left.
         let next = AtomicUsize::new(0);
-        let done: Vec<Vec<(usize, Result<Vec<Vec<Candidate>>, SearchError>)>> = (0..threads
-            .min(chunks.len()))
+        let done: Vec<Vec<(usize, ChunkResult)>> = (0..threads.min(chunks.len()))
             .into_par_iter()
             .with_max_len(1)
             .map(|_| {

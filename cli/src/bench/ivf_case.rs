@@ -17,16 +17,16 @@
 //! 10-recall@10 against the flat scan's results.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::Error;
-use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::kernels::l2sq_f32;
-use codedb::{AddOptions, Config, Index, SearchMode, SearchParams};
+use codedb::model::{PipelineSpec, TrainOptions, train};
+use codedb::{AddOptions, Config, Index, Retention, SearchMode, SearchParams};
 
 use super::generated_segment::SplitMix;
 
@@ -136,7 +136,10 @@ impl Rows {
 
     /// Row `r` into `out` (`dim` values).
     fn row(&self, r: u64, out: &mut [f32]) {
-        let mut rng = SplitMix(self.seed.wrapping_add(r.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        let mut rng = SplitMix(
+            self.seed
+                .wrapping_add(r.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        );
         rng.next();
         let n = (self.centres.len() / self.dim.max(1)) as u64;
         let c = (rng.next() % n.max(1)) as usize;
@@ -256,7 +259,10 @@ pub fn run_ivf_bench(
         ));
     }
     if !(b.sigma.is_finite() && b.sigma >= 0.0) {
-        return Err(invalid("sigma", format!("{}: must be finite and ≥ 0", b.sigma)));
+        return Err(invalid(
+            "sigma",
+            format!("{}: must be finite and ≥ 0", b.sigma),
+        ));
     }
     let pipeline = format!("ivf:{},pq:{}x8", b.lists, b.m);
     let spec = PipelineSpec::parse(&pipeline).map_err(|e| invalid("lists", e.to_string()))?;
@@ -287,11 +293,21 @@ pub fn run_ivf_bench(
         .map_err(|e| invalid("queries", e.to_string()))?;
     let path: PathBuf = dir.join("ivf-bench");
     if path.exists() {
-        std::fs::remove_dir_all(&path).map_err(|e| invalid("dir", format!("{}: {e}", path.display())))?;
+        std::fs::remove_dir_all(&path)
+            .map_err(|e| invalid("dir", format!("{}: {e}", path.display())))?;
     }
     std::fs::create_dir_all(dir).map_err(|e| invalid("dir", format!("{}: {e}", dir.display())))?;
     let result = (|| -> Result<IvfResult, Error> {
-        let index = Index::create(&path, &model.to_model_file(), Config::default())?;
+        // Old versions' files (committed log batches, replaced segments) are collected after
+        // every commit: the disk holds about one copy of the rows.
+        let config = Config {
+            retention: Retention {
+                keep_versions: 1,
+                keep_for: Duration::ZERO,
+            },
+            ..Config::default()
+        };
+        let index = Index::create(&path, &model.to_model_file(), config)?;
         let qflat: Vec<f32> = qx.iter().copied().collect();
         let mut truth = Truth {
             best: vec![(f32::INFINITY, u64::MAX); b.queries],
@@ -316,12 +332,14 @@ pub fn run_ivf_bench(
                 },
             )?;
             index.commit()?;
+            index.gc()?;
             start += n as u64;
             progress(start, "encoding and adding");
         }
         let add_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         index.commit_sealed()?;
+        index.gc()?;
         let seal_s = t.elapsed().as_secs_f64();
         let snap = index.snapshot();
         progress(b.rows, "searching");
@@ -332,7 +350,12 @@ pub fn run_ivf_bench(
             let t = Instant::now();
             let hits = snap.search(qx.view(), &p)?;
             let s = t.elapsed().as_secs_f64();
-            Ok((s, hits.into_iter().map(|h| h.into_iter().map(|h| h.id).collect()).collect()))
+            Ok((
+                s,
+                hits.into_iter()
+                    .map(|h| h.into_iter().map(|h| h.id).collect())
+                    .collect(),
+            ))
         };
         let (flat_s, flat) = search(b.lists)?;
         let recall = |found: &[Vec<u64>]| -> f64 {

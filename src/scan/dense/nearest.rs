@@ -103,9 +103,12 @@ fn nearest_with(isa: Isa, x: &[f32], ct: &[f32], k: usize) -> usize {
     }
 }
 
-/// Largest K the SIMD kernel is used for (8-bit PQ has 256; its lane indices are i32).
+/// Largest K the SIMD kernels are used for: 8-bit PQ has 256 centroids, an IVF coarse
+/// quantiser up to 65,536 (their lane indices are i32). Above 256 it used to fall to the
+/// scalar twin, whose `mul_add` is a library call without FMA in the base target: filing rows
+/// under 1,024 lists ran at ~5,000 rows/s on 2 cores.
 #[cfg(target_arch = "x86_64")]
-const MAX_K: usize = 256;
+const MAX_K: usize = 1 << 16;
 
 /// The scalar twin.
 pub(crate) fn nearest_scalar(x: &[f32], ct: &[f32], k: usize) -> usize {
@@ -415,7 +418,7 @@ mod tests {
     #[test]
     fn every_path_picks_the_same_centroid() {
         let mut s = 7u64;
-        for &k in &[1usize, 8, 16, 24, 40, 72, 256, 5] {
+        for &k in &[1usize, 8, 16, 24, 40, 72, 256, 5, 1024, 1048] {
             for &d in &[1usize, 2, 4, 8, 16, 3] {
                 for round in 0..50 {
                     let mut ct: Vec<f32> = (0..d * k).map(|_| lcg(&mut s)).collect();

@@ -312,7 +312,7 @@ mod tests {
             .enumerate()
             .map(|(l, &n)| (0..n as u64).map(|r| 1000 * (l as u64 + 1) - r).collect())
             .collect();
-        let deleted = vec![0b1010u64, 0, 0];
+        let deleted = [0b1010u64, 0, 0];
         for k in [1, 10, 150] {
             let mut top = ListTopK::new(k).unwrap();
             let mut want: Vec<(f32, u64, u32)> = Vec::new();
@@ -334,7 +334,13 @@ mod tests {
                         flat.push(o);
                     }
                 }
-                let rows = CodeRows::new(&codes[l], m, &ids[l], del.map(|d| &d[..rows[l].div_ceil(64)])).unwrap();
+                let rows = CodeRows::new(
+                    &codes[l],
+                    m,
+                    &ids[l],
+                    del.map(|d| &d[..rows[l].div_ceil(64)]),
+                )
+                .unwrap();
                 let got = lut8_topk_batch(
                     &rows,
                     &flat,
@@ -350,7 +356,11 @@ mod tests {
             let got = top.into_sorted();
             assert_eq!(got.len(), want.len(), "k={k}");
             for (g, w) in got.iter().zip(&want) {
-                assert_eq!((g.0.to_bits(), g.1, g.2), (w.0.to_bits(), w.1, w.2), "k={k}");
+                assert_eq!(
+                    (g.0.to_bits(), g.1, g.2),
+                    (w.0.to_bits(), w.1, w.2),
+                    "k={k}"
+                );
             }
             // Deleted rows 1 and 3 of list 1 never appear.
             assert!(got.iter().all(|g| g.1 != 1999 && g.1 != 1997));
@@ -388,10 +398,7 @@ mod tests {
             .unwrap();
         let mut top = ListTopK::new(3).unwrap();
         assert!(top.scan(&t, &[0u8; 5], &[1, 2], None, 0, 0).is_err());
-        assert!(
-            top.scan(&t, &[0u8; 4], &[1, 2], Some(&[]), 0, 0)
-                .is_err()
-        );
+        assert!(top.scan(&t, &[0u8; 4], &[1, 2], Some(&[]), 0, 0).is_err());
         top.scan(&t, &[0u8; 4], &[1, 2], None, 0, 0).unwrap();
         assert_eq!(top.into_sorted(), vec![(5.0, 1, 0), (5.0, 2, 0)]);
     }
