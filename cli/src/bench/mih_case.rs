@@ -57,6 +57,10 @@ pub struct MihResult {
     pub write_s: f64,
     /// Seconds to build and write the tables (1 counting pass + fill passes over the codes).
     pub tables_s: f64,
+    /// Peak resident memory of the process once the tables are written, before any search
+    /// (`VmHWM` of /proc/self/status; none off Linux): what writing the segment and building
+    /// its tables held at most.
+    pub tables_peak_rss_bytes: Option<u64>,
     /// Bytes of the code column and of the tables section.
     pub code_bytes: u64,
     pub table_bytes: u64,
@@ -216,11 +220,24 @@ pub fn run_mih_bench(
         .sync_all()
         .map_err(io(&path))?;
     let tables_s = t.elapsed().as_secs_f64();
-    let result = time_searches(&path, b, shape, (write_s, tables_s), progress);
+    let peak = peak_rss_bytes();
+    let result = time_searches(&path, b, shape, (write_s, tables_s), progress)
+        .map(|r| MihResult {
+            tables_peak_rss_bytes: peak,
+            ..r
+        });
     if !keep {
         let _ = std::fs::remove_file(&path);
     }
     result
+}
+
+/// The process's peak resident set so far (`VmHWM`), on Linux.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn time_searches(
@@ -298,6 +315,7 @@ fn time_searches(
         substring_bits: (0..shape.m).map(|j| shape.sub(j).1).collect(),
         write_s,
         tables_s,
+        tables_peak_rss_bytes: None,
         code_bytes: b.rows * cb as u64,
         table_bytes: section,
         linear_mean_s: lm,
