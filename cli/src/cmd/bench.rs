@@ -312,11 +312,12 @@ fn mih(a: MihArgs) -> Result<ExitCode> {
             r.code_bytes as f64 / 1e6
         );
         outln!(
-            "write: ids+codes {:.2} s, tables {:.2} s (peak resident {}); per query ({} queries, mean k-th distance {:.2}): linear {:.6} s (median {:.6}), mih {:.6} s (median {:.6}, max {:.6}), speedup {:.1}x",
+            "write: ids+codes {:.2} s, tables {:.2} s (peak resident {}), fsync {:.2} s; per query ({} queries, mean k-th distance {:.2}): linear {:.6} s (median {:.6}), mih {:.6} s (median {:.6}, max {:.6}), speedup {:.1}x",
             r.write_s,
             r.tables_s,
             r.tables_peak_rss_bytes
                 .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+            r.sync_s,
             r.queries,
             r.mean_kth_distance,
             r.linear_mean_s,
