@@ -25,7 +25,8 @@ pub struct QueryArgs<'a, 'py> {
 
 /// `search(mih=...)`: the CLI's `--mih` values, anything else a `ValueError` naming `mih`.
 fn mih_choice(name: &str) -> PyResult<MihChoice> {
-    MihChoice::parse(name).ok_or_else(|| invalid("mih", format!("{name:?}: expected auto, on or off")))
+    MihChoice::parse(name)
+        .ok_or_else(|| invalid("mih", format!("{name:?}: expected auto, on or off")))
 }
 
 /// Ids as int64 (FAISS's `idx_t`); the engine's ids are below 2⁶³ in practice, and one that

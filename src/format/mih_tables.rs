@@ -180,9 +180,7 @@ impl MihBuild {
             let (s, l) = self.shape.sub(j);
             let low = self.low_bits(j);
             vals.clear();
-            vals.extend(
-                (self.pending.chunks_exact(self.code_bytes)).map(|c| substring(c, s, l)),
-            );
+            vals.extend((self.pending.chunks_exact(self.code_bytes)).map(|c| substring(c, s, l)));
             let counts = &mut self.counts[j as usize];
             if low == 0 {
                 for &v in &vals {
@@ -529,7 +527,12 @@ impl MihFill<'_> {
                 ),
             ));
         }
-        let other = || differs(path, "a fill pass gave other codes than the counting pass".into());
+        let other = || {
+            differs(
+                path,
+                "a fill pass gave other codes than the counting pass".into(),
+            )
+        };
         match self.kind {
             FillKind::Parts {
                 tables,
@@ -773,7 +776,13 @@ mod tests {
     }
 
     /// The rows arrays as the writer builds them, `chunk` rows per feed, or the error.
-    fn built(codes: &[u8], cb: usize, shape: MihShape, budget: usize, chunk: usize) -> Result<Vec<u8>> {
+    fn built(
+        codes: &[u8],
+        cb: usize,
+        shape: MihShape,
+        budget: usize,
+        chunk: usize,
+    ) -> Result<Vec<u8>> {
         let rows = (codes.len() / cb) as u64;
         let p = Path::new("<memory>");
         let mut b = MihBuild::new(shape, cb, rows);
@@ -825,7 +834,10 @@ mod tests {
             for budget in [1, 13, 100, 4096, 50_000, BUILD_BYTES] {
                 for chunk in [1, 7, 1000] {
                     let got = built(&codes, cb, shape, budget, chunk).expect("build");
-                    assert!(got == want, "rows {rows}, m {m}, budget {budget}, chunk {chunk}");
+                    assert!(
+                        got == want,
+                        "rows {rows}, m {m}, budget {budget}, chunk {chunk}"
+                    );
                 }
             }
         }
@@ -844,13 +856,20 @@ mod tests {
             let mut covered = 0;
             for pass in b.passes(budget) {
                 match pass {
-                    MihPass::Parts { staged, widest, tables } => {
+                    MihPass::Parts {
+                        staged,
+                        widest,
+                        tables,
+                    } => {
                         assert!(8 * staged + 4 * widest <= budget, "budget {budget}");
                         assert_eq!(tables.iter().map(|t| t.staged).sum::<usize>(), staged);
                         covered += staged;
                     }
                     MihPass::Slice { window, .. } => {
-                        assert!(4 * (window.1 - window.0) <= budget.max(4), "budget {budget}");
+                        assert!(
+                            4 * (window.1 - window.0) <= budget.max(4),
+                            "budget {budget}"
+                        );
                         covered += window.1 - window.0;
                     }
                 }

@@ -610,7 +610,9 @@ mod tests {
             model_id: FileId::ZERO,
         };
         let rows = 1000usize;
-        let codes: Vec<u8> = (0..rows as u64 * 8).map(|x| (x * 2_654_435_761 >> 7) as u8).collect();
+        let codes: Vec<u8> = (0..rows as u64 * 8)
+            .map(|x| ((x * 2_654_435_761) >> 7) as u8)
+            .collect();
         let p = Path::new("<memory>");
         let shape = MihShape::choose(8, rows as u64).unwrap();
         let run = |change: &dyn Fn(usize, &mut Vec<u8>)| {

@@ -130,7 +130,6 @@ impl Codes {
             }
         }
     }
-
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -199,7 +198,7 @@ pub fn run_mih_bench(
     progress("building the tables");
     let t = Instant::now();
     w.mih_tables::<codedb::format::FormatError>(shape, |sink| {
-        codes.chunks(CHUNK_ROWS * bytes as usize).for_each(|c| sink(c));
+        codes.chunks(CHUNK_ROWS * bytes as usize).for_each(sink);
         Ok(())
     })?;
     let (out, _) = w.finish()?;
@@ -209,12 +208,11 @@ pub fn run_mih_bench(
     let t = Instant::now();
     file.sync_all().map_err(io(&path))?;
     let sync_s = t.elapsed().as_secs_f64();
-    let result = time_searches(&path, b, shape, (write_s, tables_s), progress)
-        .map(|r| MihResult {
-            tables_peak_rss_bytes: peak,
-            sync_s,
-            ..r
-        });
+    let result = time_searches(&path, b, shape, (write_s, tables_s), progress).map(|r| MihResult {
+        tables_peak_rss_bytes: peak,
+        sync_s,
+        ..r
+    });
     if !keep {
         let _ = std::fs::remove_file(&path);
     }
