@@ -421,7 +421,7 @@ fn encode(a: EncodeArgs) -> Result<ExitCode> {
 /// and the flat scan (nprobe = K) with all queries in one call. The index is written in DIR and
 /// deleted afterwards.
 #[command(after_help = "Examples:
-  codedb bench ivf --rows 1000000 --dim 96 --clusters 100000 --lists 1024 --dir /tmp/cb
+  codedb bench ivf --rows 1000000 --clusters 100000 --lists 1024 --dir /tmp/cb
   codedb bench ivf --rows 100000000 --dim 96 --clusters 100000 --lists 1024 \\
       --nprobe 1,2,4,8,16,32 --queries 100 --seed 1 --dir /tmp/cb --json
 
