@@ -8,7 +8,8 @@
 //! `CODEDB_BENCH_DIR` puts them elsewhere. Larger runs: `CODEDB_EXAMPLES_ROWS=100000000
 //! CODEDB_EXAMPLES_BITS=128 cargo bench --bench search_examples -- bits` (rows, and the bits of
 //! the binary codes: 64, 128 or 256; disk ≈ rows × (bits / 8 + 8) bytes: the codes and ids of
-//! segments of 2²³ rows, sealed as they are added, not compacted).
+//! segments of 2²³ rows, sealed as they are added, not compacted). The indexes are held for
+//! the whole run by a `static` and so are not removed at exit: delete the directory after.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::PathBuf;
