@@ -27,6 +27,10 @@ const MODES: [&str; 3] = ["scalar", "simd", "simd-2t"];
 /// `scan::lut`; with nq >= 2 an explicit AVX2 request runs the query-lane kernel, so `gather`
 /// is only measured at nq = 1).
 const LUT8_MODES: [&str; 4] = ["scalar", "simd", "simd-2t", "gather"];
+/// LUT-8 with several queries also measures each query-lane kernel by name: `lanes8` (explicit
+/// AVX2: 8 queries per pass) and `lanes16` (explicit AVX-512: 16 per pass; `simd` picks it only
+/// where 512-bit adds run at full width). A mode this CPU lacks is skipped.
+const LANE_MODES: [&str; 5] = ["scalar", "simd", "simd-2t", "lanes8", "lanes16"];
 
 fn main() {
     eprintln!("scan benches: detected ISA = {}", detected_isa());
@@ -58,6 +62,14 @@ fn opts(mode: &str) -> ScanOptions {
         },
         "simd" => ScanOptions {
             dispatch: Dispatch::Auto,
+            threads: 1,
+        },
+        "lanes8" => ScanOptions {
+            dispatch: Dispatch::Avx2,
+            threads: 1,
+        },
+        "lanes16" => ScanOptions {
+            dispatch: Dispatch::Avx512,
             threads: 1,
         },
         "gather" => ScanOptions {
@@ -130,6 +142,10 @@ fn run_lut8(bencher: Bencher, m: usize, nq: usize, mode: &str) {
     let rows = CodeRows::new(&d.bytes[..N * m], m, &d.ids, None).expect("rows");
     let l = luts(nq * m * 256, 2);
     let o = opts(mode);
+    if o.dispatch.resolve().is_err() {
+        eprintln!("lut8 {mode}: not available on this CPU, skipped");
+        return;
+    }
     bencher
         .counter(ItemsCount::new(N * nq))
         .bench(|| lut8_topk_batch(&rows, &l, Direction::SmallerIsBetter, K, o).expect("scan"));
@@ -140,14 +156,14 @@ fn lut8_nq1<const M: usize>(bencher: Bencher, mode: &str) {
     run_lut8(bencher, M, 1, mode);
 }
 
-#[divan::bench(consts = [8, 16], args = MODES, sample_count = 3)]
+#[divan::bench(consts = [8, 16], args = LANE_MODES, sample_count = 3)]
 fn lut8_nq16<const M: usize>(bencher: Bencher, mode: &str) {
     run_lut8(bencher, M, 16, mode);
 }
 
 /// nq = 256 (issue 7: every kernel at nq = 256): `simd` is the query-lane kernel, 8 queries
 /// per pass over a block of rows; `scalar` runs the queries one by one over each block.
-#[divan::bench(consts = [8, 16], args = MODES, sample_count = 2)]
+#[divan::bench(consts = [8, 16], args = LANE_MODES, sample_count = 2)]
 fn lut8_nq256<const M: usize>(bencher: Bencher, mode: &str) {
     run_lut8(bencher, M, 256, mode);
 }

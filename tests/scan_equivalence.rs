@@ -355,15 +355,18 @@ fn lut8_all_paths_match_reference() {
 }
 
 /// Several queries per pass (on AVX2 CPUs the query-lane kernel, 8 queries per group, with a
-/// partial last group in the lanes (11 = 8 + 3) or run per query (9, 17 = 8k + 1); nq = 2 runs
-/// per query): each query's list equals the reference of that query alone, bit for
-/// bit, for group sizes around 8, the widths with a dedicated word loop and odd ones, ties and
-/// deletions.
+/// partial last group in the lanes (11 = 8 + 3) or run per query (9, 17 = 8k + 1); under
+/// `Avx512` the 16-lane kernel, groups of 16 (18 = 16 + 2 runs the last two per query, 35 =
+/// 2 × 16 + 3 in the lanes); nq = 2 runs per query): each query's list equals the reference of
+/// that query alone, bit for bit, for group sizes around 8 and 16, the widths with a word loop
+/// and odd ones, ties and deletions.
 #[test]
 fn lut8_query_groups_match_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x1a4e);
     for &m in &[1usize, 3, 8, 13, 16, 24, 32] {
-        for &nq in &[2usize, 3, 7, 8, 9, 11, 17] {
+        // 8 and 16 lanes: full groups, a short last group that still runs the lanes (≥ 3)
+        // and one that falls back to the scalar kernel (< 3).
+        for &nq in &[2usize, 3, 7, 8, 9, 11, 15, 16, 17, 18, 35] {
             for &n in &[0usize, 1, 15, 1000, 4099] {
                 for (data, del_kind) in [
                     (Data::Random, Deleted::None),

@@ -17,10 +17,10 @@
 //! are negated back, equal to summing the original tables.
 //!
 //! Kernels: LUT-8 has a scalar kernel (code read as u64 words, one table load per byte, eight
-//! rows at a time for M = 8 and 16), AVX2 / AVX-512 gather kernels, and for several queries an
-//! AVX2 query-lane kernel (8 queries' tables interleaved, one query per lane, no gathers);
-//! `Dispatch::Auto` runs the scalar kernel for one or two queries and the query-lane kernel
-//! from three (see [`lut8_kernel`]).
+//! rows at a time for M = 8 and 16), AVX2 / AVX-512 gather kernels, and for several queries
+//! query-lane kernels (8 queries' tables interleaved on AVX2, 16 on AVX-512; one query per
+//! lane, no gathers); `Dispatch::Auto` runs the scalar kernel for one or two queries and a
+//! query-lane kernel from three (see [`lut8_kernel`]).
 //! LUT-4 keeps each 16-entry table in registers (`vpermps`) on AVX2 / AVX-512.
 //!
 //! LUT-4 codes hold two sub-quantiser indices per byte, **low nibble first** (sub-quantiser
@@ -32,7 +32,7 @@ pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use super::dispatch::{Dispatch, Isa};
+use super::dispatch::{Dispatch, Isa, avx512_full_width};
 use super::error::{Result, ScanError};
 use super::hamming::merge_parts;
 use super::rows::{CodeRows, Sink, TopKSink};
@@ -109,6 +109,8 @@ enum Lut8Kernel {
     Gather(Isa),
     /// Groups of 8 queries, one per lane, tables interleaved (`x86::scan8_lanes_avx2`).
     QueryLanes,
+    /// Groups of 16 queries, one per lane (`x86::scan8_lanes_avx512`).
+    QueryLanes16,
 }
 
 /// Fewest queries for which the query-lane kernel runs (and fewest in a group of 8 it runs
@@ -129,25 +131,28 @@ const QUERY_LANES_MIN_NQ: usize = 3;
 ///   → the query-lane kernel, no gathers: one 32-byte load and one add per code byte for 8
 ///   queries (3.4-5× the scalar kernel per query at M = 16 / 8, nq = 16, AMD Zen 3); a last
 ///   group of fewer than [`QUERY_LANES_MIN_NQ`] queries runs the scalar kernel per query. On
-///   AVX-512 CPUs it runs the same AVX2 code (a 16-lane version is not written: no AVX-512
-///   machine to measure it on).
+///   AVX-512 CPUs whose 512-bit adds run at full width ([`avx512_full_width`]: Intel Xeon,
+///   AMD Zen 5), and under an explicit `Avx512`, the 16-lane kernel (groups of 16 queries);
+///   on Zen 4 `Auto` keeps the 8-lane kernel, as a 16-lane add there costs two 8-lane ones.
 fn lut8_kernel(dispatch: Dispatch, nq: usize) -> Result<Lut8Kernel> {
     let isa = dispatch.resolve()?;
     let lanes_ok = nq >= QUERY_LANES_MIN_NQ && cfg!(target_arch = "x86_64") && isa >= Isa::Avx2;
+    let wide = isa == Isa::Avx512 && (dispatch == Dispatch::Avx512 || avx512_full_width());
     Ok(match dispatch {
         Dispatch::Scalar => Lut8Kernel::Scalar,
+        _ if lanes_ok && wide => Lut8Kernel::QueryLanes16,
         _ if lanes_ok => Lut8Kernel::QueryLanes,
         Dispatch::Auto => Lut8Kernel::Scalar,
         _ => Lut8Kernel::Gather(isa),
     })
 }
 
-/// The tables of up to 8 queries interleaved for the query-lane kernel: entry `j * 256 + v`
+/// The tables of up to `L` queries interleaved for a query-lane kernel: entry `j * 256 + v`
 /// holds, in lane `l`, query `q0 + l`'s table-`j` entry for byte value `v` (`0.0` in lanes past
-/// the last query). 8 KiB per code byte.
-fn interleave8(tables: &Tables<256>, q0: usize) -> Vec<[f32; 8]> {
+/// the last query). `4 L` KiB per code byte.
+fn interleave<const L: usize>(tables: &Tables<256>, q0: usize) -> Vec<[f32; L]> {
     let m = tables.m;
-    let qs: Vec<&[[f32; 256]]> = (q0..(q0 + 8).min(tables.nq()))
+    let qs: Vec<&[[f32; 256]]> = (q0..(q0 + L).min(tables.nq()))
         .map(|q| tables.query(q))
         .collect();
     (0..m * 256)
@@ -243,38 +248,8 @@ pub fn lut8_topk_batch(
     let rows = *rows;
     let make = |_| TopKSink::new(k, rows.ids(), rows.deleted());
     let parts = match kernel {
-        Lut8Kernel::QueryLanes => {
-            // Groups of 8 queries; a last group too small to fill the lanes runs the scalar
-            // kernel per query instead (no interleaved tables built for it).
-            let groups: Vec<Option<Vec<[f32; 8]>>> = (0..nq)
-                .step_by(8)
-                .map(|q0| (nq - q0 >= QUERY_LANES_MIN_NQ).then(|| interleave8(&tables, q0)))
-                .collect();
-            run_blocks(
-                rows.len(),
-                nq,
-                opts.threads,
-                group_block_rows(m),
-                make,
-                |range, sinks: &mut [Result<TopKSink<'_>>]| {
-                    let codes = rows.codes_of(range.start, range.end);
-                    for (gi, (t, group)) in groups.iter().zip(sinks.chunks_mut(8)).enumerate() {
-                        if let Some(t) = t {
-                            let mut lanes: Vec<&mut TopKSink<'_>> =
-                                group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
-                            scan8_lanes(codes, range.start, m, t, &mut lanes);
-                        } else {
-                            for (l, sink) in group.iter_mut().enumerate() {
-                                if let Ok(sink) = sink {
-                                    let lut = tables.query(gi * 8 + l);
-                                    scalar::scan8(codes, range.start, lut, sink);
-                                }
-                            }
-                        }
-                    }
-                },
-            )
-        }
+        Lut8Kernel::QueryLanes => lane_groups::<8>(&tables, rows, opts.threads, k),
+        Lut8Kernel::QueryLanes16 => lane_groups::<16>(&tables, rows, opts.threads, k),
         Lut8Kernel::Scalar | Lut8Kernel::Gather(_) => {
             let isa = match kernel {
                 Lut8Kernel::Gather(isa) => isa,
@@ -298,19 +273,83 @@ pub fn lut8_topk_batch(
     Ok(to_scores(merge_parts(parts, nq, k)?, direction))
 }
 
-/// Runs the query-lane kernel (only chosen on x86-64 CPUs with AVX2, see [`lut8_kernel`]).
-fn scan8_lanes<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[[f32; 8]], sinks: &mut [&mut S]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: `Lut8Kernel::QueryLanes` is only chosen after `Dispatch::resolve` returned
-        // an ISA of at least `Isa::Avx2`, i.e. the runtime probe found avx2 and fma.
-        unsafe { x86::scan8_lanes_avx2(codes, base, m, t, sinks) }
+/// Scans with a query-lane kernel in groups of `L` queries; a last group too small to fill
+/// the lanes ([`QUERY_LANES_MIN_NQ`]) runs the scalar kernel per query instead (no
+/// interleaved tables built for it).
+fn lane_groups<'r, const L: usize>(
+    tables: &Tables<256>,
+    rows: CodeRows<'r>,
+    threads: usize,
+    k: usize,
+) -> Vec<Vec<Result<TopKSink<'r>>>>
+where
+    [f32; L]: LaneTables,
+{
+    let (m, nq) = (tables.m, tables.nq());
+    let groups: Vec<Option<Vec<[f32; L]>>> = (0..nq)
+        .step_by(L)
+        .map(|q0| (nq - q0 >= QUERY_LANES_MIN_NQ).then(|| interleave::<L>(tables, q0)))
+        .collect();
+    run_blocks(
+        rows.len(),
+        nq,
+        threads,
+        group_block_rows(m),
+        |_| TopKSink::new(k, rows.ids(), rows.deleted()),
+        |range, sinks: &mut [Result<TopKSink<'_>>]| {
+            let codes = rows.codes_of(range.start, range.end);
+            for (gi, (t, group)) in groups.iter().zip(sinks.chunks_mut(L)).enumerate() {
+                if let Some(t) = t {
+                    let mut lanes: Vec<&mut TopKSink<'_>> =
+                        group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                    <[f32; L]>::scan(codes, range.start, m, t, &mut lanes);
+                } else {
+                    for (l, sink) in group.iter_mut().enumerate() {
+                        if let Ok(sink) = sink {
+                            scalar::scan8(codes, range.start, tables.query(gi * L + l), sink);
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// An interleaved table entry of a query-lane kernel, and the kernel that reads it.
+trait LaneTables: Sized + Sync {
+    fn scan<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[Self], sinks: &mut [&mut S]);
+}
+
+impl LaneTables for [f32; 8] {
+    fn scan<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[Self], sinks: &mut [&mut S]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `Lut8Kernel::QueryLanes` is only chosen after `Dispatch::resolve`
+            // returned an ISA of at least `Isa::Avx2`, i.e. the probe found avx2 and fma.
+            unsafe { x86::scan8_lanes_avx2(codes, base, m, t, sinks) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            // Never chosen off x86-64 (see `lut8_kernel`).
+            let _ = (codes, base, m, t, sinks);
+            debug_assert!(false, "query-lane kernel requested off x86-64");
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        // Never chosen off x86-64 (see `lut8_kernel`).
-        let _ = (codes, base, m, t, sinks);
-        debug_assert!(false, "query-lane kernel requested off x86-64");
+}
+
+impl LaneTables for [f32; 16] {
+    fn scan<S: Sink>(codes: &[u8], base: usize, m: usize, t: &[Self], sinks: &mut [&mut S]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `Lut8Kernel::QueryLanes16` is only chosen after `Dispatch::resolve`
+            // returned `Isa::Avx512`, i.e. the probe found avx512f, avx512bw, avx2 and fma.
+            unsafe { x86::scan8_lanes_avx512(codes, base, m, t, sinks) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (codes, base, m, t, sinks);
+            debug_assert!(false, "query-lane kernel requested off x86-64");
+        }
     }
 }
 
@@ -510,11 +549,24 @@ mod tests {
         );
         assert_eq!(lut8_kernel(Dispatch::Auto, 1).unwrap(), Lut8Kernel::Scalar);
         let have = available_dispatches();
-        if have.contains(&Dispatch::Avx2) {
+        // `Auto` takes 16 lanes only where 512-bit adds run at full width.
+        let auto_lanes = if have.contains(&Dispatch::Avx512) && avx512_full_width() {
+            Lut8Kernel::QueryLanes16
+        } else {
+            Lut8Kernel::QueryLanes
+        };
+        if have.contains(&Dispatch::Avx512) {
             assert_eq!(
-                lut8_kernel(Dispatch::Auto, 3).unwrap(),
-                Lut8Kernel::QueryLanes
+                lut8_kernel(Dispatch::Avx512, 3).unwrap(),
+                Lut8Kernel::QueryLanes16
             );
+            assert_eq!(
+                lut8_kernel(Dispatch::Avx512, 2).unwrap(),
+                Lut8Kernel::Gather(Isa::Avx512)
+            );
+        }
+        if have.contains(&Dispatch::Avx2) {
+            assert_eq!(lut8_kernel(Dispatch::Auto, 3).unwrap(), auto_lanes);
             assert_eq!(lut8_kernel(Dispatch::Auto, 2).unwrap(), Lut8Kernel::Scalar);
             assert_eq!(
                 lut8_kernel(Dispatch::Avx2, 256).unwrap(),
@@ -538,11 +590,15 @@ mod tests {
             .flat_map(|q| (0..m * 256).map(move |e| (1000 * q + e) as f32))
             .collect();
         let tables = Tables::<256>::new(&luts, m, Direction::SmallerIsBetter).unwrap();
-        let t = interleave8(&tables, 0);
+        let t = interleave::<8>(&tables, 0);
         assert_eq!(t.len(), m * 256);
         assert_eq!(t[256 + 7], [263.0, 1263.0, 2263.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-        let t1 = interleave8(&tables, 2);
+        let t1 = interleave::<8>(&tables, 2);
         assert_eq!(t1[5], [2005.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let t16 = interleave::<16>(&tables, 1);
+        assert_eq!(t16.len(), m * 256);
+        assert_eq!(&t16[256 + 7][..3], &[1263.0, 2263.0, 0.0]);
+        assert!(t16[256 + 7][2..].iter().all(|&x| x == 0.0));
     }
 
     #[test]

@@ -377,12 +377,12 @@ fn offer_lanes8<S: Sink>(
 /// The rare path of [`offer_lanes8`]: offers lane `l` of `scores` to `sinks[l]` for each bit
 /// `l` of `mask`, updating that lane's bound.
 #[inline(never)]
-fn offer_lane_scores<S: Sink>(
+fn offer_lane_scores<S: Sink, const L: usize>(
     sinks: &mut [&mut S],
-    scores: &[f32; 8],
+    scores: &[f32; L],
     mut mask: u32,
     row: usize,
-    bounds: &mut [f32; 8],
+    bounds: &mut [f32; L],
 ) {
     while mask != 0 {
         let l = mask.trailing_zeros() as usize;
@@ -455,5 +455,102 @@ fn lanes_rows<const W: usize, S: Sink>(
             a = _mm256_add_ps(a, v);
         }
         offer_lanes8(sinks, a, base + r, &mut bounds, &mut bv);
+    }
+}
+
+/// AVX-512 LUT-8 scan of up to 16 queries at once: [`scan8_lanes_avx2`] with 16 lanes.
+///
+/// `t` holds 16 queries' tables interleaved (entry `j * 256 + v` is 64 bytes), so one 64-byte
+/// load and one `vaddps zmm` add a code byte's term for 16 queries: per code byte and query half
+/// the loads, adds and byte extractions of the 8-lane kernel. That only pays where 512-bit adds
+/// run at full width (Intel Xeon, AMD Zen 5); on Zen 4 they split into two 256-bit halves and
+/// the tables double (16 KiB per code byte), so `Dispatch::Auto` keeps the 8-lane kernel there
+/// (see `lut8_kernel`). Lane `l` adds its entries in ascending `j` from `0.0`, exactly like the
+/// scalar twin, so scores are bit-identical to running each query alone.
+#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+pub(crate) fn scan8_lanes_avx512<S: Sink>(
+    codes: &[u8],
+    base: usize,
+    m: usize,
+    t: &[[f32; 16]],
+    sinks: &mut [&mut S],
+) {
+    debug_assert!(sinks.len() <= 16 && t.len() == m * 256);
+    if m == 0 || t.len() != m * 256 || sinks.len() > 16 {
+        return;
+    }
+    const R: usize = 4;
+    let n = codes.len() / m;
+    let quads = n / R;
+    let table = t.as_ptr().cast::<f32>();
+    let add = |a: &mut __m512, j: usize, byte: u64| {
+        let idx = j * 256 + (byte & 0xff) as usize;
+        // SAFETY: j < m and the byte is < 256, so idx < m * 256 = t.len(); each entry is 16
+        // contiguous f32. (The closure runs inside this avx512f function and is inlined.)
+        *a = unsafe { _mm512_add_ps(*a, _mm512_loadu_ps(table.add(idx * 16))) };
+    };
+    let mut bounds: [f32; 16] = core::array::from_fn(|l| {
+        sinks
+            .get(l)
+            .map_or(f32::NEG_INFINITY, |s| bound_score(s.bound()))
+    });
+    // SAFETY: `bounds` is 16 contiguous f32.
+    let mut bv = unsafe { _mm512_loadu_ps(bounds.as_ptr()) };
+    // Rows of a multiple of 8 bytes are read as u64 words (one load per 8 code bytes).
+    let words_per_row = if m.is_multiple_of(8) { m / 8 } else { 0 };
+    for (g, rows) in codes.chunks_exact(R * m).take(quads).enumerate() {
+        let mut acc = [_mm512_setzero_ps(); R];
+        if words_per_row > 0 {
+            let (words, _) = rows.as_chunks::<8>();
+            for w in 0..words_per_row {
+                let x: [u64; R] = core::array::from_fn(|i| {
+                    words
+                        .get(i * words_per_row + w)
+                        .map_or(0, |b| u64::from_le_bytes(*b))
+                });
+                for bi in 0..8 {
+                    for (a, &xi) in acc.iter_mut().zip(&x) {
+                        add(a, 8 * w + bi, xi >> (8 * bi));
+                    }
+                }
+            }
+        } else {
+            for j in 0..m {
+                for (i, a) in acc.iter_mut().enumerate() {
+                    add(a, j, u64::from(rows.get(i * m + j).copied().unwrap_or(0)));
+                }
+            }
+        }
+        for (i, &a) in acc.iter().enumerate() {
+            offer_lanes16(sinks, a, base + g * R + i, &mut bounds, &mut bv);
+        }
+    }
+    for (r, row) in codes.chunks_exact(m).enumerate().skip(quads * R) {
+        let mut a = _mm512_setzero_ps();
+        for (j, &byte) in row.iter().enumerate() {
+            add(&mut a, j, u64::from(byte));
+        }
+        offer_lanes16(sinks, a, base + r, &mut bounds, &mut bv);
+    }
+}
+
+/// [`offer_lanes8`] for 16 lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn offer_lanes16<S: Sink>(
+    sinks: &mut [&mut S],
+    acc: __m512,
+    row: usize,
+    bounds: &mut [f32; 16],
+    bv: &mut __m512,
+) {
+    let mask = u32::from(_mm512_cmp_ps_mask::<_CMP_LE_OQ>(acc, *bv));
+    if mask != 0 {
+        let mut scores = [0f32; 16];
+        // SAFETY: `scores` and `bounds` are 16 contiguous f32 each.
+        unsafe { _mm512_storeu_ps(scores.as_mut_ptr(), acc) };
+        offer_lane_scores(sinks, &scores, mask, row, bounds);
+        // SAFETY: as above.
+        *bv = unsafe { _mm512_loadu_ps(bounds.as_ptr()) };
     }
 }
