@@ -8,6 +8,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::super::error::ModelError;
 use super::super::input::checked_rows;
 use super::super::random::derive_seed;
 use super::error::{ClassifyError, Result};
@@ -133,7 +134,7 @@ pub fn fit_svm_ovr(
         };
         let (zt, zv) = (gather(&train), gather(&val));
         let zt = ArrayView2::from_shape((train.len(), d), &zt[..])
-            .map_err(|e| ClassifyError::invalid("svm: training split", e.to_string()))?;
+            .map_err(|e| ModelError::shape("svm: training split", e))?;
         let tids: Vec<u32> = train.iter().map(|&i| ids[i]).collect();
         let truth: Vec<u32> = val.iter().map(|&i| ids[i]).collect();
         let mut best: Option<((f64, f64), f64)> = None;
@@ -177,7 +178,7 @@ fn fit_with_c(
     seed_of: &(dyn Fn(usize) -> u64 + Sync),
 ) -> Result<SvmOvr> {
     let zv = ArrayView2::from_shape((ids.len(), d), z)
-        .map_err(|e| ClassifyError::invalid("svm: projected rows", e.to_string()))?;
+        .map_err(|e| ModelError::shape("svm: projected rows", e))?;
     let svms = train_one_vs_rest(zv, ids, idx.len(), opts, seed_of)?;
     let (weight, bias) = stack(&svms, d);
     Ok(SvmOvr {
