@@ -2,7 +2,7 @@
 # them against the built module (python/tests/test_stubs.py).
 import os
 import pathlib
-from typing import Any, Iterable, Sequence, final
+from typing import Any, Iterable, Literal, Sequence, final
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,7 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -76,6 +77,7 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int
@@ -143,6 +145,7 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -153,6 +156,7 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ndarray::ArrayView2;
 
-pub use codedb::{Error, Index, Model, Snapshot};
+pub use codedb::{Error, Index, MihChoice, Model, Snapshot};
 
 use codedb::format::VectorDType;
 use codedb::model::PamirReport;
@@ -299,6 +299,7 @@ pub struct Query<'a> {
     pub nprobe: Option<usize>,
     pub lists: Option<Vec<u32>>,
     pub threads: usize,
+    pub mih: MihChoice,
 }
 
 /// How scores read: Hamming distances (integers), or floats where smaller or larger is better.
@@ -334,7 +335,9 @@ fn resolve_mode(snap: &Snapshot, name: Option<&str>) -> Result<SearchMode> {
 }
 
 fn params(mode: SearchMode, query: &Query<'_>) -> SearchParams {
-    let mut params = SearchParams::new(query.k, mode).threads(query.threads);
+    let mut params = SearchParams::new(query.k, mode)
+        .threads(query.threads)
+        .mih(query.mih);
     if let Some(r) = query.rerank {
         params = params.rerank(r);
     }

@@ -416,7 +416,7 @@ impl PyIndex {
     }
 
     /// k-NN search of the newest committed version: `(D, I)` as FAISS returns them.
-    #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -428,6 +428,7 @@ impl PyIndex {
         nprobe: Option<usize>,
         classes: Option<&Bound<'py, PyAny>>,
         threads: usize,
+        mih: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let snap = self.newest()?;
         let args = QueryArgs {
@@ -437,13 +438,14 @@ impl PyIndex {
             nprobe,
             classes,
             threads,
+            mih,
         };
         query::search(py, &snap, q, &args)
     }
 
     /// Text queries (a string or a list of strings) ranked by the model's text head over the
     /// newest committed version: `(D, I)` in FAISS's shapes, D float32 with larger = better.
-    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn search_text<'py>(
         &self,
@@ -455,6 +457,7 @@ impl PyIndex {
         nprobe: Option<usize>,
         classes: Option<&Bound<'py, PyAny>>,
         threads: usize,
+        mih: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let snap = self.newest()?;
         let args = QueryArgs {
@@ -464,6 +467,7 @@ impl PyIndex {
             nprobe,
             classes,
             threads,
+            mih,
         };
         query::search_text(py, &snap, queries, &args)
     }
@@ -625,7 +629,7 @@ impl PySnapshot {
     }
 
     /// k-NN search of this version: `(D, I)` as FAISS returns them.
-    #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -637,6 +641,7 @@ impl PySnapshot {
         nprobe: Option<usize>,
         classes: Option<&Bound<'py, PyAny>>,
         threads: usize,
+        mih: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let args = QueryArgs {
             k,
@@ -645,12 +650,13 @@ impl PySnapshot {
             nprobe,
             classes,
             threads,
+            mih,
         };
         query::search(py, &*self.get()?, q, &args)
     }
 
     /// Text queries over this version: `(D, I)`, D float32 with larger = better.
-    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
+    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn search_text<'py>(
         &self,
@@ -662,6 +668,7 @@ impl PySnapshot {
         nprobe: Option<usize>,
         classes: Option<&Bound<'py, PyAny>>,
         threads: usize,
+        mih: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let args = QueryArgs {
             k,
@@ -670,6 +677,7 @@ impl PySnapshot {
             nprobe,
             classes,
             threads,
+            mih,
         };
         query::search_text(py, &*self.get()?, queries, &args)
     }

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrays;
-use crate::engine::{self, Scores, Snapshot};
+use crate::engine::{self, MihChoice, Scores, Snapshot};
 use crate::errors::{IntoPy, invalid};
 
 /// A k-NN query's Python arguments.
@@ -19,6 +19,14 @@ pub struct QueryArgs<'a, 'py> {
     pub nprobe: Option<usize>,
     pub classes: Option<&'a Bound<'py, PyAny>>,
     pub threads: usize,
+    /// `auto`, `on` or `off`, as the CLI's `search --mih`.
+    pub mih: &'a str,
+}
+
+/// `search(mih=...)`: the CLI's `--mih` values, anything else a `ValueError` naming `mih`.
+fn mih_choice(name: &str) -> PyResult<MihChoice> {
+    MihChoice::parse(name)
+        .ok_or_else(|| invalid("mih", format!("{name:?}: expected auto, on or off")))
 }
 
 /// Ids as int64 (FAISS's `idx_t`); the engine's ids are below 2⁶³ in practice, and one that
@@ -84,6 +92,7 @@ pub fn search_text<'py>(
         nprobe: a.nprobe,
         lists,
         threads: a.threads,
+        mih: mih_choice(a.mih)?,
     };
     let (hits, ignored) = py
         .detach(|| engine::search_text(snap, &texts, &query))
@@ -134,6 +143,7 @@ pub fn search<'py>(
         nprobe: a.nprobe,
         lists,
         threads: a.threads,
+        mih: mih_choice(a.mih)?,
     };
     let (hits, scores) = py.detach(|| engine::search(snap, view, &query)).py_err()?;
     let k = a.k;

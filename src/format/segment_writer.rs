@@ -20,7 +20,7 @@ use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
-use super::mih_tables::{FILL_WINDOW, MihBuild, MihShape};
+use super::mih_tables::{BUILD_BYTES, MihBuild, MihShape};
 use super::model_file::CodeKind;
 use super::section_kind::{
     META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX,
@@ -443,7 +443,8 @@ impl<W: Write> SegmentWriter<W> {
     /// Writes the multi-index hashing tables of the codes written (section `mih`, format 1.6,
     /// optional; [`super::mih_tables`]), after every column. `rescan(sink)` must feed the code
     /// column again to `sink`, whole codes in row order: it is called once to count and once
-    /// per fill window of each table, so memory stays the counts plus one window. Only binary
+    /// per fill pass (`MihBuild::passes`), so memory stays the counts plus
+    /// [`BUILD_BYTES`](super::mih_tables::BUILD_BYTES). Only binary
     /// codes of 32-256 bits, `shape.bits = 8 × code_bytes`.
     pub fn mih_tables<E: From<FormatError>>(
         &mut self,
@@ -481,12 +482,12 @@ impl<W: Write> SegmentWriter<W> {
         for j in 0..shape.m {
             self.w.write(&u32s_le(build.table_offsets(j)))?;
         }
-        for j in 0..shape.m {
-            for win in build.windows(FILL_WINDOW) {
-                let mut fill = build.fill(j, win);
-                rescan(&mut |c| fill.add(c))?;
-                self.w.write(&fill.bytes())?;
-            }
+        let mut stage = Vec::new();
+        for pass in build.passes(BUILD_BYTES) {
+            let mut fill = build.fill(&pass, &mut stage);
+            rescan(&mut |c| fill.add(c))?;
+            let w = &mut self.w;
+            fill.finish(&self.path, &mut |b| w.write(b))?;
         }
         self.w.end_section()?;
         Ok(())
@@ -595,5 +596,56 @@ mod tests {
             err.to_string().contains("row 1: the unused high nibble"),
             "{err}"
         );
+    }
+
+    /// Tables are built from several passes over the codes; a pass that gives other codes than
+    /// the first (a source changed under the writer) must fail the write, not write tables
+    /// that name rows in the wrong buckets.
+    #[test]
+    fn tables_from_passes_that_disagree_are_refused() {
+        let layout = SegmentLayout {
+            code_kind: CodeKind::Binary,
+            code_bytes: 8,
+            code_bits: 64,
+            model_id: FileId::ZERO,
+        };
+        let rows = 1000usize;
+        let codes: Vec<u8> = (0..rows as u64 * 8)
+            .map(|x| ((x * 2_654_435_761) >> 7) as u8)
+            .collect();
+        let p = Path::new("<memory>");
+        let shape = MihShape::choose(8, rows as u64).unwrap();
+        let run = |change: &dyn Fn(usize, &mut Vec<u8>)| {
+            let mut w = SegmentWriter::new(Vec::new(), FileId::ZERO, layout, p).unwrap();
+            w.ids(&(0..rows as u64).collect::<Vec<_>>()).unwrap();
+            w.codes(&codes).unwrap();
+            let mut pass = 0;
+            let r = w.mih_tables::<FormatError>(shape, |sink| {
+                let mut c = codes.clone();
+                change(pass, &mut c);
+                pass += 1;
+                sink(&c);
+                Ok(())
+            });
+            r.and_then(|()| w.finish().map(|_| ()))
+        };
+        assert!(run(&|_, _| {}).is_ok());
+        let other_codes = |pass: usize, c: &mut Vec<u8>| {
+            if pass > 0 {
+                c[8 * 17] ^= 0x0f;
+            }
+        };
+        let fewer_rows = |pass: usize, c: &mut Vec<u8>| {
+            if pass > 0 {
+                c.truncate(8 * (rows - 1));
+            }
+        };
+        for (what, change) in [
+            ("other codes", &other_codes as &dyn Fn(usize, &mut Vec<u8>)),
+            ("fewer rows", &fewer_rows),
+        ] {
+            let e = run(change).expect_err(what);
+            assert!(e.to_string().contains("mih"), "{what}: {e}");
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! CVPR 2012) against the linear scan, on a generated segment of binary codes written with its
 //! tables — uniform random codes, or clustered ones (centres with random bit flips, which
 //! resemble real ITQ codes). Reports the write time with and without the tables, their bytes,
-//! and per-query time of both searches; every query's two answers must be identical.
+//! and per-query time of both searches; every query's two answers must be identical. The codes
+//! are generated once and held in memory (as a sealed log's are), so the tables' time is the
+//! build's own, not the generator's.
 
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -55,8 +57,15 @@ pub struct MihResult {
     pub substring_bits: Vec<u32>,
     /// Seconds to write ids and codes (the segment without tables).
     pub write_s: f64,
-    /// Seconds to build and write the tables (1 counting pass + fill passes over the codes).
+    /// Seconds to build and write the tables (1 counting pass + fill passes over the codes)
+    /// and close the file, up to the page cache.
     pub tables_s: f64,
+    /// Seconds to then flush the whole segment to disk (fsync): the disk's share, apart.
+    pub sync_s: f64,
+    /// Peak resident memory of the process once the tables are written, before any search
+    /// (`VmHWM` of /proc/self/status; none off Linux): the generated codes (`code_bytes`) plus
+    /// what writing the segment and building its tables held at most.
+    pub tables_peak_rss_bytes: Option<u64>,
     /// Bytes of the code column and of the tables section.
     pub code_bytes: u64,
     pub table_bytes: u64,
@@ -72,8 +81,7 @@ pub struct MihResult {
     pub mean_kth_distance: f64,
 }
 
-/// A deterministic stream of codes: the same seed gives the same codes, so every pass over the
-/// codes (the tables need several) regenerates them instead of keeping them.
+/// A deterministic stream of codes: the same seed gives the same codes.
 struct Codes {
     rng: SplitMix,
     bytes: usize,
@@ -122,18 +130,6 @@ impl Codes {
             }
         }
     }
-
-    /// Feeds `rows` codes to `sink`, a chunk at a time.
-    fn stream(mut self, rows: u64, sink: &mut dyn FnMut(&[u8])) {
-        let mut buf = vec![0u8; CHUNK_ROWS * self.bytes];
-        let mut done = 0u64;
-        while done < rows {
-            let n = (CHUNK_ROWS as u64).min(rows - done) as usize;
-            self.fill(&mut buf[..n * self.bytes]);
-            sink(&buf[..n * self.bytes]);
-            done += n as u64;
-        }
-    }
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -177,6 +173,9 @@ pub fn run_mih_bench(
         code_bits: b.bits,
         model_id: GENERATED_MODEL_ID,
     };
+    progress("generating the codes");
+    let mut codes = vec![0u8; b.rows as usize * bytes as usize];
+    Codes::new(b, 0).fill(&mut codes);
     progress("writing ids and codes");
     let file = std::fs::File::create(&path).map_err(io(&path))?;
     let t = Instant::now();
@@ -192,35 +191,40 @@ pub fn run_mih_bench(
         w.ids(&(start..start + n).collect::<Vec<_>>())?;
         start += n;
     }
-    let mut err = None;
-    Codes::new(b, 0).stream(b.rows, &mut |c| {
-        if err.is_none()
-            && let Err(e) = w.codes(c)
-        {
-            err = Some(e);
-        }
-    });
-    if let Some(e) = err {
-        return Err(e.into());
+    for c in codes.chunks(CHUNK_ROWS * bytes as usize) {
+        w.codes(c)?;
     }
     let write_s = t.elapsed().as_secs_f64();
     progress("building the tables");
     let t = Instant::now();
     w.mih_tables::<codedb::format::FormatError>(shape, |sink| {
-        Codes::new(b, 0).stream(b.rows, sink);
+        codes.chunks(CHUNK_ROWS * bytes as usize).for_each(sink);
         Ok(())
     })?;
     let (out, _) = w.finish()?;
-    out.into_inner()
-        .map_err(|e| io(&path)(e.into_error()))?
-        .sync_all()
-        .map_err(io(&path))?;
+    let file = out.into_inner().map_err(|e| io(&path)(e.into_error()))?;
     let tables_s = t.elapsed().as_secs_f64();
-    let result = time_searches(&path, b, shape, (write_s, tables_s), progress);
+    let peak = peak_rss_bytes();
+    let t = Instant::now();
+    file.sync_all().map_err(io(&path))?;
+    let sync_s = t.elapsed().as_secs_f64();
+    let result = time_searches(&path, b, shape, (write_s, tables_s), progress).map(|r| MihResult {
+        tables_peak_rss_bytes: peak,
+        sync_s,
+        ..r
+    });
     if !keep {
         let _ = std::fs::remove_file(&path);
     }
     result
+}
+
+/// The process's peak resident set so far (`VmHWM`), on Linux.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn time_searches(
@@ -298,6 +302,8 @@ fn time_searches(
         substring_bits: (0..shape.m).map(|j| shape.sub(j).1).collect(),
         write_s,
         tables_s,
+        tables_peak_rss_bytes: None,
+        sync_s: 0.0,
         code_bytes: b.rows * cb as u64,
         table_bytes: section,
         linear_mean_s: lm,

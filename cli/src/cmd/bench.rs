@@ -247,7 +247,8 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
 Uniform random codes, or with --centres C clustered ones: a random centre with each bit flipped \
 with probability 2^-F (--flip-log2 F), which resemble real ITQ codes. Queries come from the same \
 distribution. Every query's MIH answer must equal the linear scan's (ids, distances, ties), or \
-the run fails. Prints the tables' write time and bytes and the per-query times.")]
+the run fails. Prints the tables' write time, bytes and the peak resident memory once they are \
+written (before any search), and the per-query times.")]
 pub struct MihArgs {
     /// Rows of the generated segment.
     #[arg(long, default_value_t = 10_000_000, allow_negative_numbers = true, value_parser = args::count_u64)]
@@ -311,9 +312,12 @@ fn mih(a: MihArgs) -> Result<ExitCode> {
             r.code_bytes as f64 / 1e6
         );
         outln!(
-            "write: ids+codes {:.2} s, tables {:.2} s; per query ({} queries, mean k-th distance {:.2}): linear {:.6} s (median {:.6}), mih {:.6} s (median {:.6}, max {:.6}), speedup {:.1}x",
+            "write: ids+codes {:.2} s, tables {:.2} s (peak resident {}), fsync {:.2} s; per query ({} queries, mean k-th distance {:.2}): linear {:.6} s (median {:.6}), mih {:.6} s (median {:.6}, max {:.6}), speedup {:.1}x",
             r.write_s,
             r.tables_s,
+            r.tables_peak_rss_bytes
+                .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+            r.sync_s,
             r.queries,
             r.mean_kth_distance,
             r.linear_mean_s,
