@@ -1,10 +1,15 @@
 //! Query by examples (PiCoDes, Bergamo et al. NIPS 2011: "about 1 second" for 150K images) on
 //! 10⁶ rows: the SVM trained at query time on 5 positives against 1,000 negatives drawn from
 //! the index, then every row scored (top 100), on generated 64-bit codes (LUT-8) and PQ codes
-//! of 8 bytes (inner-product ADC); and the scan alone with a given classifier.
+//! of 8 bytes (inner-product ADC); and the scan alone with a given classifier; with 1 and 2
+//! scan threads.
 //!
 //! `cargo bench --bench search_examples`. The indexes live in the default temporary directory;
-//! `CODEDB_BENCH_DIR` puts them elsewhere.
+//! `CODEDB_BENCH_DIR` puts them elsewhere. Larger runs: `CODEDB_EXAMPLES_ROWS=100000000
+//! CODEDB_EXAMPLES_BITS=128 cargo bench --bench search_examples -- bits` (rows, and the bits of
+//! the binary codes: 64, 128 or 256; disk ≈ rows × (bits / 8 + 8) bytes: the codes and ids of
+//! segments of 2²³ rows, sealed as they are added, not compacted). The indexes are held for
+//! the whole run by a `static` and so are not removed at exit: delete the directory after.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::PathBuf;
@@ -12,16 +17,33 @@ use std::sync::OnceLock;
 
 use codedb::model::{PipelineSpec, TrainOptions, train};
 use codedb::{
-    CodeClassifier, CompactionPolicy, Config, EncodedOptions, ExampleParams, Index, Negatives,
-    RowBatch, SearchMode, SearchParams, Snapshot,
+    CodeClassifier, Config, EncodedOptions, ExampleParams, Index, Negatives, RowBatch, SearchMode,
+    SearchParams, Snapshot,
 };
 use divan::Bencher;
 use ndarray::Array2;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-const ROWS: usize = 1_000_000;
 const DIM: usize = 128;
+/// Rows per sealed segment.
+const SEGMENT_ROWS: usize = 1 << 23;
+/// Rows per `add_encoded` batch.
+const BATCH_ROWS: usize = 100_000;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?}: not a positive integer")),
+        Err(_) => default,
+    }
+}
+
+/// `CODEDB_EXAMPLES_ROWS` (default 10⁶).
+fn rows() -> usize {
+    env_usize("CODEDB_EXAMPLES_ROWS", 1_000_000)
+}
 
 struct Fixture {
     _root: tempfile::TempDir,
@@ -37,9 +59,9 @@ fn random(rng: &mut ChaCha8Rng, n: usize) -> Array2<f32> {
     Array2::from_shape_fn((n, DIM), |_| rng.random_range(-1.0f32..1.0))
 }
 
-/// 10⁶ generated codes of 8 bytes under a `spec` model trained on 2,000 generated 128-D
-/// vectors, sealed into one segment.
-fn fixture(spec: &str) -> Fixture {
+/// `rows()` generated codes of `code_bytes` under a `spec` model trained on 2,000 generated
+/// 128-D vectors, sealed into segments of at most [`SEGMENT_ROWS`] rows.
+fn fixture(spec: &str, code_bytes: usize) -> Fixture {
     let base = std::env::var_os("CODEDB_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
@@ -53,19 +75,31 @@ fn fixture(spec: &str) -> Fixture {
     let model = train(&PipelineSpec::parse(spec).unwrap(), x.view(), &opts)
         .unwrap()
         .0;
-    assert_eq!(model.code_bytes(), 8);
+    assert_eq!(model.code_bytes(), code_bytes);
     let dir = root.path().join("index");
-    let index = Index::create(&dir, &model.to_model_file(), Config::default()).unwrap();
-    let codes: Vec<u8> = (0..ROWS * 8).map(|_| rng.random()).collect();
-    for c in codes.chunks(8 * 100_000) {
+    // No multi-index hashing tables: query by examples scans every row, never probes them.
+    let config = Config {
+        mih_tables: false,
+        ..Config::default()
+    };
+    let index = Index::create(&dir, &model.to_model_file(), config).unwrap();
+    let n = rows();
+    let mut codes = vec![0u8; BATCH_ROWS * code_bytes];
+    let mut added = 0;
+    while added < n {
+        let b = BATCH_ROWS.min(n - added);
+        let c = &mut codes[..b * code_bytes];
+        rng.fill_bytes(c);
         index
             .add_encoded(&RowBatch::new(c), &EncodedOptions::default())
             .unwrap();
+        added += b;
+        if added % SEGMENT_ROWS == 0 || added == n {
+            index.commit_sealed().unwrap();
+        }
     }
-    index.commit().unwrap();
-    index.compact(&CompactionPolicy::default()).unwrap();
     let snap = index.snapshot();
-    assert_eq!(snap.live_rows(), ROWS as u64);
+    assert_eq!(snap.live_rows(), n as u64);
     Fixture {
         _root: root,
         snap,
@@ -74,20 +108,31 @@ fn fixture(spec: &str) -> Fixture {
     }
 }
 
+/// Binary codes of `CODEDB_EXAMPLES_BITS` bits (default 64).
 fn bits() -> &'static Fixture {
-    BITS.get_or_init(|| fixture("pca-itq:64"))
+    BITS.get_or_init(|| {
+        let b = env_usize("CODEDB_EXAMPLES_BITS", 64);
+        assert!(
+            [64, 128, 256].contains(&b),
+            "CODEDB_EXAMPLES_BITS={b}: 64, 128 or 256"
+        );
+        fixture(&format!("lsh:{b}"), b / 8)
+    })
 }
 
 fn pq() -> &'static Fixture {
-    PQ.get_or_init(|| fixture("pq:8x8"))
+    PQ.get_or_init(|| fixture("pq:8x8", 8))
 }
 
 fn main() {
     divan::main();
 }
 
-fn examples(b: Bencher, f: &Fixture) {
-    let params = ExampleParams::new(SearchParams::new(100, f.mode));
+fn examples(b: Bencher, f: &Fixture, threads: usize) {
+    let params = ExampleParams::new(SearchParams {
+        threads,
+        ..SearchParams::new(100, f.mode)
+    });
     let neg = Negatives::Sampled {
         count: 1000,
         seed: 3,
@@ -102,32 +147,35 @@ fn examples(b: Bencher, f: &Fixture) {
     });
 }
 
-fn classifier(b: Bencher, f: &Fixture) {
+fn classifier(b: Bencher, f: &Fixture, threads: usize) {
     let c = CodeClassifier::from_values(&vec![0.25; f.snap.model().unwrap().project_dim() + 1]);
-    let params = SearchParams::new(100, f.mode);
+    let params = SearchParams {
+        threads,
+        ..SearchParams::new(100, f.mode)
+    };
     b.bench(|| f.snap.search_classifier(&c, &params).unwrap());
 }
 
-/// SVM (5 positives, 1,000 sampled negatives) + scan of 10⁶ 64-bit codes, top 100.
-#[divan::bench(sample_count = 10, sample_size = 1)]
-fn examples_bits64(b: Bencher) {
-    examples(b, bits());
+/// SVM (5 positives, 1,000 sampled negatives) + scan of every binary code (LUT-8), top 100.
+#[divan::bench(sample_count = 10, sample_size = 1, args = [1, 2])]
+fn examples_bits(b: Bencher, threads: usize) {
+    examples(b, bits(), threads);
 }
 
-/// Scan of 10⁶ 64-bit codes with a given classifier, top 100.
-#[divan::bench(sample_count = 10, sample_size = 1)]
-fn classifier_bits64(b: Bencher) {
-    classifier(b, bits());
+/// Scan of every binary code (LUT-8) with a given classifier, top 100.
+#[divan::bench(sample_count = 10, sample_size = 1, args = [1, 2])]
+fn classifier_bits(b: Bencher, threads: usize) {
+    classifier(b, bits(), threads);
 }
 
-/// SVM (5 positives, 1,000 sampled negatives) + scan of 10⁶ PQ codes (8 × 8 bits), top 100.
-#[divan::bench(sample_count = 10, sample_size = 1)]
-fn examples_pq8x8(b: Bencher) {
-    examples(b, pq());
+/// SVM (5 positives, 1,000 sampled negatives) + scan of every PQ code (8 × 8 bits), top 100.
+#[divan::bench(sample_count = 10, sample_size = 1, args = [1, 2])]
+fn examples_pq8x8(b: Bencher, threads: usize) {
+    examples(b, pq(), threads);
 }
 
-/// Scan of 10⁶ PQ codes (8 × 8 bits) with a given classifier, top 100.
-#[divan::bench(sample_count = 10, sample_size = 1)]
-fn classifier_pq8x8(b: Bencher) {
-    classifier(b, pq());
+/// Scan of every PQ code (8 × 8 bits) with a given classifier, top 100.
+#[divan::bench(sample_count = 10, sample_size = 1, args = [1, 2])]
+fn classifier_pq8x8(b: Bencher, threads: usize) {
+    classifier(b, pq(), threads);
 }

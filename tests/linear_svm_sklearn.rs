@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use codedb::model::{LinearSvmOptions, SvmLoss, train_linear_svm};
+use codedb::model::{LinearSvmOptions, SvmLoss, train_linear_svm, train_one_vs_rest};
 use common::npy::load_values;
 use ndarray::{Array2, Axis};
 
@@ -83,4 +83,61 @@ fn squared_hinge_with_weights_matches_sklearn() {
 #[test]
 fn hinge_with_weights_and_bias_scale_matches_sklearn() {
     check("hinge_c5_w_b3", SvmLoss::Hinge, 5.0, true, 3.0);
+}
+
+/// One-vs-rest over the 10 digit classes (`train_one_vs_rest`, the driver of PiCoDes,
+/// classemes, attributes and the `svm` classifier) against `LinearSVC`'s one-vs-rest: every
+/// prediction on the 899 test rows is the same, and the decision values of the first 200
+/// agree within 1e-6.
+#[test]
+fn one_vs_rest_matches_sklearn() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/svm");
+    let (x, y) = common::npy::digits();
+    let x = x.mapv(|v| v / 16.0);
+    let tr: Vec<usize> = (0..y.len()).step_by(2).collect();
+    let te: Vec<usize> = (1..y.len()).step_by(2).collect();
+    let ids: Vec<u32> = tr.iter().map(|&i| y[i]).collect();
+    let opts = LinearSvmOptions {
+        c: 1.0,
+        loss: SvmLoss::Hinge,
+        bias_scale: 1.0,
+        tol: 1e-9,
+        max_iter: 1_000_000,
+        seed: 7,
+    };
+    let xte = x.select(Axis(0), &te);
+    let svms = train_one_vs_rest(
+        x.select(Axis(0), &tr).view(),
+        &ids,
+        10,
+        &opts,
+        &|k: usize| k as u64,
+    )
+    .unwrap();
+    assert!(svms.iter().all(|s| s.converged));
+    let dec: Vec<Vec<f64>> = svms
+        .iter()
+        .map(|s| s.decision(xte.view()).unwrap())
+        .collect();
+    let want = load_values(root.join("ovr_hinge_c1_decision.npy"));
+    let mut worst = 0f64;
+    for (t, row) in want.chunks_exact(10).enumerate() {
+        for (k, w) in row.iter().enumerate() {
+            worst = worst.max((dec[k][t] - w).abs());
+        }
+    }
+    assert_eq!(want.len(), 2000);
+    assert!(
+        worst <= TOLERANCE,
+        "one-vs-rest decision values differ by {worst:e}"
+    );
+    let predict = common::npy::load_labels(root.join("ovr_hinge_c1_predict.npy"));
+    assert_eq!(predict.len(), te.len());
+    for (t, &p) in predict.iter().enumerate() {
+        let best = (0..10)
+            .max_by(|&a, &b| dec[a][t].total_cmp(&dec[b][t]))
+            .unwrap();
+        assert_eq!(best as i64, p, "test row {t}");
+    }
+    eprintln!("ovr_hinge_c1: max |decision − sklearn| = {worst:.2e}");
 }

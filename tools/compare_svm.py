@@ -12,8 +12,17 @@ against the rest. Per-row cost weights: seeded uniform in [0.2, 3] (numpy seed 1
 Both sides run to a tight tolerance (1e-9, at most 10^6 passes), so both reach the unique
 optimum; tests/linear_svm_sklearn.rs compares test-row decision values and the weights.
 
+One-vs-rest (the crate's `train_one_vs_rest`, shared by PiCoDes, classemes, attributes and the
+`svm` classifier) against `LinearSVC(multi_class="ovr")`, all 10 digit classes:
+
+  ovr_hinge_c1   loss="hinge", C=1, no weights, intercept_scaling=1
+
+written as ovr_hinge_c1_decision.npy (the first 200 test rows × 10 classes, row-major) and
+ovr_hinge_c1_predict.npy (every test row's predicted class).
+
 With --write-golden it writes tests/data/svm/{weights,<case>_decision,<case>_coef}.npy
-(coef: the d weights then the intercept); then it runs that Rust test.
+(coef: the d weights then the intercept) and the one-vs-rest files; then it runs that Rust
+test.
 
 Usage: python3 tools/compare_svm.py [--write-golden]
 Runs inside its own venv (tools/_venv.py) with numpy and scikit-learn.
@@ -64,6 +73,19 @@ def main():
         else:
             old = np.load(os.path.join(OUT, f"{name}_decision.npy"))
             print(f"  max |decision - golden| {np.max(np.abs(old - dec)):.2e}")
+    labels = np.load(os.path.join(DIGITS, "labels.npy"))
+    svc = LinearSVC(loss="hinge", C=1.0, intercept_scaling=1.0, dual=True,  # ovr: the default
+                    tol=1e-9, max_iter=1_000_000, random_state=0)
+    svc.fit(x[tr], labels[tr])
+    dec = svc.decision_function(x[te])
+    pred = svc.classes_[np.argmax(dec, axis=1)]
+    print(f"ovr_hinge_c1: test accuracy {np.mean(pred == labels[te]):.4f}, passes {svc.n_iter_}")
+    if write:
+        np.save(os.path.join(OUT, "ovr_hinge_c1_decision.npy"), dec[:200].ravel())
+        np.save(os.path.join(OUT, "ovr_hinge_c1_predict.npy"), pred.astype(np.int64))
+    else:
+        old = np.load(os.path.join(OUT, "ovr_hinge_c1_decision.npy"))
+        print(f"  max |decision - golden| {np.max(np.abs(old - dec[:200].ravel())):.2e}")
     cmd = ["cargo", "test", "--release", "--test", "linear_svm_sklearn"]
     print("+", " ".join(cmd), file=sys.stderr)
     sys.exit(subprocess.run(cmd, cwd=ROOT).returncode)

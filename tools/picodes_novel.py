@@ -18,9 +18,10 @@ on data we have (issue 17).
 - **Codes** at each length C in `--bits`, all after the same explicit χ² map (`hom:chi2`, the
   paper's ψ; its features are non-negative histograms):
   `picodes` = `hom:chi2,pca:P,picodes:C`; `lsh` = `hom:chi2,center,proj:C,bits`;
-  `pca-itq` = `hom:chi2,pca:C,itq,bits`. Classemes (one classifier per training class,
-  thresholded) give at most K bits: with K = 5 or 44 training classes no equal-length
-  comparison at 64+ bits exists, so they are left out.
+  `pca-itq` = `hom:chi2,pca:C,itq,bits`; `classemes` = `hom:chi2,pca:P,classemes:C` (the
+  paper's classeme baseline at equal bits: one thresholded SVM per training class plus SVMs of
+  seeded random dichotomies of the training classes, 2C candidates, multi-class RFE to C;
+  src/model/supervised/classemes.rs).
 
 Usage:
     python3 tools/picodes_novel.py --data /tmp/datasets/fashion_mnist --features hog \\
@@ -63,6 +64,7 @@ def specs(c, pca):
         "picodes": f"hom:chi2,pca:{pca},picodes:{c}",
         "lsh": f"hom:chi2,center,proj:{c},bits",
         "pca-itq": f"hom:chi2,pca:{c},itq,bits",
+        "classemes": f"hom:chi2,pca:{pca},classemes:{c}",
     }
 
 
@@ -79,7 +81,7 @@ def main():
     ap.add_argument("--sample", type=int, default=6000, help="model training rows")
     ap.add_argument("--pca", type=int, default=256, help="PCA dimension before picodes")
     ap.add_argument("--rounds", type=int, default=10, help="PiCoDes rounds")
-    ap.add_argument("--methods", default="picodes,lsh,pca-itq")
+    ap.add_argument("--methods", default="picodes,lsh,pca-itq,classemes")
     ap.add_argument("--database", default="test", choices=["test", "all"],
                     help="test: the novel classes' split-1 rows (examples from split 0); all: "
                          "every novel row, the examples drawn from them and left out of the "

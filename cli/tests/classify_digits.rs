@@ -5,8 +5,8 @@
 //!   sign and scale per direction;
 //! - NCM's eq. 9-11 scores rank classes exactly as ℓ2 distances; a class added by its mean
 //!   scores as if it had been fitted;
-//! - NCMML, NCMC, LMNN k-NN, the inverse-covariance metric and ridge beat ℓ2 NCM's error;
-//!   training is reproducible for a seed and reports a decreasing loss;
+//! - NCMML, NCMC, LMNN k-NN, the inverse-covariance metric, ridge and one-vs-rest SVMs beat
+//!   ℓ2 NCM's error; training is reproducible for a seed and reports a decreasing loss;
 //! - an NCMML W becomes model stages (`ncmml:16,itq,bits`) that survive a model file round
 //!   trip; without labels that pipeline is refused;
 //! - bad input (NaN, label count, duplicate class, bad SPEC token, bad split) is an error.
@@ -216,9 +216,10 @@ fn classify_eval_runs_every_method_and_names_bad_input() {
         batch_size: Some(200),
         ..ClassifyOptions::default()
     };
-    let list = "ncm; pca:20,ncm; fda:9; mahal:20; ridge; knn; ncmml:16; ncmc:16x2";
+    let list = "ncm; pca:20,ncm; fda:9; mahal:20; ridge; svm; knn; ncmml:16; ncmc:16x2";
     let rows = classify_eval(x.view(), &labels, &split, list, &opts).unwrap();
-    assert_eq!(rows.len(), 8);
+    assert_eq!(rows.len(), 9);
+    assert!(rows[5].detail.starts_with("C="), "{:?}", rows[5]);
     let l2 = rows[0].top1_error;
     for r in &rows {
         println!(

@@ -1,7 +1,8 @@
 //! `codedb train` with `hom:chi2` and `picodes:C` on the shipped digits: the model trains
 //! from labels with its objective shown per round, stores the hom stage and linear + binarize,
 //! builds an index; negative input to `hom:chi2` and a missing `--labels` are refused naming
-//! what is wrong.
+//! what is wrong. `classemes:C` (the paper's baseline) trains the same way, and
+//! `--attributes-classifier` chooses the SVMs or ridge behind `attributes:R`.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod cli_support;
@@ -158,5 +159,112 @@ fn search_examples_takes_the_svm_cost() {
         &["search", s(&dir), "--examples", threes, "--svm-c", "0"],
         2,
         "--svm-c",
+    );
+}
+
+/// `classemes:C`, the paper's baseline at C bits, trains from the CLI: the RFE steps are shown,
+/// the model is linear + binarize learned by `classemes:C`, and without labels it is refused.
+#[test]
+fn classemes_train_from_labels_to_c_bits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let out = ok(&[
+        "train",
+        "--data",
+        PIXELS,
+        "--labels",
+        LABELS,
+        "--pipeline",
+        "pca:32,classemes:24",
+        "--verbose",
+        "--out",
+        s(&m),
+    ]);
+    let err = stderr(&out);
+    // 10 digit classes, C = 24: 48 candidates (10 one-vs-rest + 38 dichotomies).
+    assert!(err.contains("classemes:24: 48 candidates"), "{err}");
+    assert!(err.contains("24 candidate bits left"), "{err}");
+    let v = json(&ok(&["inspect", s(&m), "--json"]));
+    let stages = v["contents"]["stages"].as_array().unwrap();
+    let kinds: Vec<&str> = stages
+        .iter()
+        .map(|st| st["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["center", "linear", "linear", "binarize", "origin"],
+        "{v}"
+    );
+    assert_eq!(stages[2]["step"].as_str(), Some("classemes:24"), "{v}");
+    let dir = tmp.path().join("idx");
+    ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
+    fails(
+        &[
+            "train",
+            "--data",
+            PIXELS,
+            "--pipeline",
+            "pca:32,classemes:24",
+            "--out",
+            s(&tmp.path().join("m2")),
+        ],
+        2,
+        "--labels",
+    );
+}
+
+/// `--attributes-classifier` chooses the one-vs-rest classifiers of `attributes:R`: the SVMs
+/// (default) and ridge give different models; another value is a usage error.
+#[test]
+fn attributes_classifier_is_svm_by_default_or_ridge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (x, _) = cli_support::digits_data();
+    // The codes (floats) of the digits under a trained model (file ids differ per file).
+    let train = |name: &str, extra: &[&str]| -> Vec<u8> {
+        let m = tmp.path().join(name);
+        let mut a = vec![
+            "train",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipeline",
+            "attributes:8,float",
+            "--out",
+            s(&m),
+        ];
+        a.extend_from_slice(extra);
+        ok(&a);
+        let mf = codedb::format::ModelFile::open(&m).unwrap();
+        codedb::Model::from_model_file(&mf)
+            .unwrap()
+            .encode(x.view())
+            .unwrap()
+    };
+    let default = train("d.model", &[]);
+    assert_eq!(
+        default,
+        train("s.model", &["--attributes-classifier", "svm"])
+    );
+    assert_ne!(
+        default,
+        train("r.model", &["--attributes-classifier", "ridge"])
+    );
+    fails(
+        &[
+            "train",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipeline",
+            "attributes:8,float",
+            "--attributes-classifier",
+            "lda",
+            "--out",
+            s(&tmp.path().join("x.model")),
+        ],
+        2,
+        "--attributes-classifier",
     );
 }

@@ -22,6 +22,7 @@
 //! | `bits` | sign quantiser → binary codes (quantiser) |
 //! | `sklsh:C` | C SKLSH bits (quantiser) |
 //! | `picodes:C` | C PiCoDes bits learned from labels by block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6), stored as linear + binarize (quantiser); needs labels |
+//! | `classemes:C` | C classeme bits: thresholded one-vs-rest and random-dichotomy SVMs, multi-class RFE to C (the PiCoDes paper's baseline), stored as linear + binarize (quantiser); needs labels |
 //! | `pq:MxB` | PQ, M sub-quantisers of B = 8 or 4 bits (quantiser) |
 //! | `pq4:M` | same as `pq:Mx4` (fast-scan layout) |
 //! | `opq:MxB` | OPQ rotation + PQ (quantiser) |
@@ -110,6 +111,9 @@ pub enum QuantizerSpec {
     /// `picodes:C`: C PiCoDes bits learned from class labels (Bergamo et al. NIPS 2011),
     /// stored as linear + binarize.
     Picodes(usize),
+    /// `classemes:C`: C classeme bits (thresholded linear SVMs on the training classes and
+    /// random dichotomies of them, multi-class RFE to C), stored as linear + binarize.
+    Classemes(usize),
     /// `float`, `float32`, `float16`: the vectors themselves.
     Float {
         /// Store IEEE half precision instead of f32.
@@ -287,6 +291,10 @@ impl Parser<'_> {
                 let c = self.number(token, need("C")?, "bit count")?;
                 Token::Quant(QuantizerSpec::Picodes(self.binary_bits(token, c)?))
             }
+            "classemes" => {
+                let c = self.number(token, need("C")?, "bit count")?;
+                Token::Quant(QuantizerSpec::Classemes(self.binary_bits(token, c)?))
+            }
             "pq" => {
                 let (m, nbits) = self.m_by_bits(token, need("MxBITS")?)?;
                 Token::Quant(QuantizerSpec::Pq { m, nbits })
@@ -328,7 +336,7 @@ impl Parser<'_> {
                     token,
                     "unknown stage; expected one of center, pca:C, ncmml:C, metric:R, attributes:R, cca:R, \
                      jscl:R, proj:C, rff[:D], hom:chi2, hom:inter, rr, itq, ivf:K, \
-                     bits, sklsh:C, picodes:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
+                     bits, sklsh:C, picodes:C, classemes:C, pq:MxB, pq4:M, opq:MxB, float, float16, or a preset lsh:C, \
                      pca-direct:C, pca-rr:C, pca-itq:C, kpca-itq:C",
                 ));
             }
@@ -489,31 +497,35 @@ impl PipelineSpec {
     /// Whether a step learns from class labels or a second view (`ncmml:C`, `metric:R`,
     /// `attributes:R`, `cca:R`, `jscl:R`).
     pub fn is_supervised(&self) -> bool {
-        matches!(self.quantizer, QuantizerSpec::Picodes(_))
-            || self.steps.iter().any(|s| {
-                matches!(
-                    s,
-                    StepSpec::Ncmml(_)
-                        | StepSpec::Metric(_)
-                        | StepSpec::Attributes(_)
-                        | StepSpec::Cca { .. }
-                        | StepSpec::Jscl(_)
-                )
-            })
+        matches!(
+            self.quantizer,
+            QuantizerSpec::Picodes(_) | QuantizerSpec::Classemes(_)
+        ) || self.steps.iter().any(|s| {
+            matches!(
+                s,
+                StepSpec::Ncmml(_)
+                    | StepSpec::Metric(_)
+                    | StepSpec::Attributes(_)
+                    | StepSpec::Cca { .. }
+                    | StepSpec::Jscl(_)
+            )
+        })
     }
 
     /// Whether training needs `TrainOptions::labels`: every supervised step does, except
     /// `cca:R` when a second view is given (`has_view`).
     pub fn needs_labels(&self, has_view: bool) -> bool {
-        matches!(self.quantizer, QuantizerSpec::Picodes(_))
-            || self.steps.iter().any(|s| match s {
-                StepSpec::Cca { .. } => !has_view,
-                StepSpec::Ncmml(_)
-                | StepSpec::Metric(_)
-                | StepSpec::Attributes(_)
-                | StepSpec::Jscl(_) => true,
-                _ => false,
-            })
+        matches!(
+            self.quantizer,
+            QuantizerSpec::Picodes(_) | QuantizerSpec::Classemes(_)
+        ) || self.steps.iter().any(|s| match s {
+            StepSpec::Cca { .. } => !has_view,
+            StepSpec::Ncmml(_)
+            | StepSpec::Metric(_)
+            | StepSpec::Attributes(_)
+            | StepSpec::Jscl(_) => true,
+            _ => false,
+        })
     }
 
     /// The explicit stage list, e.g. `pca:64,itq,bits` for `pca-itq:64`.
@@ -552,6 +564,7 @@ impl QuantizerSpec {
             QuantizerSpec::Bits => "bits".to_string(),
             QuantizerSpec::Sklsh(c) => format!("sklsh:{c}"),
             QuantizerSpec::Picodes(c) => format!("picodes:{c}"),
+            QuantizerSpec::Classemes(c) => format!("classemes:{c}"),
             QuantizerSpec::Pq { m, nbits } => format!("pq:{m}x{nbits}"),
             QuantizerSpec::Opq { m, nbits } => format!("opq:{m}x{nbits}"),
             QuantizerSpec::Float { half: false } => "float".to_string(),

@@ -47,7 +47,7 @@ use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
     CcaView, RhoChoice, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho, fit_attributes,
-    fit_cca, fit_jscl, fit_metric, fit_picodes,
+    fit_cca, fit_classemes, fit_jscl, fit_metric, fit_picodes,
 };
 
 /// Training rows used when `TrainOptions::sample` is `None`.
@@ -620,6 +620,24 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
             })?;
             ctx.progress(&name, "rounds", rounds, rounds);
             ctx.report.picodes_objective = objective;
+            state.stages.extend(fit.to_stages()?);
+        }
+        QuantizerSpec::Classemes(c) => {
+            let name = format!("classemes:{c}");
+            let labels = need_labels(state, &name)?;
+            let sup = ctx.opts.supervised.clone();
+            let x = state.materialize().to_vec();
+            ctx.progress(&name, "steps", 0, 1);
+            let fit = fit_classemes(&x, dim, &labels, c, &sup, seed, &mut |step, active| {
+                ctx.message(format!(
+                    "{name} RFE step {step:>3}: {active} candidate bits left"
+                ));
+            })?;
+            ctx.message(format!(
+                "{name}: {} candidates (one-vs-rest + dichotomies), {} RFE steps",
+                fit.pool, fit.rfe_steps
+            ));
+            ctx.progress(&name, "steps", 1, 1);
             state.stages.extend(fit.to_stages()?);
         }
         QuantizerSpec::Sklsh(c) => {

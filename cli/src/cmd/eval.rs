@@ -39,7 +39,8 @@ Exit codes: 0 success, 1 failure, 2 usage error (bad pipeline token, unknown --t
 pub struct EvalArgs {
     /// What to evaluate: `retrieve` (ITQ §4.2 retrieval protocols; pipelines are model SPECs)
     /// or `classify` (Mensink et al. §5.1 flat top-1/top-5 error; pipelines are classifier
-    /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge)
+    /// SPECs: ncm, pca:C,ncm, ncmml:d, ncmml-dot:d, ncmc:dxk, fda:d, mahal:d, knn:d, ridge,
+    /// svm)
     /// or `text` (PAMIR §5 text → image AvgP / BEP / P10; pipelines are model SPECs trained
     /// with a text head, and the baselines random, oracle, cca:R; needs --captions and
     /// --text-queries).

@@ -23,6 +23,8 @@ use crate::progress;
   codedb train --data X.npy --view T.npy --pipeline cca:64,float --out m5
   codedb train --data H.npy --labels y.npy \\
       --pipeline hom:chi2,pca:64,picodes:64 --out m6
+  codedb train --data H.npy --labels y.npy \\
+      --pipeline hom:chi2,pca:64,classemes:64 --out m7
 
 Pipelines: explicit stage lists (pca:64,itq,bits; pca:128,pq:16x8) or presets lsh:B, \
 pca-direct:B, pca-rr:B, pca-itq:B, sklsh:B, kpca-itq:B, pq:MxBITS, pq4:M, opq:MxBITS, float, \
@@ -37,7 +39,7 @@ pub struct TrainArgs {
     )]
     pub data: Option<PathBuf>,
     /// Class labels of --data (.npy), for supervised steps (`ncmml:C`, `metric:R`,
-    /// `attributes:R`, `cca:R`, `jscl:R`, `picodes:C`).
+    /// `attributes:R`, `cca:R`, `jscl:R`, `picodes:C`, `classemes:C`).
     #[arg(long, conflicts_with = "from_index")]
     pub labels: Option<PathBuf>,
     /// A second view of --data for `cca:R` (.npy or any --data format, one row per row of
@@ -69,12 +71,16 @@ pub struct TrainArgs {
     /// (needs --labels); a comma-separated list chooses among its values the same way.
     #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
     pub cca_rho: Option<args::CcaRho>,
-    /// PiCoDes' SVM cost C (`picodes:C`; default 1).
+    /// PiCoDes' SVM cost C (`picodes:C`, and the SVMs of `classemes:C`; default 1).
     #[arg(long, value_parser = args::finite_positive)]
     pub picodes_c: Option<f64>,
     /// Most rounds of PiCoDes' block coordinate descent (`picodes:C`; default 10).
     #[arg(long, value_parser = args::count)]
     pub picodes_rounds: Option<usize>,
+    /// The one-vs-rest classifiers of `attributes:R`: `svm` (linear SVMs, C validated; the
+    /// paper's) or `ridge` (ridge regression, λ validated). Default svm.
+    #[arg(long, value_parser = ["svm", "ridge"])]
+    pub attributes_classifier: Option<String>,
     /// Print per-iteration details (ITQ quantisation loss …).
     #[arg(long)]
     pub verbose: bool,
@@ -156,6 +162,12 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     }
     if let Some(r) = a.picodes_rounds {
         supervised.picodes_rounds = r;
+    }
+    if let Some(c) = &a.attributes_classifier {
+        supervised.attribute_classifier = match c.as_str() {
+            "ridge" => codedb::model::AttributeClassifier::Ridge,
+            _ => codedb::model::AttributeClassifier::Svm,
+        };
     }
     let opts = TrainOptions {
         supervised,

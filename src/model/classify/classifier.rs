@@ -21,6 +21,7 @@ use super::ncmml::{NcmmlOptions, train_ncmml_rows};
 use super::projection::Projection;
 use super::sgd::{EpochCallback, EpochReport, SgdOptions, SgdReport};
 use super::spec::{ClassifierSpec, Method};
+use super::svm_ovr::{SVM_C_GRID, SvmOvr, fit_svm_ovr, svm_ovr_options};
 use super::train_rows::RowSource;
 
 /// A fitted classifier of any kind.
@@ -34,6 +35,8 @@ pub enum Classifier {
     Knn(Knn),
     /// One-vs-rest ridge regression (eq. 13-14).
     Ridge(RidgeOvr),
+    /// One-vs-rest linear SVMs.
+    Svm(SvmOvr),
 }
 
 impl Classifier {
@@ -44,6 +47,7 @@ impl Classifier {
             Classifier::Ncmc(c) => c.classes(),
             Classifier::Knn(c) => c.classes(),
             Classifier::Ridge(c) => c.classes(),
+            Classifier::Svm(c) => c.classes(),
         }
     }
 
@@ -54,6 +58,7 @@ impl Classifier {
             Classifier::Ncmc(c) => c.top_k(x, k),
             Classifier::Knn(c) => c.top_k(x, k),
             Classifier::Ridge(c) => c.top_k(x, k),
+            Classifier::Svm(c) => c.top_k(x, k),
         }
     }
 }
@@ -132,7 +137,7 @@ impl ClassifyOptions {
 pub struct FitReport {
     /// The SGD loss curve, for learned metrics.
     pub sgd: Option<SgdReport>,
-    /// Validated hyper-parameters etc., e.g. `k=10`, `lambda=0.3`.
+    /// Validated hyper-parameters etc., e.g. `k=10`, `lambda=0.3`, `C=1`.
     pub detail: String,
     /// Wall time of the fit, in seconds.
     pub seconds: f64,
@@ -146,6 +151,7 @@ pub(crate) fn prepend(c: &mut Classifier, p: Projection) {
         Classifier::Ncmc(x) => x.prepend(p),
         Classifier::Knn(x) => x.prepend(p),
         Classifier::Ridge(x) => x.prepend(p),
+        Classifier::Svm(x) => x.prepend(p),
     }
 }
 
@@ -245,6 +251,13 @@ pub fn fit_classifier(
             report.dim = xv.ncols();
             Classifier::Ridge(r)
         }
+        Method::Svm => {
+            let o = svm_ovr_options(1.0, opts.seed);
+            let s = fit_svm_ovr(xv, labels, Vec::new(), &o, &SVM_C_GRID, vf)?;
+            report.detail = format!("C={}", s.c);
+            report.dim = xv.ncols();
+            Classifier::Svm(s)
+        }
     };
     if let Some(p) = pre {
         prepend(&mut classifier, p);
@@ -317,5 +330,6 @@ fn classifier_in_dim(c: &Classifier) -> usize {
         Classifier::Ncmc(x) => x.input_dim(),
         Classifier::Knn(x) => x.input_dim(),
         Classifier::Ridge(x) => x.input_dim(),
+        Classifier::Svm(x) => x.input_dim(),
     }
 }

@@ -16,6 +16,7 @@
 //! | `knn_metric.rs` | k-NN with an LMNN-style metric, eq. 25-28 |
 //! | `linear_ovr.rs` | one-vs-rest ridge regression, eq. 13-14 |
 //! | `linear_svm.rs` | binary linear SVM, LIBLINEAR's dual coordinate descent (Hsieh et al. 2008) |
+//! | `svm_ovr.rs` | one-vs-rest linear SVMs: the shared driver and the `svm` classifier |
 //! | `spec.rs`, `classifier.rs` | the classifier SPEC grammar and fitting a SPEC |
 //!
 //! Every learned metric is a [`Projection`] `W (x − m)`, convertible to the model stages
@@ -37,6 +38,7 @@ mod projection;
 mod sgd;
 mod softmax_metric;
 mod spec;
+mod svm_ovr;
 mod train_rows;
 
 pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
@@ -58,5 +60,6 @@ pub use sgd::{
     AUTO_TOP5_CLASSES, EpochCallback, EpochReport, SgdOptions, SgdReport, StopOn, WInit,
 };
 pub use spec::{ClassifierSpec, Method};
+pub use svm_ovr::{SVM_C_GRID, SvmOvr, fit_svm_ovr, svm_ovr_options, train_one_vs_rest};
 
 pub(crate) use sgd::stratified_split;

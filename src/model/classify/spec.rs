@@ -15,6 +15,7 @@
 //! | `knn:d` | k-NN with a rank-d LMNN-style metric, 10 dynamic targets (eq. 25-28) |
 //! | `knn-all:d` | the same with all same-class targets |
 //! | `ridge` | one-vs-rest ridge regression (eq. 13-14) |
+//! | `svm` | one-vs-rest linear SVMs (hinge, C validated; PiCoDes Fig. 3) |
 //!
 //! Examples: `ncm`, `pca:128,ncm` (PCA + ℓ2), `ncmml:128`, `ncmc:128x10`, `fda:9`, `knn:128`.
 
@@ -57,6 +58,8 @@ pub enum Method {
     },
     /// `ridge`: one-vs-rest ridge regression (eq. 13-14).
     Ridge,
+    /// `svm`: one-vs-rest linear SVMs, C chosen on the validation split.
+    Svm,
 }
 
 /// A parsed classifier SPEC.
@@ -97,7 +100,7 @@ fn number(spec: &str, token: &str, s: &str, what: &str) -> Result<usize> {
 }
 
 const EXPECTED: &str = "expected one of ncm, ncmml:d, ncmml-dot:d, ncmml-dot-sc:d, ncmc:dxk, \
-                        fda:d, mahal:d, knn, knn:d, knn-all:d, ridge (optionally after pca:C)";
+                        fda:d, mahal:d, knn, knn:d, knn-all:d, ridge, svm (optionally after pca:C)";
 
 impl ClassifierSpec {
     /// Parses one SPEC.
@@ -201,6 +204,10 @@ impl ClassifierSpec {
                 "ridge" => {
                     none()?;
                     method = Some(Method::Ridge);
+                }
+                "svm" => {
+                    none()?;
+                    method = Some(Method::Svm);
                 }
                 _ => return Err(bad(text, tok, format!("unknown token; {EXPECTED}"))),
             }

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `metric.rs` | low-rank metric learning on triplets, eq. 1-4 | `metric:R` |
 //! | `attributes.rs` | one-vs-rest class scores, then PCA, eq. 5 | `attributes:R` |
+//! | `classemes.rs` | thresholded one-vs-rest and random-dichotomy SVMs, then multi-class RFE to C bits (the PiCoDes paper's classeme baseline); stored as LINEAR + BINARIZE | `classemes:C` |
 //! | `cca.rs` | CCA with a second view (one-hot labels or a matrix), eq. 6-8; CCA-ITQ eq. 4 | `cca:R` |
 //! | `jscl.rs` | joint subspace and classifier learning, eq. 9-13 | `jscl:R` |
 //! | `picodes.rs` | PiCoDes basis classifiers, block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6); stored as LINEAR + BINARIZE | `picodes:C` |
@@ -17,6 +18,7 @@
 mod attributes;
 mod cca;
 mod cca_rho;
+mod classemes;
 mod jscl;
 mod metric;
 mod picodes;
@@ -25,6 +27,7 @@ mod triplet_sgd;
 pub use attributes::fit_attributes;
 pub use cca::{CcaFit, CcaView, fit_cca};
 pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
+pub use classemes::{ClassemesFit, fit_classemes};
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
 pub use picodes::{PicodesFit, fit_picodes};
@@ -71,6 +74,18 @@ pub struct SupervisedOptions {
     pub picodes_c: f64,
     /// PiCoDes: most rounds of block coordinate descent.
     pub picodes_rounds: usize,
+    /// `attributes:R`: the one-vs-rest classifiers that give the class scores.
+    pub attribute_classifier: AttributeClassifier,
+}
+
+/// The one-vs-rest classifiers of `attributes:R` (Gordo et al. CVPR 2012 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AttributeClassifier {
+    /// Linear SVMs (hinge, C validated on the held-out split): the paper's classifiers.
+    #[default]
+    Svm,
+    /// Ridge regression (λ validated), the stand-in used before the in-crate SVM existed.
+    Ridge,
 }
 
 impl Default for SupervisedOptions {
@@ -86,6 +101,7 @@ impl Default for SupervisedOptions {
             validation_k: 10,
             picodes_c: 1.0,
             picodes_rounds: 10,
+            attribute_classifier: AttributeClassifier::Svm,
         }
     }
 }

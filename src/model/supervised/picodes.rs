@@ -8,7 +8,8 @@
 //!
 //! Block coordinate descent (§2.2), one round =
 //! 1. **classifiers**: with A fixed, the K one-vs-rest SVMs on the current bits (the crate's
-//!    dual coordinate descent, `classify::linear_svm`, hinge, cost C);
+//!    dual coordinate descent through the shared one-vs-rest driver
+//!    `classify::train_one_vs_rest`, hinge, cost C);
 //! 2. **projectors**: with the SVMs fixed, each a_c in turn. Flipping bit c of row i from 0 to
 //!    1 changes the loss by `d_i = Σ_k ℓ(α_ik + β_ik) − ℓ(β_ik)` (Appendix A: `α = y_ik w_kc`,
 //!    `β = y_ik (b_k + Σ_{c'≠c} w_kc' h_ic')`), so the objective in a_c is the weighted
@@ -33,7 +34,7 @@ use ndarray::{Array2, ArrayView2};
 
 use super::super::binarize::Binarize;
 use super::super::center::column_means_f64;
-use super::super::classify::{LinearSvmOptions, SvmLoss, train_linear_svm};
+use super::super::classify::{LinearSvmOptions, SvmLoss, train_linear_svm, train_one_vs_rest};
 use super::super::error::{ModelError, Result};
 use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
@@ -186,11 +187,10 @@ pub fn fit_picodes(
             ArrayView2::from_shape((n, bits), &hf[..]).map_err(|e| ModelError::shape(&name, e))?;
         let mut w = vec![0f64; k * bits];
         let mut b = vec![0f64; k];
-        for kk in 0..k {
-            let pos: Vec<bool> = ids.iter().map(|&id| id as usize == kk).collect();
-            let seed_k = derive_seed(seed, (round * (k + bits) + kk) as u64 + 1);
-            let svm = train_linear_svm(hv, &pos, None, &svm_options(opts, 0.01, seed_k))
-                .map_err(|e| ModelError::from_classifier(&name, e))?;
+        let seed_k = |kk: usize| derive_seed(seed, (round * (k + bits) + kk) as u64 + 1);
+        let svms = train_one_vs_rest(hv, &ids, k, &svm_options(opts, 0.01, 0), &seed_k)
+            .map_err(|e| ModelError::from_classifier(&name, e))?;
+        for (kk, svm) in svms.iter().enumerate() {
             w[kk * bits..(kk + 1) * bits].copy_from_slice(&svm.weights);
             b[kk] = svm.bias;
         }
