@@ -115,6 +115,18 @@ pub(crate) fn class_means_f64(
     (sums, counts)
 }
 
+/// The `k` best of `labels` for each row of `scores` (rows of `labels.len()` class scores, as
+/// a one-vs-rest or class-mean classifier gives them), best first; `k = 0` is an error.
+pub(crate) fn top_k_labels(scores: &[f64], labels: &[i64], k: usize) -> Result<Vec<Vec<i64>>> {
+    if k == 0 {
+        return Err(ClassifyError::invalid("k", "must be at least 1"));
+    }
+    Ok(scores
+        .par_chunks(labels.len().max(1))
+        .map(|r| top_k_ids(r, k).into_iter().map(|i| labels[i]).collect())
+        .collect())
+}
+
 /// The dense ids ranked by decreasing score (ties: smaller id first), first `k` of them.
 pub(crate) fn top_k_ids(scores: &[f64], k: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..scores.len()).collect();

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::super::input::checked_rows;
 use super::super::linalg::sym_eig_desc;
 use super::error::{ClassifyError, Result};
-use super::labels::{ClassIndex, class_counts, top_k_ids};
+use super::labels::{ClassIndex, class_counts, top_k_ids, top_k_labels};
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;
 use super::sgd::{stratified_split, top1_top5};
@@ -261,18 +261,6 @@ impl RidgeOvr {
 
     /// The `k` best labels of each row, best first.
     pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
-        if k == 0 {
-            return Err(ClassifyError::invalid("k", "must be at least 1"));
-        }
-        let c = self.labels.len();
-        let s = self.scores(x)?;
-        Ok(s.par_chunks(c)
-            .map(|r| {
-                top_k_ids(r, k)
-                    .into_iter()
-                    .map(|i| self.labels[i])
-                    .collect()
-            })
-            .collect())
+        top_k_labels(&self.scores(x)?, &self.labels, k)
     }
 }

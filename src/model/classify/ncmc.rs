@@ -22,7 +22,7 @@ use super::super::kmeans::{KMeansInit, KMeansOptions, assign_nearest, kmeans_row
 use super::super::linalg::{a_bt_f32, par};
 use super::super::random::derive_seed;
 use super::error::{ClassifyError, Result};
-use super::labels::top_k_ids;
+use super::labels::top_k_labels;
 use super::ncm::{check_chain, project_chain};
 use super::ncmml::validate;
 use super::projection::Projection;
@@ -183,19 +183,7 @@ impl Ncmc {
 
     /// The `k` best class labels of each row, best first.
     pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
-        if k == 0 {
-            return Err(ClassifyError::invalid("k", "must be at least 1"));
-        }
-        let c = self.labels.len();
-        let s = self.scores(x)?;
-        Ok(s.par_chunks(c)
-            .map(|r| {
-                top_k_ids(r, k)
-                    .into_iter()
-                    .map(|i| self.labels[i])
-                    .collect()
-            })
-            .collect())
+        top_k_labels(&self.scores(x)?, &self.labels, k)
     }
 }
 

@@ -12,7 +12,7 @@ use super::super::error::ModelError;
 use super::super::input::checked_rows;
 use super::super::random::derive_seed;
 use super::error::{ClassifyError, Result};
-use super::labels::{ClassIndex, top_k_ids};
+use super::labels::{ClassIndex, top_k_ids, top_k_labels};
 use super::linear_svm::{LinearSvm, LinearSvmOptions, SvmLoss, train_linear_svm};
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;
@@ -249,19 +249,7 @@ impl SvmOvr {
 
     /// The `k` best labels of each row, best first.
     pub fn top_k(&self, x: ArrayView2<f32>, k: usize) -> Result<Vec<Vec<i64>>> {
-        if k == 0 {
-            return Err(ClassifyError::invalid("k", "must be at least 1"));
-        }
-        let c = self.labels.len();
-        let s = self.scores(x)?;
-        Ok(s.par_chunks(c)
-            .map(|r| {
-                top_k_ids(r, k)
-                    .into_iter()
-                    .map(|i| self.labels[i])
-                    .collect()
-            })
-            .collect())
+        top_k_labels(&self.scores(x)?, &self.labels, k)
     }
 }
 

@@ -24,15 +24,12 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
-use super::super::classify::{
-    LinearSvm, LinearSvmOptions, SvmLoss, train_linear_svm, train_one_vs_rest,
-};
+use super::super::classify::{LinearSvm, LinearSvmOptions, train_linear_svm, train_one_vs_rest};
 use super::super::error::{ModelError, Result};
 use super::super::random::{derive_seed, rng};
 use super::super::stage::Stage;
 use super::SupervisedOptions;
-use super::picodes::PicodesFit;
-use super::triplet_sgd::class_ids;
+use super::picodes::{self, PicodesFit, check_code_fit};
 use rand::Rng;
 
 /// What classeme training found.
@@ -63,15 +60,9 @@ impl ClassemesFit {
     }
 }
 
+/// PiCoDes's SVM settings at LIBLINEAR's default tolerance.
 fn svm_options(opts: &SupervisedOptions, seed: u64) -> LinearSvmOptions {
-    LinearSvmOptions {
-        c: opts.picodes_c,
-        loss: SvmLoss::Hinge,
-        bias_scale: 1.0,
-        tol: 0.1,
-        max_iter: 1000,
-        seed,
-    }
+    picodes::svm_options(opts, 0.1, seed)
 }
 
 /// A random dichotomy of `k` classes: each on the positive side with probability ½, never
@@ -100,20 +91,8 @@ pub fn fit_classemes(
 ) -> Result<ClassemesFit> {
     let name = format!("classemes:{bits}");
     let n = x.len() / dim.max(1);
-    let (classes, ids) = class_ids(&name, labels, n)?;
+    let (classes, ids) = check_code_fit(&name, labels, n, bits, opts)?;
     let k = classes.len();
-    if bits == 0 {
-        return Err(ModelError::invalid(&name, "needs at least 1 bit"));
-    }
-    if !(opts.picodes_c.is_finite() && opts.picodes_c > 0.0) {
-        return Err(ModelError::invalid(
-            "picodes_c",
-            format!(
-                "the SVM cost must be finite and > 0, got {}",
-                opts.picodes_c
-            ),
-        ));
-    }
     let cls = |e| ModelError::from_classifier(&name, e);
     let xv = ArrayView2::from_shape((n, dim), x).map_err(|e| ModelError::shape(&name, e))?;
     // 1. The pool: K one-vs-rest classifiers, then dichotomies up to 2C.

@@ -34,7 +34,9 @@ use ndarray::{Array2, ArrayView2};
 
 use super::super::binarize::Binarize;
 use super::super::center::column_means_f64;
-use super::super::classify::{LinearSvmOptions, SvmLoss, train_linear_svm, train_one_vs_rest};
+use super::super::classify::{
+    ClassIndex, LinearSvmOptions, SvmLoss, train_linear_svm, train_one_vs_rest,
+};
 use super::super::error::{ModelError, Result};
 use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
@@ -82,9 +84,34 @@ fn bit_column(x: &[f32], dim: usize, a: &[f64], beta: f64) -> Vec<bool> {
         .collect()
 }
 
+/// The inputs PiCoDes and classemes both check: the class ids of `labels` (at least two
+/// classes), at least one bit, a finite positive SVM cost.
+pub(super) fn check_code_fit(
+    name: &str,
+    labels: &[i64],
+    n: usize,
+    bits: usize,
+    opts: &SupervisedOptions,
+) -> Result<(ClassIndex, Vec<u32>)> {
+    let classes = class_ids(name, labels, n)?;
+    if bits == 0 {
+        return Err(ModelError::invalid(name, "needs at least 1 bit"));
+    }
+    if !(opts.picodes_c.is_finite() && opts.picodes_c > 0.0) {
+        return Err(ModelError::invalid(
+            "picodes_c",
+            format!(
+                "the SVM cost must be finite and > 0, got {}",
+                opts.picodes_c
+            ),
+        ));
+    }
+    Ok(classes)
+}
+
 /// SVM settings: `tol` 0.1 is LIBLINEAR's default for the dual solvers (the projector
 /// SVMs, many and only a bound); the K classifier SVMs, whose optimum E is, get 0.01.
-fn svm_options(opts: &SupervisedOptions, tol: f64, seed: u64) -> LinearSvmOptions {
+pub(super) fn svm_options(opts: &SupervisedOptions, tol: f64, seed: u64) -> LinearSvmOptions {
     LinearSvmOptions {
         c: opts.picodes_c,
         loss: SvmLoss::Hinge,
@@ -141,20 +168,8 @@ pub fn fit_picodes(
 ) -> Result<PicodesFit> {
     let name = format!("picodes:{bits}");
     let n = x.len() / dim.max(1);
-    let (classes, ids) = class_ids(&name, labels, n)?;
+    let (classes, ids) = check_code_fit(&name, labels, n, bits, opts)?;
     let k = classes.len();
-    if bits == 0 {
-        return Err(ModelError::invalid(&name, "needs at least 1 bit"));
-    }
-    if !(opts.picodes_c.is_finite() && opts.picodes_c > 0.0) {
-        return Err(ModelError::invalid(
-            "picodes_c",
-            format!(
-                "the SVM cost must be finite and > 0, got {}",
-                opts.picodes_c
-            ),
-        ));
-    }
     if opts.picodes_rounds == 0 {
         return Err(ModelError::invalid("picodes_rounds", "must be at least 1"));
     }
