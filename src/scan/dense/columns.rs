@@ -224,6 +224,7 @@ mod x86 {
             // asserted); lanes `g .. g + 8·V` lie inside it (`g + 8·V <= k`). `loadu` has no
             // alignment requirement.
             let row = unsafe { ct.as_ptr().add(j * k + g) };
+            #[allow(clippy::needless_range_loop)] // v and r index the accumulator grid
             for v in 0..V {
                 // SAFETY: see above; `8·v + 8 <= 8·V`.
                 let c = unsafe { _mm256_loadu_ps(row.add(8 * v)) };
@@ -315,6 +316,7 @@ mod x86 {
             let b: [__m512; N] = core::array::from_fn(|r| _mm512_set1_ps(x[r * d + j]));
             // SAFETY: as in `pass256`, with `g + 16·V <= k`.
             let row = unsafe { ct.as_ptr().add(j * k + g) };
+            #[allow(clippy::needless_range_loop)] // v and r index the accumulator grid
             for v in 0..V {
                 // SAFETY: see above; `16·v + 16 <= 16·V`.
                 let c = unsafe { _mm512_loadu_ps(row.add(16 * v)) };
