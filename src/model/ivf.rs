@@ -142,16 +142,20 @@ impl CoarseQuantizer {
 
     /// The `nprobe` nearest lists of each query row (row-major, D columns), nearest first,
     /// ties by smaller id, each with the exact squared distance `‖x − c‖²`. Candidates are
-    /// ranked by `‖c‖² − 2⟨x, c⟩` (one matrix product per 64 queries through faer's gemm, as
-    /// k-means assigns: a Fashion-MNIST IVF1024 search at nprobe 1 went from 0.41 s to 0.33 s
-    /// per 5,000 queries, BENCHMARKS.md; its rounding is not fixed across CPUs, so a near-tie between two centroids may rank either way on another
-    /// CPU), then the kept ones re-scored exactly (the fixed-order L2 kernel; a sequential sum
-    /// over 784-D was 18 % of an IVF1024 query at nprobe 16).
+    /// ranked by `‖c‖² − 2⟨x, c⟩` (one matrix product per block of queries through faer's
+    /// gemm, as k-means assigns; its rounding is not fixed across CPUs or block sizes, so a
+    /// near-tie between two centroids may rank either way), then the kept ones re-scored
+    /// exactly by the fixed-order L2 kernel (a sequential sum over 784-D was 18 % of an
+    /// IVF1024 query at nprobe 16).
     pub fn probe(&self, x: &[f32], nprobe: usize) -> Vec<Vec<(u32, f32)>> {
         let (k, d) = (self.k, self.d);
         let norms: Vec<f32> = self.centroids.chunks_exact(d).map(|c| dot(c, c)).collect();
         let nprobe = nprobe.min(k);
-        x.par_chunks(64 * d)
+        // Queries per matrix product: the product packs the K × D centroids each time (at
+        // IVF1024 over 784-D, 12 % of a search at 64 queries per product), so as many as keep
+        // the block's distances within 4 MiB (1,024 queries at K = 1,024), 64 to 4,096.
+        let per = ((1usize << 20) / k.max(1)).clamp(64, 4096);
+        x.par_chunks(per * d)
             .flat_map_iter(|blk| {
                 let nb = blk.len() / d;
                 let dots = a_bt_f32(blk, &self.centroids, nb, d, k, Par::Seq);
