@@ -250,8 +250,10 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
 Uniform random codes, or with --centres C clustered ones: a random centre with each bit flipped \
 with probability 2^-F (--flip-log2 F), which resemble real ITQ codes. Queries come from the same \
 distribution. Every query's MIH answer must equal the linear scan's (ids, distances, ties), or \
-the run fails. Prints the tables' write time, bytes and the peak resident memory once they are \
-written (before any search), and the per-query times.")]
+the run fails. Each method runs over all queries in a block after one untimed pass of MIH, so \
+neither pushes the other's working set out of the page cache. Prints the tables' write time, \
+bytes and the peak resident memory once they are written (before any search), and the \
+per-query times.")]
 pub struct MihArgs {
     /// Rows of the generated segment.
     #[arg(long, default_value_t = 10_000_000, allow_negative_numbers = true, value_parser = args::count_u64)]
