@@ -12,9 +12,9 @@
 //! vectors re-ranking reads ([`VectorSource`]).
 
 pub use crate::scan::dense::{
-    dot_fixed_order, dot_fixed_order_scalar, dot_rows_fixed_order, dot_rows_fixed_order_with,
-    nearest_centroid_l2, nearest_centroid_l2_pair, nearest_centroid_l2_pair_with,
-    nearest_centroid_l2_with,
+    ColumnOp, columns_fixed_order, columns_fixed_order_with, dot_fixed_order,
+    dot_fixed_order_scalar, dot_rows_fixed_order, dot_rows_fixed_order_with, nearest_centroid_l2,
+    nearest_centroid_l2_pair, nearest_centroid_l2_pair_with, nearest_centroid_l2_with,
 };
 pub use crate::scan::{
     CodeRows, DenseRows, DenseValues, Direction, Dispatch, FastScanRows, Isa, Metric, ScanOptions,

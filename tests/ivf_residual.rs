@@ -184,6 +184,27 @@ fn all_lists_equal_the_flat_residual_search_and_the_oracle() {
         .search(q, &SearchParams::new(k, SearchMode::ExactL2))
         .unwrap();
     assert_eq!(rr, exact);
+    // Re-ranking the probed candidates: the exact distances (the same kernel) of exactly the
+    // ADC candidates, whatever block (segment or log) and row they sit in.
+    let (nprobe, r) = (3, 40);
+    let cands = snap
+        .search(q, &SearchParams::new(r, SearchMode::AdcL2).nprobe(nprobe))
+        .unwrap();
+    let got = snap.search(q, &p.clone().nprobe(nprobe).rerank(r)).unwrap();
+    for (qi, (c, g)) in cands.iter().zip(&got).enumerate() {
+        let mut want: Vec<(f32, u64)> = c
+            .iter()
+            .map(|h| {
+                let row = x.row(h.id as usize / 10).to_vec();
+                let qv = q.row(qi).to_vec();
+                (codedb::kernels::l2sq_f32(&qv, &row).unwrap(), h.id)
+            })
+            .collect();
+        want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        want.truncate(k);
+        let g: Vec<(f32, u64)> = g.iter().map(|h| (h.score, h.id)).collect();
+        assert_eq!(g, want, "query {qi}");
+    }
     // Exact search restricted to the probed cells only returns rows of those cells.
     let ex1 = snap
         .search(q, &SearchParams::new(k, SearchMode::ExactL2).nprobe(1))

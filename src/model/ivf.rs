@@ -195,19 +195,11 @@ impl CoarseQuantizer {
     /// `‖p_{m,j}‖² + 2⟨c_{l,m}, p_{m,j}⟩` (see the module doc).
     pub fn list_terms(&self, pq: &ProductQuantizer, l: usize, out: &mut [f32]) {
         let (ks, ds) = (pq.ksub(), pq.dsub());
-        let cents = pq.centroids();
         let c = self.centroid(l);
-        for s in 0..pq.m() {
-            let cs = &c[s * ds..(s + 1) * ds];
-            for j in 0..ks {
-                let mut norm = 0f32;
-                let mut dot = 0f32;
-                for (t, &cv) in cs.iter().enumerate() {
-                    let p = cents[[s, j, t]];
-                    norm += p * p;
-                    dot += cv * p;
-                }
-                out[s * ks + j] = norm + 2.0 * dot;
+        for (s, o) in out.chunks_exact_mut(ks).take(pq.m()).enumerate() {
+            pq.ip_table_sub(s, &c[s * ds..(s + 1) * ds], o);
+            for (v, &n) in o.iter_mut().zip(pq.sub_norms(s)) {
+                *v = n + 2.0 * *v;
             }
         }
     }

@@ -15,6 +15,8 @@
 //! every batch size, thread count and kernel path). Nearest-centroid search goes to the scan
 //! layer's fixed-order kernel too (exact differences, ties to the smaller index).
 
+pub(crate) use crate::scan::dense::ColumnOp;
+
 /// `Σ a_i b_i` in the fixed order of [`crate::scan::dense::dot_fixed_order`] (common length).
 #[inline]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -42,6 +44,15 @@ pub(crate) fn add_bias(out: &mut [f32], o: usize, bias: Option<&[f32]>) {
             None => orow.iter_mut().for_each(|v| *v += 0.0),
         }
     }
+}
+
+/// `out[r·k + c] = op(x_r, column c)` for the rows of `xs` (`d` values each) and the `k`
+/// columns of `ct` (stored transposed, `ct[j * k + c]`): the scan layer's column kernel
+/// ([`crate::scan::dense::columns_fixed_order`]: one FMA chain per output, j ascending, the
+/// same bits on every path and for a row alone or in a block) — ADC tables, IVF list terms.
+#[inline]
+pub(crate) fn columns(op: ColumnOp, xs: &[f32], d: usize, ct: &[f32], k: usize, out: &mut [f32]) {
+    crate::scan::dense::columns_fixed_order(op, xs, d, ct, k, out);
 }
 
 /// Index of the nearest of `k` centroids to `x` in squared L2, from centroids stored

@@ -23,7 +23,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
-use super::kernels::{matmul_rows, nearest_transposed, nearest_transposed_pair};
+use super::kernels::{ColumnOp, columns, nearest_transposed, nearest_transposed_pair};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::random::{derive_seed, gather_rows, rng, sample_indices};
@@ -46,8 +46,10 @@ pub struct ProductQuantizer {
     dsub: usize,
     /// M × K × dsub, standard layout.
     centroids: Array3<f32>,
-    /// M × dsub × K: per sub-quantiser, coordinate-major, for the encode kernel.
+    /// M × dsub × K: per sub-quantiser, coordinate-major, for the encode and table kernels.
     transposed: Vec<f32>,
+    /// M × K: `‖p_{m,j}‖²` (the column kernel's L2 from the origin), for IVF list terms.
+    norms: Vec<f32>,
 }
 
 /// The result of [`ProductQuantizer::train`].
@@ -102,12 +104,19 @@ impl ProductQuantizer {
                 }
             }
         }
+        let mut norms = vec![0f32; m * ksub];
+        let origin = vec![0f32; dsub];
+        for (s, o) in norms.chunks_exact_mut(ksub).enumerate() {
+            let ct = &transposed[s * dsub * ksub..(s + 1) * dsub * ksub];
+            columns(ColumnOp::L2, &origin, dsub, ct, ksub, o);
+        }
         Ok(ProductQuantizer {
             m,
             ksub,
             dsub,
             centroids,
             transposed,
+            norms,
         })
     }
 
@@ -319,18 +328,48 @@ impl ProductQuantizer {
         Ok(t)
     }
 
+    /// The ADC table of `q` into `t` (M × K): per sub-quantiser, the column kernel over its
+    /// transposed codebook (one FMA chain per centroid, the same bits on every CPU path).
     pub(crate) fn fill_table(&self, q: &[f32], metric: AdcMetric, t: &mut [f32]) {
+        let op = match metric {
+            AdcMetric::L2 => ColumnOp::L2,
+            AdcMetric::InnerProduct => ColumnOp::Dot,
+        };
         let (ks, ds) = (self.ksub, self.dsub);
-        for s in 0..self.m {
-            let qs = &q[s * ds..(s + 1) * ds];
-            for k in 0..ks {
-                let c = &self.flat()[(s * ks + k) * ds..(s * ks + k + 1) * ds];
-                t[s * ks + k] = match metric {
-                    AdcMetric::L2 => qs.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum(),
-                    AdcMetric::InnerProduct => qs.iter().zip(c).map(|(a, b)| a * b).sum(),
-                };
-            }
+        for (s, ts) in t.chunks_exact_mut(ks).take(self.m).enumerate() {
+            columns(
+                op,
+                &q[s * ds..(s + 1) * ds],
+                ds,
+                self.sub_transposed(s),
+                ks,
+                ts,
+            );
         }
+    }
+
+    /// Sub-quantiser `s`'s codebook, transposed (dsub × K).
+    fn sub_transposed(&self, s: usize) -> &[f32] {
+        let n = self.dsub * self.ksub;
+        &self.transposed[s * n..(s + 1) * n]
+    }
+
+    /// `⟨x_r, p_{s,j}⟩` for the rows `x_r` of `xs` (dsub values each) and the K centroids of
+    /// sub-quantiser `s`, into `out` (K values per row), by the column kernel.
+    pub(crate) fn ip_table_sub(&self, s: usize, xs: &[f32], out: &mut [f32]) {
+        columns(
+            ColumnOp::Dot,
+            xs,
+            self.dsub,
+            self.sub_transposed(s),
+            self.ksub,
+            out,
+        );
+    }
+
+    /// `‖p_{s,j}‖²` for the K centroids of sub-quantiser `s`.
+    pub(crate) fn sub_norms(&self, s: usize) -> &[f32] {
+        &self.norms[s * self.ksub..(s + 1) * self.ksub]
     }
 
     /// ADC tables of many queries: one row of M × K values per query.
@@ -351,8 +390,9 @@ impl ProductQuantizer {
     }
 
     /// Inner-product tables of many row-major queries scaled by `scale`: `scale · ⟨x_m, c_{m,k}⟩`,
-    /// one row of M × K values per query, through the multi-row dot kernel (one pass per
-    /// sub-quantiser over all queries: the query side of IVFADC, see `ivf.rs`).
+    /// one row of M × K values per query, through the column kernel (one pass per
+    /// sub-quantiser over all queries, its transposed codebook staying in cache: the query side
+    /// of IVFADC, see `ivf.rs`).
     pub(crate) fn scaled_ip_tables(&self, x: &[f32], scale: f32) -> Vec<f32> {
         let (m, ks, ds, d) = (self.m, self.ksub, self.dsub, self.dim());
         let n = x.len() / d.max(1);
@@ -363,8 +403,7 @@ impl ProductQuantizer {
             for (o, row) in sub.chunks_exact_mut(ds).zip(x.chunks_exact(d)) {
                 o.copy_from_slice(&row[s * ds..(s + 1) * ds]);
             }
-            let w = &self.flat()[s * ks * ds..(s + 1) * ks * ds];
-            matmul_rows(w, &sub, ds, &mut dots);
+            self.ip_table_sub(s, &sub, &mut dots);
             for (o, t) in out.chunks_exact_mut(m * ks).zip(dots.chunks_exact(ks)) {
                 for (a, &b) in o[s * ks..(s + 1) * ks].iter_mut().zip(t) {
                     *a = scale * b;

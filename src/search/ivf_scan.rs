@@ -170,10 +170,11 @@ pub(crate) fn search_ivf(
             out.push(
                 top.into_sorted()
                     .into_iter()
-                    .map(|(score, id, b)| Candidate {
+                    .map(|(score, id, b, row)| Candidate {
                         score,
                         id,
                         block: b as usize,
+                        row: Some(row),
                     })
                     .collect(),
             );

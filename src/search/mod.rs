@@ -575,6 +575,7 @@ fn scan_prepared(
                         score,
                         id,
                         block: b,
+                        row: None,
                     }));
                 }
                 continue;
@@ -602,6 +603,7 @@ fn scan_prepared(
                     score,
                     id,
                     block: b,
+                    row: None,
                 }));
             }
         }
@@ -656,6 +658,7 @@ fn mih_block(
                 score: d as f32,
                 id,
                 block: b,
+                row: None,
             })),
             None => linear.push(qi),
         }
@@ -671,6 +674,7 @@ fn mih_block(
                 score: d as f32,
                 id,
                 block: b,
+                row: None,
             }));
         }
     }

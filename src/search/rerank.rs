@@ -27,12 +27,14 @@ use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
 use super::vectors::{RowRef, VectorSource};
 
-/// A candidate from the code scan: its code score, id and block.
+/// A candidate from the code scan: its code score, id and block, and its row in the block
+/// when the scan knows it (IVF lists); otherwise re-ranking finds it by id.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Candidate {
     pub score: f32,
     pub id: u64,
     pub block: usize,
+    pub row: Option<usize>,
 }
 
 /// Each query's candidates as hits (their score as is), when no re-ranking follows.
@@ -127,70 +129,61 @@ pub(crate) fn rerank(
     source: &dyn VectorSource,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     check_query_dim(queries, source)?;
-    let dim = source.dim();
-    rescore(
-        blocks,
-        candidates,
-        metric.direction(),
-        k,
-        source,
-        |qi, vectors| {
-            let q: Vec<f32> = queries.row(qi).to_vec();
-            vectors
-                .chunks_exact(dim)
-                .map(|v| Ok(dense_f32(metric, &q, v, Dispatch::Auto)?))
-                .collect()
-        },
-    )
+    let mut buf = vec![0.0f32; source.dim()];
+    rescore(blocks, candidates, metric.direction(), k, |qi, rows| {
+        let q: Vec<f32> = queries.row(qi).to_vec();
+        rows.iter()
+            .map(|&at| {
+                source
+                    .score(at, &q, metric, &mut buf)?
+                    .ok_or_else(|| no_vector(at))
+            })
+            .collect()
+    })
 }
 
-/// Re-scores each query's candidates with `score(query, vectors)` (the candidates' stored
-/// vectors, row-major, in candidate order → one score each) and keeps the `k` best by
-/// `direction`, ties by smaller id.
+/// The stored vectors of `rows`, row-major (`source.dim()` values each), for scores that need
+/// the vectors themselves.
+pub(crate) fn gather(source: &dyn VectorSource, rows: &[RowRef]) -> Result<Vec<f32>, SearchError> {
+    let dim = source.dim();
+    let mut out = vec![0.0f32; rows.len() * dim];
+    for (&at, o) in rows.iter().zip(out.chunks_exact_mut(dim.max(1))) {
+        if !source.vector(at, o)? {
+            return Err(no_vector(at));
+        }
+    }
+    Ok(out)
+}
+
+fn no_vector(at: RowRef) -> SearchError {
+    SearchError::NoVectors {
+        detail: format!("row id {} (block {}) has no stored vector", at.id, at.block),
+    }
+}
+
+/// Re-scores each query's candidates with `score(query, rows)` (the candidates' rows, in
+/// candidate order → one score each) and keeps the `k` best by `direction`, ties by smaller id.
 pub(crate) fn rescore(
     blocks: &[Block<'_>],
     candidates: &[Vec<Candidate>],
     direction: Direction,
     k: usize,
-    source: &dyn VectorSource,
-    mut score: impl FnMut(usize, &[f32]) -> Result<Vec<f32>, SearchError>,
+    mut score: impl FnMut(usize, &[RowRef]) -> Result<Vec<f32>, SearchError>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    let mut wanted: HashMap<usize, HashSet<u64>> = HashMap::new();
-    for c in candidates.iter().flatten() {
-        wanted.entry(c.block).or_default().insert(c.id);
-    }
-    let mut rows: HashMap<(usize, u64), usize> = HashMap::new();
-    for (&b, ids) in &wanted {
-        let block = blocks
-            .get(b)
-            .ok_or_else(|| invalid("candidates", format!("block {b} does not exist")))?;
-        for (id, r) in locate_rows(block, ids)? {
-            rows.insert((b, id), r);
-        }
-    }
-    let dim = source.dim();
-    let mut buf = vec![0.0f32; dim];
+    let rows = candidate_rows(blocks, candidates)?;
     let mut out = Vec::with_capacity(candidates.len());
-    for (qi, cands) in candidates.iter().enumerate() {
-        let mut vectors = Vec::with_capacity(cands.len() * dim);
-        for c in cands {
-            let row = rows.get(&(c.block, c.id)).copied().unwrap_or(usize::MAX);
-            let at = RowRef {
-                block: c.block,
-                row,
-                id: c.id,
-            };
-            if !source.vector(at, &mut buf)? {
-                return Err(SearchError::NoVectors {
-                    detail: format!("row id {} (block {}) has no stored vector", c.id, c.block),
-                });
-            }
-            vectors.extend_from_slice(&buf);
-        }
+    let mut refs = Vec::new();
+    for (qi, (cands, rows)) in candidates.iter().zip(&rows).enumerate() {
+        refs.clear();
+        refs.extend(cands.iter().zip(rows).map(|(c, &row)| RowRef {
+            block: c.block,
+            row,
+            id: c.id,
+        }));
         let scores = if cands.is_empty() {
             Vec::new()
         } else {
-            score(qi, &vectors)?
+            score(qi, &refs)?
         };
         let mut list: Vec<Hit> = cands
             .iter()
@@ -201,6 +194,54 @@ pub(crate) fn rescore(
         out.push(list);
     }
     Ok(out)
+}
+
+/// The row of every candidate in its block: the row the scan reported (checked against the id
+/// column), else by binary search of the id column (segments without lists are written in id
+/// order), then, for the candidates still not found live, one pass over the id column of
+/// their block ([`locate_rows`]; rows grouped by list are not in id order).
+fn candidate_rows(
+    blocks: &[Block<'_>],
+    candidates: &[Vec<Candidate>],
+) -> Result<Vec<Vec<usize>>, SearchError> {
+    let mut ids: Vec<Option<&[u64]>> = vec![None; blocks.len()];
+    let mut missing: HashMap<usize, HashSet<u64>> = HashMap::new();
+    let mut rows = Vec::with_capacity(candidates.len());
+    for cands in candidates {
+        let mut rs = Vec::with_capacity(cands.len());
+        for c in cands {
+            let block = blocks.get(c.block).ok_or_else(|| {
+                invalid("candidates", format!("block {} does not exist", c.block))
+            })?;
+            let col = match ids[c.block] {
+                Some(col) => col,
+                None => *ids[c.block].insert(block.ids()?),
+            };
+            let known = c.row.filter(|&r| col.get(r) == Some(&c.id));
+            match known
+                .ok_or(())
+                .or_else(|_| col.binary_search(&c.id).map_err(|_| ()))
+            {
+                Ok(r) if !block.is_deleted(r) => rs.push(r),
+                _ => {
+                    missing.entry(c.block).or_default().insert(c.id);
+                    rs.push(usize::MAX);
+                }
+            }
+        }
+        rows.push(rs);
+    }
+    for (b, wanted) in missing {
+        let found = locate_rows(&blocks[b], &wanted)?;
+        for (cands, rs) in candidates.iter().zip(&mut rows) {
+            for (c, r) in cands.iter().zip(rs.iter_mut()) {
+                if c.block == b && *r == usize::MAX {
+                    *r = found.get(&c.id).copied().unwrap_or(usize::MAX);
+                }
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
@@ -245,10 +286,9 @@ pub(crate) fn exact_search(
                         if block.is_deleted(row) {
                             continue;
                         }
-                        if !source.vector(RowRef { block: b, row, id }, &mut buf)? {
-                            return Err(SearchError::NoVectors {
-                                detail: format!("row id {id} (block {b}) has no stored vector"),
-                            });
+                        let at = RowRef { block: b, row, id };
+                        if !source.vector(at, &mut buf)? {
+                            return Err(no_vector(at));
                         }
                         for (t, q) in tops.iter_mut().zip(flat.chunks_exact(dim)) {
                             let s = dense_f32(metric, q, &buf, Dispatch::Auto)?;

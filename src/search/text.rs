@@ -23,7 +23,7 @@ use crate::scan::{Direction, lut8_from_bit_terms};
 use crate::storage::{Block, Snapshot};
 
 use super::error::{SearchError, invalid};
-use super::rerank::{Candidate, rescore};
+use super::rerank::{Candidate, gather, rescore};
 use super::vectors::VectorSource;
 use super::{Hit, Prepared, Queries, SearchParams, check_params, search_rows};
 
@@ -205,14 +205,15 @@ pub(crate) fn rerank_text(
         candidates,
         Direction::LargerIsBetter,
         k,
-        source,
-        |qi, vectors| {
-            let v = ArrayView2::from_shape((vectors.len() / dim, dim), vectors).map_err(|e| {
-                crate::model::ModelError::Shape {
-                    what: "stored vectors".into(),
-                    source: e,
-                }
-            })?;
+        |qi, rows| {
+            let vectors = gather(source, rows)?;
+            let v =
+                ArrayView2::from_shape((vectors.len() / dim, dim), &vectors[..]).map_err(|e| {
+                    crate::model::ModelError::Shape {
+                        what: "stored vectors".into(),
+                        source: e,
+                    }
+                })?;
             let p = model.project(v)?;
             let q = u.row(qi);
             Ok(p.rows().into_iter().map(|r| r.dot(&q)).collect())

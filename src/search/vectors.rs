@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::format::VectorSlice;
-use crate::scan::DenseValues;
+use crate::scan::{DenseValues, Dispatch, Metric, dense_f32, dense_f32_f16};
 use crate::storage::{Block, Snapshot};
 
 use super::error::{SearchError, invalid};
@@ -42,6 +42,22 @@ pub trait VectorSource: Sync {
         _rows: Range<usize>,
     ) -> Result<Option<DenseValues<'_>>, SearchError> {
         Ok(None)
+    }
+    /// `metric(query, vector of at)` by the dense kernels; `Ok(None)` when that row has no
+    /// stored vector. `buf` holds `dim()` values of scratch. Default: the vector through
+    /// [`VectorSource::vector`] into `buf`, then scored. Sources holding f16 rows score them
+    /// in place (the f32 × f16 kernel sums in the same order: the same value).
+    fn score(
+        &self,
+        at: RowRef,
+        query: &[f32],
+        metric: Metric,
+        buf: &mut [f32],
+    ) -> Result<Option<f32>, SearchError> {
+        if !self.vector(at, buf)? {
+            return Ok(None);
+        }
+        Ok(Some(dense_f32(metric, query, buf, Dispatch::Auto)?))
     }
 }
 
@@ -125,6 +141,26 @@ impl VectorSource for SnapshotVectors<'_> {
         Ok(match b.vectors_in(rows)? {
             Some(VectorSlice::F32(v)) => Some(DenseValues::F32(v)),
             Some(VectorSlice::F16(v)) => Some(DenseValues::F16(v)),
+            None => None,
+        })
+    }
+
+    fn score(
+        &self,
+        at: RowRef,
+        query: &[f32],
+        metric: Metric,
+        _buf: &mut [f32],
+    ) -> Result<Option<f32>, SearchError> {
+        let Some(b) = self.blocks.get(at.block) else {
+            return Ok(None);
+        };
+        if at.row >= b.rows() {
+            return Ok(None);
+        }
+        Ok(match b.vectors_in(at.row..at.row + 1)? {
+            Some(VectorSlice::F32(v)) => Some(dense_f32(metric, query, v, Dispatch::Auto)?),
+            Some(VectorSlice::F16(v)) => Some(dense_f32_f16(metric, query, v, Dispatch::Auto)?),
             None => None,
         })
     }

@@ -1,13 +1,14 @@
 //! Dense vector kernels: dot product and squared L2 on f32 (and f32 × f16 storage), for
 //! re-ranking the candidates of a compressed scan with stored vectors and for class-mean (NCM)
 //! scans; and the encoders' kernels in the same fixed order: many rows against a weight matrix
-//! (`block.rs`) and the nearest PQ centroid (`nearest.rs`).
+//! (`block.rs`), the nearest PQ centroid (`nearest.rs`) and the ADC tables (`columns.rs`).
 //!
 //! Both the AVX2+FMA kernel and its scalar twin sum in one fixed, lane-blocked order (documented
 //! in `scalar.rs`), so results are bit-identical across paths. Results that are not finite
 //! (non-finite inputs, or overflow) are errors, so NaN never reaches a ranking.
 
 mod block;
+mod columns;
 mod nearest;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -16,6 +17,7 @@ mod x86;
 use half::f16;
 
 pub use block::{dot_rows_fixed_order, dot_rows_fixed_order_with};
+pub use columns::{ColumnOp, columns_fixed_order, columns_fixed_order_with};
 pub use nearest::{
     nearest_centroid_l2, nearest_centroid_l2_pair, nearest_centroid_l2_pair_with,
     nearest_centroid_l2_with,

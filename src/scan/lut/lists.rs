@@ -161,13 +161,13 @@ impl Default for ListTable {
 }
 
 /// The `k` best rows of one query over several lists (smaller score first, ties by smaller id),
-/// each kept with a tag naming where it came from (e.g. its block).
+/// each kept with a tag naming where it came from (e.g. its block) and its row there.
 #[derive(Debug, Clone)]
 pub struct ListTopK {
     topk: TopK,
-    /// Every `(key, id, tag)` the collector kept when it was offered (a superset of the k
+    /// Every `(key, id, tag, row)` the collector kept when it was offered (a superset of the k
     /// best; trimmed to keys within the threshold as it grows).
-    kept: Vec<(u32, u64, u32)>,
+    kept: Vec<(u32, u64, u32, usize)>,
 }
 
 impl ListTopK {
@@ -226,8 +226,9 @@ impl ListTopK {
         Ok(())
     }
 
-    /// The kept rows, best first: `(score, id, tag)`.
-    pub fn into_sorted(self) -> Vec<(f32, u64, u32)> {
+    /// The kept rows, best first: `(score, id, tag, row)`, the row counted from the start of
+    /// what `first_row` counts from (a block's first row).
+    pub fn into_sorted(self) -> Vec<(f32, u64, u32, usize)> {
         let best = self.topk.into_sorted_vec();
         let mut kept = self.kept;
         kept.sort_unstable();
@@ -239,9 +240,9 @@ impl ListTopK {
                 while kept.get(i).is_some_and(|e| (e.0, e.1) < (key, id)) {
                     i += 1;
                 }
-                let tag = kept.get(i).filter(|e| (e.0, e.1) == (key, id))?.2;
+                let e = kept.get(i).filter(|e| (e.0, e.1) == (key, id))?;
                 i += 1;
-                Some((key_to_f32(key) + 0.0, id, tag))
+                Some((key_to_f32(key) + 0.0, id, e.2, e.3))
             })
             .collect()
     }
@@ -268,7 +269,9 @@ impl Sink for TaggedSink<'_, '_> {
             && let Some(&id) = self.ids.get(row)
             && self.top.topk.push(key, id)
         {
-            self.top.kept.push((key, id, self.tag));
+            self.top
+                .kept
+                .push((key, id, self.tag, self.first_row + row));
         }
         self.top.topk.threshold()
     }
@@ -361,6 +364,8 @@ mod tests {
                     (w.0.to_bits(), w.1, w.2),
                     "k={k}"
                 );
+                // The row reported is the row holding the id.
+                assert_eq!(ids[g.2 as usize][g.3], g.1, "k={k}");
             }
             // Deleted rows 1 and 3 of list 1 never appear.
             assert!(got.iter().all(|g| g.1 != 1999 && g.1 != 1997));
@@ -400,6 +405,6 @@ mod tests {
         assert!(top.scan(&t, &[0u8; 5], &[1, 2], None, 0, 0).is_err());
         assert!(top.scan(&t, &[0u8; 4], &[1, 2], Some(&[]), 0, 0).is_err());
         top.scan(&t, &[0u8; 4], &[1, 2], None, 0, 0).unwrap();
-        assert_eq!(top.into_sorted(), vec![(5.0, 1, 0), (5.0, 2, 0)]);
+        assert_eq!(top.into_sorted(), vec![(5.0, 1, 0, 0), (5.0, 2, 0, 1)]);
     }
 }
