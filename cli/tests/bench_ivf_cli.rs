@@ -66,7 +66,10 @@ fn bench_ivf_reports_flat_and_probed_searches() {
             .collect();
         assert_eq!(rounds.len(), 2, "{c}");
         let median = (rounds[0] + rounds[1]) / 2.0;
-        assert!((c["seconds"].as_f64().unwrap() - median).abs() < 1e-9, "{c}");
+        assert!(
+            (c["seconds"].as_f64().unwrap() - median).abs() < 1e-9,
+            "{c}"
+        );
     }
     // Probing every list scores every code: the flat scan's results exactly.
     assert_eq!(cases[3]["recall_10_vs_flat"].as_f64().unwrap(), 1.0);
@@ -165,6 +168,14 @@ fn bench_ivf_bad_arguments_are_usage_errors() {
         2,
         "--rerank 5: must be at least -k",
     );
-    fails(&["bench", "ivf", "--rerank", "0", "--dir", d], 2, "--rerank <R>");
-    fails(&["bench", "ivf", "--repeat", "0", "--dir", d], 2, "--repeat <N>");
+    fails(
+        &["bench", "ivf", "--rerank", "0", "--dir", d],
+        2,
+        "--rerank <R>",
+    );
+    fails(
+        &["bench", "ivf", "--repeat", "0", "--dir", d],
+        2,
+        "--repeat <N>",
+    );
 }

@@ -30,9 +30,7 @@ use crate::error::Error;
 use codedb::format::{VectorDType, VectorSpec};
 use codedb::kernels::l2sq_f32;
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::{
-    AddOptions, Config, CreateOptions, Index, Retention, SearchMode, SearchParams,
-};
+use codedb::{AddOptions, Config, CreateOptions, Index, Retention, SearchMode, SearchParams};
 
 use super::generated_segment::SplitMix;
 
@@ -485,7 +483,10 @@ pub fn run_ivf_bench(
                 .iter()
                 .map(|t| t.iter().map(|e| e.1).collect::<Vec<u64>>())
         };
-        let flat10 = || flat.iter().map(|g| g.iter().take(10).copied().collect::<Vec<u64>>());
+        let flat10 = || {
+            flat.iter()
+                .map(|g| g.iter().take(10).copied().collect::<Vec<u64>>())
+        };
         let flat_qps = b.queries as f64 / median(&seconds[0]);
         let cases: Vec<IvfCase> = probes
             .iter()

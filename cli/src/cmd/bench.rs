@@ -558,7 +558,8 @@ fn ivf(a: IvfArgs) -> Result<ExitCode> {
     outln!(
         "searches: {} round(s), medians; rerank {}; load average {} before, {} after",
         r.repeat,
-        r.rerank.map_or_else(|| "none".to_string(), |r| r.to_string()),
+        r.rerank
+            .map_or_else(|| "none".to_string(), |r| r.to_string()),
         load(r.load_before_search),
         load(r.load_after_search)
     );
