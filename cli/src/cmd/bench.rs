@@ -423,7 +423,8 @@ fn encode(a: EncodeArgs) -> Result<ExitCode> {
 #[command(after_help = "Examples:
   codedb bench ivf --rows 1000000 --clusters 100000 --lists 1024 --dir /tmp/cb
   codedb bench ivf --rows 100000000 --dim 96 --clusters 100000 --lists 1024 \\
-      --nprobe 1,2,4,8,16,32 --queries 100 --rerank 1000 --repeat 3 --seed 1 --dir /tmp/cb --json
+      --nprobe 1,2,4,8,16,32 --queries 100 --rerank 1000 --repeat 3 --seed 1 \\
+      --dir /tmp/cb --json
 
 Rows: a random centre (N(0,1) coordinates) plus noise of scale sigma/sqrt(1+j) in dimension j; \
 queries are further rows of the same stream. recall@10 is the fraction of queries whose exact \
