@@ -10,9 +10,9 @@
 use std::sync::LazyLock;
 
 use codedb::kernels::{
-    CodeRows, DenseRows, DenseValues, Direction, Dispatch, FastScanRows, Metric, ScanOptions,
-    dense_topk, detected_isa, fastscan_topk_batch, hamming_topk_batch, lut4_topk_batch,
-    lut8_topk_batch, pack_fastscan,
+    CodeRows, ColumnOp, DenseRows, DenseValues, Direction, Dispatch, FastScanRows, Metric,
+    ScanOptions, columns_fixed_order_with, dense_topk, detected_isa, fastscan_topk_batch,
+    hamming_topk_batch, lut4_topk_batch, lut8_topk_batch, pack_fastscan,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -229,4 +229,31 @@ fn dense_dot32_nq1(bencher: Bencher, mode: &str) {
 #[divan::bench(args = MODES, sample_count = 2)]
 fn dense_dot32_nq16(bencher: Bencher, mode: &str) {
     run_dense(bencher, 16, mode);
+}
+
+/// ADC inner-product tables (`columns_fixed_order`, the query side of IVFADC): 64 queries'
+/// 49-wide sub-vectors against a transposed codebook of 256 centroids (Fashion-MNIST's
+/// `pq:16x8` over 784-D). An item is one multiply-add. `avx2` / `avx512` name the kernel
+/// explicitly (a kernel this CPU lacks is skipped); `simd` is what `Auto` picks.
+#[divan::bench(args = ["scalar", "simd", "avx2", "avx512"], sample_count = 20)]
+fn adc_tables_49x256(bencher: Bencher, mode: &str) {
+    let (d, k, n) = (49, 256, 64);
+    let dispatch = match mode {
+        "scalar" => Dispatch::Scalar,
+        "simd" => Dispatch::Auto,
+        "avx2" => Dispatch::Avx2,
+        _ => Dispatch::Avx512,
+    };
+    if dispatch.resolve().is_err() {
+        eprintln!("adc_tables {mode}: not available on this CPU, skipped");
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let xs: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let ct: Vec<f32> = (0..d * k).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let mut out = vec![0f32; n * k];
+    bencher.counter(ItemsCount::new(n * d * k)).bench_local(|| {
+        columns_fixed_order_with(ColumnOp::Dot, &xs, d, &ct, k, &mut out, dispatch);
+        divan::black_box(&out);
+    });
 }

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::nearest_transposed;
+use super::kernels::{dot, l2sq, nearest_transposed};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::linalg::a_bt_f32;
 use super::pq::ProductQuantizer;
@@ -145,14 +145,11 @@ impl CoarseQuantizer {
     /// ranked by `‖c‖² − 2⟨x, c⟩` (one matrix product per 64 queries through faer's gemm, as
     /// k-means assigns: a Fashion-MNIST IVF1024 search at nprobe 1 went from 0.41 s to 0.33 s
     /// per 5,000 queries, BENCHMARKS.md; its rounding is not fixed across CPUs, so a near-tie between two centroids may rank either way on another
-    /// CPU), then the kept ones re-scored exactly.
+    /// CPU), then the kept ones re-scored exactly (the fixed-order L2 kernel; a sequential sum
+    /// over 784-D was 18 % of an IVF1024 query at nprobe 16).
     pub fn probe(&self, x: &[f32], nprobe: usize) -> Vec<Vec<(u32, f32)>> {
         let (k, d) = (self.k, self.d);
-        let norms: Vec<f32> = self
-            .centroids
-            .chunks_exact(d)
-            .map(|c| c.iter().map(|v| v * v).sum())
-            .collect();
+        let norms: Vec<f32> = self.centroids.chunks_exact(d).map(|c| dot(c, c)).collect();
         let nprobe = nprobe.min(k);
         x.par_chunks(64 * d)
             .flat_map_iter(|blk| {
@@ -174,14 +171,7 @@ impl CoarseQuantizer {
                     }
                     let mut exact: Vec<(f32, u32)> = s
                         .into_iter()
-                        .map(|(_, c)| {
-                            let dist = xr
-                                .iter()
-                                .zip(self.centroid(c as usize))
-                                .map(|(a, b)| (a - b) * (a - b))
-                                .sum();
-                            (dist, c)
-                        })
+                        .map(|(_, c)| (l2sq(xr, self.centroid(c as usize)), c))
                         .collect();
                     exact.sort_by(cmp);
                     out.push(exact.into_iter().map(|(dist, c)| (c, dist)).collect());

@@ -46,6 +46,13 @@ pub(crate) fn add_bias(out: &mut [f32], o: usize, bias: Option<&[f32]>) {
     }
 }
 
+/// `Σ (a_i − b_i)²` in the dense kernels' fixed lane-blocked order (the same bits on every
+/// path); `+∞` when it is not finite (overflow), which the IVF table assembly refuses.
+#[inline]
+pub(crate) fn l2sq(a: &[f32], b: &[f32]) -> f32 {
+    crate::scan::dense::l2sq_f32(a, b).unwrap_or(f32::INFINITY)
+}
+
 /// `out[r·k + c] = op(x_r, column c)` for the rows of `xs` (`d` values each) and the `k`
 /// columns of `ct` (stored transposed, `ct[j * k + c]`): the scan layer's column kernel
 /// ([`crate::scan::dense::columns_fixed_order`]: one FMA chain per output, j ascending, the

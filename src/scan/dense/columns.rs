@@ -11,7 +11,7 @@
 //! fixed-order kernel of `block.rs`, 32-lane blocks then a sequential tail) spent most of a
 //! Fashion-MNIST IVFADC query in the 17-element tails of its 49-wide sub-vectors (BENCHMARKS.md).
 
-use super::super::dispatch::{Dispatch, Isa, avx512_full_width};
+use super::super::dispatch::{Dispatch, Isa};
 
 /// What each output holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,18 +49,20 @@ pub fn columns_fixed_order_with(
     out: &mut [f32],
     dispatch: Dispatch,
 ) {
-    let isa = dispatch.resolve().unwrap_or(Isa::Scalar);
+    let isa = match dispatch {
+        Dispatch::Auto => auto_isa(),
+        _ => dispatch.resolve().unwrap_or(Isa::Scalar),
+    };
     columns_with(isa, op, xs, d, ct, k, out);
 }
 
-/// The kernels `Auto` runs: bound by one FMA per column and coordinate, so AVX-512 only where
-/// 512-bit arithmetic runs at full width (as for the nearest-centroid kernel, `nearest.rs`).
-/// An invalid `CODEDB_SCAN_ISA` runs the scalar twin, which gives the same values.
+/// The kernels `Auto` runs: the best this CPU has. Unlike the nearest-centroid kernel
+/// (`nearest.rs`), AVX-512 wins here even where 512-bit arithmetic is split in two halves: on
+/// AMD Zen 4 it ran 53 G multiply-adds/s against AVX2's 46 G (`cargo bench --bench scan --
+/// adc_tables`), half the loads and instructions per column. An invalid `CODEDB_SCAN_ISA`
+/// runs the scalar twin, which gives the same values.
 fn auto_isa() -> Isa {
-    match Dispatch::Auto.resolve().unwrap_or(Isa::Scalar) {
-        Isa::Avx512 if !avx512_full_width() => Isa::Avx2,
-        isa => isa,
-    }
+    Dispatch::Auto.resolve().unwrap_or(Isa::Scalar)
 }
 
 fn columns_with(
@@ -143,13 +145,19 @@ mod x86 {
 
     use super::{ColumnOp, columns_scalar};
 
-    /// Registers of accumulators per pass (64 columns with AVX2, 128 with AVX-512): enough
-    /// independent chains to keep both FMA pipes busy through each FMA's latency.
-    const V: usize = 8;
+    /// Rows sharing each loaded column vector, and registers of columns per row: `R·W` = 12
+    /// independent accumulators, each column load feeding three FMAs. At 49 × 256 (a
+    /// Fashion-MNIST `pq:16x8` table) AVX2 ran 23 G multiply-adds/s with one row × 8
+    /// registers, 35 G with 2 × 4, 47 G with 3 × 4 (`cargo bench --bench scan --
+    /// adc_tables`, AMD Zen 4).
+    const R: usize = 3;
+    const W: usize = 4;
 
-    /// AVX2 + FMA: 8 columns per register, [`V`] registers per pass (each pass over every
-    /// row), then passes of one register, then the scalar twin for the last `k mod 8` columns.
-    /// The caller guarantees the lengths of [`super::columns_fixed_order`].
+    /// AVX2 + FMA: 8 columns per register; [`R`] rows at a time share each loaded column
+    /// vector, [`W`] registers of columns per row (`R·W` accumulators), each block of
+    /// columns swept over all rows; then single rows, single registers, and the scalar twin
+    /// for the last `k mod 8` columns. The caller guarantees the lengths of
+    /// [`super::columns_fixed_order`].
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn columns_avx2<const L2: bool>(
         xs: &[f32],
@@ -159,59 +167,88 @@ mod x86 {
         out: &mut [f32],
     ) {
         let mut g = 0;
-        while g + 8 * V <= k {
-            for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(k)) {
-                pass256::<L2, V>(x, ct, k, g, o);
-            }
-            g += 8 * V;
+        while g + 8 * W <= k {
+            rows256::<L2, W>(xs, d, ct, k, g, out);
+            g += 8 * W;
         }
         while g + 8 <= k {
-            for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(k)) {
-                pass256::<L2, 1>(x, ct, k, g, o);
-            }
+            rows256::<L2, 1>(xs, d, ct, k, g, out);
             g += 8;
         }
         let op = if L2 { ColumnOp::L2 } else { ColumnOp::Dot };
         columns_scalar(op, xs, d, ct, k, g, out);
     }
 
-    /// Columns `g .. g + 8·W` (the caller guarantees `g + 8·W <= k`).
+    /// Columns `g .. g + 8·V` of every row: [`R`] rows at a time, then one.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn pass256<const L2: bool, const W: usize>(
-        x: &[f32],
+    fn rows256<const L2: bool, const V: usize>(
+        xs: &[f32],
+        d: usize,
         ct: &[f32],
         k: usize,
         g: usize,
         out: &mut [f32],
     ) {
-        assert!(g + 8 * W <= k && ct.len() == x.len() * k && out.len() == k);
-        let mut acc = [_mm256_setzero_ps(); W];
-        for (j, &xj) in x.iter().enumerate() {
-            let b = _mm256_set1_ps(xj);
-            // SAFETY: row j of `ct` is `ct[j·k .. (j+1)·k]` (j < x.len(), `ct.len() ==
-            // x.len()·k`, asserted); lanes `g .. g + 8·W` lie inside it (`g + 8·W <= k`).
-            // `loadu` has no alignment requirement.
-            let row = unsafe { ct.as_ptr().add(j * k + g) };
-            for (v, a) in acc.iter_mut().enumerate() {
-                // SAFETY: see above; `8·v + 8 <= 8·W`.
-                let c = unsafe { _mm256_loadu_ps(row.add(8 * v)) };
-                *a = if L2 {
-                    let t = _mm256_sub_ps(b, c);
-                    _mm256_fmadd_ps(t, t, *a)
-                } else {
-                    _mm256_fmadd_ps(b, c, *a)
-                };
-            }
+        let mut xb = xs.chunks_exact(d * R);
+        let mut ob = out.chunks_exact_mut(k * R);
+        for (x, o) in (&mut xb).zip(&mut ob) {
+            pass256::<L2, R, V>(x, d, ct, k, g, o);
         }
-        for (v, a) in acc.iter().enumerate() {
-            // SAFETY: `g + 8·v + 8 <= g + 8·W <= k == out.len()` (asserted).
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(g + 8 * v), *a) };
+        for (x, o) in xb
+            .remainder()
+            .chunks_exact(d)
+            .zip(ob.into_remainder().chunks_exact_mut(k))
+        {
+            pass256::<L2, 1, V>(x, d, ct, k, g, o);
         }
     }
 
-    /// AVX-512: as [`columns_avx2`] with 16 columns per register, then the AVX2 kernel for
-    /// the last `k mod 16` columns (the same per-column operations, so the same values).
+    /// Columns `g .. g + 8·V` of the `N` rows of `x` (`N·d` values) into `out` (`N·k`); the
+    /// caller guarantees `g + 8·V <= k`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn pass256<const L2: bool, const N: usize, const V: usize>(
+        x: &[f32],
+        d: usize,
+        ct: &[f32],
+        k: usize,
+        g: usize,
+        out: &mut [f32],
+    ) {
+        assert!(g + 8 * V <= k && ct.len() == d * k && x.len() == N * d && out.len() == N * k);
+        let mut acc = [[_mm256_setzero_ps(); V]; N];
+        for j in 0..d {
+            let b: [__m256; N] = core::array::from_fn(|r| _mm256_set1_ps(x[r * d + j]));
+            // SAFETY: row j of `ct` is `ct[j·k .. (j+1)·k]` (j < d, `ct.len() == d·k`,
+            // asserted); lanes `g .. g + 8·V` lie inside it (`g + 8·V <= k`). `loadu` has no
+            // alignment requirement.
+            let row = unsafe { ct.as_ptr().add(j * k + g) };
+            #[allow(clippy::needless_range_loop)] // v and r index the accumulator grid
+            for v in 0..V {
+                // SAFETY: see above; `8·v + 8 <= 8·V`.
+                let c = unsafe { _mm256_loadu_ps(row.add(8 * v)) };
+                for r in 0..N {
+                    acc[r][v] = if L2 {
+                        let t = _mm256_sub_ps(b[r], c);
+                        _mm256_fmadd_ps(t, t, acc[r][v])
+                    } else {
+                        _mm256_fmadd_ps(b[r], c, acc[r][v])
+                    };
+                }
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            for (v, a) in a.iter().enumerate() {
+                // SAFETY: `r·k + g + 8·v + 8 <= r·k + k <= N·k == out.len()` (asserted).
+                unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(r * k + g + 8 * v), *a) };
+            }
+        }
+    }
+
+    /// AVX-512: as [`columns_avx2`] with 16 columns per register (the same blocking), then
+    /// the AVX2 kernel for a last block of 8 columns and the scalar twin for `k mod 8` (the
+    /// same per-column operations, so the same values).
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub(super) fn columns_avx512<const L2: bool>(
         xs: &[f32],
@@ -221,58 +258,83 @@ mod x86 {
         out: &mut [f32],
     ) {
         let mut g = 0;
-        while g + 16 * V <= k {
-            for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(k)) {
-                pass512::<L2, V>(x, ct, k, g, o);
-            }
-            g += 16 * V;
+        while g + 16 * W <= k {
+            rows512::<L2, W>(xs, d, ct, k, g, out);
+            g += 16 * W;
         }
         while g + 16 <= k {
-            for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(k)) {
-                pass512::<L2, 1>(x, ct, k, g, o);
-            }
+            rows512::<L2, 1>(xs, d, ct, k, g, out);
             g += 16;
         }
         while g + 8 <= k {
-            for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(k)) {
-                pass256::<L2, 1>(x, ct, k, g, o);
-            }
+            rows256::<L2, 1>(xs, d, ct, k, g, out);
             g += 8;
         }
         let op = if L2 { ColumnOp::L2 } else { ColumnOp::Dot };
         columns_scalar(op, xs, d, ct, k, g, out);
     }
 
-    /// Columns `g .. g + 16·W` (the caller guarantees `g + 16·W <= k`).
+    /// Columns `g .. g + 16·V` of every row: [`R`] rows at a time, then one.
     #[inline]
     #[target_feature(enable = "avx512f,fma")]
-    fn pass512<const L2: bool, const W: usize>(
-        x: &[f32],
+    fn rows512<const L2: bool, const V: usize>(
+        xs: &[f32],
+        d: usize,
         ct: &[f32],
         k: usize,
         g: usize,
         out: &mut [f32],
     ) {
-        assert!(g + 16 * W <= k && ct.len() == x.len() * k && out.len() == k);
-        let mut acc = [_mm512_setzero_ps(); W];
-        for (j, &xj) in x.iter().enumerate() {
-            let b = _mm512_set1_ps(xj);
-            // SAFETY: as in `pass256`, with `g + 16·W <= k`.
+        let mut xb = xs.chunks_exact(d * R);
+        let mut ob = out.chunks_exact_mut(k * R);
+        for (x, o) in (&mut xb).zip(&mut ob) {
+            pass512::<L2, R, V>(x, d, ct, k, g, o);
+        }
+        for (x, o) in xb
+            .remainder()
+            .chunks_exact(d)
+            .zip(ob.into_remainder().chunks_exact_mut(k))
+        {
+            pass512::<L2, 1, V>(x, d, ct, k, g, o);
+        }
+    }
+
+    /// As [`pass256`], 16 columns per register (the caller guarantees `g + 16·V <= k`).
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn pass512<const L2: bool, const N: usize, const V: usize>(
+        x: &[f32],
+        d: usize,
+        ct: &[f32],
+        k: usize,
+        g: usize,
+        out: &mut [f32],
+    ) {
+        assert!(g + 16 * V <= k && ct.len() == d * k && x.len() == N * d && out.len() == N * k);
+        let mut acc = [[_mm512_setzero_ps(); V]; N];
+        for j in 0..d {
+            let b: [__m512; N] = core::array::from_fn(|r| _mm512_set1_ps(x[r * d + j]));
+            // SAFETY: as in `pass256`, with `g + 16·V <= k`.
             let row = unsafe { ct.as_ptr().add(j * k + g) };
-            for (v, a) in acc.iter_mut().enumerate() {
-                // SAFETY: see above; `16·v + 16 <= 16·W`.
+            #[allow(clippy::needless_range_loop)] // v and r index the accumulator grid
+            for v in 0..V {
+                // SAFETY: see above; `16·v + 16 <= 16·V`.
                 let c = unsafe { _mm512_loadu_ps(row.add(16 * v)) };
-                *a = if L2 {
-                    let t = _mm512_sub_ps(b, c);
-                    _mm512_fmadd_ps(t, t, *a)
-                } else {
-                    _mm512_fmadd_ps(b, c, *a)
-                };
+                for r in 0..N {
+                    acc[r][v] = if L2 {
+                        let t = _mm512_sub_ps(b[r], c);
+                        _mm512_fmadd_ps(t, t, acc[r][v])
+                    } else {
+                        _mm512_fmadd_ps(b[r], c, acc[r][v])
+                    };
+                }
             }
         }
-        for (v, a) in acc.iter().enumerate() {
-            // SAFETY: `g + 16·v + 16 <= g + 16·W <= k == out.len()` (asserted).
-            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(g + 16 * v), *a) };
+        for (r, a) in acc.iter().enumerate() {
+            for (v, a) in a.iter().enumerate() {
+                // SAFETY: `r·k + g + 16·v + 16 <= N·k == out.len()` (asserted).
+                unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(r * k + g + 16 * v), *a) };
+            }
         }
     }
 }

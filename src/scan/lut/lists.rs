@@ -58,17 +58,20 @@ impl LutTerms {
                 what: "m tables of 256 entries per group",
             });
         }
-        if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        let (tables, _) = values.as_chunks::<256>();
+        let largest: Vec<u32> = tables.iter().map(max_abs_bits).collect();
+        if largest.iter().any(|&b| b >= INFINITY_BITS)
+            && let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite())
+        {
             return Err(ScanError::NonFinite {
                 argument: what,
                 index,
                 value,
             });
         }
-        let (tables, _) = values.as_chunks::<256>();
-        let bounds: Vec<f64> = tables
+        let bounds: Vec<f64> = largest
             .chunks_exact(m)
-            .map(|g| g.iter().map(|t| f64::from(max_abs(t))).sum())
+            .map(|g| g.iter().map(|&b| f64::from(f32::from_bits(b))).sum())
             .collect();
         Ok(LutTerms {
             t: values,
@@ -87,17 +90,23 @@ impl LutTerms {
     }
 }
 
-/// Largest |entry| of a finite table: eight independent maxima (a single running maximum is a
-/// chain of dependent operations as long as the table).
-fn max_abs(t: &[f32; 256]) -> f32 {
+/// Bits of `+∞`: an |entry| whose bits are at least this is infinite or NaN.
+const INFINITY_BITS: u32 = 0x7f80_0000;
+
+/// Bits of the largest |entry| of a table, in one pass that also finds non-finite entries:
+/// with the sign bit cleared, the bits of non-negative floats order as their values, and
+/// infinities and NaNs come above every finite value ([`INFINITY_BITS`]). Eight independent
+/// integer maxima (a single running maximum is a chain as long as the table); this replaced a
+/// search for a non-finite entry plus a float maximum, two passes per table.
+fn max_abs_bits(t: &[f32; 256]) -> u32 {
     let (c, _) = t.as_chunks::<8>();
-    let m = c.iter().fold([0f32; 8], |mut acc, x| {
+    let m = c.iter().fold([0u32; 8], |mut acc, x| {
         for (a, v) in acc.iter_mut().zip(x) {
-            *a = a.max(v.abs());
+            *a = (*a).max(v.to_bits() & 0x7fff_ffff);
         }
         acc
     });
-    m.iter().fold(0f32, |a, &b| a.max(b))
+    m.iter().fold(0, |a, &b| a.max(b))
 }
 
 /// A reusable LUT-8 table of one (query, list) pair.
