@@ -12,9 +12,12 @@
 //! the rows; the rows go through `Index::add` in batches (encoding included) and commits, then
 //! the log is sealed. The exact nearest neighbours of the queries are found while the rows
 //! stream by (one pass, no second generation). Searches: the flat scan (`nprobe = K`, every
-//! code scored) and each `nprobe`, all queries in one call; recall@10 in Jégou et al.'s sense
-//! (the fraction of queries whose true nearest neighbour is among the first 10 results) and
-//! 10-recall@10 against the flat scan's results.
+//! code scored) and each `nprobe`, all queries in one call, optionally re-ranking the best `R`
+//! with stored f16 vectors (the same `R` for every case); recall@10 in Jégou et al.'s sense
+//! (the fraction of queries whose true nearest neighbour is among the first 10 results),
+//! 10-recall@10 against the exact 10 nearest and against the flat scan's results. The cases
+//! are timed in interleaved rounds (flat, each nprobe, flat, …) and each reports its median, so
+//! the ratios compare searches run under the same load.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,9 +27,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::Error;
+use codedb::format::{VectorDType, VectorSpec};
 use codedb::kernels::l2sq_f32;
 use codedb::model::{PipelineSpec, TrainOptions, train};
-use codedb::{AddOptions, Config, Index, Retention, SearchMode, SearchParams};
+use codedb::{AddOptions, Config, CreateOptions, Index, Retention, SearchMode, SearchParams};
 
 use super::generated_segment::SplitMix;
 
@@ -51,6 +55,10 @@ pub struct IvfBench {
     pub batch: usize,
     /// Search threads.
     pub threads: usize,
+    /// Re-rank the best `R` with stored f16 vectors in every case; `None`: no vectors stored.
+    pub rerank: Option<usize>,
+    /// Timed rounds over all cases (each case reports its median).
+    pub repeat: usize,
     pub seed: u64,
 }
 
@@ -60,10 +68,15 @@ pub struct IvfCase {
     /// Lists probed (K for the flat scan).
     pub nprobe: usize,
     pub flat: bool,
+    /// Median over the rounds of the search call's seconds.
     pub seconds: f64,
+    /// Every round's seconds, in order.
+    pub seconds_per_round: Vec<f64>,
     pub queries_per_s: f64,
     /// Fraction of queries whose exact nearest neighbour is in the first 10 results.
     pub recall_at_10: f64,
+    /// Mean |first 10 ∩ the exact 10 nearest| / 10.
+    pub recall_10_at_10: f64,
     /// Mean |first 10 ∩ the flat scan's first 10| / 10.
     pub recall_10_vs_flat: f64,
     /// queries/s over the flat scan's.
@@ -81,6 +94,13 @@ pub struct IvfResult {
     pub queries: usize,
     pub k: usize,
     pub threads: usize,
+    /// Candidates re-ranked with the stored f16 vectors (`None`: no re-ranking).
+    pub rerank: Option<usize>,
+    /// Timed rounds (cases interleaved; medians reported).
+    pub repeat: usize,
+    /// 1-minute load average (/proc/loadavg) before and after the searches, when the OS has it.
+    pub load_before_search: Option<f64>,
+    pub load_after_search: Option<f64>,
     pub seed: u64,
     pub train_rows: usize,
     /// Training the pipeline on the sample (generation excluded).
@@ -169,9 +189,20 @@ fn normal(rng: &mut SplitMix) -> f32 {
     (u - 2.0) * 3f32.sqrt()
 }
 
-/// The exact nearest neighbour (squared L2, ties by smaller id) of each query so far.
+/// The exact [`TRUTH_K`] nearest rows (squared L2, ties by smaller id; nearest first) of each
+/// query so far.
 struct Truth {
-    best: Vec<(f32, u64)>,
+    best: Vec<Vec<(f32, u64)>>,
+}
+
+/// Keeps `(s, id)` if it is among the `TRUTH_K` smallest of `best` (sorted ascending).
+fn keep(best: &mut Vec<(f32, u64)>, e: (f32, u64)) {
+    if best.len() == TRUTH_K && e >= best[TRUTH_K - 1] {
+        return;
+    }
+    let at = best.partition_point(|b| *b < e);
+    best.insert(at, e);
+    best.truncate(TRUTH_K);
 }
 
 impl Truth {
@@ -179,18 +210,15 @@ impl Truth {
     /// blocks of [`TRUTH_ROWS`] (cache-resident while every query is scored against them).
     fn fold(&mut self, q: &[f32], d: usize, x: &[f32], start: u64) -> Result<(), Error> {
         let nq = q.len() / d;
-        let parts: Vec<Vec<(f32, u64)>> = x
+        let parts: Vec<Vec<Vec<(f32, u64)>>> = x
             .par_chunks(TRUTH_ROWS * d)
             .enumerate()
-            .map(|(c, xc)| -> Result<Vec<(f32, u64)>, Error> {
-                let mut best = vec![(f32::INFINITY, u64::MAX); nq];
+            .map(|(c, xc)| -> Result<Vec<Vec<(f32, u64)>>, Error> {
+                let mut best = vec![Vec::with_capacity(TRUTH_K + 1); nq];
                 for (i, xr) in xc.chunks_exact(d).enumerate() {
                     let id = start + (c * TRUTH_ROWS + i) as u64;
                     for (b, qr) in best.iter_mut().zip(q.chunks_exact(d)) {
-                        let s = l2sq_f32(qr, xr)?;
-                        if (s, id) < *b {
-                            *b = (s, id);
-                        }
+                        keep(b, (l2sq_f32(qr, xr)?, id));
                     }
                 }
                 Ok(best)
@@ -198,8 +226,8 @@ impl Truth {
             .collect::<Result<_, Error>>()?;
         for p in parts {
             for (b, l) in self.best.iter_mut().zip(p) {
-                if l < *b {
-                    *b = l;
+                for e in l {
+                    keep(b, e);
                 }
             }
         }
@@ -209,6 +237,31 @@ impl Truth {
 
 /// Rows per block of the exact scan.
 const TRUTH_ROWS: usize = 2048;
+
+/// Exact neighbours kept per query (recall@10 and 10-recall@10).
+const TRUTH_K: usize = 10;
+
+/// The 1-minute load average, when /proc/loadavg has one.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The median of `v` (mean of the middle two for an even count); `v` is not empty.
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -240,10 +293,24 @@ pub fn run_ivf_bench(
     keep: bool,
     progress: &mut dyn FnMut(u64, &str),
 ) -> Result<IvfResult, Error> {
-    if b.dim == 0 || b.clusters == 0 || b.rows == 0 || b.queries == 0 || b.batch == 0 {
+    if b.dim == 0
+        || b.clusters == 0
+        || b.rows == 0
+        || b.queries == 0
+        || b.batch == 0
+        || b.repeat == 0
+    {
         return Err(invalid(
             "rows",
-            "rows, dim, clusters, queries and batch must be at least 1",
+            "rows, dim, clusters, queries, batch and repeat must be at least 1",
+        ));
+    }
+    if let Some(r) = b.rerank
+        && r < b.k
+    {
+        return Err(invalid(
+            "rerank",
+            format!("{r}: must be at least k ({})", b.k),
         ));
     }
     if !b.dim.is_multiple_of(b.m) {
@@ -307,10 +374,15 @@ pub fn run_ivf_bench(
             },
             ..Config::default()
         };
-        let index = Index::create(&path, &model.to_model_file(), config)?;
+        let create = CreateOptions {
+            store_vectors: b
+                .rerank
+                .map(|_| VectorSpec::new(VectorDType::F16, b.dim as u32)),
+        };
+        let index = Index::create_with(&path, &model.to_model_file(), &create, config)?;
         let qflat: Vec<f32> = qx.iter().copied().collect();
         let mut truth = Truth {
-            best: vec![(f32::INFINITY, u64::MAX); b.queries],
+            best: vec![Vec::with_capacity(TRUTH_K + 1); b.queries],
         };
         let t = Instant::now();
         let mut gen_s = 0.0;
@@ -344,9 +416,12 @@ pub fn run_ivf_bench(
         let snap = index.snapshot();
         progress(b.rows, "searching");
         let search = |nprobe: usize| -> Result<(f64, Vec<Vec<u64>>), Error> {
-            let p = SearchParams::new(b.k, SearchMode::AdcL2)
+            let mut p = SearchParams::new(b.k, SearchMode::AdcL2)
                 .nprobe(nprobe)
                 .threads(b.threads);
+            if let Some(r) = b.rerank {
+                p = p.rerank(r);
+            }
             let t = Instant::now();
             let hits = snap.search(qx.view(), &p)?;
             let s = t.elapsed().as_secs_f64();
@@ -357,50 +432,83 @@ pub fn run_ivf_bench(
                     .collect(),
             ))
         };
-        let (flat_s, flat) = search(b.lists)?;
+        // Case 0 is the flat scan; rounds interleave the cases so each sees the same load.
+        let probes: Vec<usize> = std::iter::once(b.lists)
+            .chain(b.nprobe.iter().copied())
+            .collect();
+        let load_before_search = load_average();
+        let mut seconds = vec![Vec::with_capacity(b.repeat); probes.len()];
+        let mut found: Vec<Vec<Vec<u64>>> = Vec::with_capacity(probes.len());
+        for round in 0..b.repeat {
+            for (c, &n) in probes.iter().enumerate() {
+                let (s, ids) = search(n)?;
+                seconds[c].push(s);
+                if round == 0 {
+                    found.push(ids);
+                } else if ids != found[c] {
+                    return Err(invalid(
+                        "repeat",
+                        format!("nprobe {n}: round {round} returned other results than round 0"),
+                    ));
+                }
+            }
+        }
+        let load_after_search = load_average();
         let recall = |found: &[Vec<u64>]| -> f64 {
             let hit = found
                 .iter()
                 .zip(&truth.best)
-                .filter(|(f, t)| f.iter().take(10).any(|&id| id == t.1))
+                .filter(|(f, t)| {
+                    t.first()
+                        .is_some_and(|t| f.iter().take(10).any(|&id| id == t.1))
+                })
                 .count();
             hit as f64 / b.queries as f64
         };
-        let vs_flat = |found: &[Vec<u64>]| -> f64 {
+        let overlap = |found: &[Vec<u64>], with: &mut dyn Iterator<Item = Vec<u64>>| -> f64 {
             let s: f64 = found
                 .iter()
-                .zip(&flat)
-                .map(|(f, g)| {
-                    let g10: Vec<u64> = g.iter().take(10).copied().collect();
+                .zip(with)
+                .map(|(f, g10)| {
                     f.iter().take(10).filter(|id| g10.contains(id)).count() as f64
                         / g10.len().max(1) as f64
                 })
                 .sum();
             s / b.queries as f64
         };
-        let flat_qps = b.queries as f64 / flat_s;
-        let mut cases = vec![IvfCase {
-            nprobe: b.lists,
-            flat: true,
-            seconds: flat_s,
-            queries_per_s: flat_qps,
-            recall_at_10: recall(&flat),
-            recall_10_vs_flat: 1.0,
-            speedup_vs_flat: 1.0,
-        }];
-        for &n in &b.nprobe {
-            let (s, found) = search(n)?;
-            let qps = b.queries as f64 / s;
-            cases.push(IvfCase {
-                nprobe: n,
-                flat: false,
-                seconds: s,
-                queries_per_s: qps,
-                recall_at_10: recall(&found),
-                recall_10_vs_flat: vs_flat(&found),
-                speedup_vs_flat: qps / flat_qps,
-            });
-        }
+        let flat = &found[0];
+        let exact10 = || {
+            truth
+                .best
+                .iter()
+                .map(|t| t.iter().map(|e| e.1).collect::<Vec<u64>>())
+        };
+        let flat10 = || {
+            flat.iter()
+                .map(|g| g.iter().take(10).copied().collect::<Vec<u64>>())
+        };
+        let flat_qps = b.queries as f64 / median(&seconds[0]);
+        let cases: Vec<IvfCase> = probes
+            .iter()
+            .zip(&found)
+            .zip(&seconds)
+            .enumerate()
+            .map(|(c, ((&n, f), secs))| {
+                let s = median(secs);
+                let qps = b.queries as f64 / s;
+                IvfCase {
+                    nprobe: n,
+                    flat: c == 0,
+                    seconds: s,
+                    seconds_per_round: secs.clone(),
+                    queries_per_s: qps,
+                    recall_at_10: recall(f),
+                    recall_10_at_10: overlap(f, &mut exact10()),
+                    recall_10_vs_flat: overlap(f, &mut flat10()),
+                    speedup_vs_flat: qps / flat_qps,
+                }
+            })
+            .collect();
         Ok(IvfResult {
             rows: b.rows,
             dim: b.dim,
@@ -410,6 +518,10 @@ pub fn run_ivf_bench(
             queries: b.queries,
             k: b.k,
             threads: b.threads,
+            rerank: b.rerank,
+            repeat: b.repeat,
+            load_before_search,
+            load_after_search,
             seed: b.seed,
             train_rows: b.train_rows,
             train_s,
