@@ -15,6 +15,7 @@
 use std::collections::BinaryHeap;
 
 use crate::format::mih_tables::{MihTables, substring};
+use crate::scan::dense::prefetch;
 
 use super::error::{SearchError, invalid};
 
@@ -67,6 +68,11 @@ pub const AUTO_MIN_ROWS: usize = 1 << 16;
 /// at most about a quarter of a scan.
 pub const AUTO_WORK_DIVISOR: usize = 1024;
 
+/// Rows of a bucket ahead of the one being verified whose codes are prefetched: each
+/// verification reads a code at a random place of the column, a cache (and, past a few GB, TLB)
+/// miss, so issuing the next misses early overlaps them.
+const PREFETCH_AHEAD: usize = 16;
+
 /// The `k` nearest live rows of one segment to the query code `q` as (distance, id), nearest
 /// first, ties by smaller id; `None` when `budget` (buckets probed + rows verified) ran out
 /// first. `codes`/`ids` are the segment's checked columns, `deleted` its deletion words.
@@ -93,7 +99,16 @@ pub(crate) fn mih_topk(
             let mut probe = |v: u32| {
                 let bucket = t.bucket(j as u32, v);
                 work += 1 + bucket.len();
-                for &row in bucket {
+                let code_of = |row: u32| codes.get(row as usize * cb..(row as usize + 1) * cb);
+                for &row in bucket.iter().take(PREFETCH_AHEAD) {
+                    if let Some(c) = code_of(row) {
+                        prefetch(c);
+                    }
+                }
+                for (i, &row) in bucket.iter().enumerate() {
+                    if let Some(c) = bucket.get(i + PREFETCH_AHEAD).and_then(|&a| code_of(a)) {
+                        prefetch(c);
+                    }
                     let row = row as usize;
                     let Some(code) = codes.get(row * cb..(row + 1) * cb) else {
                         outside = Some((j, row));

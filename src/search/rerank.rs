@@ -119,6 +119,9 @@ pub(crate) fn sort_truncate(list: &mut Vec<Hit>, direction: Direction, k: usize)
     list.truncate(k);
 }
 
+/// Candidates ahead of the one being scored whose rows are prefetched.
+const PREFETCH_AHEAD: usize = 2;
+
 /// Re-scores each query's candidates exactly with `metric` and keeps the `k` best.
 pub(crate) fn rerank(
     blocks: &[Block<'_>],
@@ -132,13 +135,21 @@ pub(crate) fn rerank(
     let mut buf = vec![0.0f32; source.dim()];
     rescore(blocks, candidates, metric.direction(), k, |qi, rows| {
         let q: Vec<f32> = queries.row(qi).to_vec();
-        rows.iter()
-            .map(|&at| {
-                source
-                    .score(at, &q, metric, &mut buf)?
-                    .ok_or_else(|| no_vector(at))
-            })
-            .collect()
+        // In storage order (the candidates of one probed list lie in one run of rows), each
+        // row prefetched a few candidates ahead of its scoring.
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_unstable_by_key(|&i| (rows[i].block, rows[i].row));
+        let mut scores = vec![0f32; rows.len()];
+        for (n, &i) in order.iter().enumerate() {
+            if let Some(&next) = order.get(n + PREFETCH_AHEAD) {
+                source.prefetch(rows[next]);
+            }
+            let at = rows[i];
+            scores[i] = source
+                .score(at, &q, metric, &mut buf)?
+                .ok_or_else(|| no_vector(at))?;
+        }
+        Ok(scores)
     })
 }
 

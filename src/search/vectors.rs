@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::format::VectorSlice;
+use crate::scan::dense::prefetch;
 use crate::scan::{DenseValues, Dispatch, Metric, dense_f32, dense_f32_f16};
 use crate::storage::{Block, Snapshot};
 
@@ -43,6 +44,10 @@ pub trait VectorSource: Sync {
     ) -> Result<Option<DenseValues<'_>>, SearchError> {
         Ok(None)
     }
+    /// Hints that the vector of `at` is about to be read (default: nothing). Sources that
+    /// hold rows in memory start loading them, so re-ranking overlaps the next candidate's
+    /// memory reads with the current one's arithmetic.
+    fn prefetch(&self, _at: RowRef) {}
     /// `metric(query, vector of at)` by the dense kernels; `Ok(None)` when that row has no
     /// stored vector. `buf` holds `dim()` values of scratch. Default: the vector through
     /// [`VectorSource::vector`] into `buf`, then scored. Sources holding f16 rows score them
@@ -143,6 +148,20 @@ impl VectorSource for SnapshotVectors<'_> {
             Some(VectorSlice::F16(v)) => Some(DenseValues::F16(v)),
             None => None,
         })
+    }
+
+    fn prefetch(&self, at: RowRef) {
+        // Unchecked bytes are only hinted at; `score` checks the row before reading it.
+        if let Some(v) = self
+            .blocks
+            .get(at.block)
+            .and_then(|b| b.vector_unchecked_for_hint(at.row))
+        {
+            match v {
+                VectorSlice::F32(v) => prefetch(v),
+                VectorSlice::F16(v) => prefetch(v),
+            }
+        }
     }
 
     fn score(

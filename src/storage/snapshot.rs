@@ -343,6 +343,17 @@ impl<'a> Block<'a> {
             .ok_or_else(|| self.outside(&rows))
     }
 
+    /// Row `row`'s stored vector **not checked against its checksum**, for cache hints only
+    /// (re-ranking prefetches the next candidates' rows; the values are read, checked, through
+    /// [`Block::vectors_in`]). `None` when there is no such row or no vectors.
+    pub(crate) fn vector_unchecked_for_hint(&self, row: usize) -> Option<VectorSlice<'a>> {
+        let d = self.vector_dim;
+        if row >= self.rows() {
+            return None;
+        }
+        self.vectors?.range(row * d, (row + 1) * d)
+    }
+
     /// The stored vector of row `i`, widened to f32 (f16 storage decodes exactly); `None`
     /// when the block stores no vectors or there is no such row.
     pub fn vector(&self, i: usize) -> std::result::Result<Option<Vec<f32>>, FormatError> {
