@@ -1,14 +1,66 @@
-//! What README.md shows a new user is what the CLI does: its `train --from-index` pipelines
-//! train, its `classify --format json` example has the real output's keys in the real order,
-//! the demo prints plain text, and the Fashion-MNIST path says which package provides it.
+//! What README.md and the book (docs/) show a new user is what the CLI does: the demo's table is
+//! the demo's output, the `train --from-index` pipelines train, the `classify --format json`
+//! example has the real output's keys in the real order, the demo prints plain text, and the
+//! Fashion-MNIST path says which package provides it.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 mod cli_support;
 use cli_support::{classify, codedb, digits, ok, s, tmp_digits_index};
 
+/// README.md and every page of the book, one after the other.
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    for p in pages {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(p).unwrap());
+    }
+    text
+}
+
+/// The demo's quality table in docs/getting-started.md is what `codedb demo` prints: every
+/// figure, to the three decimals shown (the demo is seeded).
+#[test]
+fn the_books_demo_table_is_the_demos_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/getting-started.md")).unwrap();
+    let start = page
+        .find("| pipeline | bytes/code | mAP | recall@10 | class P@10 |")
+        .expect("the getting-started page shows the demo's table");
+    let shown: Vec<&str> = page[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ok(&["demo", "--json", "--dir", s(&tmp.path().join("d"))]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed: Vec<String> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "| {} | {} | {:.3} | {:.3} | {:.3} |",
+                r["pipeline"].as_str().unwrap(),
+                r["bytes_per_code"],
+                r["map_vs_exact"].as_f64().unwrap(),
+                r["recall_at_10"].as_f64().unwrap(),
+                r["class_precision_at_10"].as_f64().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown, printed,
+        "docs/getting-started.md: rerun `codedb demo` and copy its table"
+    );
 }
 
 /// Object keys in the order they appear in JSON text.

@@ -434,14 +434,14 @@ fn bench_plot_rejects_bad_files_and_leaves_nothing_half_written() {
     assert!(!svg_texts(&fig).is_empty());
 }
 
-/// The README's eval figure is what the command written under it draws, byte for byte (the
-/// figure is seeded and draws no times).
+/// The book's eval figure (docs/img/eval_digits.svg, shown in docs/evaluation.md) is what the
+/// command written under it draws, byte for byte (the figure is seeded and draws no times).
 #[test]
 fn readme_eval_figure_is_what_its_command_draws() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let image = "(docs/img/eval_digits.svg)";
-    let after = &readme[readme.find(image).expect("README shows the eval figure")..];
+    let readme = std::fs::read_to_string(root.join("docs/evaluation.md")).unwrap();
+    let image = "(img/eval_digits.svg)";
+    let after = &readme[readme.find(image).expect("the book shows the eval figure")..];
     let block = after
         .split("```sh\n")
         .nth(1)
@@ -467,10 +467,7 @@ fn readme_eval_figure_is_what_its_command_draws() {
     assert_eq!(args[0], "codedb", "{args:?}");
     let tmp = tempfile::tempdir().unwrap();
     let fig = tmp.path().join("eval.svg");
-    let at = args
-        .iter()
-        .position(|a| a == "docs/img/eval_digits.svg")
-        .unwrap();
+    let at = args.iter().position(|a| a == "eval_digits.svg").unwrap();
     args[at] = s(&fig).to_string();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_codedb"))
         .args(&args[1..])
@@ -486,6 +483,7 @@ fn readme_eval_figure_is_what_its_command_draws() {
     assert!(
         std::fs::read(&fig).unwrap()
             == std::fs::read(root.join("docs/img/eval_digits.svg")).unwrap(),
-        "docs/img/eval_digits.svg differs from what the README's command draws: rerun it"
+        "docs/img/eval_digits.svg differs from what docs/evaluation.md's command draws: rerun it \
+         and copy the figure there"
     );
 }
