@@ -210,7 +210,21 @@ pub fn labels(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u32>> {
 
 /// `obj` as a 1-D integer numpy array of `argument`.
 fn int_vector<'py>(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let a = as_ndarray(obj, argument)?;
+    let mut a = as_ndarray(obj, argument)?;
+    if a.dtype().kind() == b'O' {
+        // Python ints numpy could not fit in one dtype (beyond 2⁶⁴, or −1 beside 2⁶³): as
+        // uint64 if they fit, else out of the id domain.
+        let np = obj.py().import("numpy")?;
+        let kwargs = pyo3::types::PyDict::new(obj.py());
+        kwargs.set_item("dtype", np.getattr("uint64")?)?;
+        match np.call_method("asarray", (&a,), Some(&kwargs)) {
+            Ok(u) => a = u.cast_into::<PyUntypedArray>()?,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+                return Err(invalid(argument, "integers outside 0 to 2⁶⁴−1"));
+            }
+            Err(_) => {}
+        }
+    }
     let kind = a.dtype().kind();
     if kind != b'i' && kind != b'u' {
         return Err(PyTypeError::new_err(format!(
