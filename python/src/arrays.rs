@@ -225,7 +225,10 @@ pub fn labels(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u32>> {
 }
 
 /// `obj` as a 1-D integer numpy array of `argument`.
-fn int_vector<'py>(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Bound<'py, PyUntypedArray>> {
+fn int_vector<'py>(
+    obj: &Bound<'py, PyAny>,
+    argument: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
     let mut a = as_ndarray(obj, argument)?;
     if a.dtype().kind() == b'O' {
         // Python ints numpy could not fit in one dtype (beyond 2⁶⁴, or −1 beside 2⁶³): as
