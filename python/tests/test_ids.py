@@ -71,3 +71,22 @@ def test_a_failed_add_stages_nothing(tmp_path, data, model):
             bad()
     assert idx.commit() == version and len(idx) == rows
     idx.close()
+
+
+def test_an_add_that_raises_has_staged_nothing_past_two_to_the_63(tmp_path, data, model):
+    # The reported case: after an explicit id 2⁶³−1 the automatic ids pass 2⁶³. Whatever add
+    # does, raising and staging must not both happen (the rows would surface at the next commit).
+    x, _ = data
+    idx = codedb.Index.build(tmp_path / "idx", model, x[:10], ids=[BIG - 1] + list(range(9)))
+    try:
+        added = idx.add(x[10:13])
+    except codedb.CodedbError:
+        added = None
+    version = idx.commit()
+    if added is None:
+        assert (version, len(idx)) == (2, 10), "a failed add staged its rows"
+    else:
+        assert (version, len(idx)) == (3, 13) and added.dtype == np.uint64
+    D, I = idx.search(x[10:13], k=13)  # every search reaching those rows works
+    assert (I != -1).all()
+    idx.close()
