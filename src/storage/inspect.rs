@@ -14,8 +14,8 @@ use crate::model::Origin;
 
 use super::layout::list_manifests;
 use super::recovery::recovery_records;
-use super::shard_layout::{ShardLayout, read_shard_layout};
 use super::recovery::{RecoveryRecord, SkippedManifest};
+use super::shard_layout::{ShardLayout, read_shard_layout};
 use super::version::{choose_manifest, read_manifest};
 
 /// One section of a file, as `inspect` prints it.

@@ -427,9 +427,11 @@ fn verify_shard_layout(dir: &Path, model: Option<&str>, report: &mut VerifyRepor
     report.files_checked += usize::from(dir.join(SHARD_LAYOUT_FILE).is_file());
     match read_shard_layout(dir) {
         None => {}
-        Some((path, Err(e))) => {
-            report.push(&path, "shard layout", format!("shard layout record does not read: {e}"))
-        }
+        Some((path, Err(e))) => report.push(
+            &path,
+            "shard layout",
+            format!("shard layout record does not read: {e}"),
+        ),
         Some((path, Ok(r))) => {
             if let Some(m) = model
                 && r.model != m
@@ -437,7 +439,10 @@ fn verify_shard_layout(dir: &Path, model: Option<&str>, report: &mut VerifyRepor
                 report.push(
                     &path,
                     "shard layout",
-                    format!("the record names model {}, the index holds model {m}", r.model),
+                    format!(
+                        "the record names model {}, the index holds model {m}",
+                        r.model
+                    ),
                 );
             }
         }
