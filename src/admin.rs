@@ -22,6 +22,6 @@ pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::verify::{Note, Problem, VerifyReport, bytes_to_verify, verify_path};
 pub use crate::storage::{
     DroppedManifest, FileSystem, LogTailReport, RecoveryRecord, RecoveryRecordError,
-    RecoveryReport, SkippedManifest, StdFs, VersionInfo, WriteFile, list_versions,
-    recovery_records,
+    RecoveryReport, SkippedManifest, StdFs, VersionInfo, WriteFile, fell_back_warning,
+    list_versions, recovery_records,
 };

@@ -36,12 +36,12 @@ pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use index::{
     AddOptions, BuildOptions, ClassStats, CompactionReport, EncodedOptions, GcReport, Index,
-    MergeReport,
+    MergeReport, SealedCompaction,
 };
 pub use merge_policy::MergeReason;
 pub use recovery::{
     DroppedManifest, LogTailReport, RecoveryRecord, RecoveryRecordError, RecoveryReport,
-    SkippedManifest, recovery_records,
+    SkippedManifest, fell_back_warning, recovery_records,
 };
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};

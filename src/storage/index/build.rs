@@ -200,7 +200,9 @@ impl Index {
         let checked = check_batch(dir, &model_file, spec, &batch)?;
         let before = DirBefore::of(dir);
         let built = (|| -> Result<Index, StorageError> {
-            let index = Index::create_with(
+            // Version 1 stays in memory: the first manifest this build publishes is the one
+            // with its rows (see `create_unpublished`), so a killed build leaves no index.
+            let index = Index::create_unpublished(
                 dir,
                 &model_file,
                 &CreateOptions {
