@@ -11,6 +11,8 @@ from typing_extensions import TypeAlias
 
 __all__ = ["Index", "Model", "Snapshot", "classify_sums", "train"]
 
+__version__: str
+
 _Path: TypeAlias = str | os.PathLike[str]
 
 @final

@@ -87,6 +87,9 @@ pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py
 
 #[pymodule]
 fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The Cargo package version: the one `codedb --version` prints and the wheel's metadata
+    // carries (maturin reads it from python/Cargo.toml).
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyModel>()?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<snapshot::PySnapshot>()?;
