@@ -37,9 +37,9 @@ from typing import Any, Callable, NamedTuple, Protocol, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from codedb import _codedb, _merge
+from codedb import _merge
 from codedb._codedb import Index, Model, Snapshot, classify_sums
-from codedb._errors import CodedbError, CorruptError, InvalidArgument
+from codedb._errors import CodedbError, CorruptError, FallbackWarning, InvalidArgument
 
 __all__ = [
     "LAYOUT_FILE",
@@ -90,12 +90,7 @@ class Partial(NamedTuple):
     missing: list[Missing]
 
 
-# The native module's FallbackWarning when it has one, so `warnings.simplefilter("error",
-# codedb.FallbackWarning)` covers sharded opens too.
-_FallbackBase: type[Warning] = getattr(_codedb, "FallbackWarning", UserWarning)
-
-
-class ShardFallbackWarning(_FallbackBase):  # type: ignore[valid-type, misc]
+class ShardFallbackWarning(FallbackWarning):
     """A shard opened at an older version because its newest manifests do not read (FORMAT.md
     §11.3): its rows committed by those versions are missing from sharded results. The message
     names the shard (number and path) and the skipped manifests."""

@@ -308,8 +308,6 @@ def test_a_shard_with_a_damaged_manifest_warns_at_open_and_search(tmp_path: path
     `skipped_manifests` (Snapshot and Index)."""
     from codedb.distributed import ShardFallbackWarning
 
-    if not hasattr(codedb.Snapshot, "skipped_manifests"):
-        pytest.skip("the native module does not report skipped_manifests yet")
     x, _, ids = tied_data()
     model = codedb.train(x, "pca-itq:16", seed=2)
     paths = [tmp_path / f"s{i}" for i in range(N_SHARDS)]

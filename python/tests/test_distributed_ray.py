@@ -168,8 +168,6 @@ def test_ray_shard_that_fell_back_is_named(ray_cluster: Any, tmp_path: pathlib.P
     from codedb.distributed import ShardFallbackWarning
     from test_distributed import damage_newest_manifest
 
-    if not hasattr(codedb.Snapshot, "skipped_manifests"):
-        pytest.skip("the native module does not report skipped_manifests yet")
     x, _, ids = tied_data()
     model = codedb.train(x, "pca-itq:16", seed=2)
     paths = [tmp_path / f"s{i}" for i in range(N_SHARDS)]
