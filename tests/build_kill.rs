@@ -77,7 +77,13 @@ fn build_kill_child() {
 
 fn spawn_child(dir: &Path, model: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "build_kill_child", "--test-threads", "1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "build_kill_child",
+            "--test-threads",
+            "1",
+        ])
         .env(DIR_VAR, dir)
         .env(MODEL_VAR, model)
         .stdout(Stdio::null())
