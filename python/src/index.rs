@@ -274,7 +274,9 @@ impl PyIndex {
         to_version: i128,
     ) -> PyResult<Bound<'py, PyAny>> {
         let to_version = arrays::seed(to_version, "to_version")?;
-        let text = py.detach(|| engine::recover(&path, to_version)).py_err()?;
+        let text = py
+            .detach(|| engine::recover(&path, to_version))
+            .py_err()?;
         json_loads(py, &text)
     }
 
@@ -506,8 +508,8 @@ impl PyIndex {
     /// >>> idx = codedb.Index.create(path, model)
     /// >>> _ = idx.add(x); _ = idx.commit(); _ = idx.delete([0, 1]); _ = idx.commit()
     /// >>> r = idx.compact(deleted_threshold=0)
-    /// >>> r["sealed_log_rows"], r["merges"][0]["dropped"], r["deleted_rows_kept"], len(idx)
-    /// (600, 2, 0, 598)
+    /// >>> r["sealed_log_rows"], r["sealed_version"], r["deleted_rows_kept"], len(idx)
+    /// (600, 4, 0, 598)
     #[pyo3(signature = (full=false, deleted_threshold=0.2))]
     fn compact<'py>(
         &self,
@@ -1006,12 +1008,7 @@ impl PyIndex {
     /// >>> cls[:, 0].tolist()
     /// [0, 1, 2]
     #[pyo3(signature = (x, top=5))]
-    fn classify<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        top: i128,
-    ) -> PyResult<Pair<'py>> {
+    fn classify<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>, top: i128) -> PyResult<Pair<'py>> {
         self.pinned()?.classify(py, x, top)
     }
 

@@ -733,10 +733,7 @@ impl Snapshot {
                     return Err(StorageError::invalid(
                         self.dir(),
                         "ids",
-                        format!(
-                            "row {id}: stored vector of {} values, expected {dim}",
-                            v.len()
-                        ),
+                        format!("row {id}: stored vector of {} values, expected {dim}", v.len()),
                     ));
                 }
                 None => {
