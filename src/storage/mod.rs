@@ -26,6 +26,7 @@ mod publish;
 pub mod recovery;
 pub mod row_batch;
 mod segment_columns;
+pub mod shard_layout;
 pub mod snapshot;
 pub mod verify;
 mod version;
