@@ -19,9 +19,12 @@ pub use crate::storage::inspect::{
     inspect_dir, inspect_file,
 };
 pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
+pub use crate::storage::shard_layout::{
+    SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardLayout, parse_shard_layout, read_shard_layout,
+};
 pub use crate::storage::verify::{Note, Problem, VerifyReport, bytes_to_verify, verify_path};
 pub use crate::storage::{
     DroppedManifest, FileSystem, LogTailReport, RecoveryRecord, RecoveryRecordError,
-    RecoveryReport, SkippedManifest, StdFs, VersionInfo, WriteFile, list_versions,
-    recovery_records,
+    RecoveryReport, SkippedManifest, StdFs, VersionInfo, WriteFile, fell_back_warning,
+    list_versions, recovery_records,
 };

@@ -78,7 +78,9 @@ pub use scan::ScanError;
 pub use search::{
     AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,
 };
-pub use search::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
+pub use search::{
+    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, Negatives,
+};
 pub use search::{
     Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,
     fit_classifier_from_index, train_from_index,
@@ -86,5 +88,5 @@ pub use search::{
 pub use storage::{
     AddOptions, BuildOptions, ClassStats, CompactionPolicy, CompactionReport, Config,
     CreateOptions, EncodedOptions, GcReport, Index, MergeReason, MergeReport, ReadOptions,
-    Retention, Row, RowBatch, Snapshot, StorageError,
+    Retention, Row, RowBatch, SealedCompaction, Snapshot, StorageError,
 };

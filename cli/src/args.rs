@@ -135,10 +135,15 @@ pub fn threads(requested: usize) -> usize {
     }
 }
 
-/// `--plot FILE`, checked before any work: a name not ending in `.svg` or `.png` is a usage error (exit 2),
-/// a missing directory a failure (exit 1), each naming the file.
-pub fn plot_target(path: &std::path::Path) -> anyhow::Result<codedb_cli::plot::PlotTarget> {
-    match codedb_cli::plot::PlotTarget::check(path) {
+/// `--plot [PATH]`, checked before any work: PATH is the figure's file, or an existing
+/// directory to hold `default_name` (a bare `--plot` is the current directory). A name not
+/// ending in `.svg` or `.png` is a usage error (exit 2), a missing directory a failure (exit 1),
+/// each naming the file.
+pub fn plot_target(
+    path: &std::path::Path,
+    default_name: &str,
+) -> anyhow::Result<codedb_cli::plot::PlotTarget> {
+    match codedb_cli::plot::PlotTarget::resolve(path, default_name) {
         Ok(t) => Ok(t),
         Err(e) if e.is_usage() => usage!("--plot {e}"),
         Err(e) => Err(anyhow::Error::new(e).context(format!("--plot {}", path.display()))),

@@ -5,34 +5,17 @@
 use std::path::Path;
 
 use anyhow::Result;
-use codedb::admin::SkippedManifest;
+use codedb::admin::{SkippedManifest, fell_back_warning};
 use codedb::{Config, Index, Snapshot};
 
 use crate::out::errln;
 
-/// Says on stderr that `dir` is served at `version` because newer manifests do not read.
+/// Says on stderr that `dir` is served at `version` because newer manifests do not read (the
+/// engine's text, [`fell_back_warning`], which Python's `FallbackWarning` carries too).
 pub fn warn_fell_back(dir: &Path, version: u64, skipped: &[SkippedManifest]) {
-    if skipped.is_empty() {
-        return;
+    for line in fell_back_warning(dir, version, skipped) {
+        errln!("codedb: warning: {line}");
     }
-    let lost: Vec<String> = skipped.iter().map(|s| s.version.to_string()).collect();
-    for s in skipped {
-        errln!(
-            "codedb: warning: {}: manifest version {} ({}) does not read: {}",
-            dir.display(),
-            s.version,
-            s.file,
-            s.error
-        );
-    }
-    errln!(
-        "codedb: warning: {}: serving version {version}, without the writes of version(s) {}; \
-         writers refuse until `codedb recover {} --to-version {version}` accepts the loss (or \
-         the damaged file is restored)",
-        dir.display(),
-        lost.join(", "),
-        dir.display()
-    );
 }
 
 /// Opens the newest readable version of `dir` for reading, warning when it fell back.

@@ -410,10 +410,10 @@ fn bench_plot_rejects_bad_files_and_leaves_nothing_half_written() {
         1,
         "does not exist",
     );
-    // The target is a directory: the figure is drawn, the rename fails, no temporary file
-    // is left and the directory is untouched.
-    let dir_target = tmp.path().join("taken.svg");
-    std::fs::create_dir(&dir_target).unwrap();
+    // The default name inside the directory given is a directory: the figure is drawn, the
+    // rename fails, no temporary file is left and the directory is untouched.
+    let dir_target = tmp.path().join("taken");
+    std::fs::create_dir_all(dir_target.join("scan.svg")).unwrap();
     fails(
         &[
             "bench",
@@ -424,10 +424,11 @@ fn bench_plot_rejects_bad_files_and_leaves_nothing_half_written() {
             s(&dir_target),
         ],
         1,
-        "taken.svg",
+        "scan.svg",
     );
-    assert!(dir_target.is_dir());
-    assert_eq!(names(tmp.path()), ["bad.json", "good.json", "taken.svg"]);
+    assert!(dir_target.join("scan.svg").is_dir());
+    assert_eq!(names(&dir_target), ["scan.svg"]);
+    assert_eq!(names(tmp.path()), ["bad.json", "good.json", "taken"]);
     // An existing figure is replaced whole.
     std::fs::write(&fig, "old").unwrap();
     ok(&["bench", "plot", "--from", s(&good), "--plot", s(&fig)]);
@@ -467,11 +468,12 @@ fn readme_eval_figure_is_what_its_command_draws() {
     assert_eq!(args[0], "codedb", "{args:?}");
     let tmp = tempfile::tempdir().unwrap();
     let fig = tmp.path().join("eval.svg");
-    let at = args
-        .iter()
-        .position(|a| a == "docs/img/eval_digits.svg")
-        .unwrap();
-    args[at] = s(&fig).to_string();
+    let at = args.iter().position(|a| a == "--plot").unwrap();
+    let fig_arg = s(&fig).to_string();
+    match args.get(at + 1) {
+        Some(a) if !a.starts_with('-') => args[at + 1] = fig_arg,
+        _ => args.insert(at + 1, fig_arg),
+    }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_codedb"))
         .args(&args[1..])
         .current_dir(&root)

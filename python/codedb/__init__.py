@@ -6,7 +6,7 @@ FAISS-shaped results, classify with class means. See README.md for the quick sta
 
 from __future__ import annotations
 
-from codedb._codedb import Index, Model, Snapshot, train
+from codedb._codedb import Index, Model, Snapshot, classify_sums, train
 # The Cargo package version (`codedb --version` prints the same).
 from codedb._codedb import __version__ as __version__
 from codedb._errors import (
@@ -14,6 +14,8 @@ from codedb._errors import (
     ClosedError,
     CodedbError,
     CorruptError,
+    FallbackWarning,
+    FellBackError,
     InvalidArgument,
     IoError,
     LockedError,
@@ -27,10 +29,13 @@ __all__ = [
     "Model",
     "Snapshot",
     "train",
+    "classify_sums",
     "AlreadyExistsError",
     "ClosedError",
     "CodedbError",
     "CorruptError",
+    "FallbackWarning",
+    "FellBackError",
     "InvalidArgument",
     "IoError",
     "LockedError",

@@ -47,6 +47,19 @@ class ClosedError(CodedbError):
     """The index or snapshot was closed."""
 
 
+class FellBackError(CorruptError):
+    """A write to an index that opened at an older version because its newest manifest(s) do
+    not read: writers refuse until ``Index.recover(path, to_version=N)`` accepts the loss (or
+    the damaged manifest is restored). The message names the index directory."""
+
+
+class FallbackWarning(UserWarning):
+    """An open served an older version because newer manifests do not read (the CLI's
+    ``codedb: warning: …`` lines, naming the index directory). ``skipped_manifests`` on the
+    ``Snapshot`` or ``Index`` lists them; writes raise :class:`FellBackError` until
+    ``Index.recover``."""
+
+
 __all__ = [
     "CodedbError",
     "CorruptError",
@@ -58,4 +71,6 @@ __all__ = [
     "IoError",
     "ModelError",
     "ClosedError",
+    "FellBackError",
+    "FallbackWarning",
 ]

@@ -9,6 +9,14 @@
   reached through a backend: :class:`ThreadShards` (in-process, a thread pool; the engine
   releases the GIL) or :class:`RayShards` (one Ray actor per shard, ``pip install
   ./python[ray]``), both behind :class:`ShardedSearcher`.
+* **Layout**: each shard directory holds a layout record, ``SHARD.json`` (FORMAT.md §8.1,
+  :class:`ShardLayout`): shard i of N, the layout's id and the model's, written before the
+  shard's first manifest. Every sharded open checks it, so paths in another order, a missing or
+  an extra shard, or a shard of another sharded index is refused by name (:class:`ShardError`)
+  instead of routing ids to the wrong shard.
+* **Fallback**: a shard whose newest manifests do not read opens at an older version (FORMAT.md
+  §11.3); opening it and every search over it warn, naming the shard
+  (:class:`ShardFallbackWarning`).
 * **Faults**: a shard that fails is an error naming it (:class:`ShardError`), never a silently
   partial result — unless the caller passes ``allow_partial=True``; then the result's
   ``missing`` lists the shards left out.
@@ -16,9 +24,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pathlib
 import time
+import warnings
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
@@ -27,13 +39,17 @@ import numpy.typing as npt
 
 from codedb import _merge
 from codedb._codedb import Index, Model, Snapshot, classify_sums
-from codedb._errors import CodedbError, InvalidArgument
+from codedb._errors import CodedbError, CorruptError, FallbackWarning, InvalidArgument
 
 __all__ = [
+    "LAYOUT_FILE",
     "Missing",
     "Partial",
     "RayShards",
     "ShardError",
+    "ShardFallbackWarning",
+    "ShardLayout",
+    "ShardLayoutWarning",
     "ShardedIndex",
     "ShardedSearcher",
     "ThreadShards",
@@ -74,6 +90,196 @@ class Partial(NamedTuple):
     missing: list[Missing]
 
 
+class ShardFallbackWarning(FallbackWarning):
+    """A shard opened at an older version because its newest manifests do not read (FORMAT.md
+    §11.3): its rows committed by those versions are missing from sharded results. The message
+    names the shard (number and path) and the skipped manifests."""
+
+
+class ShardLayoutWarning(UserWarning):
+    """A read-only sharded open of shards without layout records (made before codedb wrote
+    them): their order cannot be checked, so results rely on the paths' order."""
+
+
+def _skipped(target: Any) -> list[str]:
+    """The manifests an open shard skipped (``skipped_manifests`` of a Snapshot or Index), as
+    text."""
+    out = []
+    for m in getattr(target, "skipped_manifests", None) or []:
+        if isinstance(m, dict):
+            out.append(f"version {m.get('version')} ({m.get('file')}): {m.get('error')}")
+        elif hasattr(m, "version"):
+            out.append(f"version {m.version} ({getattr(m, 'file', '?')}): {getattr(m, 'error', '?')}")
+        else:
+            out.append(str(m))
+    return out
+
+
+def _warn_fallback(shard: int, path: str, version: Any, skipped: Sequence[str], doing: str) -> None:
+    if skipped:
+        warnings.warn(
+            ShardFallbackWarning(
+                f"shard {shard} ({path}): {doing} version {version}, an older version, because "
+                f"newer manifests do not read: {'; '.join(skipped)} — rows they committed are "
+                "missing (restore the files, or accept the loss with `codedb recover`)"
+            ),
+            stacklevel=3,
+        )
+
+
+# ---- The layout record (FORMAT.md §8.1) --------------------------------------------------------
+
+#: The layout record's file name in a shard directory.
+LAYOUT_FILE = "SHARD.json"
+_LAYOUT_FORMAT = 1
+
+
+class ShardLayout(NamedTuple):
+    """A shard's layout record: it is shard ``shard`` of ``shards`` of the sharded index
+    ``layout`` (32 hex digits, made at create), whose rows are encoded by model ``model``."""
+
+    layout: str
+    shard: int
+    shards: int
+    model: str
+
+    def to_bytes(self) -> bytes:
+        body = json.dumps(
+            {
+                "format": _LAYOUT_FORMAT,
+                "layout": self.layout,
+                "shard": self.shard,
+                "shards": self.shards,
+                "model": self.model,
+            },
+            separators=(",", ":"),
+        ).encode()
+        return body + b"\n" + f"crc32 {zlib.crc32(body):08x}\n".encode()
+
+    @staticmethod
+    def from_bytes(data: bytes, path: str) -> ShardLayout:
+        """Parses a record; a damaged one is a :class:`CorruptError` naming ``path``."""
+
+        def bad(why: str) -> CorruptError:
+            return CorruptError(f"{path}: shard layout record does not read: {why}")
+
+        lines = data.split(b"\n")
+        if len(lines) != 3 or lines[2] != b"" or not lines[1].startswith(b"crc32 "):
+            raise bad("expected a JSON line and a crc32 line")
+        try:
+            want = int(lines[1][6:], 16)
+        except ValueError:
+            raise bad("the crc32 line is not hexadecimal") from None
+        if len(lines[1]) != 14 or zlib.crc32(lines[0]) != want:
+            raise bad("checksum mismatch: the file is damaged")
+        try:
+            rec = json.loads(lines[0])
+        except ValueError as e:
+            raise bad(f"not JSON ({e})") from None
+        if not isinstance(rec, dict) or rec.get("format") != _LAYOUT_FORMAT:
+            raise bad(f"format {rec.get('format') if isinstance(rec, dict) else rec!r}, "
+                      f"this codedb reads {_LAYOUT_FORMAT}")
+        layout, shard, shards, model = (rec.get(k) for k in ("layout", "shard", "shards", "model"))
+        if not (type(shards) is int and type(shard) is int and 0 <= shard < shards):
+            raise bad(f"shard {shard!r} of {shards!r}")
+        for name, v in (("layout", layout), ("model", model)):
+            if not (isinstance(v, str) and len(v) == 32 and all(c in "0123456789abcdef" for c in v)):
+                raise bad(f"{name} {v!r} is not 32 hex digits")
+        return ShardLayout(str(layout), shard, shards, str(model))
+
+    @staticmethod
+    def read(path: _Path) -> ShardLayout | None:
+        """The record of the shard directory ``path``; ``None`` when it has none."""
+        f = pathlib.Path(path) / LAYOUT_FILE
+        try:
+            data = f.read_bytes()
+        except FileNotFoundError:
+            return None
+        return ShardLayout.from_bytes(data, str(f))
+
+    def write(self, path: _Path) -> None:
+        """Publishes the record in ``path`` as codedb publishes a file (FORMAT.md §11.1): a
+        temporary name, fsync, read-only, rename, directory fsync — so a crash leaves the old
+        record or the new one, whole."""
+        d = pathlib.Path(path)
+        tmp = d / (LAYOUT_FILE + ".tmp")
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            os.write(fd, self.to_bytes())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, d / LAYOUT_FILE)
+        _fsync_dir(d)
+
+
+def _fsync_dir(d: pathlib.Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _new_layout_id(paths: Sequence[_Path], model_id: str) -> str:
+    """A new layout's identity: unique (clock, process, paths, model), not random."""
+    seed = f"{time.time_ns()}:{os.getpid()}:{model_id}:" + "|".join(
+        str(pathlib.Path(p).resolve()) for p in paths
+    )
+    return hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
+
+
+def check_layout(
+    paths: Sequence[str], records: Sequence[ShardLayout | None], models: Sequence[str]
+) -> list[int]:
+    """Checks the shards at ``paths`` (their layout records and model ids) form one sharded
+    index in this order; raises :class:`ShardError` naming the first shard that does not.
+    Returns the shards without a record, which is allowed only when no shard has one (an index
+    made before layout records)."""
+    unmarked = [s for s, r in enumerate(records) if r is None]
+    marked = [s for s, r in enumerate(records) if r is not None]
+    if unmarked and marked:
+        s, m = unmarked[0], marked[0]
+        raise ShardError(
+            s, paths[s],
+            f"has no layout record ({LAYOUT_FILE}) but shard {m} ({paths[m]}) has one: it is "
+            "not a shard of that sharded index",
+        )
+    if not marked:
+        return unmarked
+    ref = records[marked[0]]
+    assert ref is not None
+    for s, r in enumerate(records):
+        assert r is not None
+        if r.layout != ref.layout:
+            raise ShardError(
+                s, paths[s],
+                f"belongs to sharded index {r.layout} (shard {r.shard} of {r.shards}), not to "
+                f"{ref.layout} of shard 0 ({paths[0]})",
+            )
+    for s, r in enumerate(records):
+        assert r is not None
+        if r.shards != len(paths):
+            raise ShardError(
+                s, paths[s],
+                f"its sharded index has {r.shards} shards but {len(paths)} paths were given "
+                f"(a shard is {'missing' if len(paths) < r.shards else 'extra'})",
+            )
+        if r.shard != s:
+            raise ShardError(
+                s, paths[s],
+                f"is shard {r.shard} of {r.shards} but was given as shard {s}: pass the paths in "
+                "the order the sharded index was created with (ids route by position)",
+            )
+        if r.model != models[s]:
+            raise ShardError(
+                s, paths[s],
+                f"its layout record names model {r.model}, but the shard holds model {models[s]}",
+            )
+    return []
+
+
 def _describe(cause: BaseException | str) -> str:
     if isinstance(cause, str):
         return cause
@@ -95,13 +301,18 @@ def _op_search(
     rerank: int | None,
     classes: list[str | int] | None,
     threads: int,
+    mih: str = "auto",
 ) -> tuple[_Result, _Result | None]:
     """A shard's part of a k-NN query: its k best; with ``rerank=R`` its R best by code score
-    and the same R re-scored exactly (what `_merge.merge_reranked` needs)."""
+    and the same R re-scored exactly (what `_merge.merge_reranked` needs). ``mih`` as
+    :meth:`Index.search` (the tables change the time, never the results)."""
+    kw: dict[str, Any] = {"mode": mode, "classes": classes, "threads": threads}
+    if mih != "auto":
+        kw["mih"] = mih
     if rerank is None:
-        return target.search(q, k=k, mode=mode, classes=classes, threads=threads), None
-    codes = target.search(q, k=rerank, mode=mode, classes=classes, threads=threads)
-    exact = target.search(q, k=rerank, mode=mode, rerank=rerank, classes=classes, threads=threads)
+        return target.search(q, k=k, **kw), None
+    codes = target.search(q, k=rerank, **kw)
+    exact = target.search(q, k=rerank, rerank=rerank, **kw)
     return codes, exact
 
 
@@ -116,12 +327,17 @@ def _op_classify_sums(
     return classify_sums(target.model, dim, classes, x, top)
 
 
-def _op_info(target: Any) -> dict[str, Any]:
+def _op_info(target: Any, path: str = "") -> dict[str, Any]:
+    """What the driver checks of a shard: its model, layout record (read where the shard
+    lives, which for a Ray actor may be another machine) and the manifests it skipped."""
+    layout = ShardLayout.read(path) if path else None
     return {
         "pid": os.getpid(),
         "model_id": target.model.id,
         "rows": len(target),
         "version": target.version,
+        "layout": None if layout is None else tuple(layout),
+        "skipped": _skipped(target),
     }
 
 
@@ -142,6 +358,8 @@ class _ShardServer:
         self.snap = Snapshot.open(path)
 
     def run(self, op: str, *args: Any) -> Any:
+        if op == "info":
+            return _op_info(self.snap, self.path)
         return _OPS[op](self.snap, *args)
 
     def refresh(self) -> int:
@@ -164,6 +382,8 @@ class Backend(Protocol):
 
     def refresh(self) -> list[int]: ...
 
+    def fallbacks(self) -> list[tuple[int, Any, list[str]]]: ...
+
     def close(self) -> None: ...
 
 
@@ -183,14 +403,28 @@ class ThreadShards:
 
     @staticmethod
     def open(paths: Sequence[_Path], threads: int = 2) -> ThreadShards:
-        """Read-only: the newest committed version of every shard."""
+        """Read-only: the newest committed version of every shard, after checking the shards'
+        layout records (:func:`check_layout`; shards without records, made before codedb wrote
+        them, open with a :class:`ShardLayoutWarning`). A shard that fell back to an older
+        version opens with a :class:`ShardFallbackWarning` naming it."""
+        _check_paths(paths)
         snaps: list[Index | Snapshot] = []
-        for s, p in enumerate(paths):
-            try:
-                snaps.append(Snapshot.open(p))
-            except CodedbError as e:
-                raise ShardError(s, os.fspath(p), e) from e
-        return ThreadShards(snaps, paths, threads)
+        try:
+            for s, p in enumerate(paths):
+                try:
+                    snaps.append(Snapshot.open(p))
+                except CodedbError as e:
+                    raise ShardError(s, os.fspath(p), e) from e
+            names = [os.fspath(p) for p in paths]
+            _check_shards(names, [t.model.id for t in snaps], writer=False)
+        except ShardError:
+            for t in snaps:
+                t.close()
+            raise
+        shards = ThreadShards(snaps, paths, threads)
+        for s, version, skipped in shards.fallbacks():
+            _warn_fallback(s, shards.paths[s], version, skipped, "opened at")
+        return shards
 
     def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
         fn = _OPS[op]
@@ -212,6 +446,18 @@ class ThreadShards:
                 self.targets[s] = t = fresh
             versions.append(int(t.version))
         return versions
+
+    def fallbacks(self) -> list[tuple[int, Any, list[str]]]:
+        """The shards that fell back: (shard, version, skipped manifests)."""
+        out = []
+        for s, t in enumerate(self.targets):
+            try:
+                skipped = _skipped(t)
+            except Exception:  # a shard that cannot answer is reported by the operation
+                continue
+            if skipped:
+                out.append((s, t.version, skipped))
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -276,16 +522,17 @@ class RayShards:
                 self.close()
                 raise ShardError(s, self.paths[s], info) from info
         want = model_id or infos[0]["model_id"]
-        for s, info in enumerate(infos):
-            if info["model_id"] != want:
-                self.close()
-                raise ShardError(
-                    s,
-                    self.paths[s],
-                    f"model {info['model_id']} differs from the sharded index's {want} "
-                    "(every shard must be made with the same model)",
-                )
+        records = [None if i["layout"] is None else ShardLayout(*i["layout"]) for i in infos]
+        try:
+            _check_shards(self.paths, [i["model_id"] for i in infos], writer=False,
+                          records=records, want=want)
+        except ShardError:
+            self.close()
+            raise
         self.model_id: str = want
+        self._infos = infos
+        for s, version, skipped in self.fallbacks():
+            _warn_fallback(s, self.paths[s], version, skipped, "opened at")
 
     def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
         ray = self._ray
@@ -304,7 +551,14 @@ class RayShards:
         return out
 
     def refresh(self) -> list[int]:
-        return [int(v) for v in self._ray.get([a.refresh.remote() for a in self.actors])]
+        versions = [int(v) for v in self._ray.get([a.refresh.remote() for a in self.actors])]
+        self._infos = self._ray.get([a.run.remote("info") for a in self.actors])
+        return versions
+
+    def fallbacks(self) -> list[tuple[int, Any, list[str]]]:
+        """The shards that fell back when their actors last opened them (at start or
+        :meth:`refresh`): (shard, version, skipped manifests)."""
+        return [(s, i["version"], i["skipped"]) for s, i in enumerate(self._infos) if i["skipped"]]
 
     def close(self) -> None:
         """Ends the actors (their restarts too)."""
@@ -345,6 +599,10 @@ class ShardedSearcher:
         if not ok:
             first = missing[0]
             raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
+        answered = {s for s, _ in ok}
+        for s, version, skipped in self.backend.fallbacks():
+            if s in answered:
+                _warn_fallback(s, self.backend.paths[s], version, skipped, "answered from")
         return ok, missing
 
     def search(
@@ -357,11 +615,14 @@ class ShardedSearcher:
         classes: Sequence[str | int] | None = None,
         threads: int = 1,
         allow_partial: bool = False,
+        mih: str = "auto",
     ) -> Any:
         """k-NN over every shard: ``(D, I)`` as :meth:`Index.search` returns them (a
-        :class:`Partial` with ``allow_partial=True``). ``threads`` is per shard. ``nprobe`` is
+        :class:`Partial` with ``allow_partial=True``). ``threads`` is per shard; ``mih``
+        ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``nprobe`` is
         refused: each shard would probe its own lists by its own centroids, which is not the
-        probe of one index (docs/SCALING.md)."""
+        probe of one index (docs/SCALING.md). A shard that fell back to an older version
+        answers from it, with a :class:`ShardFallbackWarning` naming it."""
         if nprobe is not None:
             raise InvalidArgument(
                 "nprobe: a sharded index cannot probe exactly (each shard ranks its own lists); "
@@ -373,8 +634,10 @@ class ShardedSearcher:
             raise InvalidArgument(f"rerank: {rerank} candidates cannot give k = {k} (use R ≥ k)")
         qa = np.ascontiguousarray(q, dtype=np.float32)
         cls = list(classes) if classes is not None else None
+        if mih not in ("auto", "on", "off"):
+            raise InvalidArgument(f"mih: {mih!r}, expected 'auto', 'on' or 'off'")
         ok, missing = self._gather(
-            "search", (qa, k, mode, rerank, cls, threads), allow_partial
+            "search", (qa, k, mode, rerank, cls, threads, mih), allow_partial
         )
         larger = mode in _merge.LARGER_IS_BETTER
         if rerank is None:
@@ -437,13 +700,19 @@ class ShardedIndex:
     def create(
         paths: Sequence[_Path], model: Model, store_vectors: str | None = None, threads: int = 2
     ) -> ShardedIndex:
-        """Creates an empty index with ``model`` at every path (shard s = ``paths[s]``)."""
+        """Creates an empty index with ``model`` at every path (shard s = ``paths[s]``), each
+        with its layout record (shard s of N, a new layout id, the model id) written before the
+        shard's first manifest."""
         _check_paths(paths)
+        layout = _new_layout_id(paths, model.id)
         made: list[Index] = []
         for s, p in enumerate(paths):
             try:
-                made.append(Index.create(p, model, store_vectors=store_vectors))
-            except CodedbError as e:
+                made.append(
+                    _with_record(p, ShardLayout(layout, s, len(paths), model.id),
+                                 lambda: Index.create(p, model, store_vectors=store_vectors))
+                )
+            except (CodedbError, OSError) as e:
                 for ix in made:
                     ix.close()
                 raise ShardError(s, os.fspath(p), e) from e
@@ -465,47 +734,63 @@ class ShardedIndex:
         _check_paths(paths)
         xa, ia, la = _rows(x, ids, labels)
         where = shard_of(ia, len(paths))
+        layout = _new_layout_id(paths, model.id)
         made: list[Index] = []
         for s, p in enumerate(paths):
             rows = np.flatnonzero(where == s)
             try:
                 made.append(
-                    Index.build(
-                        p, model, xa[rows], ids=ia[rows],
-                        labels=None if la is None else la[rows], store_vectors=store_vectors,
+                    _with_record(
+                        p, ShardLayout(layout, s, len(paths), model.id),
+                        lambda: Index.build(
+                            p, model, xa[rows], ids=ia[rows],
+                            labels=None if la is None else la[rows], store_vectors=store_vectors,
+                        ),
                     )
                 )
-            except CodedbError as e:
+            except (CodedbError, OSError) as e:
                 for ix in made:
                     ix.close()
                 raise ShardError(s, os.fspath(p), e) from e
         return ShardedIndex(made, threads)
 
     @staticmethod
-    def open(paths: Sequence[_Path], threads: int = 2) -> ShardedIndex:
-        """Opens every shard as its writer; refuses a shard whose model differs from shard 0's.
-        ``paths`` must be in the order the index was created with (the routing depends on it)."""
+    def open(paths: Sequence[_Path], threads: int = 2, adopt_layout: bool = False) -> ShardedIndex:
+        """Opens every shard as its writer, in the order the index was created with (the
+        routing depends on it). Refuses, naming the path (:class:`ShardError`): a shard whose
+        model differs from shard 0's, and paths that do not match the shards' layout records —
+        another order, a shard missing or extra, a shard of another sharded index.
+
+        Shards without layout records (made before codedb wrote them) are refused too, since
+        their order cannot be checked; ``adopt_layout=True`` states that ``paths`` are in the
+        creation order and records that layout in every shard (under the shards' writer
+        locks)."""
         _check_paths(paths)
         opened: list[Index] = []
+        names = [os.fspath(p) for p in paths]
         try:
             for s, p in enumerate(paths):
                 try:
-                    ix = Index.open(p)
+                    opened.append(Index.open(p))
                 except CodedbError as e:
-                    raise ShardError(s, os.fspath(p), e) from e
-                opened.append(ix)
-                if ix.model.id != opened[0].model.id:
-                    raise ShardError(
-                        s,
-                        os.fspath(p),
-                        f"model {ix.model.id} differs from shard 0's {opened[0].model.id} "
-                        f"({paths[0]}); every shard must be made with the same model",
-                    )
+                    raise ShardError(s, names[s], e) from e
+            models = [ix.model.id for ix in opened]
+            unmarked = _check_shards(names, models, writer=True, adopt=adopt_layout)
+            if unmarked and adopt_layout:
+                layout = _new_layout_id(paths, models[0])
+                for s, p in enumerate(names):
+                    try:
+                        ShardLayout(layout, s, len(names), models[s]).write(p)
+                    except OSError as e:
+                        raise ShardError(s, p, e) from e
         except ShardError:
             for ix in opened:
                 ix.close()
             raise
-        return ShardedIndex(opened, threads)
+        sharded = ShardedIndex(opened, threads)
+        for s, version, skipped in sharded._searcher.backend.fallbacks():
+            _warn_fallback(s, names[s], version, skipped, "opened at")
+        return sharded
 
     @property
     def n_shards(self) -> int:
@@ -615,6 +900,79 @@ class ShardedIndex:
 
     def __exit__(self, *_args: object) -> None:
         self.close()
+
+
+def _check_shards(
+    names: Sequence[str],
+    models: Sequence[str],
+    writer: bool,
+    records: Sequence[ShardLayout | None] | None = None,
+    want: str | None = None,
+    adopt: bool = False,
+) -> list[int]:
+    """One sharded index's checks at open: every shard has the same model (``want``, default
+    shard 0's), and the layout records match the paths (:func:`check_layout`). Shards without
+    records are refused for a ``writer`` (unless it will ``adopt`` the order) and warned about
+    for a reader; returns them."""
+    want = want or models[0]
+    for s, m in enumerate(models):
+        if m != want:
+            raise ShardError(
+                s, names[s],
+                f"model {m} differs from the sharded index's {want} (shard 0: {names[0]}); "
+                "every shard must be made with the same model",
+            )
+    if records is None:
+        read: list[ShardLayout | None] = []
+        for s, p in enumerate(names):
+            try:
+                read.append(ShardLayout.read(p))
+            except (CodedbError, OSError) as e:
+                raise ShardError(s, p, e) from e
+        records = read
+    unmarked = check_layout(names, records, models)
+    if unmarked and writer and adopt:
+        return unmarked
+    if unmarked and writer:
+        raise ShardError(
+            0, names[0],
+            f"no shard has a layout record ({LAYOUT_FILE}; made before codedb wrote them), so "
+            "the order of the paths cannot be checked; if they are in the order the index was "
+            "created with, open it once with adopt_layout=True to record it",
+        )
+    if unmarked:
+        warnings.warn(
+            ShardLayoutWarning(
+                f"no shard has a layout record ({LAYOUT_FILE}; made before codedb wrote them): "
+                f"the order of the {len(names)} paths is trusted, not checked"
+            ),
+            stacklevel=3,
+        )
+    return unmarked
+
+
+def _with_record(path: _Path, record: ShardLayout, make: Callable[[], Index]) -> Index:
+    """Writes the layout record into ``path`` (made if missing), then ``make()``s the shard's
+    index there: the record exists before any manifest, so no crash leaves a shard without
+    it. A directory already holding an index is left alone (``make`` refuses it); a failed
+    ``make`` takes the record (and the directory, if this made it) away again."""
+    d = pathlib.Path(path)
+    if d.is_dir() and any(d.glob("v*.manifest")):
+        return make()  # refused by the engine (it already holds an index), record untouched
+    made_dir = not d.exists()
+    d.mkdir(parents=True, exist_ok=True)
+    record.write(d)
+    try:
+        return make()
+    except BaseException:
+        if not any(d.glob("v*.manifest")):
+            (d / LAYOUT_FILE).unlink(missing_ok=True)
+            if made_dir:
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass  # the failed make left files; its error names them
+        raise
 
 
 def _check_paths(paths: Sequence[_Path]) -> None:

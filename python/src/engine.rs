@@ -215,15 +215,6 @@ pub fn commit(index: &Index) -> Result<u64> {
     Ok(index.commit()?)
 }
 
-pub fn delete(index: &Index, ids: &[u64]) -> Result<()> {
-    Ok(index.delete(ids)?)
-}
-
-pub fn compact(index: &Index) -> Result<()> {
-    index.compact(&CompactionPolicy::default())?;
-    Ok(())
-}
-
 /// Where a new class's mean comes from.
 pub enum Source<'a> {
     Images(ArrayView2<'a, f32>),
@@ -353,15 +344,24 @@ fn params(mode: SearchMode, query: &Query<'_>) -> SearchParams {
 pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<(Hits, Scores)> {
     let mode = resolve_mode(snap, query.mode)?;
     let hits = snap.search(q, &params(mode, query))?;
-    let scores = if query.rerank.is_some() || mode != SearchMode::Hamming {
+    Ok((plain(hits), scores_of(mode, query)))
+}
+
+/// How a k-NN search's scores read: Hamming distances, or the mode's float direction.
+fn scores_of(mode: SearchMode, query: &Query<'_>) -> Scores {
+    if query.rerank.is_some() || mode != SearchMode::Hamming {
         match mode.direction() {
             codedb::kernels::Direction::SmallerIsBetter => Scores::Smaller,
             codedb::kernels::Direction::LargerIsBetter => Scores::Larger,
         }
     } else {
         Scores::Hamming
-    };
-    Ok((plain(hits), scores))
+    }
+}
+
+/// The scores a k-NN search of `query` gives (for an empty batch, which does not search).
+pub fn search_scores(snap: &Snapshot, query: &Query<'_>) -> Result<Scores> {
+    Ok(scores_of(resolve_mode(snap, query.mode)?, query))
 }
 
 /// Text queries through the model's text head (larger scores are better), and per query the
@@ -523,4 +523,196 @@ pub fn classify_sums(
 /// The model of a snapshot's version.
 pub fn snapshot_model(snap: &Snapshot) -> Result<Model> {
     Ok(snap.model()?.clone())
+}
+
+/// A model from the bytes of a model file (`Model.from_bytes`, unpickling).
+pub fn model_from_bytes(bytes: &[u8]) -> Result<Model> {
+    let mf = codedb::format::ModelFile::from_bytes(bytes, Path::new("<model bytes>"))?;
+    Ok(Model::from_model_file(&mf)?)
+}
+
+/// Codes decoded into the model's projected space: (values, rows, columns).
+pub fn decode(m: &Model, codes: &[u8]) -> Result<(Vec<f32>, usize, usize)> {
+    let a = m.decode(codes)?;
+    let (n, c) = a.dim();
+    Ok((a.iter().copied().collect(), n, c))
+}
+
+/// Refuses at once (before encoding) when the handle fell back or is poisoned.
+pub fn check_writable(index: &Index) -> Result<()> {
+    Ok(index.check_writable()?)
+}
+
+fn class_stats(keep: bool) -> codedb::ClassStats {
+    if keep {
+        codedb::ClassStats::Keep
+    } else {
+        codedb::ClassStats::Update
+    }
+}
+
+/// Stages rows replacing the live rows of their ids; returns how many were replaced.
+pub fn upsert(
+    index: &Index,
+    x: ArrayView2<f32>,
+    ids: &[u64],
+    labels: Option<&[u32]>,
+    lists: Option<&str>,
+    keep_class_stats: bool,
+) -> Result<u64> {
+    let opts = codedb::AddOptions {
+        ids: Some(ids),
+        labels,
+        lists: list_assignment(lists)?,
+        class_stats: class_stats(keep_class_stats),
+    };
+    Ok(index.upsert(x, &opts)?.1)
+}
+
+/// Stages deletes; returns (rows deleted, ids skipped as not live — only with
+/// `ignore_missing`).
+pub fn delete_rows(
+    index: &Index,
+    ids: &[u64],
+    ignore_missing: bool,
+    keep_class_stats: bool,
+) -> Result<(usize, Vec<u64>)> {
+    let stats = class_stats(keep_class_stats);
+    let missing = if ignore_missing {
+        index.delete_live(ids, stats)?
+    } else {
+        index.delete_with(ids, stats)?;
+        Vec::new()
+    };
+    Ok((ids.len() - missing.len(), missing))
+}
+
+/// The CLI's `compact` (seal the log, compact by the policy, collect garbage): its `--json`.
+pub fn compact_sealed(index: &Index, full: bool, deleted_threshold: f64) -> Result<String> {
+    let policy = CompactionPolicy {
+        full,
+        max_deleted_fraction: deleted_threshold,
+        ..CompactionPolicy::default()
+    };
+    json(&index.compact_sealed(&policy)?)
+}
+
+/// The CLI's `gc --json`.
+pub fn gc(index: &Index) -> Result<String> {
+    json(&index.gc()?)
+}
+
+/// The CLI's `recover DIR --to-version N --json`: the recovery record and the version.
+pub fn recover(dir: &Path, to_version: u64) -> Result<String> {
+    let index = Index::recover(dir, to_version, Config::default())?;
+    let mut v =
+        serde_json::to_value(&index.recovery().recovered).map_err(|e| Error::InvalidArgument {
+            argument: "report".into(),
+            detail: format!("not serialisable as JSON: {e}"),
+        })?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("version".into(), index.version().into());
+    }
+    json(&v)
+}
+
+/// The manifests newer than the snapshot's version that did not read, as `inspect` lists them.
+pub fn skipped_json(snap: &Snapshot) -> Result<String> {
+    json(&snap.skipped_manifests())
+}
+
+/// The stored vectors of `ids`: (values, dim).
+pub fn reconstruct(snap: &Snapshot, ids: &[u64]) -> Result<(Vec<f32>, usize)> {
+    Ok(snap.reconstruct(ids)?)
+}
+
+/// The negatives of a query by examples.
+pub enum ExampleNegatives<'a> {
+    Given(ArrayView2<'a, f32>),
+    Random(usize),
+    Default,
+}
+
+/// The SVM of a query by examples.
+pub struct Svm {
+    pub seed: u64,
+    pub c: Option<f64>,
+}
+
+/// A query by examples (the CLI's `search --examples`): the one result list.
+pub fn search_examples(
+    snap: &Snapshot,
+    positives: ArrayView2<f32>,
+    negatives: ExampleNegatives<'_>,
+    svm: &Svm,
+    query: &Query<'_>,
+) -> Result<(Vec<(u64, f32)>, Scores)> {
+    let mode = resolve_mode(snap, query.mode)?;
+    let live = snap.live_rows() as usize;
+    let negatives = match negatives {
+        ExampleNegatives::Given(n) => codedb::Negatives::Given(n),
+        ExampleNegatives::Random(count) => {
+            if count > live {
+                return Err(Error::InvalidArgument {
+                    argument: "random_negatives".into(),
+                    detail: format!(
+                        "{count}: {} has {live} live rows; give negatives=, or ask for at \
+                         most {live}",
+                        snap.dir().display()
+                    ),
+                });
+            }
+            codedb::Negatives::Sampled {
+                count,
+                seed: svm.seed,
+            }
+        }
+        ExampleNegatives::Default => {
+            if live == 0 {
+                return Err(Error::InvalidArgument {
+                    argument: "negatives".into(),
+                    detail: format!(
+                        "{} has no live rows to draw negatives from; give negatives=",
+                        snap.dir().display()
+                    ),
+                });
+            }
+            codedb::Negatives::Sampled {
+                count: codedb::DEFAULT_RANDOM_NEGATIVES.min(live),
+                seed: svm.seed,
+            }
+        }
+    };
+    let mut params = codedb::ExampleParams::new(params(mode, query));
+    params.svm.seed = svm.seed;
+    if let Some(c) = svm.c {
+        params.svm.c = c;
+    }
+    let hits = snap.search_examples(positives, negatives, &params)?;
+    Ok((
+        hits.into_iter().map(|h| (h.id, h.score)).collect(),
+        Scores::Larger,
+    ))
+}
+
+/// Rows ranked by a given linear classifier of their codes (`classifier`: D weights, then the
+/// bias; the CLI's `search --classifier`).
+pub fn search_classifier(
+    snap: &Snapshot,
+    classifier: &[f32],
+    query: &Query<'_>,
+) -> Result<Vec<(u64, f32)>> {
+    let mode = resolve_mode(snap, query.mode)?;
+    if classifier.len() < 2 {
+        return Err(Error::InvalidArgument {
+            argument: "classifier".into(),
+            detail: format!(
+                "{} values; expected D + 1 (at least one weight and the bias)",
+                classifier.len()
+            ),
+        });
+    }
+    let c = codedb::CodeClassifier::from_values(classifier);
+    let hits = snap.search_classifier(&c, &params(mode, query))?;
+    Ok(hits.into_iter().map(|h| (h.id, h.score)).collect())
 }

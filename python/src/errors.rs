@@ -23,6 +23,7 @@ pub enum Kind {
     Io,
     Model,
     Closed,
+    FellBack,
     Codedb,
 }
 
@@ -38,6 +39,7 @@ impl Kind {
             Kind::Io => "IoError",
             Kind::Model => "ModelError",
             Kind::Closed => "ClosedError",
+            Kind::FellBack => "FellBackError",
             Kind::Codedb => "CodedbError",
         }
     }
@@ -67,7 +69,8 @@ fn storage_kind(e: &StorageError) -> Kind {
         StorageError::InvalidArgument { .. } | StorageError::ClassStatsNeedVectors { .. } => {
             Kind::InvalidArgument
         }
-        StorageError::FellBack { .. } | StorageError::DamagedManifest { .. } => Kind::Corrupt,
+        StorageError::FellBack { .. } => Kind::FellBack,
+        StorageError::DamagedManifest { .. } => Kind::Corrupt,
         _ => Kind::Codedb,
     }
 }
@@ -190,4 +193,22 @@ pub fn invalid(argument: &str, detail: impl std::fmt::Display) -> PyErr {
 /// The index (or snapshot) was closed.
 pub fn closed(what: &str) -> PyErr {
     Python::attach(|py| exception(py, Kind::Closed, format!("{what} is closed")))
+}
+
+/// Says through `warnings.warn` (class `codedb.FallbackWarning`) that `dir` is served at
+/// `version` because newer manifests (`skipped`) do not read: the engine's text, the lines the
+/// CLI prints after `codedb: warning: `. Nothing when nothing was skipped.
+pub fn warn_fell_back(
+    py: Python<'_>,
+    dir: &std::path::Path,
+    version: u64,
+    skipped: &[codedb::admin::SkippedManifest],
+) -> PyResult<()> {
+    let lines = codedb::admin::fell_back_warning(dir, version, skipped);
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let class = py.import("codedb._errors")?.getattr("FallbackWarning")?;
+    let msg = std::ffi::CString::new(lines.join("\n").replace('\0', " ")).unwrap_or_default();
+    PyErr::warn(py, &class, &msg, 1)
 }

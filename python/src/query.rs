@@ -1,5 +1,11 @@
-//! Queries over one version, shared by `Index` (its newest version) and `Snapshot`: k-NN and
-//! text queries in FAISS's shapes, radius lookup in `range_search`'s, NCM classification.
+//! Queries over one version — the one implementation behind `Snapshot`'s query methods, which
+//! `Index` reaches through its newest committed version: k-NN, text and example queries in
+//! FAISS's shapes, radius lookup in `range_search`'s, NCM classification.
+//!
+//! Result columns: `k` (padded with id −1 past the rows found, as FAISS pads), except when `k`
+//! exceeds both the snapshot's live rows and [`PAD_LIMIT`] — then the CLI's rule, k capped at
+//! the live rows, so no argument can size an array beyond the index (`k=2**62` returns every
+//! live row instead of asking for exabytes). The same for `top` against the classes.
 
 use std::ffi::CString;
 
@@ -11,7 +17,21 @@ use crate::arrays;
 use crate::engine::{self, MihChoice, Scores, Snapshot};
 use crate::errors::{IntoPy, invalid};
 
-/// A k-NN query's Python arguments.
+/// Up to this many result columns are padded as FAISS pads; above it (and above the live
+/// rows) `k` is capped at the live rows.
+pub const PAD_LIMIT: usize = 1 << 16;
+
+/// The number of result columns for `k` over `available` rows (see the module doc).
+pub fn columns(k: usize, available: u64) -> usize {
+    let available = usize::try_from(available).unwrap_or(usize::MAX);
+    if k <= PAD_LIMIT.max(available) {
+        k
+    } else {
+        available
+    }
+}
+
+/// A k-NN query's Python arguments, counts already checked.
 pub struct QueryArgs<'a, 'py> {
     pub k: usize,
     pub mode: Option<&'a str>,
@@ -23,18 +43,47 @@ pub struct QueryArgs<'a, 'py> {
     pub mih: &'a str,
 }
 
+impl<'a, 'py> QueryArgs<'a, 'py> {
+    /// The Python arguments, each count checked and named (`k=-1`, `rerank=2**64`:
+    /// `InvalidArgument`, never `OverflowError`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        k: i128,
+        mode: Option<&'a str>,
+        rerank: Option<i128>,
+        nprobe: Option<i128>,
+        classes: Option<&'a Bound<'py, PyAny>>,
+        threads: i128,
+        mih: &'a str,
+    ) -> PyResult<Self> {
+        Ok(QueryArgs {
+            k: arrays::count(k, "k", 1)?,
+            mode,
+            rerank: rerank.map(|r| arrays::count(r, "rerank", 1)).transpose()?,
+            nprobe: nprobe.map(|n| arrays::count(n, "nprobe", 1)).transpose()?,
+            classes,
+            threads: arrays::count(threads, "threads", 0)?,
+            mih,
+        })
+    }
+
+    fn query(&self, snap: &Snapshot) -> PyResult<engine::Query<'a>> {
+        Ok(engine::Query {
+            k: self.k,
+            mode: self.mode,
+            rerank: self.rerank,
+            nprobe: self.nprobe,
+            lists: self.classes.map(|c| list_ids(snap, c)).transpose()?,
+            threads: self.threads,
+            mih: mih_choice(self.mih)?,
+        })
+    }
+}
+
 /// `search(mih=...)`: the CLI's `--mih` values, anything else a `ValueError` naming `mih`.
 fn mih_choice(name: &str) -> PyResult<MihChoice> {
     MihChoice::parse(name)
         .ok_or_else(|| invalid("mih", format!("{name:?}: expected auto, on or off")))
-}
-
-/// Ids as int64 (FAISS's `idx_t`); the engine's ids are below 2⁶³ in practice, and one that
-/// is not is refused rather than wrapped.
-pub fn ids_out(ids: Vec<u64>) -> PyResult<Vec<i64>> {
-    ids.into_iter()
-        .map(|id| i64::try_from(id).map_err(|_| invalid("ids", format!("id {id} ≥ 2⁶³"))))
-        .collect()
 }
 
 /// `classes=[...]`: names or class ids → list ids.
@@ -71,6 +120,63 @@ fn text_queries(queries: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         .map_err(|_| invalid("queries", "expected a string or a list of strings"))
 }
 
+/// An empty batch of `argument` must still have the model's width.
+fn check_empty_width(snap: &Snapshot, argument: &str, cols: usize) -> PyResult<()> {
+    let d = engine::input_dim(snap).py_err()?;
+    if cols != d {
+        return Err(invalid(
+            argument,
+            format!("{cols} columns, the index's model takes {d}-D vectors"),
+        ));
+    }
+    Ok(())
+}
+
+/// `(D, I)` of `nq` result lists in `cols` columns: I int64 (ids' bits, −1 padding), D int32
+/// Hamming distances (padding i32::MAX) or float32 (padding +inf when smaller is better, −inf
+/// when larger is).
+pub fn shaped<'py>(
+    py: Python<'py>,
+    hits: &[Vec<(u64, f32)>],
+    nq: usize,
+    cols: usize,
+    scores: Scores,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let mut ids = vec![-1i64; nq * cols];
+    for (qi, row) in hits.iter().enumerate() {
+        for (j, &(id, _)) in row.iter().take(cols).enumerate() {
+            ids[qi * cols + j] = arrays::id_bits(id);
+        }
+    }
+    let i = arrays::matrix(py, ids, nq, cols)?;
+    let d = match scores {
+        Scores::Hamming => {
+            let mut d = vec![i32::MAX; nq * cols];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
+                    d[qi * cols + j] = s as i32;
+                }
+            }
+            arrays::matrix(py, d, nq, cols)?
+        }
+        Scores::Smaller | Scores::Larger => {
+            let pad = if scores == Scores::Smaller {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            };
+            let mut d = vec![pad; nq * cols];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
+                    d[qi * cols + j] = s;
+                }
+            }
+            arrays::matrix(py, d, nq, cols)?
+        }
+    };
+    Ok((d, i))
+}
+
 /// Text queries (the model's text head): `(D float32, I int64)`, larger scores better,
 /// padded with -inf and -1. Words a query ignored (not in the vocabulary) are a `UserWarning`,
 /// as the CLI's note on stderr.
@@ -80,20 +186,12 @@ pub fn search_text<'py>(
     queries: &Bound<'py, PyAny>,
     a: &QueryArgs<'_, 'py>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if a.k == 0 {
-        return Err(invalid("k", "must be at least 1"));
-    }
     let texts = text_queries(queries)?;
-    let lists = a.classes.map(|c| list_ids(snap, c)).transpose()?;
-    let query = engine::Query {
-        k: a.k,
-        mode: a.mode,
-        rerank: a.rerank,
-        nprobe: a.nprobe,
-        lists,
-        threads: a.threads,
-        mih: mih_choice(a.mih)?,
-    };
+    let query = a.query(snap)?;
+    let cols = columns(a.k, engine::live_rows(snap));
+    if texts.is_empty() {
+        return shaped(py, &[], 0, cols, Scores::Larger);
+    }
     let (hits, ignored) = py
         .detach(|| engine::search_text(snap, &texts, &query))
         .py_err()?;
@@ -108,19 +206,7 @@ pub fn search_text<'py>(
             PyErr::warn(py, &py.get_type::<PyUserWarning>(), &msg, 1)?;
         }
     }
-    let (nq, k) = (texts.len(), a.k);
-    let mut ids = vec![-1i64; nq * k];
-    let mut d = vec![f32::NEG_INFINITY; nq * k];
-    for (qi, row) in hits.iter().enumerate() {
-        for (j, &(id, s)) in row.iter().take(k).enumerate() {
-            ids[qi * k + j] = ids_out(vec![id])?[0];
-            d[qi * k + j] = s;
-        }
-    }
-    Ok((
-        arrays::matrix(py, d, nq, k)?,
-        arrays::matrix(py, ids, nq, k)?,
-    ))
+    shaped(py, &hits, texts.len(), cols, Scores::Larger)
 }
 
 pub fn search<'py>(
@@ -129,57 +215,86 @@ pub fn search<'py>(
     q: &Bound<'py, PyAny>,
     a: &QueryArgs<'_, 'py>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if a.k == 0 {
-        return Err(invalid("k", "must be at least 1"));
-    }
     let rows = arrays::rows(q, "q")?;
     let view = rows.view()?;
     let nq = view.nrows();
-    let lists = a.classes.map(|c| list_ids(snap, c)).transpose()?;
-    let query = engine::Query {
-        k: a.k,
-        mode: a.mode,
-        rerank: a.rerank,
-        nprobe: a.nprobe,
-        lists,
-        threads: a.threads,
-        mih: mih_choice(a.mih)?,
-    };
-    let (hits, scores) = py.detach(|| engine::search(snap, view, &query)).py_err()?;
-    let k = a.k;
-    let mut ids = vec![-1i64; nq * k];
-    for (qi, row) in hits.iter().enumerate() {
-        for (j, &(id, _)) in row.iter().take(k).enumerate() {
-            ids[qi * k + j] = ids_out(vec![id])?[0];
-        }
+    let query = a.query(snap)?;
+    let cols = columns(a.k, engine::live_rows(snap));
+    if nq == 0 {
+        check_empty_width(snap, "q", view.ncols())?;
+        let scores = engine::search_scores(snap, &query).py_err()?;
+        return shaped(py, &[], 0, cols, scores);
     }
-    let i = arrays::matrix(py, ids, nq, k)?;
-    let d = match scores {
-        Scores::Hamming => {
-            let mut d = vec![i32::MAX; nq * k];
-            for (qi, row) in hits.iter().enumerate() {
-                for (j, &(_, s)) in row.iter().take(k).enumerate() {
-                    d[qi * k + j] = s as i32;
-                }
-            }
-            arrays::matrix(py, d, nq, k)?
-        }
-        Scores::Smaller | Scores::Larger => {
-            let pad = if scores == Scores::Smaller {
-                f32::INFINITY
-            } else {
-                f32::NEG_INFINITY
-            };
-            let mut d = vec![pad; nq * k];
-            for (qi, row) in hits.iter().enumerate() {
-                for (j, &(_, s)) in row.iter().take(k).enumerate() {
-                    d[qi * k + j] = s;
-                }
-            }
-            arrays::matrix(py, d, nq, k)?
-        }
+    let (hits, scores) = py.detach(|| engine::search(snap, view, &query)).py_err()?;
+    shaped(py, &hits, nq, cols, scores)
+}
+
+/// Where the negatives of a query by examples come from (Python's `negatives=` /
+/// `random_negatives=`).
+pub enum NegativesArg<'py> {
+    Given(arrays::Rows<'py>),
+    Random(usize),
+    Default,
+}
+
+/// A query by examples: `(D, I)` of shape `(1, k)`, larger scores better.
+pub fn search_examples<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    examples: &Bound<'py, PyAny>,
+    negatives: NegativesArg<'py>,
+    svm: &engine::Svm,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let pos = arrays::rows(examples, "examples")?;
+    let pos = pos.view()?;
+    let query = a.query(snap)?;
+    let neg_view = match &negatives {
+        NegativesArg::Given(r) => Some(r.view()?),
+        _ => None,
     };
-    Ok((d, i))
+    let neg = match (&negatives, neg_view) {
+        (NegativesArg::Given(_), Some(v)) => engine::ExampleNegatives::Given(v),
+        (NegativesArg::Random(n), _) => engine::ExampleNegatives::Random(*n),
+        _ => engine::ExampleNegatives::Default,
+    };
+    let cols = columns(a.k, engine::live_rows(snap));
+    let (hits, scores) = py
+        .detach(|| engine::search_examples(snap, pos, neg, svm, &query))
+        .py_err()?;
+    shaped(py, &[hits], 1, cols, scores)
+}
+
+/// Rows ranked by a given linear classifier of their codes: `(D, I)` of shape `(1, k)`.
+pub fn search_classifier<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    classifier: &Bound<'py, PyAny>,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let np = py.import("numpy")?;
+    let values = np.call_method1("atleast_2d", (classifier,))?;
+    let rows = arrays::rows(&values, "classifier")?;
+    let view = rows.view()?;
+    if view.nrows() != 1 {
+        return Err(invalid(
+            "classifier",
+            format!(
+                "shape ({}, {}); expected D + 1 values (1-D: the weights, then the bias)",
+                view.nrows(),
+                view.ncols()
+            ),
+        ));
+    }
+    let values = view
+        .as_slice()
+        .ok_or_else(|| invalid("classifier", "not contiguous"))?;
+    let query = a.query(snap)?;
+    let cols = columns(a.k, engine::live_rows(snap));
+    let hits = py
+        .detach(|| engine::search_classifier(snap, values, &query))
+        .py_err()?;
+    shaped(py, &[hits], 1, cols, Scores::Larger)
 }
 
 pub fn search_radius<'py>(
@@ -190,15 +305,19 @@ pub fn search_radius<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let rows = arrays::rows(q, "q")?;
     let view = rows.view()?;
-    let hits = py
-        .detach(|| engine::search_radius(snap, view, radius))
-        .py_err()?;
+    let hits = if view.nrows() == 0 {
+        check_empty_width(snap, "q", view.ncols())?;
+        Vec::new()
+    } else {
+        py.detach(|| engine::search_radius(snap, view, radius))
+            .py_err()?
+    };
     let mut lims = Vec::with_capacity(hits.len() + 1);
     lims.push(0i64);
     let (mut d, mut i) = (Vec::new(), Vec::new());
     for row in &hits {
         for &(id, s) in row {
-            i.push(id);
+            i.push(arrays::id_bits(id));
             d.push(s as i32);
         }
         lims.push(i.len() as i64);
@@ -206,7 +325,7 @@ pub fn search_radius<'py>(
     Ok((
         arrays::vector(py, lims),
         arrays::vector(py, d),
-        arrays::vector(py, ids_out(i)?),
+        arrays::vector(py, i),
     ))
 }
 
@@ -216,14 +335,18 @@ pub fn classify<'py>(
     x: &Bound<'py, PyAny>,
     top: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if top == 0 {
-        return Err(invalid("top", "must be at least 1"));
-    }
     let rows = arrays::rows(x, "x")?;
     let view = rows.view()?;
     let n = view.nrows();
-    let best = py.detach(|| engine::classify(snap, view, top)).py_err()?;
-    classified(py, &best, n, top)
+    let cols = columns(top, engine::classes(snap).len() as u64);
+    if n == 0 {
+        check_empty_width(snap, "x", view.ncols())?;
+        return classified(py, &[], 0, cols);
+    }
+    let best = py
+        .detach(|| engine::classify(snap, view, cols.max(1)))
+        .py_err()?;
+    classified(py, &best, n, cols)
 }
 
 /// Classification results as `(scores float32, class ids int64)`, `(n, top)` each, padded
@@ -293,11 +416,12 @@ pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSu
             .call_method1("ravel", (sum,))?
             .call_method0("tolist")?
             .extract()?;
+        let bad = |key: &str| invalid("classes", format!("entry {i}: {key:?} is out of range"));
         out.push(engine::ClassSums {
-            id: field("id")?.extract()?,
+            id: field("id")?.extract().map_err(|_| bad("id"))?,
             name: field("name")?.extract()?,
-            parent: field("parent")?.extract()?,
-            count: field("count")?.extract()?,
+            parent: field("parent")?.extract().map_err(|_| bad("parent"))?,
+            count: field("count")?.extract().map_err(|_| bad("count"))?,
             sum,
         });
     }

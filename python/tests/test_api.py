@@ -12,7 +12,7 @@ def test_faiss_shapes_and_padding(tmp_path, data, model):
     x, _ = data
     with codedb.Index.create(tmp_path / "idx", model) as idx:
         ids = idx.add(x[:5], ids=[10, 11, 12, 13, 14])
-        assert ids.dtype == np.int64 and ids.tolist() == [10, 11, 12, 13, 14]
+        assert ids.dtype == np.uint64 and ids.tolist() == [10, 11, 12, 13, 14]
         assert idx.commit() == 2
         D, I = idx.search(x[:3], k=8)
         assert D.shape == I.shape == (3, 8)

@@ -245,3 +245,83 @@ def test_failed_shard_raises_or_is_reported_missing(tmp_path: pathlib.Path) -> N
     full = sharded.search(q, k=5, allow_partial=True)
     assert full.missing == []
     searcher.close()
+
+
+@pytest.mark.parametrize("mih", ["on", "off", "auto"])
+def test_sharded_mih_equals_one_index(tmp_path: pathlib.Path, mih: str) -> None:
+    """`mih=` as on Index.search: the multi-index hashing tables of every shard change the
+    time, never the merged results (32-bit codes: the shards' segments carry tables)."""
+    single, sharded, x = build_pair(tmp_path, "pca-itq:32", "f32")
+    q = x[::23] + np.float32(0.01)
+    for k in (1, 10, 23):
+        want = single.search(q, k=k, mih=mih)
+        assert_same(sharded.search(q, k=k, mih=mih), want)
+        assert_same(sharded.search(q, k=k, mih=mih), single.search(q, k=k, mih="off"))
+    want = single.search(q, k=5, rerank=20, mih=mih)
+    assert_same(sharded.search(q, k=5, rerank=20, mih=mih), want)
+    with pytest.raises(codedb.InvalidArgument, match="mih"):
+        sharded.search(q, k=5, mih="sometimes")
+
+
+class FellBack:
+    """A shard target whose open fell back: `skipped_manifests` as the native Snapshot and
+    Index report it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.skipped_manifests = [
+            {"version": 3, "file": "v00000000000000000003.manifest", "error": "checksum mismatch"}
+        ]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_search_over_a_fallen_back_shard_warns_naming_it(tmp_path: pathlib.Path) -> None:
+    from codedb.distributed import ShardFallbackWarning
+
+    single, sharded, x = build_pair(tmp_path, "pca-itq:16")
+    targets: list[Any] = list(sharded.indexes)
+    targets[1] = FellBack(targets[1])
+    searcher = ShardedSearcher(ThreadShards(targets, sharded.paths))
+    q = x[::50]
+    with pytest.warns(ShardFallbackWarning, match=r"shard 1 \(.*s1\): answered from version 2, "
+                      r"an older version.*v00000000000000000003.manifest.*checksum mismatch"):
+        got = searcher.search(q, k=5)
+    assert_same(got, single.search(q, k=5))
+    with pytest.warns(ShardFallbackWarning, match=r"shard 1 \(.*s1\)"):
+        searcher.classify(q)
+    searcher.close()
+
+
+def damage_newest_manifest(path: pathlib.Path) -> pathlib.Path:
+    f = sorted(path.glob("v*.manifest"))[-1]
+    b = bytearray(f.read_bytes())
+    b[len(b) // 2] ^= 0xFF
+    os.chmod(f, 0o644)
+    f.write_bytes(bytes(b))
+    return f
+
+
+def test_a_shard_with_a_damaged_manifest_warns_at_open_and_search(tmp_path: pathlib.Path) -> None:
+    """A real fallback: shard 2's newest manifest damaged. Needs the native
+    `skipped_manifests` (Snapshot and Index)."""
+    from codedb.distributed import ShardFallbackWarning
+
+    x, _, ids = tied_data()
+    model = codedb.train(x, "pca-itq:16", seed=2)
+    paths = [tmp_path / f"s{i}" for i in range(N_SHARDS)]
+    with ShardedIndex.create(paths, model) as sh:
+        sh.add(x[:400], ids=ids[:400])
+        sh.commit()
+        sh.add(x[400:], ids=ids[400:])
+        sh.commit()
+    bad = damage_newest_manifest(paths[2])
+    with pytest.warns(ShardFallbackWarning, match=rf"shard 2 \(.*s2\): opened at version 2.*{bad.name}"):
+        shards = ThreadShards.open(paths)
+    searcher = ShardedSearcher(shards)
+    with pytest.warns(ShardFallbackWarning, match=r"shard 2 \(.*s2\): answered from version 2"):
+        searcher.search(x[:3], k=5)
+    searcher.close()
+    with pytest.warns(ShardFallbackWarning, match=r"shard 2 \(.*s2\)"):
+        ShardedIndex.open(paths).close()

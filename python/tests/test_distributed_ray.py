@@ -143,3 +143,45 @@ def test_ray_actor_that_cannot_be_placed_is_an_error(ray_cluster: Any,
     _, paths = pair["pca-itq"]
     with pytest.raises(ShardError, match=r"shard 0 .*did not start within 3.0 s .*64 CPU"):
         RayShards(paths, start_timeout=3.0, actor_options={"num_cpus": 64})
+
+
+def test_ray_refuses_shards_in_another_order(ray_cluster: Any, pair: dict[str, Any]) -> None:
+    _, paths = pair["pca-itq"]
+    with pytest.raises(ShardError, match=r"shard 0 \(.*pca-itq-s3\): is shard 3 of 4 but was given as shard 0"):
+        RayShards(paths[::-1], actor_options=ACTORS)
+    with pytest.raises(ShardError, match=r"shard 0 \(.*pca-itq-s0\): its sharded index has 4 shards but 3"):
+        RayShards(paths[:3], actor_options=ACTORS)
+    other = pair["pq"][1]
+    with pytest.raises(ShardError, match=r"shard 1 \(.*pq-s1\): (model|belongs)"):
+        RayShards([paths[0], other[1], paths[2], paths[3]], actor_options=ACTORS)
+
+
+@pytest.mark.parametrize("mih", ["on", "off"])
+def test_ray_mih_equals_one_index(searchers: Any, pair: dict[str, Any], mih: str) -> None:
+    single = pair["pca-itq"][0]
+    q = pair["x"][::37] + np.float32(0.01)
+    for k in (1, 10):
+        assert_same(searchers["pca-itq"].search(q, k=k, mih=mih), single.search(q, k=k, mih=mih))
+
+
+def test_ray_shard_that_fell_back_is_named(ray_cluster: Any, tmp_path: pathlib.Path) -> None:
+    from codedb.distributed import ShardFallbackWarning
+    from test_distributed import damage_newest_manifest
+
+    x, _, ids = tied_data()
+    model = codedb.train(x, "pca-itq:16", seed=2)
+    paths = [tmp_path / f"s{i}" for i in range(N_SHARDS)]
+    with ShardedIndex.create(paths, model) as sh:
+        sh.add(x[:400], ids=ids[:400])
+        sh.commit()
+        sh.add(x[400:], ids=ids[400:])
+        sh.commit()
+    damage_newest_manifest(paths[1])
+    with pytest.warns(ShardFallbackWarning, match=r"shard 1 \(.*s1\): opened at version 2"):
+        shards = RayShards(paths, actor_options=ACTORS)
+    searcher = ShardedSearcher(shards)
+    try:
+        with pytest.warns(ShardFallbackWarning, match=r"shard 1 \(.*s1\): answered from version 2"):
+            searcher.search(x[:3], k=5)
+    finally:
+        searcher.close()

@@ -37,6 +37,11 @@ use super::error::{SearchError, invalid};
 use super::vectors::{RowRef, SnapshotVectors, VectorSource};
 use super::{Hit, Queries, SearchParams, check_params, search_rows};
 
+/// Random negatives a query by examples draws when none are given (`codedb search --examples`
+/// without `--negatives`, Python's `search_examples` without `negatives=`): this many live
+/// rows, or every live row when there are fewer.
+pub const DEFAULT_RANDOM_NEGATIVES: usize = 1000;
+
 /// The negatives of a query by examples.
 #[derive(Debug, Clone, Copy)]
 pub enum Negatives<'a> {

@@ -66,7 +66,9 @@ use crate::storage::{Block, Snapshot};
 
 pub use asym::{asym_bit_terms, asym_tables};
 pub use error::SearchError;
-pub use examples::{CodeClassifier, ExampleClassifier, ExampleParams, Negatives};
+pub use examples::{
+    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, Negatives,
+};
 pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
 pub use mode::{MODE_NAMES, SearchMode};
 pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
@@ -220,6 +222,17 @@ pub(crate) fn search_rows(
         Queries::Text(u) => text::check_text(model, u, params)?,
         Queries::Linear(u, _) => examples::check_linear(model, u, params)?,
     }
+    // At most the live rows can be returned: cap k (and the re-ranking depth) at them before
+    // anything is sized by k, so a huge k (2⁶², usize::MAX) asks for no memory it cannot
+    // fill. Both are capped alike, so R ≥ k still holds.
+    let capped;
+    let params = match cap_at_live_rows(params, snapshot.live_rows()) {
+        Some(p) => {
+            capped = p;
+            &capped
+        }
+        None => params,
+    };
     let stored;
     let source = match source {
         Some(s) => Some(s),
@@ -392,6 +405,20 @@ fn check(
         ));
     }
     check_params(model, params)
+}
+
+/// `params` with `k` and `rerank` capped at `live` rows (at least 1, the smallest valid k),
+/// or `None` when neither exceeds it. What the CLI documents: k above the live rows returns
+/// every live row.
+pub(crate) fn cap_at_live_rows(params: &SearchParams, live: u64) -> Option<SearchParams> {
+    let cap = usize::try_from(live).unwrap_or(usize::MAX).max(1);
+    if params.k <= cap && params.rerank.is_none_or(|r| r <= cap) {
+        return None;
+    }
+    let mut p = params.clone();
+    p.k = p.k.min(cap);
+    p.rerank = p.rerank.map(|r| r.min(cap));
+    Some(p)
 }
 
 /// The checks of `params` shared by image and text queries.

@@ -15,6 +15,7 @@ use crate::model::Origin;
 use super::layout::list_manifests;
 use super::recovery::recovery_records;
 use super::recovery::{RecoveryRecord, SkippedManifest};
+use super::shard_layout::{ShardLayout, read_shard_layout};
 use super::version::{choose_manifest, read_manifest};
 
 /// One section of a file, as `inspect` prints it.
@@ -529,6 +530,9 @@ pub struct IndexReport {
     pub skipped_manifests: Vec<SkippedManifest>,
     /// Past recoveries (`codedb recover`): the versions they dropped, oldest first.
     pub recoveries: Vec<RecoveryRecord>,
+    /// The shard layout record (FORMAT.md §8.1) when the index is a shard of a sharded index
+    /// (`None` when it has none or it does not read; `verify` reports the latter).
+    pub shard_layout: Option<ShardLayout>,
     /// Live rows.
     pub rows: u64,
     /// Deleted rows still stored.
@@ -618,6 +622,7 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
         dir: dir.to_path_buf(),
         version: newest.version,
         skipped_manifests: choice.skipped,
+        shard_layout: read_shard_layout(dir).and_then(|(_, r)| r.ok()),
         recoveries,
         rows: newest.live_rows_with(newest_log.as_ref()),
         deleted: newest.deleted_rows_with(newest_log.as_ref()),

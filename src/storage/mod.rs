@@ -26,6 +26,7 @@ mod publish;
 pub mod recovery;
 pub mod row_batch;
 mod segment_columns;
+pub mod shard_layout;
 pub mod snapshot;
 pub mod verify;
 mod version;
@@ -36,12 +37,12 @@ pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use index::{
     AddOptions, BuildOptions, ClassStats, CompactionReport, EncodedOptions, GcReport, Index,
-    MergeReport,
+    MergeReport, SealedCompaction,
 };
 pub use merge_policy::MergeReason;
 pub use recovery::{
     DroppedManifest, LogTailReport, RecoveryRecord, RecoveryRecordError, RecoveryReport,
-    SkippedManifest, recovery_records,
+    SkippedManifest, fell_back_warning, recovery_records,
 };
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};

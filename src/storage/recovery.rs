@@ -22,6 +22,39 @@ pub struct SkippedManifest {
     pub error: String,
 }
 
+/// What a reader or writer says when it opened `dir` at `version` because newer manifests
+/// (`skipped`) do not read: one line per skipped manifest, then what is lost and how to accept
+/// it. Empty when nothing was skipped. The CLI prints each line after `codedb: warning: `; the
+/// Python package raises it as one `FallbackWarning` — both from this one text, which names
+/// `dir` so a sharded index can tell which shard fell back.
+pub fn fell_back_warning(dir: &Path, version: u64, skipped: &[SkippedManifest]) -> Vec<String> {
+    if skipped.is_empty() {
+        return Vec::new();
+    }
+    let mut lines: Vec<String> = skipped
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: manifest version {} ({}) does not read: {}",
+                dir.display(),
+                s.version,
+                s.file,
+                s.error
+            )
+        })
+        .collect();
+    let lost: Vec<String> = skipped.iter().map(|s| s.version.to_string()).collect();
+    lines.push(format!(
+        "{}: serving version {version}, without the writes of version(s) {}; writers refuse \
+         until `codedb recover {} --to-version {version}` accepts the loss (or the damaged file \
+         is restored)",
+        dir.display(),
+        lost.join(", "),
+        dir.display()
+    ));
+    lines
+}
+
 /// Bytes found past the active log's committed length, and removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogTailReport {

@@ -709,4 +709,44 @@ impl Snapshot {
             None => None,
         })
     }
+
+    /// The stored vectors of the live rows `ids`, widened to f32, one row of `dim` values per
+    /// id in `ids`' order (FAISS's `reconstruct_n`; f16 vectors come back as stored, rounded).
+    /// An index that stores no vectors is [`StorageError::InvalidArgument`] naming `ids` (it
+    /// keeps codes only: decode those with the model instead); an id that is not live is
+    /// [`StorageError::UnknownId`]. Everything is checked before the output is sized.
+    pub fn reconstruct(&self, ids: &[u64]) -> Result<(Vec<f32>, usize)> {
+        let Some(spec) = self.vector_spec() else {
+            return Err(StorageError::invalid(
+                self.dir(),
+                "ids",
+                "this index stores no vectors (create or build it with stored vectors); \
+                 decode its codes with the model instead",
+            ));
+        };
+        let dim = spec.dim as usize;
+        let mut out = Vec::new();
+        for &id in ids {
+            match self.vector(id)? {
+                Some(v) if v.len() == dim => out.extend_from_slice(&v),
+                Some(v) => {
+                    return Err(StorageError::invalid(
+                        self.dir(),
+                        "ids",
+                        format!(
+                            "row {id}: stored vector of {} values, expected {dim}",
+                            v.len()
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(StorageError::UnknownId {
+                        dir: self.dir().to_path_buf(),
+                        id,
+                    });
+                }
+            }
+        }
+        Ok((out, dim))
+    }
 }

@@ -22,6 +22,7 @@ use crate::format::{
 
 use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
 use super::recovery::recovery_records;
+use super::shard_layout::{SHARD_LAYOUT_FILE, read_shard_layout};
 use super::version::read_manifest;
 
 /// One thing wrong, with where it is.
@@ -304,7 +305,7 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
     };
     names.sort();
     for n in &names {
-        if n.ends_with(TMP_SUFFIX) || n == LOCK_FILE {
+        if n.ends_with(TMP_SUFFIX) || n == LOCK_FILE || n == SHARD_LAYOUT_FILE {
             continue;
         }
         let path = dir.join(n);
@@ -391,6 +392,11 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
         );
     }
     verify_recovery_records(dir, report);
+    let newest_model = newest_readable
+        .and_then(|v| manifests.iter().find(|(m, _)| *m == v))
+        .and_then(|(v, p)| read_manifest(p, *v).ok())
+        .map(|(m, _)| m.model.id.to_hex());
+    verify_shard_layout(dir, newest_model.as_deref(), report);
     // One problem per file, section and message, naming every manifest that names the file.
     let mut seen = HashSet::new();
     report
@@ -411,8 +417,36 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
     }
     report.unreferenced = names
         .into_iter()
-        .filter(|n| !refs.by.contains_key(n) && n != LOCK_FILE)
+        .filter(|n| !refs.by.contains_key(n) && n != LOCK_FILE && n != SHARD_LAYOUT_FILE)
         .collect();
+}
+
+/// A shard's layout record (FORMAT.md §8.1), when the directory has one, reads and names the
+/// model of the version readers open.
+fn verify_shard_layout(dir: &Path, model: Option<&str>, report: &mut VerifyReport) {
+    report.files_checked += usize::from(dir.join(SHARD_LAYOUT_FILE).is_file());
+    match read_shard_layout(dir) {
+        None => {}
+        Some((path, Err(e))) => report.push(
+            &path,
+            "shard layout",
+            format!("shard layout record does not read: {e}"),
+        ),
+        Some((path, Ok(r))) => {
+            if let Some(m) = model
+                && r.model != m
+            {
+                report.push(
+                    &path,
+                    "shard layout",
+                    format!(
+                        "the record names model {}, the index holds model {m}",
+                        r.model
+                    ),
+                );
+            }
+        }
+    }
 }
 
 /// The records of past recoveries (`recovered/`, FORMAT.md §11.7) parse.

@@ -69,8 +69,9 @@ pub struct ScanArgs {
     /// Print one object per case as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also draw a figure of the cases in FILE (*.svg or *.png). Works with --json.
-    #[arg(long, value_name = "FILE")]
+    /// Also draw a figure of the cases: PATH is a *.svg or *.png file, or a directory to hold
+    /// scan.svg; a bare --plot writes scan.svg in the current directory. Works with --json.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub plot: Option<PathBuf>,
 }
 
@@ -90,8 +91,9 @@ pub struct PlotArgs {
     /// A JSON results file (repeat for several).
     #[arg(long, required = true, value_name = "FILE")]
     pub from: Vec<PathBuf>,
-    /// The figure to write (*.svg or *.png).
-    #[arg(long, value_name = "FILE")]
+    /// The figure to write: a *.svg or *.png file, or a directory to hold scan.svg (default:
+    /// scan.svg in the current directory).
+    #[arg(long, value_name = "PATH", default_value = ".")]
     pub plot: PathBuf,
     /// The figure's title (default: "Scan throughput", FAISS if present, and the files).
     #[arg(long)]
@@ -155,7 +157,10 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
         json,
         plot,
     } = a;
-    let plot = plot.as_deref().map(args::plot_target).transpose()?;
+    let plot = plot
+        .as_deref()
+        .map(|p| args::plot_target(p, "scan.svg"))
+        .transpose()?;
     let (kinds, queries, threads, dir, cache) =
         (&kinds, &queries, &threads, dir.as_path(), cache.as_str());
     let threads = crate::args::thread_list(threads);
@@ -338,7 +343,7 @@ fn mih(a: MihArgs) -> Result<ExitCode> {
 
 /// `codedb bench plot`: the scan figure from saved JSON results.
 fn plot(a: PlotArgs) -> Result<ExitCode> {
-    let target = args::plot_target(&a.plot)?;
+    let target = args::plot_target(&a.plot, "scan.svg")?;
     let mut points = Vec::new();
     for f in &a.from {
         let text = std::fs::read_to_string(f).with_context(|| format!("--from {}", f.display()))?;

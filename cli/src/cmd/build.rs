@@ -28,13 +28,16 @@ codedb classify and search --nprobe work right away. --lists label files each ro
 label's inverted list; --lists nearest under the class whose mean is nearest (needs --labels \
 here, since the class table comes from them). Rows grouped by list let search --classes and \
 --nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
-exact modes).";
+exact modes).
+
+A build publishes its first version only with every row: killed at any instant, it leaves no \
+index (run the same command again) or the whole one.";
 
 #[derive(Args)]
 /// Create an index from a model file and descriptors (encoded and committed as version 2).
 #[command(after_help = BUILD_HELP)]
 pub struct BuildArgs {
-    /// The index directory to create (must not exist or be empty).
+    /// The index directory to create (must not hold an index; what a killed build left is replaced).
     pub dir: PathBuf,
     /// The model file (from codedb train) that encodes the rows.
     #[arg(long)]

@@ -48,7 +48,8 @@ pub struct AddClassArgs {
     /// Images of the class (raw descriptors, the model's input dimension).
     #[arg(long, conflicts_with = "mean")]
     pub data: Option<PathBuf>,
-    /// The class mean (1 x D).
+    /// The class mean: a .npy vector of length D (as np.save(x.mean(axis=0)) writes) or a
+    /// (1, D) matrix, or a one-row vector file.
     #[arg(long)]
     pub mean: Option<PathBuf>,
     /// m of eq. 30: weight of the zero-shot prior in pseudo-images.
@@ -141,15 +142,15 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
     let mean = match a.mean.as_deref() {
         None => None,
         Some(p) => {
-            let m = inputs::vectors_for("--mean", p, dim, &whom)?;
-            if m.nrows() != 1 {
+            let m = codedb_cli::io::load_vector(p)?;
+            if m.len() != dim {
                 bail!(
-                    "--mean {}: a mean is one row, got {} rows",
+                    "--mean {}: {} columns, but {whom} takes {dim}-D vectors",
                     p.display(),
-                    m.nrows()
+                    m.len()
                 );
             }
-            Some(m.row(0).to_vec())
+            Some(m)
         }
     };
     // The prior weight: given, chosen on validation data, or the documented default.

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
@@ -74,33 +73,15 @@ pub fn compact(a: CompactArgs) -> Result<ExitCode> {
     };
     let index = crate::open::open_writer(dir)?;
     let spinner = progress::spinner("compacting");
-    // Rows still in the active log join the merge: seal them into a segment first.
-    let log_rows = index.snapshot().active_log().map_or(0, |l| l.rows);
-    let sealed = if log_rows > 0 {
-        Some(index.commit_sealed()?)
-    } else {
-        None
-    };
-    let mut r = index.compact(&policy)?;
-    if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
-        // No merge ran (so no GC after it): remove the sealed log file now if no retained
-        // version still names it.
-        match index.gc() {
-            Ok(g) => r.gc = Some(g),
-            Err(e) => r.gc_error = Some(Arc::new(e)),
-        }
-    }
+    let done = index.compact_sealed(&policy)?;
     spinner.finish_and_clear();
+    let (log_rows, sealed) = (done.sealed_log_rows, done.sealed_version);
+    let r = &done.compaction;
     if let Some(e) = &r.gc_error {
         errln!("codedb: warning: the compaction is committed, but garbage collection failed: {e}");
     }
     if json {
-        let mut v = serde_json::to_value(&r)?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert("sealed_log_rows".into(), log_rows.into());
-            o.insert("sealed_version".into(), sealed.into());
-        }
-        outln!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&done)?);
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(v) = sealed {

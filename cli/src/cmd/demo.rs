@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb_cli::demo::labels_u32;
 
@@ -18,6 +18,7 @@ use crate::out::{errln, outln};
   codedb demo                   # the 1,797 digits shipped with codedb
   codedb demo --data /usr/share/datasets/fashion-mnist --dir /tmp/fm-demo
   codedb demo --data X.npy --labels L.npy --json
+  codedb demo --markdown        # the quality table as the docs show it
 
 /usr/share/datasets/fashion-mnist is installed by the Debian package \
 dataset-fashion-mnist (apt-get install dataset-fashion-mnist).")]
@@ -38,6 +39,11 @@ pub struct DemoArgs {
     /// Print the report as JSON (progress lines are not printed).
     #[arg(long)]
     pub json: bool,
+    /// Print only the quality table as Markdown (pipeline, bytes/code, mAP, recall@10, class
+    /// P@10; no timings), the table the docs show; progress lines are not printed, and the
+    /// demo's indexes are removed unless --dir names their folder.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
@@ -47,7 +53,11 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         labels,
         seed,
         json,
+        markdown,
     } = a;
+    // With --markdown only the table is printed, so a temporary folder nobody is told about is
+    // removed again; a --dir the user gave is kept.
+    let remove_after = markdown && dir.is_none();
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -86,7 +96,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
             (x, y, p.display().to_string())
         }
     };
-    let quiet = json;
+    let quiet = json || markdown;
     let report = codedb_cli::demo::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
         if !quiet {
             errln!("{s}");
@@ -94,6 +104,14 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     })?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if markdown {
+        outln!("{}", report.markdown_table().trim_end());
+        if remove_after {
+            std::fs::remove_dir_all(&dir)
+                .with_context(|| format!("removing the demo's folder {}", dir.display()))?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     outln!(

@@ -88,9 +88,10 @@ pub struct EvalArgs {
     /// Print a JSON list, one object per pipeline.
     #[arg(long)]
     pub json: bool,
-    /// Also draw a figure in FILE (*.svg or *.png; retrieve task): precision-recall curves,
-    /// recall@R against R and mAP against bits, one colour per pipeline. Works with --json.
-    #[arg(long, value_name = "FILE")]
+    /// Also draw a figure (retrieve task): precision-recall curves, recall@R against R and mAP
+    /// against bits, one colour per pipeline. PATH is a *.svg or *.png file, or a directory to
+    /// hold eval.svg; a bare --plot writes eval.svg in the current directory. Works with --json.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = ".")]
     pub plot: Option<PathBuf>,
     /// Text task: captions or tags of the --data rows (as `codedb train --captions`).
     #[arg(long, value_name = "FILE")]
@@ -152,7 +153,11 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         }
         return eval_classify(&a);
     }
-    let plot = a.plot.as_deref().map(args::plot_target).transpose()?;
+    let plot = a
+        .plot
+        .as_deref()
+        .map(|p| args::plot_target(p, "eval.svg"))
+        .transpose()?;
     let specs = match PipelineSpec::parse_list(&a.pipelines) {
         Ok(s) => s,
         Err(e) => usage!("--pipelines: {e}"),

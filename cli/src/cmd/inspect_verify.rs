@@ -92,6 +92,15 @@ fn print_index(r: &IndexReport) {
             dropped.join(", ")
         );
     }
+    if let Some(l) = &r.shard_layout {
+        outln!(
+            "shard      {} of {} (sharded index {}, model {})",
+            l.shard,
+            l.shards,
+            l.layout,
+            l.model
+        );
+    }
     outln!("rows       {} live, {} deleted", r.rows, r.deleted);
     outln!("segments   {}", r.segments);
     outln!("classes    {}", r.classes);

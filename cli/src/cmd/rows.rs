@@ -202,39 +202,30 @@ pub fn delete(a: DeleteArgs) -> Result<ExitCode> {
         ids.extend(codedb_cli::io::read_ids(f)?);
     }
     let index = crate::open::open_writer(dir)?;
-    let (live, missing) = if ignore_missing {
-        // No writes are staged yet, so the snapshot is what the delete will see.
-        let snap = index.snapshot();
-        let mut live = Vec::with_capacity(ids.len());
-        let mut missing = Vec::new();
-        for id in ids {
-            if snap.get(id)?.is_some() {
-                live.push(id);
-            } else {
-                missing.push(id);
-            }
-        }
-        (live, missing)
+    let stats = class_stats(keep_class_stats);
+    let staged = if ignore_missing {
+        index.delete_live(&ids, stats)
     } else {
-        (ids, Vec::new())
+        index.delete_with(&ids, stats).map(|()| Vec::new())
     };
-    let version = if live.is_empty() && ignore_missing {
+    let missing = match staged {
+        Err(StorageError::UnknownId { dir, id }) => bail!(
+            "{}: id {id} is not a live row; nothing deleted (--ignore-missing skips such ids)",
+            dir.display()
+        ),
+        r => r?,
+    };
+    let deleted = ids.len() - missing.len();
+    let version = if deleted == 0 {
         index.version()
     } else {
-        match index.delete_with(&live, class_stats(keep_class_stats)) {
-            Err(StorageError::UnknownId { dir, id }) => bail!(
-                "{}: id {id} is not a live row; nothing deleted (--ignore-missing skips such ids)",
-                dir.display()
-            ),
-            r => r?,
-        }
         index.commit()?
     };
     if json {
         outln!(
             "{}",
             serde_json::json!({
-                "deleted": live.len(), "missing": missing, "version": version,
+                "deleted": deleted, "missing": missing, "version": version,
                 "class_stats": if keep_class_stats { "kept" } else { "updated" },
             })
         );
@@ -248,16 +239,16 @@ pub fn delete(a: DeleteArgs) -> Result<ExitCode> {
                 id_summary(&missing)
             )
         };
-        let committed = if live.is_empty() {
+        let committed = if deleted == 0 {
             format!("nothing to commit (version {version})")
         } else {
             format!("version {version}")
         };
         outln!(
             "deleted {} row{}{skipped}, {committed}{}",
-            live.len(),
-            if live.len() == 1 { "" } else { "s" },
-            if keep_class_stats && !live.is_empty() {
+            deleted,
+            if deleted == 1 { "" } else { "s" },
+            if keep_class_stats && deleted > 0 {
                 " (class counts and sums kept)"
             } else {
                 ""

@@ -8,15 +8,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::{CodeClassifier, ExampleParams, Negatives};
+use codedb::{CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleParams, Negatives};
 use codedb_cli::io::npy_read::{NpyData, read_npy};
 
 use super::search::{SearchArgs, write_hits};
 use crate::inputs;
 use crate::out::errln;
-
-/// Random negatives drawn when neither `--negatives` nor `--random-negatives` is given.
-const DEFAULT_RANDOM_NEGATIVES: usize = 1000;
 
 /// The D + 1 values of `--classifier F`: a 1-D (or one-row) float .npy, finite.
 fn read_classifier(path: &Path) -> Result<CodeClassifier> {

@@ -8,7 +8,7 @@ use ndarray::Array2;
 use super::error::{IoError, Result};
 use super::fashion_mnist::{is_fashion_mnist_dir, load_fashion_mnist};
 use super::idx::{IdxRowReader, read_idx_images, read_idx_labels};
-use super::npy_read::{read_labels, read_matrix_f32};
+use super::npy_read::{read_labels, read_matrix_f32, read_vector_f32};
 use super::npy_rows::NpyRowReader;
 use super::row_source::RowSource;
 use super::vecs::{VecsKind, VecsRowReader, read_fvecs};
@@ -84,6 +84,24 @@ pub fn load_vectors(path: impl AsRef<Path>) -> Result<Array2<f32>> {
         VectorFormat::Idx => read_idx_images(path),
         VectorFormat::FashionMnistDir => Ok(load_fashion_mnist(path)?.vectors),
     }
+}
+
+/// Reads one vector (a class mean, a single query): a 1-D or (1, D) `.npy` array, or a vector
+/// file holding exactly one row. More rows is a [`IoError::WrongShape`] naming the file.
+pub fn load_vector(path: impl AsRef<Path>) -> Result<Vec<f32>> {
+    let path = path.as_ref();
+    if detect_format(path)? == VectorFormat::Npy {
+        return read_vector_f32(path);
+    }
+    let m = load_vectors(path)?;
+    if m.nrows() != 1 {
+        return Err(IoError::WrongShape {
+            path: path.to_path_buf(),
+            shape: m.shape().to_vec(),
+            detail: format!("one vector is required, this file holds {} rows", m.nrows()),
+        });
+    }
+    Ok(m.row(0).to_vec())
 }
 
 /// Opens a file for chunked reading, choosing the reader by [`detect_format`]. Directories

@@ -32,11 +32,12 @@ pub use fashion_mnist::{
     FASHION_MNIST_DEBIAN_DIR, LabeledVectors, is_fashion_mnist_dir, load_fashion_mnist,
 };
 pub use idx::{IdxArray, IdxRowReader, read_idx, read_idx_images, read_idx_labels};
-pub use load::{VectorFormat, detect_format, load_labels, load_vectors, open_rows};
+pub use load::{VectorFormat, detect_format, load_labels, load_vector, load_vectors, open_rows};
 pub use matrix_checks::{check_finite, check_finite_from, check_nonempty, check_vectors};
 pub use npy_header::NpyDtype;
 pub use npy_read::{
     NpyArray, NpyData, read_ids, read_labels, read_matrix_f32, read_matrix_u8, read_npy,
+    read_vector_f32,
 };
 pub use npy_rows::NpyRowReader;
 pub use npy_write::{

@@ -179,7 +179,11 @@ pub(crate) fn matrix_shape(path: &Path, shape: &[usize]) -> Result<(usize, usize
 /// NaN/Inf are reported with their row and column.
 pub fn read_matrix_f32(path: impl AsRef<Path>) -> Result<Array2<f32>> {
     let path = path.as_ref();
-    let arr = read_npy(path)?;
+    matrix_f32(path, read_npy(path)?)
+}
+
+/// [`read_matrix_f32`] on an array already read.
+fn matrix_f32(path: &Path, arr: NpyArray) -> Result<Array2<f32>> {
     let (rows, cols) = matrix_shape(path, &arr.shape)?;
     fn convert<T: ToF32 + std::fmt::Display>(v: &[T], path: &Path) -> Result<Vec<f32>> {
         let mut out = vec![0f32; v.len()];
@@ -201,6 +205,25 @@ pub fn read_matrix_f32(path: impl AsRef<Path>) -> Result<Array2<f32>> {
     })?;
     check_finite(m.view(), &path.display().to_string())?;
     Ok(m)
+}
+
+/// Reads one vector from a `.npy` file: a 1-D array of length D (what `np.save` writes for a
+/// mean such as `x.mean(axis=0)`) or a (1, D) matrix, as `f32`, non-empty and finite. Any other
+/// shape is a [`IoError::WrongShape`] naming the file.
+pub fn read_vector_f32(path: impl AsRef<Path>) -> Result<Vec<f32>> {
+    let path = path.as_ref();
+    let mut arr = read_npy(path)?;
+    match *arr.shape.as_slice() {
+        [d] | [1, d] if d > 0 => arr.shape = vec![1, d],
+        _ => {
+            return Err(IoError::WrongShape {
+                path: path.to_path_buf(),
+                shape: arr.shape,
+                detail: "one vector is required: shape (D,) or (1, D)".into(),
+            });
+        }
+    }
+    Ok(matrix_f32(path, arr)?.into_raw_vec_and_offset().0)
 }
 
 /// Reads a 2-D `uint8` `.npy` array (e.g. packed binary codes or raw pixels); other dtypes are

@@ -1,6 +1,10 @@
-//! Where a figure goes: the path is checked before any work (an evaluation can take minutes),
-//! its extension chooses the format (SVG or PNG), and the bytes are written to a temporary file
-//! in the same directory and renamed over the target, so a failure leaves no half-written file.
+//! Where a figure goes: where the user says, nowhere else. `--plot FILE` is that file, `--plot
+//! DIR` (an existing directory) is the command's default name inside it, and a bare `--plot`
+//! is that name in the current directory — so no command writes into the checkout's own
+//! `docs/img/` unless asked to. The path is checked before any work (an evaluation can take
+//! minutes), its extension chooses the format (SVG or PNG), and the bytes are written to a
+//! temporary file in the same directory and renamed over the target, so a failure leaves no
+//! half-written file and nothing is created outside that directory.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +12,9 @@ use std::path::{Path, PathBuf};
 /// A figure that could not be made or written, naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    #[error("{path}: a figure is written as SVG or PNG: name the file *.svg or *.png")]
+    #[error(
+        "{path}: a figure is written as SVG or PNG: name the file *.svg or *.png, or an existing directory"
+    )]
     UnknownFormat { path: PathBuf },
     #[error("{path}: the directory {dir} does not exist")]
     NoDirectory { path: PathBuf, dir: PathBuf },
@@ -60,6 +66,18 @@ pub struct PlotTarget {
 }
 
 impl PlotTarget {
+    /// The figure `path` names: `path` itself, or `default_name` inside it when `path` is an
+    /// existing directory (`.` for a bare `--plot`), then [`Self::check`]ed.
+    pub fn resolve(path: &Path, default_name: &str) -> Result<PlotTarget, PlotError> {
+        if path.is_dir() {
+            PlotTarget::check(&path.join(default_name))
+        } else {
+            PlotTarget::check(path)
+        }
+    }
+
+    /// Checks a figure file's path: `*.svg` or `*.png`, in a directory that exists (none is
+    /// created: a mistyped path fails before the work, not after it).
     pub fn check(path: &Path) -> Result<PlotTarget, PlotError> {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let format = if ext.eq_ignore_ascii_case("svg") {
@@ -141,5 +159,21 @@ mod tests {
         assert_eq!(std::fs::read_to_string(t.path()).unwrap(), "<svg/>");
         let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn resolve_puts_the_default_name_inside_a_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let t = PlotTarget::resolve(d.path(), "eval.svg").unwrap();
+        assert_eq!(t.path(), d.path().join("eval.svg"));
+        let t = PlotTarget::resolve(&d.path().join("f.png"), "eval.svg").unwrap();
+        assert_eq!(
+            (t.path(), t.format()),
+            (&*d.path().join("f.png"), Format::Png)
+        );
+        assert!(matches!(
+            PlotTarget::resolve(&d.path().join("missing/"), "eval.svg"),
+            Err(PlotError::UnknownFormat { .. })
+        ));
     }
 }

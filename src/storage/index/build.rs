@@ -108,6 +108,11 @@ impl Index {
     /// after that (I/O), what this build created is removed: the directory itself when it did not
     /// exist, its entries when it was empty; a directory that held other files keeps them (and
     /// whatever the failed build left, which the error then names).
+    ///
+    /// Killed at any instant (SIGKILL, power loss), a build leaves no index or the whole one
+    /// (FORMAT.md §11.8): its first published manifest, version 2, already holds every row, so
+    /// the same build run again finds no manifest, replaces what the killed one left, and
+    /// succeeds. A directory holding an index is refused ([`StorageError::AlreadyExists`]).
     pub fn build(
         dir: &Path,
         model: &Model,
@@ -200,7 +205,9 @@ impl Index {
         let checked = check_batch(dir, &model_file, spec, &batch)?;
         let before = DirBefore::of(dir);
         let built = (|| -> Result<Index, StorageError> {
-            let index = Index::create_with(
+            // Version 1 stays in memory: the first manifest this build publishes is the one
+            // with its rows (see `create_unpublished`), so a killed build leaves no index.
+            let index = Index::create_unpublished(
                 dir,
                 &model_file,
                 &CreateOptions {

@@ -86,6 +86,20 @@ fn error_message<S: serde::Serializer>(
     }
 }
 
+/// What [`Index::compact_sealed`] did: the active log sealed into a segment (when it held
+/// rows), then the compaction. Serialised flat: the compaction's fields with
+/// `sealed_log_rows` and `sealed_version` beside them (`codedb compact --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SealedCompaction {
+    /// The compaction that ran after the seal.
+    #[serde(flatten)]
+    pub compaction: CompactionReport,
+    /// Rows the active log held and the seal moved into a segment (0: no seal).
+    pub sealed_log_rows: u64,
+    /// The version the seal published (`None`: the log held no rows).
+    pub sealed_version: Option<u64>,
+}
+
 /// The output of phase 2 for one group.
 struct Merged {
     /// Positions of the sources in the base version.
@@ -95,6 +109,37 @@ struct Merged {
 }
 
 impl Index {
+    /// The operator's compaction (`codedb compact`, Python's `Index.compact`): seals the rows
+    /// of the active log into a segment first (one commit, when the log holds rows) so they
+    /// join the merge, then compacts by `policy` (one commit), and collects garbage even when
+    /// no merge ran, so the sealed log file goes. `policy` is checked before anything is
+    /// written; a garbage-collection failure after the commits is reported in
+    /// `compaction.gc_error`, not raised (the compaction stands).
+    pub fn compact_sealed(&self, policy: &CompactionPolicy) -> Result<SealedCompaction> {
+        policy.validate(&self.shared.dir)?;
+        self.check_writable()?;
+        let log_rows = self.snapshot().active_log().map_or(0, |l| l.rows);
+        let sealed = if log_rows > 0 {
+            Some(self.commit_sealed()?)
+        } else {
+            None
+        };
+        let mut r = self.compact(policy)?;
+        if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
+            // No merge ran (so no GC after it): remove the sealed log file now if no retained
+            // version still names it.
+            match self.gc() {
+                Ok(g) => r.gc = Some(g),
+                Err(e) => r.gc_error = Some(Arc::new(e)),
+            }
+        }
+        Ok(SealedCompaction {
+            compaction: r,
+            sealed_log_rows: log_rows,
+            sealed_version: sealed,
+        })
+    }
+
     /// Compacts the index by `policy` and publishes the result as one new version (see the
     /// module documentation). Returns what it did; `version: None` when there was nothing to
     /// do. Other compactions and garbage collections wait; readers and the writer do not,

@@ -28,6 +28,31 @@ impl Index {
         options: &CreateOptions,
         config: Config,
     ) -> Result<Index> {
+        Index::create_inner(dir, model, options, config, true)
+    }
+
+    /// [`Index::create_with`] that does not publish version 1: the handle holds version 1 (empty)
+    /// in memory only, and the directory holds no manifest until the first commit publishes
+    /// version 2. [`Index::build`] creates its index so, which makes the build's first visible
+    /// version the one holding its rows: a build killed at any instant leaves either no index
+    /// (no manifest, only files no version names, which the next build or GC removes) or the
+    /// whole built index — never an empty index that a rerun of the same build would refuse.
+    pub(crate) fn create_unpublished(
+        dir: &Path,
+        model: &ModelFile,
+        options: &CreateOptions,
+        config: Config,
+    ) -> Result<Index> {
+        Index::create_inner(dir, model, options, config, false)
+    }
+
+    fn create_inner(
+        dir: &Path,
+        model: &ModelFile,
+        options: &CreateOptions,
+        config: Config,
+        publish_version_1: bool,
+    ) -> Result<Index> {
         config.validate(dir)?;
         if let Some(v) = options.store_vectors
             && v.dim == 0
@@ -72,11 +97,13 @@ impl Index {
             class_files: Vec::new(),
             vectors: options.store_vectors,
         };
-        publish(fs, dir, &manifest_file_name(1), |out, path| {
-            manifest.write_to(out, path)?;
-            Ok(())
-        })?;
-        sync_dir(fs, dir)?;
+        if publish_version_1 {
+            publish(fs, dir, &manifest_file_name(1), |out, path| {
+                manifest.write_to(out, path)?;
+                Ok(())
+            })?;
+            sync_dir(fs, dir)?;
+        }
         let state = VersionState {
             dir: dir.to_path_buf(),
             manifest,

@@ -169,6 +169,21 @@ impl Index {
     /// refuses ([`StorageError::ClassStatsNeedVectors`]); with `Keep` the classes stay as they
     /// are. Everything is checked before anything is staged.
     pub fn delete_with(&self, ids: &[u64], stats: ClassStats) -> Result<()> {
+        self.delete_rows(ids, stats, false).map(|_| ())
+    }
+
+    /// [`Index::delete_with`] that skips the ids that are not live (as the index will see
+    /// them at the next commit, staged writes included) instead of refusing the batch:
+    /// `codedb delete --ignore-missing`, Python's `delete(ignore_missing=True)`. Returns the
+    /// skipped ids, in `ids`' order; the others are staged for deletion. Nothing is staged when
+    /// every id is missing.
+    pub fn delete_live(&self, ids: &[u64], stats: ClassStats) -> Result<Vec<u64>> {
+        self.delete_rows(ids, stats, true)
+    }
+
+    /// The delete of [`Index::delete_with`] and [`Index::delete_live`]; returns the ids skipped
+    /// (only with `skip_missing`).
+    fn delete_rows(&self, ids: &[u64], stats: ClassStats, skip_missing: bool) -> Result<Vec<u64>> {
         if ids.is_empty() {
             return Err(self.invalid("ids", "no ids given"));
         }
@@ -179,9 +194,11 @@ impl Index {
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
         let mut locs = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
         for &id in ids {
             match w.find(id)? {
                 Some(loc) => locs.push((id, loc)),
+                None if skip_missing => missing.push(id),
                 None => {
                     return Err(StorageError::UnknownId {
                         dir: self.shared.dir.clone(),
@@ -200,7 +217,7 @@ impl Index {
         if let Some(t) = staged_classes {
             w.pending.classes = Some(t);
         }
-        Ok(())
+        Ok(missing)
     }
 
     /// Appends rows to the active log (creating it if needed). An I/O failure poisons.

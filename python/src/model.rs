@@ -1,0 +1,434 @@
+//! `codedb.Model`: a trained pipeline (the CLI's model file), and `codedb.train`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::arrays;
+use crate::engine;
+use crate::errors::{self, IntoPy};
+
+/// A trained model: turns descriptors into codes (and codes back into the projected space).
+///
+/// Made by :func:`codedb.train`, read with :meth:`Model.load` or :meth:`Model.from_bytes`, or
+/// taken from an index (``Index.model``). Models pickle (through their model-file bytes), so
+/// they travel to Ray workers and processes.
+///
+/// Examples
+/// --------
+/// >>> model.d, model.code_kind, model.code_bits, model.code_bytes
+/// (32, 'binary', 16, 2)
+/// >>> import pickle
+/// >>> pickle.loads(pickle.dumps(model)).id == model.id
+/// True
+#[pyclass(module = "codedb._codedb", name = "Model", frozen)]
+pub struct PyModel {
+    pub model: Arc<engine::Model>,
+    /// What training did, as JSON; `None` for a model read from a file or an index.
+    pub report: Option<String>,
+}
+
+impl PyModel {
+    pub fn new(model: engine::Model) -> PyModel {
+        PyModel {
+            model: Arc::new(model),
+            report: None,
+        }
+    }
+}
+
+#[pymethods]
+impl PyModel {
+    /// What training did (``codedb.train`` only; ``None`` for a loaded model): ``report["train"]``
+    /// (steps and their seconds, PCA variance, ITQ loss per iteration, PQ error, CCA
+    /// correlations, the SGD validation's choice) and ``report["text"]`` (the text head's
+    /// vocabulary, C grid trials with validation AvgP / BEP / P@10, triplet loss before and
+    /// after; ``None`` without captions).
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.report
+            .as_deref()
+            .map(|text| crate::json_loads(py, text))
+            .transpose()
+    }
+
+    /// Input dimension (columns of the descriptors it encodes).
+    #[getter]
+    fn d(&self) -> usize {
+        engine::model_shape(&self.model).0
+    }
+
+    /// Bits per code (binary codes; PQ: sub-quantisers × bits).
+    #[getter]
+    fn code_bits(&self) -> usize {
+        engine::model_shape(&self.model).1
+    }
+
+    /// Bytes per code.
+    #[getter]
+    fn code_bytes(&self) -> usize {
+        engine::model_shape(&self.model).2
+    }
+
+    /// The codes' kind: "binary", "pq8", "pq4", "float32" or "float16".
+    #[getter]
+    fn code_kind(&self) -> &'static str {
+        engine::model_shape(&self.model).3
+    }
+
+    /// The model's identity (hex): the same for every copy of one trained model (its file,
+    /// every index made with it), different for another training run.
+    #[getter]
+    fn id(&self) -> String {
+        engine::model_id(&self.model)
+    }
+
+    /// How the model was trained, kept in the model file (format 1.6): ``{"spec":
+    /// "cca:32,itq,bits", "seed": 7, "steps": [...]}`` (the step that learned each stage);
+    /// ``None`` for a model that does not record it (written before 1.6).
+    #[getter]
+    fn origin<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(o) = self.model.origin() else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("spec", o.spec())?;
+        d.set_item("seed", o.seed())?;
+        let steps: Vec<&str> = (0..o.stages()).filter_map(|i| o.step_of(i)).collect();
+        d.set_item("steps", steps)?;
+        Ok(Some(d.into_any()))
+    }
+
+    /// The codes of the rows of ``x``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : array_like, shape (n, d)
+    ///     Descriptors: float32 read in place; float64, float16 and uint8 converted once.
+    ///
+    /// Returns
+    /// -------
+    /// numpy.ndarray of uint8, shape (n, code_bytes)
+    ///
+    /// Raises
+    /// ------
+    /// TypeError
+    ///     ``x`` is not a numeric array (names ``x``).
+    /// InvalidArgument
+    ///     Wrong number of columns, NaN or infinite values, not 2-D.
+    ///
+    /// Examples
+    /// --------
+    /// >>> model.encode(x[:3]).shape
+    /// (3, 2)
+    fn encode<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let rows = arrays::rows(x, "x")?;
+        let view = rows.view()?;
+        let n = view.nrows();
+        let model = &self.model;
+        let codes = py.detach(|| engine::encode(model, view)).py_err()?;
+        arrays::matrix(py, codes, n, engine::model_shape(model).2)
+    }
+
+    /// Codes decoded into the model's projected space: ±1 per bit for binary codes, the PQ
+    /// reconstruction for PQ codes, the stored values for float codes. What a query by
+    /// examples trains its SVM on (PiCoDes, Bergamo et al. NIPS 2011).
+    ///
+    /// Parameters
+    /// ----------
+    /// codes : array_like of uint8, shape (n, code_bytes)
+    ///     Codes of this model (``encode``'s output).
+    ///
+    /// Returns
+    /// -------
+    /// numpy.ndarray of float32, shape (n, p)
+    ///     ``p`` is ``code_bits`` for binary codes, else the projected dimension.
+    ///
+    /// Raises
+    /// ------
+    /// TypeError
+    ///     ``codes`` is not uint8.
+    /// InvalidArgument
+    ///     Rows of the wrong width, or a model that cannot decode (an ``ivf:K`` model's codes
+    ///     are residuals to their list's centroid).
+    ///
+    /// Examples
+    /// --------
+    /// >>> model.decode(model.encode(x[:2])).shape
+    /// (2, 16)
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        codes: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = arrays::codes(codes, "codes", engine::model_shape(&self.model).2)?;
+        let model = &self.model;
+        let (values, n, cols) = py.detach(|| engine::decode(model, &bytes)).py_err()?;
+        arrays::matrix(py, values, n, cols)
+    }
+
+    /// Writes the model file (the CLI's ``codedb train --out`` format).
+    ///
+    /// Parameters
+    /// ----------
+    /// path : str or os.PathLike
+    ///     The file to write.
+    ///
+    /// Raises
+    /// ------
+    /// IoError
+    ///     The file cannot be written (names the path).
+    ///
+    /// Examples
+    /// --------
+    /// >>> model.save(path + ".model")
+    /// >>> codedb.Model.load(path + ".model").id == model.id
+    /// True
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let model = &self.model;
+        let written = py.detach(|| {
+            let bytes = engine::model_bytes(model)?;
+            Ok(std::fs::write(&path, bytes))
+        });
+        match written.py_err()? {
+            Ok(()) => Ok(()),
+            Err(e) => Err(errors::exception(
+                py,
+                errors::Kind::Io,
+                format!("writing the model file {}: {e}", path.display()),
+            )),
+        }
+    }
+
+    /// Reads a model file (``Model.save``, ``codedb train --out``).
+    ///
+    /// Parameters
+    /// ----------
+    /// path : str or os.PathLike
+    ///     The model file.
+    ///
+    /// Returns
+    /// -------
+    /// Model
+    ///
+    /// Raises
+    /// ------
+    /// IoError
+    ///     The file does not read.
+    /// CorruptError
+    ///     A checksum, section or stage does not match (names the file and section).
+    /// UnsupportedVersionError
+    ///     A format version this codedb does not read.
+    ///
+    /// Examples
+    /// --------
+    /// >>> model.save(path + ".model")
+    /// >>> codedb.Model.load(path + ".model").code_bits
+    /// 16
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyModel> {
+        let model = py.detach(|| engine::load_model(&path)).py_err()?;
+        Ok(PyModel::new(model))
+    }
+
+    /// The model file's bytes (what ``save`` writes; ``from_bytes`` reads them back).
+    ///
+    /// Returns
+    /// -------
+    /// bytes
+    ///
+    /// Examples
+    /// --------
+    /// >>> codedb.Model.from_bytes(model.to_bytes()).id == model.id
+    /// True
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let model = &self.model;
+        let bytes = py.detach(|| engine::model_bytes(model)).py_err()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A model from the bytes of a model file (``to_bytes``, or a file read into memory).
+    ///
+    /// Parameters
+    /// ----------
+    /// data : bytes
+    ///     The model file's bytes.
+    ///
+    /// Returns
+    /// -------
+    /// Model
+    ///
+    /// Raises
+    /// ------
+    /// CorruptError
+    ///     The bytes are not a model file, or a checksum does not match.
+    /// UnsupportedVersionError
+    ///     A format version this codedb does not read.
+    ///
+    /// Examples
+    /// --------
+    /// >>> codedb.Model.from_bytes(model.to_bytes()).d
+    /// 32
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<PyModel> {
+        let model = py.detach(|| engine::model_from_bytes(&data)).py_err()?;
+        Ok(PyModel::new(model))
+    }
+
+    /// Pickling: the model file's bytes (the training report is not kept).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let py = slf.py();
+        let from_bytes = py.get_type::<PyModel>().getattr("from_bytes")?;
+        Ok((from_bytes, (slf.get().to_bytes(py)?,)))
+    }
+
+    fn __repr__(&self) -> String {
+        let (d, bits, bytes, kind) = engine::model_shape(&self.model);
+        format!("Model(d={d}, code_kind={kind:?}, code_bits={bits}, code_bytes={bytes})")
+    }
+}
+
+/// Trains a model: the pipeline ``spec`` on the rows of ``x`` (the CLI's ``codedb train``).
+///
+/// With ``captions`` (one per row: a string, or a list of tags) it also trains a PAMIR text
+/// head for ``search_text`` (the CLI's ``train --captions``; Grangier & Bengio, TPAMI 2008).
+///
+/// Parameters
+/// ----------
+/// x : array_like, shape (n, d)
+///     Training descriptors (float32; float64, float16 and uint8 are converted).
+/// spec : str
+///     The pipeline, e.g. ``"pca-itq:64"``, ``"cca:32,itq,bits"``, ``"pq:16x8"``,
+///     ``"opq:16x8"``, ``"ivf:256,pq:16x8"``, ``"float16"`` (README "Pipelines").
+/// labels : array_like of int, optional, default None
+///     One class id per row, for supervised stages (``cca``, ``ncmml``, ``picodes``, …).
+/// seed : int, default 1234
+///     Seed of every random choice (sampling, initialisations, rotations).
+/// sample : int, optional, default None
+///     Train on this many rows drawn with ``seed`` (default: all rows).
+/// captions : sequence of str or of list of str, optional, default None
+///     One caption per row: train a text head too.
+/// margin : str, default "constant"
+///     Text head margin: ``"constant"`` or ``"caption"``.
+/// epsilon : float, optional, default None
+///     Text head margin ε (constant) or its floor (caption); None: 1 or 0.1.
+/// pamir_c : sequence of float, default [0.01, 0.1, 1.0, 10.0]
+///     The grid of PAMIR's aggressiveness C, chosen on a validation split.
+/// pamir_iterations : int, default 100000
+///     PAMIR updates per C.
+/// pamir_validation : float, default 0.2
+///     Fraction of captioned rows held out to choose C.
+/// max_words : int, default 100000
+///     Vocabulary size cap (the most frequent words).
+///
+/// Returns
+/// -------
+/// Model
+///     With ``report`` describing the training.
+///
+/// Raises
+/// ------
+/// InvalidArgument
+///     A bad spec, too few rows, NaN, labels of the wrong length, a bad count.
+/// ModelError
+///     Training failed (linear algebra, classifier training).
+///
+/// Examples
+/// --------
+/// >>> m = codedb.train(x, "pca-itq:16", seed=3)
+/// >>> m.code_kind, m.code_bits
+/// ('binary', 16)
+/// >>> codedb.train(x, "pq:4x8", seed=1).code_bytes
+/// 4
+#[pyfunction]
+#[pyo3(signature = (
+    x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
+    epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0], pamir_iterations=100_000,
+    pamir_validation=0.2, max_words=100_000,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    spec: &str,
+    labels: Option<&Bound<'_, PyAny>>,
+    seed: i128,
+    sample: Option<i128>,
+    captions: Option<&Bound<'_, PyAny>>,
+    margin: &str,
+    epsilon: Option<f32>,
+    pamir_c: Vec<f32>,
+    pamir_iterations: i128,
+    pamir_validation: f64,
+    max_words: i128,
+) -> PyResult<PyModel> {
+    let seed = arrays::seed(seed, "seed")?;
+    let sample = sample.map(|s| arrays::count(s, "sample", 1)).transpose()?;
+    let pamir_iterations = arrays::count(pamir_iterations, "pamir_iterations", 1)?;
+    let max_words = arrays::count(max_words, "max_words", 1)?;
+    let rows = arrays::rows(x, "x")?;
+    let view = rows.view()?;
+    let labels = labels
+        .map(|l| arrays::labels(l, "labels"))
+        .transpose()?
+        .map(|l| l.into_iter().map(i64::from).collect());
+    let text = captions
+        .map(|c| {
+            Ok::<_, PyErr>(engine::TextTrain {
+                captions: caption_words(c)?,
+                margin: margin.to_string(),
+                epsilon,
+                c_grid: pamir_c,
+                iterations: pamir_iterations,
+                validation: pamir_validation,
+                max_words,
+            })
+        })
+        .transpose()?;
+    let (model, report) = py
+        .detach(|| {
+            let (model, report) = engine::train(view, spec, labels, seed, sample)?;
+            let (model, text) = match &text {
+                Some(t) => {
+                    let (model, text) = engine::attach_text_head(model, view, t, seed)?;
+                    (model, Some(text))
+                }
+                None => (model, None),
+            };
+            Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
+        })
+        .py_err()?;
+    Ok(PyModel {
+        model: Arc::new(model),
+        report: Some(report),
+    })
+}
+
+/// `captions=`: per row a string or a list of tag strings → its words.
+fn caption_words(captions: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<String>>> {
+    if captions.extract::<String>().is_ok() {
+        return Err(errors::invalid(
+            "captions",
+            "expected one caption per row (a list), not one string",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, item) in captions.try_iter()?.enumerate() {
+        let item = item?;
+        if let Ok(s) = item.extract::<String>() {
+            out.push(engine::caption_words([s.as_str()]));
+        } else if let Ok(tags) = item.extract::<Vec<String>>() {
+            out.push(engine::caption_words(tags.iter().map(String::as_str)));
+        } else {
+            return Err(errors::invalid(
+                "captions",
+                format!("entry {i} is neither a string nor a list of tag strings"),
+            ));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,103 @@
+//! The layout record of a shard (FORMAT.md §8.1): `SHARD.json` in a shard's directory says it
+//! is shard `i` of `N` of one sharded index (a layout id) made with one model. The sharded
+//! layer (`python/codedb/distributed.py`) writes it before the shard's first manifest and
+//! checks it on every sharded open, since rows route to shards by position; the engine only
+//! keeps it (GC removes codedb names only), checks it (`verify`) and shows it (`inspect`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The layout record's file name in a shard directory.
+pub const SHARD_LAYOUT_FILE: &str = "SHARD.json";
+/// Layout version of [`ShardLayout`] records.
+pub const SHARD_LAYOUT_FORMAT: u32 = 1;
+
+/// A shard's place in its sharded index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardLayout {
+    /// The record's format (1).
+    pub format: u32,
+    /// The sharded index's identity: 32 lowercase hex digits, the same in every shard.
+    pub layout: String,
+    /// This shard's position, `0 ≤ shard < shards`.
+    pub shard: u64,
+    /// How many shards the sharded index has.
+    pub shards: u64,
+    /// The model's file id (32 hex digits), the same in every shard.
+    pub model: String,
+}
+
+/// Parses a record: a compact JSON line, then `crc32 <8 hex digits>` of that line's bytes,
+/// each line ending in `\n`. The error says what is wrong.
+pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    let mut lines = text.split('\n');
+    let (Some(body), Some(crc), Some(""), None) =
+        (lines.next(), lines.next(), lines.next(), lines.next())
+    else {
+        return Err("expected a JSON line and a crc32 line".into());
+    };
+    let want = crc
+        .strip_prefix("crc32 ")
+        .filter(|h| h.len() == 8)
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or("the crc32 line is not `crc32` and 8 hex digits")?;
+    if crc32fast::hash(body.as_bytes()) != want {
+        return Err("checksum mismatch: the file is damaged".into());
+    }
+    let r: ShardLayout = serde_json::from_str(body).map_err(|e| format!("not a record: {e}"))?;
+    if r.format != SHARD_LAYOUT_FORMAT {
+        return Err(format!(
+            "format {}, this build reads {SHARD_LAYOUT_FORMAT}",
+            r.format
+        ));
+    }
+    if r.shard >= r.shards {
+        return Err(format!("shard {} of {}", r.shard, r.shards));
+    }
+    for (name, v) in [("layout", &r.layout), ("model", &r.model)] {
+        if v.len() != 32 || !v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(format!("{name} {v:?} is not 32 lowercase hex digits"));
+        }
+    }
+    Ok(r)
+}
+
+/// The layout record of the directory `dir`: `None` when it has none (not a shard, or a shard
+/// made before records), else the record or why it does not read, with its path.
+pub fn read_shard_layout(dir: &Path) -> Option<(PathBuf, Result<ShardLayout, String>)> {
+    let path = dir.join(SHARD_LAYOUT_FILE);
+    match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some((path, Err(format!("cannot read: {e}")))),
+        Ok(b) => Some((path, parse_shard_layout(&b))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = r#"{"format":1,"layout":"0123456789abcdef0123456789abcdef","shard":2,"shards":4,"model":"00000000000000000000000000000abc"}"#;
+
+    fn record(body: &str) -> Vec<u8> {
+        format!("{body}\ncrc32 {:08x}\n", crc32fast::hash(body.as_bytes())).into_bytes()
+    }
+
+    #[test]
+    fn a_record_reads_and_any_flipped_byte_is_refused() {
+        let good = record(BODY);
+        let r = parse_shard_layout(&good).unwrap();
+        assert_eq!((r.shard, r.shards), (2, 4));
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            assert!(parse_shard_layout(&bad).is_err(), "byte {i}");
+        }
+        let out_of_range = BODY.replace("\"shard\":2", "\"shard\":4");
+        assert!(parse_shard_layout(&record(&out_of_range)).is_err());
+        let upper = BODY.replace("abcdef0", "ABCDEF0");
+        assert!(parse_shard_layout(&record(&upper)).is_err());
+    }
+}
