@@ -85,11 +85,32 @@ fn main() -> ExitCode {
             errln!("codedb: usage error: {}", error_chain(&e));
             ExitCode::from(2)
         }
+        // A call stopped through its cancel token exits like a process stopped by Ctrl-C
+        // (128 + SIGINT), which is what the CLI does on Ctrl-C: the default signal action ends
+        // it, and the index's crash safety leaves it at its last committed version.
+        Err(e) if is_cancelled(&e) => {
+            errln!("codedb: cancelled");
+            ExitCode::from(130)
+        }
         Err(e) => {
             errln!("codedb: error: {}", error_chain(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether the engine stopped the call through its cancel token (any room's form of it).
+fn is_cancelled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<codedb::Error>()
+            .is_some_and(codedb::Error::is_cancelled)
+            || c.downcast_ref::<codedb::ModelError>()
+                .is_some_and(|m| matches!(m, codedb::ModelError::Cancelled))
+            || c.downcast_ref::<codedb::StorageError>()
+                .is_some_and(codedb::StorageError::is_cancelled)
+            || c.downcast_ref::<codedb::SearchError>()
+                .is_some_and(codedb::SearchError::is_cancelled)
+    })
 }
 
 fn run(command: Command) -> Result<ExitCode> {

@@ -176,6 +176,10 @@ pub enum ModelError {
         #[source]
         source: ClassifyError,
     },
+    /// The call was stopped through its [`Cancel`](super::Cancel) token (Ctrl-C in the Python
+    /// package); it returned without a result and changed nothing.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// How a linear-algebra decomposition failed, as faer reported it (faer's error types do not

@@ -41,6 +41,7 @@
 //! the classifiers and metric learning of Mensink et al. (TPAMI 2013), all flat.
 
 mod binarize;
+mod cancel;
 mod center;
 pub(crate) mod classify;
 mod error;
@@ -74,6 +75,7 @@ mod train;
 mod transform;
 
 pub use binarize::Binarize;
+pub use cancel::Cancel;
 // The classifiers, flat (`classify/mod.rs` is their curated list; its `Result` is
 // `Result<T, ClassifyError>`, so the model's own `Result` below takes precedence).
 pub use center::Center;

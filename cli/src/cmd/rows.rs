@@ -116,6 +116,7 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         labels: labels.as_deref(),
         lists,
         class_stats: class_stats(a.keep_class_stats),
+        cancel: None,
     };
     let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
     let added = if a.upsert {
