@@ -48,12 +48,11 @@ fn blocks(text: &str, lang: &str) -> Vec<String> {
                 }
                 cur = None;
             }
-            Some(b) => {
-                if !b.starts_with('\u{0}') {
-                    b.push_str(line);
-                    b.push('\n');
-                }
+            Some(b) if !b.starts_with('\u{0}') => {
+                b.push_str(line);
+                b.push('\n');
             }
+            Some(_) => {}
         }
     }
     out
