@@ -209,7 +209,10 @@ pub fn labels(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u32>> {
 }
 
 /// `obj` as a 1-D integer numpy array of `argument`.
-fn int_vector<'py>(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Bound<'py, PyUntypedArray>> {
+fn int_vector<'py>(
+    obj: &Bound<'py, PyAny>,
+    argument: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
     let a = as_ndarray(obj, argument)?;
     let kind = a.dtype().kind();
     if kind != b'i' && kind != b'u' {

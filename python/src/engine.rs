@@ -605,12 +605,11 @@ pub fn gc(index: &Index) -> Result<String> {
 /// The CLI's `recover DIR --to-version N --json`: the recovery record and the version.
 pub fn recover(dir: &Path, to_version: u64) -> Result<String> {
     let index = Index::recover(dir, to_version, Config::default())?;
-    let mut v = serde_json::to_value(&index.recovery().recovered).map_err(|e| {
-        Error::InvalidArgument {
+    let mut v =
+        serde_json::to_value(&index.recovery().recovered).map_err(|e| Error::InvalidArgument {
             argument: "report".into(),
             detail: format!("not serialisable as JSON: {e}"),
-        }
-    })?;
+        })?;
     if let Some(o) = v.as_object_mut() {
         o.insert("version".into(), index.version().into());
     }

@@ -274,9 +274,7 @@ impl PyIndex {
         to_version: i128,
     ) -> PyResult<Bound<'py, PyAny>> {
         let to_version = arrays::seed(to_version, "to_version")?;
-        let text = py
-            .detach(|| engine::recover(&path, to_version))
-            .py_err()?;
+        let text = py.detach(|| engine::recover(&path, to_version)).py_err()?;
         json_loads(py, &text)
     }
 
@@ -1008,7 +1006,12 @@ impl PyIndex {
     /// >>> cls[:, 0].tolist()
     /// [0, 1, 2]
     #[pyo3(signature = (x, top=5))]
-    fn classify<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>, top: i128) -> PyResult<Pair<'py>> {
+    fn classify<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        top: i128,
+    ) -> PyResult<Pair<'py>> {
         self.pinned()?.classify(py, x, top)
     }
 

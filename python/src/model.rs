@@ -278,7 +278,9 @@ impl PyModel {
     }
 
     /// Pickling: the model file's bytes (the training report is not kept).
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
         let py = slf.py();
         let from_bytes = py.get_type::<PyModel>().getattr("from_bytes")?;
         Ok((from_bytes, (slf.get().to_bytes(py)?,)))

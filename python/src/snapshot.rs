@@ -312,7 +312,10 @@ impl PySnapshot {
         if let Some(c) = svm_c
             && !(c.is_finite() && c > 0.0)
         {
-            return Err(errors::invalid("svm_c", format!("{c}, expected a finite C > 0")));
+            return Err(errors::invalid(
+                "svm_c",
+                format!("{c}, expected a finite C > 0"),
+            ));
         }
         let negatives = match (negatives, random_negatives) {
             (Some(_), Some(_)) => {
@@ -501,9 +504,7 @@ impl PySnapshot {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ids = arrays::ids(ids, "ids")?;
         let snap = self.get()?;
-        let (values, dim) = py
-            .detach(|| engine::reconstruct(&snap, &ids))
-            .py_err()?;
+        let (values, dim) = py.detach(|| engine::reconstruct(&snap, &ids)).py_err()?;
         arrays::matrix(py, values, ids.len(), dim)
     }
 

@@ -733,7 +733,10 @@ impl Snapshot {
                     return Err(StorageError::invalid(
                         self.dir(),
                         "ids",
-                        format!("row {id}: stored vector of {} values, expected {dim}", v.len()),
+                        format!(
+                            "row {id}: stored vector of {} values, expected {dim}",
+                            v.len()
+                        ),
                     ));
                 }
                 None => {
