@@ -488,3 +488,31 @@ fn bad_searches_are_clear_errors() {
     );
     assert!(r.unwrap_err().to_string().contains("no rows"));
 }
+
+#[test]
+fn k_far_above_the_live_rows_returns_every_live_row_as_k_equal_to_them() {
+    // k is capped at the live rows before anything is sized by it: usize::MAX (a Python
+    // `k=2**64-1`, a CLI `-k` typo) must neither overflow nor ask for memory.
+    let x = digits();
+    let m = model("pca-itq:32", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let index = multi_block_index(tmp.path(), &m, x.view());
+    index.commit_sealed().unwrap();
+    let snap = index.snapshot();
+    let live = snap.live_rows() as usize;
+    let q = x.slice(s![0..3, ..]);
+    for mode in [SearchMode::Hamming, SearchMode::Asym] {
+        for mih in [codedb::MihChoice::Off, codedb::MihChoice::On] {
+            let all = snap
+                .search(q, &SearchParams::new(live, mode).mih(mih))
+                .unwrap();
+            assert!(all.iter().all(|h| h.len() == live));
+            for k in [live + 1, 1 << 40, usize::MAX] {
+                let huge = snap
+                    .search(q, &SearchParams::new(k, mode).mih(mih))
+                    .unwrap();
+                assert_eq!(huge, all, "{mode:?} {mih:?} k = {k}");
+            }
+        }
+    }
+}

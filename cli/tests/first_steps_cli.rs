@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 
 mod cli_support;
 use cli_support::handmade::npy_bytes;
-use cli_support::{PIXELS, codedb, digits_data, fails, json, ok, s, stderr, stdout, train};
+use cli_support::{
+    PIXELS, codedb, codedb_env, digits_data, fails, json, ok, s, stderr, stdout, train,
+};
 
 /// A little-endian float32 `.npy` of `shape` holding `values`, as numpy writes it.
 fn save_f32(path: &Path, shape: &str, values: &[f32]) {
@@ -123,7 +125,7 @@ fn add_class_mean_of_the_wrong_shape_names_the_file_and_the_dimension() {
         "short_mean.npy",
     );
     let err = stderr(&out);
-    assert!(err.contains("63-D") && err.contains("64-D"), "{err}");
+    assert!(err.contains("63 columns") && err.contains("64-D"), "{err}");
 
     let two = tmp.path().join("two_rows.npy");
     save_f32(&two, "(2, 64)", &[0.5; 128]);
@@ -282,5 +284,16 @@ fn demo_markdown_prints_the_quality_table() {
         "{table}"
     );
     assert_eq!(run("b"), table, "the table is deterministic");
+    assert!(
+        tmp.path().join("b").read_dir().unwrap().next().is_some(),
+        "--dir is kept"
+    );
+    // Without --dir the demo's temporary folder, which nothing printed names, is removed.
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let out = codedb_env(&["demo", "--markdown"], &[("TMPDIR", s(&scratch))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), table);
+    assert!(names(&scratch).is_empty(), "{:?}", names(&scratch));
     fails(&["demo", "--markdown", "--json"], 2, "--json");
 }

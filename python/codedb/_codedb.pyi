@@ -9,7 +9,9 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 from typing_extensions import TypeAlias
 
-__all__ = ["Index", "Model", "Snapshot", "classify_sums", "train"]
+from codedb._errors import FallbackWarning as FallbackWarning
+
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "train"]
 
 __version__: str
 
@@ -32,9 +34,14 @@ class Model:
     @property
     def origin(self) -> dict[str, Any] | None: ...
     def encode(self, x: ArrayLike) -> npt.NDArray[np.uint8]: ...
+    def decode(self, codes: ArrayLike) -> npt.NDArray[np.float32]: ...
     def save(self, path: _Path) -> None: ...
     @staticmethod
     def load(path: _Path) -> Model: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> Model: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
 
 def train(
     x: ArrayLike,
@@ -81,15 +88,42 @@ class Snapshot:
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def search_examples(
+        self,
+        examples: ArrayLike,
+        k: int = 10,
+        negatives: ArrayLike | None = None,
+        random_negatives: int | None = None,
+        seed: int = 0,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def reconstruct(self, ids: ArrayLike) -> npt.NDArray[np.float32]: ...
     @property
     def classes(self) -> dict[int, str]: ...
     def class_sums(self) -> tuple[int, list[dict[str, Any]]]: ...
+    @property
+    def skipped_manifests(self) -> list[dict[str, Any]]: ...
     def __len__(self) -> int: ...
     @property
     def d(self) -> int: ...
@@ -119,16 +153,29 @@ class Index:
     ) -> Index: ...
     @staticmethod
     def open(path: _Path) -> Index: ...
+    @staticmethod
+    def recover(path: _Path, to_version: int) -> dict[str, Any]: ...
     def add(
         self,
         x: ArrayLike,
         ids: ArrayLike | None = None,
         labels: ArrayLike | None = None,
         lists: str | None = None,
-    ) -> npt.NDArray[np.int64]: ...
+    ) -> npt.NDArray[np.uint64]: ...
+    def upsert(
+        self,
+        x: ArrayLike,
+        ids: ArrayLike,
+        labels: ArrayLike | None = None,
+        lists: str | None = None,
+        keep_class_stats: bool = False,
+    ) -> int: ...
     def commit(self) -> int: ...
-    def delete(self, ids: ArrayLike) -> None: ...
-    def compact(self) -> None: ...
+    def delete(
+        self, ids: ArrayLike, ignore_missing: bool = False, keep_class_stats: bool = False
+    ) -> int: ...
+    def compact(self, full: bool = False, deleted_threshold: float = 0.2) -> dict[str, Any]: ...
+    def gc(self) -> dict[str, Any]: ...
     def add_class(
         self,
         name: str,
@@ -160,15 +207,42 @@ class Index:
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def search_examples(
+        self,
+        examples: ArrayLike,
+        k: int = 10,
+        negatives: ArrayLike | None = None,
+        random_negatives: int | None = None,
+        seed: int = 0,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
         self, q: ArrayLike, radius: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def reconstruct(self, ids: ArrayLike) -> npt.NDArray[np.float32]: ...
     @property
     def classes(self) -> dict[int, str]: ...
     def class_sums(self) -> tuple[int, list[dict[str, Any]]]: ...
+    @property
+    def skipped_manifests(self) -> list[dict[str, Any]]: ...
     def snapshot(self) -> Snapshot: ...
     def __len__(self) -> int: ...
     @property

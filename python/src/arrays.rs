@@ -100,6 +100,22 @@ pub fn rows<'py>(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Rows<'py>>
 /// padding, not an id). Checked whole before the caller stages anything.
 pub fn ids(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u64>> {
     let py = obj.py();
+    if obj.cast::<PyUntypedArray>().is_err()
+        && let Ok(ints) = obj.extract::<Vec<i128>>()
+    {
+        // A list of Python ints: numpy would make floats of [2**64 - 2, 7] (losing the id).
+        return ints
+            .into_iter()
+            .map(|v| match u64::try_from(v) {
+                Ok(id) => Ok(id),
+                Err(_) if v < 0 => Err(invalid(
+                    argument,
+                    format!("{v} is negative (ids are 0 to 2⁶⁴−2; pass uint64 for ids ≥ 2⁶³)"),
+                )),
+                Err(_) => Err(invalid(argument, "integers outside 0 to 2⁶⁴−1")),
+            })
+            .collect();
+    }
     let a = int_vector(obj, argument)?;
     let np = py.import("numpy")?;
     if a.dtype().kind() == b'i' && a.len() > 0 {
@@ -213,7 +229,21 @@ fn int_vector<'py>(
     obj: &Bound<'py, PyAny>,
     argument: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let a = as_ndarray(obj, argument)?;
+    let mut a = as_ndarray(obj, argument)?;
+    if a.dtype().kind() == b'O' {
+        // Python ints numpy could not fit in one dtype (beyond 2⁶⁴, or −1 beside 2⁶³): as
+        // uint64 if they fit, else out of the id domain.
+        let np = obj.py().import("numpy")?;
+        let kwargs = pyo3::types::PyDict::new(obj.py());
+        kwargs.set_item("dtype", np.getattr("uint64")?)?;
+        match np.call_method("asarray", (&a,), Some(&kwargs)) {
+            Ok(u) => a = u.cast_into::<PyUntypedArray>()?,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+                return Err(invalid(argument, "integers outside 0 to 2⁶⁴−1"));
+            }
+            Err(_) => {}
+        }
+    }
     let kind = a.dtype().kind();
     if kind != b'i' && kind != b'u' {
         return Err(PyTypeError::new_err(format!(

@@ -506,8 +506,8 @@ impl PyIndex {
     /// >>> idx = codedb.Index.create(path, model)
     /// >>> _ = idx.add(x); _ = idx.commit(); _ = idx.delete([0, 1]); _ = idx.commit()
     /// >>> r = idx.compact(deleted_threshold=0)
-    /// >>> r["sealed_log_rows"], r["merges"][0]["dropped"], r["deleted_rows_kept"], len(idx)
-    /// (600, 2, 0, 598)
+    /// >>> r["sealed_log_rows"], r["sealed_version"], r["deleted_rows_kept"], len(idx)
+    /// (600, 4, 0, 598)
     #[pyo3(signature = (full=false, deleted_threshold=0.2))]
     fn compact<'py>(
         &self,
@@ -1153,9 +1153,10 @@ impl PyIndex {
     ///
     /// Examples
     /// --------
-    /// >>> idx = codedb.Index.build(path, model, x)
-    /// >>> [v["version"] for v in idx.versions()]
-    /// [1, 2]
+    /// >>> idx = codedb.Index.create(path, model)
+    /// >>> _ = idx.add(x); _ = idx.commit()
+    /// >>> [(v["version"], v["rows"]) for v in idx.versions()]
+    /// [(1, 0), (2, 600)]
     fn versions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.get()?;
         let path = &self.path;

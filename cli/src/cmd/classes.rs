@@ -145,7 +145,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
             let m = codedb_cli::io::load_vector(p)?;
             if m.len() != dim {
                 bail!(
-                    "--mean {}: a {}-D mean, but {whom} takes {dim}-D vectors",
+                    "--mean {}: {} columns, but {whom} takes {dim}-D vectors",
                     p.display(),
                     m.len()
                 );

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb_cli::demo::labels_u32;
 
@@ -40,7 +40,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub json: bool,
     /// Print only the quality table as Markdown (pipeline, bytes/code, mAP, recall@10, class
-    /// P@10; no timings), the table the docs show; progress lines are not printed.
+    /// P@10; no timings), the table the docs show; progress lines are not printed, and the
+    /// demo's indexes are removed unless --dir names their folder.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
 }
@@ -54,6 +55,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         json,
         markdown,
     } = a;
+    // With --markdown only the table is printed, so a temporary folder nobody is told about is
+    // removed again; a --dir the user gave is kept.
+    let remove_after = markdown && dir.is_none();
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -104,6 +108,10 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     }
     if markdown {
         outln!("{}", report.markdown_table().trim_end());
+        if remove_after {
+            std::fs::remove_dir_all(&dir)
+                .with_context(|| format!("removing the demo's folder {}", dir.display()))?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
