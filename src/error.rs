@@ -15,17 +15,17 @@ pub enum Error {
     /// The index directory as a whole: manifests, versions, the writer lock, commits,
     /// compaction, recovery.
     #[error(transparent)]
-    Storage(#[from] crate::storage::StorageError),
+    Storage(crate::storage::StorageError),
     /// Training, loading or applying a model: bad data, bad stages, failed linear algebra.
     #[error(transparent)]
-    Model(#[from] crate::model::ModelError),
+    Model(crate::model::ModelError),
     /// A scan kernel's arguments (k, code widths, lookup tables) checked before it runs.
     #[error(transparent)]
     Scan(#[from] crate::scan::ScanError),
     /// A query over a snapshot: its parameters and mode, the wrong model, missing lists or
     /// vectors.
     #[error(transparent)]
-    Search(#[from] crate::search::SearchError),
+    Search(crate::search::SearchError),
     /// Defining, updating or classifying with classes.
     #[error(transparent)]
     Classes(#[from] crate::classes::ClassError),
@@ -37,4 +37,46 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+    /// The call was stopped through its [`Cancel`](crate::model::Cancel) token (Ctrl-C in the
+    /// Python package) and changed nothing: whichever room noticed the request, a cancelled call
+    /// is this one variant, so a caller matches one name.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl Error {
+    /// Whether this is [`Error::Cancelled`].
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Cancelled)
+    }
+}
+
+// A room's cancelled error becomes `Error::Cancelled`; every other error is wrapped whole.
+impl From<crate::model::ModelError> for Error {
+    fn from(e: crate::model::ModelError) -> Self {
+        match e {
+            crate::model::ModelError::Cancelled => Error::Cancelled,
+            e => Error::Model(e),
+        }
+    }
+}
+
+impl From<crate::storage::StorageError> for Error {
+    fn from(e: crate::storage::StorageError) -> Self {
+        if e.is_cancelled() {
+            Error::Cancelled
+        } else {
+            Error::Storage(e)
+        }
+    }
+}
+
+impl From<crate::search::SearchError> for Error {
+    fn from(e: crate::search::SearchError) -> Self {
+        if e.is_cancelled() {
+            Error::Cancelled
+        } else {
+            Error::Search(e)
+        }
+    }
 }

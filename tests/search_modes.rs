@@ -508,7 +508,9 @@ fn k_far_above_the_live_rows_returns_every_live_row_as_k_equal_to_them() {
                 .unwrap();
             assert!(all.iter().all(|h| h.len() == live));
             for k in [live + 1, 1 << 40, usize::MAX] {
-                let huge = snap.search(q, &SearchParams::new(k, mode).mih(mih)).unwrap();
+                let huge = snap
+                    .search(q, &SearchParams::new(k, mode).mih(mih))
+                    .unwrap();
                 assert_eq!(huge, all, "{mode:?} {mih:?} k = {k}");
             }
         }

@@ -17,7 +17,8 @@ mod out;
 mod progress;
 
 use cmd::{
-    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, train, versions,
+    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, spec, train,
+    versions,
 };
 use out::errln;
 
@@ -63,6 +64,7 @@ enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     Verify(inspect_verify::VerifyArgs),
+    Spec(spec::SpecArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,11 +85,32 @@ fn main() -> ExitCode {
             errln!("codedb: usage error: {}", error_chain(&e));
             ExitCode::from(2)
         }
+        // A call stopped through its cancel token exits like a process stopped by Ctrl-C
+        // (128 + SIGINT), which is what the CLI does on Ctrl-C: the default signal action ends
+        // it, and the index's crash safety leaves it at its last committed version.
+        Err(e) if is_cancelled(&e) => {
+            errln!("codedb: cancelled");
+            ExitCode::from(130)
+        }
         Err(e) => {
             errln!("codedb: error: {}", error_chain(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether the engine stopped the call through its cancel token (any room's form of it).
+fn is_cancelled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<codedb::Error>()
+            .is_some_and(codedb::Error::is_cancelled)
+            || c.downcast_ref::<codedb::ModelError>()
+                .is_some_and(|m| matches!(m, codedb::ModelError::Cancelled))
+            || c.downcast_ref::<codedb::StorageError>()
+                .is_some_and(codedb::StorageError::is_cancelled)
+            || c.downcast_ref::<codedb::SearchError>()
+                .is_some_and(codedb::SearchError::is_cancelled)
+    })
 }
 
 fn run(command: Command) -> Result<ExitCode> {
@@ -109,6 +132,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Eval(a) => eval::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Verify(a) => inspect_verify::verify(a),
+        Command::Spec(a) => spec::run(a),
     }
 }
 

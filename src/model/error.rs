@@ -88,6 +88,17 @@ pub enum ModelError {
         /// What is wrong.
         detail: String,
     },
+    /// A FAISS index factory string (`IVF256,PQ16`) that has no codedb pipeline, or does not
+    /// parse; `part` is the comma-separated component at fault.
+    #[error("FAISS factory {factory:?}: {part:?}: {detail}")]
+    FaissFactory {
+        /// The factory string.
+        factory: String,
+        /// The component that has no counterpart or does not parse.
+        part: String,
+        /// What is wrong, and the nearest codedb way when there is one.
+        detail: String,
+    },
     /// A method cannot produce what was asked of it on this data (e.g. PCA to more dimensions
     /// than the input has, PQ with M not dividing the dimension).
     #[error("{method}: {detail}")]
@@ -165,6 +176,10 @@ pub enum ModelError {
         #[source]
         source: ClassifyError,
     },
+    /// The call was stopped through its [`Cancel`](super::Cancel) token (Ctrl-C in the Python
+    /// package); it returned without a result and changed nothing.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// How a linear-algebra decomposition failed, as faer reported it (faer's error types do not

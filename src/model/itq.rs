@@ -17,6 +17,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::cancel::Cancel;
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
 use super::linalg::{at_b_f32, matmul_f32, par, procrustes};
@@ -72,6 +73,17 @@ pub fn train_itq(
     v: ArrayView2<f32>,
     iterations: usize,
     seed: u64,
+    on_iteration: impl FnMut(usize, f64),
+) -> Result<ItqTraining> {
+    train_itq_with(v, iterations, seed, &Cancel::new(), on_iteration)
+}
+
+/// [`train_itq`] that checks `cancel` before each iteration.
+pub(crate) fn train_itq_with(
+    v: ArrayView2<f32>,
+    iterations: usize,
+    seed: u64,
+    cancel: &Cancel,
     mut on_iteration: impl FnMut(usize, f64),
 ) -> Result<ItqTraining> {
     let rows = checked_rows("itq: training data", v, None)?;
@@ -87,6 +99,7 @@ pub fn train_itq(
     let mut rotation = Rotation::random(c, seed)?;
     let mut losses = Vec::with_capacity(iterations + 1);
     for t in 0..=iterations {
+        cancel.check()?;
         let mut b = matmul_f32(data, rotation.as_slice(), n, c, c, par());
         let loss = sign_and_loss(&mut b);
         losses.push(loss);

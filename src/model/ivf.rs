@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::format::{StageRecord, stage_kind};
 
+use super::cancel::Cancel;
 use super::error::{ModelError, Result};
 use super::kernels::{dot, l2sq, nearest_transposed};
 use super::kmeans::{KMeansOptions, kmeans_rows};
@@ -85,6 +86,7 @@ impl CoarseQuantizer {
         d: usize,
         k: usize,
         opts: &KMeansOptions,
+        cancel: &Cancel,
     ) -> Result<CoarseQuantizer> {
         if k > MAX_IVF_LISTS {
             return Err(ModelError::invalid(
@@ -92,7 +94,7 @@ impl CoarseQuantizer {
                 format!("{k} lists: at most {MAX_IVF_LISTS}"),
             ));
         }
-        let km = kmeans_rows(x, d, k, None, opts)?;
+        let km = kmeans_rows(x, d, k, None, opts, cancel)?;
         CoarseQuantizer::new(km.centroids)
     }
 

@@ -35,6 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use super::cancel::Cancel;
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
 use super::linalg::a_bt_f32;
@@ -299,13 +300,16 @@ fn plus_plus(x: &[f32], n: usize, d: usize, k: usize, seed: u64) -> Vec<f32> {
     centres
 }
 
-/// Runs k-means on row-major validated data; `init` gives hot-start centroids (k×d).
+/// Runs k-means on row-major validated data; `init` gives hot-start centroids (k×d). `cancel`
+/// is checked before each Lloyd iteration (one assignment pass: well under a second for the
+/// sizes PQ trains on).
 pub(crate) fn kmeans_rows(
     x: &[f32],
     d: usize,
     k: usize,
     init: Option<&[f32]>,
     opts: &KMeansOptions,
+    cancel: &Cancel,
 ) -> Result<KMeans> {
     let n = x.len() / d.max(1);
     if k == 0 {
@@ -353,6 +357,7 @@ pub(crate) fn kmeans_rows(
     let mut splits = 0;
     let mut split_rng = rng(derive_seed(opts.seed, 4));
     for _ in 0..opts.iterations {
+        cancel.check()?;
         let (assign, dist) = assign_nearest(x, d, &centroids, k);
         objective.push(dist.iter().map(|&v| v as f64).sum());
         let counts = update_centroids(x, d, &assign, &mut centroids, k);
@@ -371,7 +376,7 @@ pub(crate) fn kmeans_rows(
 /// k-means of the rows of `x` into `k` clusters.
 pub fn kmeans(x: ArrayView2<f32>, k: usize, opts: &KMeansOptions) -> Result<KMeans> {
     let rows = checked_rows("k-means: training data", x, None)?;
-    kmeans_rows(rows.as_slice(), rows.dim(), k, None, opts)
+    kmeans_rows(rows.as_slice(), rows.dim(), k, None, opts, &Cancel::new())
 }
 
 /// k-means started from the given centroids (k × d).
@@ -388,6 +393,7 @@ pub fn kmeans_from(
         init.n(),
         Some(init.as_slice()),
         opts,
+        &Cancel::new(),
     )
 }
 

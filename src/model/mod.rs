@@ -41,9 +41,11 @@
 //! the classifiers and metric learning of Mensink et al. (TPAMI 2013), all flat.
 
 mod binarize;
+mod cancel;
 mod center;
 pub(crate) mod classify;
 mod error;
+mod faiss_factory;
 mod float;
 mod hom;
 mod input;
@@ -73,11 +75,13 @@ mod train;
 mod transform;
 
 pub use binarize::Binarize;
+pub use cancel::Cancel;
 // The classifiers, flat (`classify/mod.rs` is their curated list; its `Result` is
 // `Result<T, ClassifyError>`, so the model's own `Result` below takes precedence).
 pub use center::Center;
 pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
+pub use faiss_factory::FaissTranslation;
 pub use float::FloatStage;
 pub use hom::{
     DEFAULT_HOM_ORDER, DEFAULT_HOM_PERIOD, DEFAULT_HOM_PERIOD_INTERSECTION, Hom, HomKernel,

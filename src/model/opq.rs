@@ -19,6 +19,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::cancel::Cancel;
 use super::center::column_means_f64;
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
@@ -130,16 +131,28 @@ pub fn train_opq(
     opts: &OpqOptions,
 ) -> Result<OpqTraining> {
     let rows = checked_rows("opq: training data", x, None)?;
-    train_opq_rows(rows.as_slice(), rows.dim(), m, nbits, opts, |_, _| {})
+    train_opq_rows(
+        rows.as_slice(),
+        rows.dim(),
+        m,
+        nbits,
+        opts,
+        &Cancel::new(),
+        |_, _| {},
+    )
 }
 
 /// OPQ on validated row-major data; `on_iteration(t, mse)` after each outer iteration.
+/// `cancel` is checked between the steps of an iteration (rotation, PQ, Procrustes) and inside
+/// each k-means.
+#[allow(clippy::too_many_arguments)] // the data, its shape, the method's three settings, hooks
 pub(crate) fn train_opq_rows(
     x: &[f32],
     d: usize,
     m: usize,
     nbits: u32,
     opts: &OpqOptions,
+    cancel: &Cancel,
     mut on_iteration: impl FnMut(usize, f64),
 ) -> Result<OpqTraining> {
     if m == 0 || !d.is_multiple_of(m) {
@@ -175,6 +188,7 @@ pub(crate) fn train_opq_rows(
     let mut pq: Option<ProductQuantizer> = None;
     let mut losses = Vec::with_capacity(opts.iterations);
     for it in 0..opts.iterations {
+        cancel.check()?;
         let xproj = matmul_f32(&xc, rotation.as_slice(), n, d, d, par());
         let kopts = KMeansOptions {
             iterations: if it == 0 {
@@ -186,11 +200,22 @@ pub(crate) fn train_opq_rows(
             init: opts.init,
             max_points_per_centroid: opts.max_points_per_centroid,
         };
-        let trained =
-            ProductQuantizer::train_rows(&xproj, d, m, nbits, &kopts, pq.as_ref(), &mut |_| {})?.pq;
+        let trained = ProductQuantizer::train_rows(
+            &xproj,
+            d,
+            m,
+            nbits,
+            &kopts,
+            pq.as_ref(),
+            cancel,
+            &mut |_| {},
+        )?
+        .pq;
+        cancel.check()?;
         let (recon, mse) = reconstruct(&trained, &xproj, d);
         losses.push(mse);
         on_iteration(it, mse);
+        cancel.check()?;
         let cross: Vec<f64> = at_b_f32(&xc, &recon, n, d, d, par())
             .into_iter()
             .map(f64::from)
@@ -219,8 +244,10 @@ pub(crate) fn train_opq_rows(
         }
         None => None,
     };
+    cancel.check()?;
     let final_pq =
-        ProductQuantizer::train_rows(&xr, d, m, nbits, &kopts, hot.as_ref(), &mut |_| {})?.pq;
+        ProductQuantizer::train_rows(&xr, d, m, nbits, &kopts, hot.as_ref(), cancel, &mut |_| {})?
+            .pq;
     let (_, final_mse) = reconstruct(&final_pq, &xr, d);
     Ok(OpqTraining {
         rotation,

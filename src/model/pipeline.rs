@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use crate::format::{CodeKind, FileId, ModelFile};
 use crate::scan::LutTerms;
 
+use super::cancel::Cancel;
 use super::error::{ModelError, Result};
 use super::input::{all_finite, checked_rows, checked_shape, non_finite_error};
 use super::ivf::CoarseQuantizer;
@@ -341,6 +342,23 @@ impl Model {
     /// [`Model::encode`], and for an IVF model each row's inverted list (its nearest coarse
     /// centroid; the code encodes the residual to it). `None` for other models.
     pub fn encode_lists(&self, x: ArrayView2<f32>) -> Result<(Vec<u8>, Option<Vec<u32>>)> {
+        self.encode_lists_cancellable(x, &Cancel::new())
+    }
+
+    /// [`Model::encode`] that stops with [`ModelError::Cancelled`] soon after `cancel` is
+    /// cancelled (it is checked per tile of 16 rows on every thread, so a stop takes
+    /// microseconds, not the whole batch).
+    pub fn encode_cancellable(&self, x: ArrayView2<f32>, cancel: &Cancel) -> Result<Vec<u8>> {
+        Ok(self.encode_lists_cancellable(x, cancel)?.0)
+    }
+
+    /// [`Model::encode_lists`] that stops with [`ModelError::Cancelled`] soon after `cancel` is
+    /// cancelled (see [`Model::encode_cancellable`]).
+    pub fn encode_lists_cancellable(
+        &self,
+        x: ArrayView2<f32>,
+        cancel: &Cancel,
+    ) -> Result<(Vec<u8>, Option<Vec<u32>>)> {
         const WHAT: &str = "encode: input";
         let rows = checked_shape(WHAT, x, Some(self.input_dim()))?;
         let data = rows.as_slice();
@@ -363,6 +381,9 @@ impl Model {
                     .zip(o.chunks_mut(TILE_ROWS * cb))
                     .zip(li.chunks_mut(TILE_ROWS));
                 for (t, ((xt, ot), lt)) in tiles.enumerate() {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
                     let r0 = b * ROW_BLOCK + t * TILE_ROWS;
                     if !all_finite(xt) {
                         let p = xt.iter().position(|v| !v.is_finite()).unwrap_or(0);
@@ -383,6 +404,7 @@ impl Model {
                 outcome
             })
             .collect();
+        cancel.check()?;
         if let Some(pos) = outcomes.iter().filter_map(|o| o.non_finite).min() {
             return Err(non_finite_error(WHAT, data, d, pos));
         }

@@ -21,6 +21,7 @@ use ndarray::{Array2, Array3, ArrayView2, ArrayView3};
 
 use crate::format::{StageRecord, stage_kind};
 
+use super::cancel::Cancel;
 use super::error::{ModelError, Result};
 use super::input::checked_rows;
 use super::kernels::{ColumnOp, columns, nearest_transposed, nearest_transposed_pair};
@@ -136,12 +137,14 @@ impl ProductQuantizer {
             nbits,
             opts,
             None,
+            &Cancel::new(),
             &mut |_| {},
         )
     }
 
     /// Training on validated row-major data; `hot` starts every sub-quantiser from an existing
     /// quantiser's codebooks (FAISS `Train_hot_start`); `on_sub(s)` after sub-quantiser s.
+    #[allow(clippy::too_many_arguments)] // the data, its shape, the method's settings, hooks
     pub(crate) fn train_rows(
         x: &[f32],
         d: usize,
@@ -149,6 +152,7 @@ impl ProductQuantizer {
         nbits: u32,
         opts: &KMeansOptions,
         hot: Option<&ProductQuantizer>,
+        cancel: &Cancel,
         on_sub: &mut dyn FnMut(usize),
     ) -> Result<PqTraining> {
         let ksub = bits_to_ksub(nbits)?;
@@ -205,7 +209,7 @@ impl ProductQuantizer {
                 ..opts.clone()
             };
             let init = hot.map(|h| &h.flat()[s * ksub * dsub..(s + 1) * ksub * dsub]);
-            let km = kmeans_rows(&sub, dsub, ksub, init, &sub_opts)?;
+            let km = kmeans_rows(&sub, dsub, ksub, init, &sub_opts, cancel)?;
             centroids
                 .index_axis_mut(ndarray::Axis(0), s)
                 .assign(&km.centroids);

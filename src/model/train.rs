@@ -22,12 +22,13 @@ use std::time::Instant;
 use ndarray::ArrayView2;
 
 use super::binarize::Binarize;
+use super::cancel::Cancel;
 use super::center::{Center, column_means_f64};
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
 use super::hom::{DEFAULT_HOM_ORDER, Hom};
 use super::input::checked_rows;
-use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq};
+use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq_with};
 use super::ivf::CoarseQuantizer;
 use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
 use super::linear::Linear;
@@ -95,6 +96,9 @@ pub struct TrainOptions {
     pub opq_iterations: usize,
     /// Receiver of progress events; `None` sends none.
     pub progress: Option<ProgressFn>,
+    /// Stops the training early with [`ModelError::Cancelled`] (checked between steps, streamed
+    /// chunks, and ITQ, OPQ and k-means iterations; a supervised step's SGD runs to its end).
+    pub cancel: Cancel,
     /// Send [`TrainEvent::Message`] details.
     pub verbose: bool,
     /// One class label per input row: needed by supervised steps (`ncmml:C`), ignored
@@ -117,6 +121,7 @@ impl Default for TrainOptions {
             kmeans_init: KMeansInit::Random,
             opq_iterations: OpqOptions::default().iterations,
             progress: None,
+            cancel: Cancel::default(),
             verbose: false,
             labels: None,
             view: None,
@@ -135,6 +140,7 @@ impl fmt::Debug for TrainOptions {
             .field("kmeans_init", &self.kmeans_init)
             .field("opq_iterations", &self.opq_iterations)
             .field("progress", &self.progress.as_ref().map(|_| "<callback>"))
+            .field("cancelled", &self.cancel.is_cancelled())
             .field("verbose", &self.verbose)
             .field("labels", &self.labels.as_ref().map(|l| l.len()))
             .field("view", &self.view.as_ref().map(|v| v.dim()))
@@ -282,6 +288,10 @@ impl Ctx<'_> {
             total,
         });
     }
+    /// `Err(Cancelled)` once the caller cancelled.
+    fn check(&self) -> Result<()> {
+        self.opts.cancel.check()
+    }
     fn message(&self, m: String) {
         if self.opts.verbose {
             self.emit(TrainEvent::Message(m));
@@ -335,6 +345,7 @@ fn fit_pca(state: &mut State, c: usize, ctx: &mut Ctx) -> Result<()> {
         let d0 = state.dim;
         let mut done = 0u64;
         for chunk in state.data.chunks(STREAM_ROWS * d0) {
+            ctx.check()?;
             let y = state.pending(chunk);
             acc.add_rows(&y);
             done += (chunk.len() / d0) as u64;
@@ -563,7 +574,7 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
             };
             ctx.progress(&name, "steps", 0, 1);
             let x = state.materialize();
-            let coarse = CoarseQuantizer::train_rows(x, dim, k, &kopts)?;
+            let coarse = CoarseQuantizer::train_rows(x, dim, k, &kopts, &ctx.opts.cancel)?;
             ctx.progress(&name, "steps", 1, 1);
             state.stages.push(Stage::Ivf(coarse));
         }
@@ -571,7 +582,7 @@ fn run_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx) -> Resu
             let iters = ctx.opts.itq_iterations;
             let x = state.materialize();
             let v = view(x, dim)?;
-            let itq = train_itq(v, iters, seed, |t, loss| {
+            let itq = train_itq_with(v, iters, seed, &ctx.opts.cancel, |t, loss| {
                 ctx.progress("itq", "iterations", t as u64, iters as u64);
                 ctx.message(format!("itq iteration {t:>3}: quantisation loss {loss:.6}"));
             })?;
@@ -650,9 +661,11 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
             let name = format!("pq:{m}x{nbits}");
             let x = state.materialize().to_vec();
             ctx.progress(&name, "sub-quantisers", 0, m as u64);
-            let t = ProductQuantizer::train_rows(&x, dim, m, nbits, &kopts, None, &mut |s| {
-                ctx.progress(&name, "sub-quantisers", s as u64 + 1, m as u64);
-            })?;
+            let cancel = &ctx.opts.cancel;
+            let t =
+                ProductQuantizer::train_rows(&x, dim, m, nbits, &kopts, None, cancel, &mut |s| {
+                    ctx.progress(&name, "sub-quantisers", s as u64 + 1, m as u64);
+                })?;
             let (_, mse) = reconstruct(&t.pq, &x, dim);
             ctx.message(format!(
                 "{name}: reconstruction MSE {mse:.6}, {} empty clusters repaired, {} training points",
@@ -682,7 +695,7 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
             let x = state.materialize().to_vec();
             let iters = oopts.iterations as u64;
             ctx.progress(&name, "iterations", 0, iters);
-            let t = train_opq_rows(&x, dim, m, nbits, &oopts, |it, mse| {
+            let t = train_opq_rows(&x, dim, m, nbits, &oopts, &ctx.opts.cancel, |it, mse| {
                 ctx.progress(&name, "iterations", it as u64 + 1, iters);
                 ctx.message(format!("{name} iteration {it:>3}: MSE {mse:.6}"));
             })?;
@@ -841,6 +854,7 @@ fn finish_training(
     // `first - 1` (`train_after` fits them as one unit; in practice `first` is 1).
     let mut stage_steps = vec![first.saturating_sub(1); state.stages.len()];
     for (i, &step) in spec.steps.iter().enumerate().skip(first) {
+        ctx.check()?;
         let t = Instant::now();
         run_step(
             &mut state,
@@ -854,6 +868,7 @@ fn finish_training(
         });
         stage_steps.resize(state.stages.len(), i);
     }
+    ctx.check()?;
     let t = Instant::now();
     let qseed = derive_seed(opts.seed, spec.steps.len() as u64 + 1);
     run_quantizer(&mut state, spec.quantizer, qseed, &mut ctx)?;

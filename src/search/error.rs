@@ -85,3 +85,14 @@ pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> SearchError 
         detail: detail.into(),
     }
 }
+
+impl SearchError {
+    /// Whether the query was stopped through its [`Cancel`](crate::model::Cancel) token.
+    pub fn is_cancelled(&self) -> bool {
+        match self {
+            SearchError::Model(crate::model::ModelError::Cancelled) => true,
+            SearchError::Storage(e) => e.is_cancelled(),
+            _ => false,
+        }
+    }
+}

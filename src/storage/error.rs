@@ -196,6 +196,19 @@ impl StorageError {
         )
     }
 
+    /// Whether the call was stopped through its [`Cancel`](crate::model::Cancel) token
+    /// ([`ModelError::Cancelled`](crate::model::ModelError::Cancelled), which a storage
+    /// operation carries in its `Model` variant).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Model(crate::model::ModelError::Cancelled)
+                | StorageError::Class(crate::classes::ClassError::Model(
+                    crate::model::ModelError::Cancelled
+                ))
+        )
+    }
+
     /// Whether the error is "file not found" (a reader racing garbage collection).
     pub(crate) fn is_not_found(&self) -> bool {
         let kind = match self {

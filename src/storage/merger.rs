@@ -19,6 +19,8 @@ use crate::format::{
     append_log::{NO_LABEL, NO_LIST},
 };
 
+use crate::model::Cancel;
+
 use super::error::{Result, StorageError};
 use super::segment_columns::{Column, ColumnWriter, SegmentColumns};
 use super::version::SegmentSlot;
@@ -497,12 +499,15 @@ impl<'a> Merger<'a> {
 
     /// What streams the merged columns, `buffer_rows` rows at a time, into a segment writer
     /// (see [`ColumnFill::column`]); the merged order is recorded within
-    /// `order_budget_bytes`. `code_width` is the sources' code bytes per row.
+    /// `order_budget_bytes`. `code_width` is the sources' code bytes per row. `cancel` is
+    /// checked per buffer written: a cancelled merge stops with `ModelError::Cancelled` within
+    /// one buffer.
     pub fn filler(
         &self,
         buffer_rows: usize,
         order_budget_bytes: usize,
         code_width: usize,
+        cancel: &Cancel,
     ) -> Result<ColumnFill<'_, 'a>> {
         let vectors: Vec<Option<VectorSlice<'a>>> =
             self.readers.iter().map(|r| r.vector_column()).collect();
@@ -527,6 +532,7 @@ impl<'a> Merger<'a> {
             vectors,
             n: buffer_rows as u64,
             width: code_width,
+            cancel: cancel.clone(),
         })
     }
 }
@@ -541,6 +547,7 @@ pub(crate) struct ColumnFill<'m, 'a> {
     vectors: Vec<Option<VectorSlice<'a>>>,
     n: u64,
     width: usize,
+    cancel: Cancel,
 }
 
 impl ColumnFill<'_, '_> {
@@ -556,6 +563,7 @@ impl ColumnFill<'_, '_> {
                 &mut cursor,
                 n,
                 n as usize,
+                &self.cancel,
                 |buf: &mut Vec<u64>, s, a, len| {
                     order.record(s, len);
                     if len == 1 {
@@ -581,6 +589,7 @@ impl ColumnFill<'_, '_> {
             spec: m.columns.vectors,
             width: self.width,
             n,
+            cancel: &self.cancel,
         };
         if self.order.overflow {
             copy.run(col, &mut Cursor::new(m.sources(), m.sorted), out)
@@ -605,6 +614,7 @@ impl ColumnFill<'_, '_> {
             spec: m.columns.vectors,
             width: self.width,
             n: self.n,
+            cancel: &self.cancel,
         };
         let write = |buf: &[u8]| {
             sink(buf);
@@ -636,6 +646,7 @@ struct ColumnCopy<'a, 'b> {
     spec: Option<VectorSpec>,
     width: usize,
     n: u64,
+    cancel: &'b Cancel,
 }
 
 impl ColumnCopy<'_, '_> {
@@ -658,6 +669,7 @@ impl ColumnCopy<'_, '_> {
             rs,
             n,
             n as usize * w,
+            self.cancel,
             |buf: &mut Vec<u8>, s, a, len| match cols[s] {
                 Some(c) => {
                     let (a, b) = (a as usize * w, (a + len) as usize * w);
@@ -689,6 +701,7 @@ impl ColumnCopy<'_, '_> {
                     rs,
                     n,
                     n as usize,
+                    self.cancel,
                     |buf: &mut Vec<u32>, s, a, len| {
                         let (a, b) = (a as usize, (a + len) as usize);
                         match cols[s] {
@@ -720,6 +733,7 @@ impl ColumnCopy<'_, '_> {
                         ok &= self.vectors[s].is_some_and(|v| buf.extend_from(v, a, b));
                     }) > 0
                 } {
+                    self.cancel.check()?;
                     if !ok {
                         return Err(StorageError::Format(crate::format::FormatError::Corrupt {
                             path: self.readers[0].path().to_path_buf(),
@@ -739,12 +753,13 @@ impl ColumnCopy<'_, '_> {
 /// chunk buffers of up to `n` rows with `fill`, while this thread hands each full chunk to
 /// `write` — so the merge's CPU work overlaps the write (the kernel's copy into the page cache)
 /// instead of adding to it. Two buffers circulate, so memory stays O(`buffer_rows` × width).
-/// An error from `write` drops this side's channel ends, which stops the helper, and is
-/// returned.
+/// An error from `write` (or `cancel`, checked before each chunk is written) drops this side's
+/// channel ends, which stops the helper, and is returned.
 fn stream_column<T: Send, R: RunSource + Send>(
     rs: &mut R,
     n: u64,
     capacity: usize,
+    cancel: &Cancel,
     mut fill: impl FnMut(&mut Vec<T>, usize, u64, u64) + Send,
     mut write: impl FnMut(&[T]) -> Result<()>,
 ) -> Result<()> {
@@ -769,6 +784,7 @@ fn stream_column<T: Send, R: RunSource + Send>(
         // closure returns, before the scope joins the helper.
         let mut consume = move || -> Result<()> {
             for buf in full_rx.iter() {
+                cancel.check()?;
                 write(&buf)?;
                 let _ = free_tx.send(buf);
             }

@@ -189,7 +189,13 @@ fn scan(a: ScanArgs) -> Result<ExitCode> {
                     repeats,
                     seed,
                 };
-                let res = run_scan_bench(dir, &b, &caches, &mut |n| bar.set_position(n))?;
+                let res = run_scan_bench(dir, &b, &caches, &mut |n| {
+                    bar.set_position(n);
+                    if n >= codes {
+                        // Past the last row: checksums, flush and fsync, then the timed runs.
+                        progress::phase(&bar, "writing the segment to disk, then measuring");
+                    }
+                })?;
                 bar.finish_and_clear();
                 for r in res {
                     if !json {
@@ -535,10 +541,21 @@ fn ivf(a: IvfArgs) -> Result<ExitCode> {
         repeat: a.repeat,
         seed: a.seed,
     };
-    let bar = progress::bar(a.rows, "generating, encoding and adding", "rows");
+    let bar = progress::spinner("training");
+    let mut counting = false;
     let r = run_ivf_bench(&a.dir, &b, a.keep, &mut |done, what| {
-        bar.set_message(what.to_string());
-        bar.set_position(done);
+        // Training and searching have no row units: spinners. Adding counts rows, with a
+        // clock started when the adding starts.
+        if what == "encoding and adding" {
+            if !counting {
+                progress::count(&bar, what, "rows", done, a.rows);
+                counting = true;
+            }
+            bar.set_position(done);
+        } else {
+            counting = false;
+            progress::phase(&bar, what);
+        }
     });
     bar.finish_and_clear();
     let r = r.context("bench ivf")?;

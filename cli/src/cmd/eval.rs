@@ -210,7 +210,9 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         },
         ..RetrievalOptions::default()
     };
-    let bar = progress::bar(0, "evaluating", "steps");
+    // Steps (train a pipeline, encode, rank, score) differ in cost by orders of magnitude: a
+    // count of them with no ETA.
+    let bar = progress::steps(0, "evaluating");
     let report = codedb_cli::eval::retrieval_eval(
         RetrievalData {
             vectors: x.view(),

@@ -107,23 +107,27 @@ enum TrainSource {
 fn train_progress() -> (indicatif::ProgressBar, codedb::model::ProgressFn) {
     let bar = progress::spinner("training");
     let b = bar.clone();
-    let unit: Mutex<&'static str> = Mutex::new("");
+    let phases = Mutex::new(progress::TrainPhases::default());
     let f: codedb::model::ProgressFn = Arc::new(move |e: &TrainEvent| match e {
         TrainEvent::Progress {
             step,
-            unit: u,
+            unit,
             done,
             total,
         } => {
-            if let Ok(mut last) = unit.lock()
-                && *last != *u
-            {
-                b.set_style(progress::counted(u));
-                *last = u;
+            let Ok(mut phases) = phases.lock() else {
+                return;
+            };
+            match phases.view(step, unit, *done, *total) {
+                progress::TrainView::Phase(what) => progress::phase(&b, &what),
+                progress::TrainView::Count {
+                    what,
+                    done,
+                    total,
+                    restart: true,
+                } => progress::count(&b, &what, unit, done, total),
+                progress::TrainView::Count { done, .. } => b.set_position(done),
             }
-            b.set_length(*total);
-            b.set_position(*done);
-            b.set_message(step.clone());
         }
         // Shown whether or not the bar is (a hidden bar's `println` drops lines).
         TrainEvent::Message(m) => b.suspend(|| errln!("{m}")),

@@ -17,6 +17,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::super::cancel::Cancel;
 use super::super::input::checked_rows;
 use super::super::kmeans::{KMeansInit, KMeansOptions, assign_nearest, kmeans_rows};
 use super::super::linalg::{a_bt_f32, par};
@@ -128,7 +129,7 @@ impl Ncmc {
             init: KMeansInit::PlusPlus,
             max_points_per_centroid: 0,
         };
-        let km = kmeans_rows(r.as_slice(), self.in_dim, k, None, &opts)?;
+        let km = kmeans_rows(r.as_slice(), self.in_dim, k, None, &opts, &Cancel::new())?;
         let c: Vec<f64> = km.centroids.iter().map(|&v| v as f64).collect();
         self.push(label, &c);
         Ok(())
@@ -217,7 +218,11 @@ fn class_centroids(prep: &Prepared, k: usize, iters: usize, seed: u64) -> Result
             init: KMeansInit::PlusPlus,
             max_points_per_centroid: 0,
         };
-        out.extend(kmeans_rows(&xs, prep.dim, k, None, &opts)?.centroids.iter());
+        out.extend(
+            kmeans_rows(&xs, prep.dim, k, None, &opts, &Cancel::new())?
+                .centroids
+                .iter(),
+        );
     }
     Ok(out)
 }
@@ -250,7 +255,7 @@ fn recluster(
             init: KMeansInit::Random,
             max_points_per_centroid: 0,
         };
-        let km = kmeans_rows(&y, d, k, Some(&p0), &opts)?;
+        let km = kmeans_rows(&y, d, k, Some(&p0), &opts, &Cancel::new())?;
         let pc: Vec<f32> = km.centroids.iter().copied().collect();
         let (assign, _) = assign_nearest(&y, d, &pc, k);
         let mut sums = vec![0f64; k * dd];

@@ -8,7 +8,7 @@ use ndarray::ArrayView2;
 use crate::classes::label_sums::class_records_stored;
 use crate::classes::{ListAssignment, assign_lists};
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
-use crate::model::Model;
+use crate::model::{Cancel, Model};
 use crate::storage::row_batch::check_batch;
 use crate::storage::{Config, CreateOptions, RowBatch, StorageError};
 
@@ -81,6 +81,9 @@ pub struct BuildOptions<'a> {
     pub classes_from_labels: bool,
     /// The new index's configuration.
     pub config: Config,
+    /// Stops the build with [`ModelError::Cancelled`](crate::model::ModelError::Cancelled)
+    /// (checked while encoding, before the directory is touched). `None`: never cancelled.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl Default for BuildOptions<'_> {
@@ -92,6 +95,7 @@ impl Default for BuildOptions<'_> {
             lists: None,
             classes_from_labels: true,
             config: Config::default(),
+            cancel: None,
         }
     }
 }
@@ -179,7 +183,11 @@ impl Index {
         let mut start = 0;
         while start < n {
             let end = (start + ENCODE_CHUNK).min(n);
-            let (c, l) = model.encode_lists(data.slice(ndarray::s![start..end, ..]))?;
+            let chunk = data.slice(ndarray::s![start..end, ..]);
+            let (c, l) = match opts.cancel {
+                Some(cancel) => model.encode_lists_cancellable(chunk, cancel)?,
+                None => model.encode_lists(chunk)?,
+            };
             codes.extend(c);
             ivf_lists.extend(l.unwrap_or_default());
             start = end;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::format::{ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest};
+use crate::model::Cancel;
 
 use super::{GcReport, Index, Writer, now_ms};
 use crate::storage::config::CompactionPolicy;
@@ -145,6 +146,19 @@ impl Index {
     /// do. Other compactions and garbage collections wait; readers and the writer do not,
     /// except for the short publish step.
     pub fn compact(&self, policy: &CompactionPolicy) -> Result<CompactionReport> {
+        self.compact_cancellable(policy, &Cancel::new())
+    }
+
+    /// [`Index::compact`] that stops soon after `cancel` is cancelled (checked per merged
+    /// buffer of `policy.buffer_rows` rows and before the publish) with
+    /// [`ModelError::Cancelled`](crate::model::ModelError::Cancelled) in
+    /// [`StorageError::Model`]: the segments it had written are removed and the index stays at
+    /// the version it was.
+    pub fn compact_cancellable(
+        &self,
+        policy: &CompactionPolicy,
+        cancel: &Cancel,
+    ) -> Result<CompactionReport> {
         let dir = self.shared.dir.clone();
         policy.validate(&dir)?;
         let _guard = self.shared.compaction.lock();
@@ -168,13 +182,21 @@ impl Index {
         }
         let mut merged = Vec::with_capacity(groups.len());
         for g in groups {
-            match self.merge_group(&base, g, policy) {
+            let m = cancel
+                .check()
+                .map_err(StorageError::from)
+                .and_then(|()| self.merge_group(&base, g, policy, cancel));
+            match m {
                 Ok(m) => merged.push(m),
                 Err(e) => {
                     self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
                     return Err(e);
                 }
             }
+        }
+        if let Err(e) = cancel.check() {
+            self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
+            return Err(e.into());
         }
         let mut w = self.shared.writer.lock();
         let mut created = Vec::new();
@@ -221,6 +243,7 @@ impl Index {
         base: &VersionState,
         planned: PlannedMerge,
         policy: &CompactionPolicy,
+        cancel: &Cancel,
     ) -> Result<Merged> {
         let PlannedMerge {
             segments: group,
@@ -249,6 +272,7 @@ impl Index {
             policy.buffer_rows,
             policy.order_budget_bytes,
             self.shared.model.file().code_bytes as usize,
+            cancel,
         )?;
         let slot = self.write_segment(live, merger.columns(), |f| match f {
             Fill::Column(col, out) => fill.column(col, out),

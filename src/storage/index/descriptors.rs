@@ -17,6 +17,7 @@ use crate::classes::label_sums::sum_by_label;
 use crate::classes::{ClassError, ListAssignment, assign_lists};
 use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
+use crate::model::Cancel;
 use crate::storage::{RowBatch, StorageError};
 
 use super::{ClassStats, EncodedOptions, Index};
@@ -40,6 +41,11 @@ pub struct AddOptions<'a> {
     /// [`ClassStats::Update`]; `Keep` for an index without stored vectors). An add replaces
     /// nothing and ignores it.
     pub class_stats: ClassStats,
+    /// Stops the call with [`ModelError::Cancelled`](crate::model::ModelError::Cancelled) (in
+    /// [`StorageError::Model`]) soon after the token is cancelled: it is checked while the rows
+    /// are encoded and once more before they are staged, so a cancelled call stages nothing.
+    /// `None`: never cancelled.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl Index {
@@ -139,7 +145,11 @@ impl Index {
                 Some(assign_lists(how, model, x, opts.labels, table)?)
             }
         };
-        let (codes, ivf_lists) = model.encode_lists(x)?;
+        let never = Cancel::new();
+        let cancel = opts.cancel.unwrap_or(&never);
+        let (codes, ivf_lists) = model.encode_lists_cancellable(x, cancel)?;
+        // The last moment to stop: past it the rows are staged.
+        cancel.check()?;
         let lists = ivf_lists.or(lists);
         Ok(PreparedRows {
             codes,
