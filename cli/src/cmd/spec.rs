@@ -15,7 +15,7 @@ use crate::out::{errln, outln};
 /// with notes on what differs; a factory string with no counterpart is refused naming the part.
 #[command(after_help = "Examples:
   codedb spec --from-faiss \"IVF256,PQ16\"        # ivf:256,pq:16x8
-  codedb spec --from-faiss \"OPQ16,PQ16\" --json  # {\"spec\": \"opq:16x8\", \"notes\": []}
+  codedb spec --from-faiss \"OPQ16,PQ16\" --json  # spec and notes as JSON
   codedb spec --from-faiss LSH --dim 128
 
 The SPEC goes to `codedb train --pipeline`. Notes (FAISS options that become build or search
