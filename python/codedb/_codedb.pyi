@@ -2,7 +2,7 @@
 # them against the built module (python/tests/test_stubs.py).
 import os
 import pathlib
-from typing import Any, Iterable, Literal, Sequence, final
+from typing import Any, Callable, Iterable, Literal, Sequence, final
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +56,7 @@ def train(
     pamir_iterations: int = 100000,
     pamir_validation: float = 0.2,
     max_words: int = 100000,
+    progress: bool | Callable[[str, str, int, int], object] | None = None,
 ) -> Model: ...
 
 def classify_sums(

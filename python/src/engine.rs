@@ -10,6 +10,7 @@ pub use codedb::{Error, Index, MihChoice, Model, Snapshot};
 
 use codedb::format::VectorDType;
 use codedb::model::PamirReport;
+use codedb::model::{Cancel, ProgressFn};
 use codedb::{
     ClassRef, ClassSource, CompactionPolicy, Config, CreateOptions, NewClass, PipelineSpec,
     SearchMode, SearchParams, TrainOptions, TrainReport,
@@ -27,12 +28,16 @@ pub fn train(
     labels: Option<Vec<i64>>,
     seed: u64,
     sample: Option<usize>,
+    cancel: &Cancel,
+    progress: Option<ProgressFn>,
 ) -> Result<(Model, TrainReport)> {
     let spec = PipelineSpec::parse(spec)?;
     let opts = TrainOptions {
         seed,
         sample,
         labels: labels.map(Arc::from),
+        cancel: cancel.clone(),
+        progress,
         ..TrainOptions::default()
     };
     Ok(Model::train(&spec, x, &opts)?)
@@ -114,8 +119,8 @@ pub fn model_shape(m: &Model) -> (usize, usize, usize, &'static str) {
     )
 }
 
-pub fn encode(m: &Model, x: ArrayView2<f32>) -> Result<Vec<u8>> {
-    Ok(m.encode(x)?)
+pub fn encode(m: &Model, x: ArrayView2<f32>, cancel: &Cancel) -> Result<Vec<u8>> {
+    Ok(m.encode_cancellable(x, cancel)?)
 }
 
 /// The model file's bytes (the CLI's `codedb train --out` format).
@@ -175,12 +180,19 @@ pub struct Build<'a> {
 }
 
 /// An index built from `x` in one commit, with the class table of `labels`.
-pub fn build(dir: &Path, model: &Model, x: ArrayView2<f32>, b: &Build<'_>) -> Result<Index> {
+pub fn build(
+    dir: &Path,
+    model: &Model,
+    x: ArrayView2<f32>,
+    b: &Build<'_>,
+    cancel: &Cancel,
+) -> Result<Index> {
     let opts = codedb::BuildOptions {
         ids: b.ids,
         labels: b.labels,
         store_vectors: vector_dtype(b.store_vectors)?,
         lists: list_assignment(b.lists)?,
+        cancel: Some(cancel),
         ..codedb::BuildOptions::default()
     };
     Ok(Index::build(dir, model, x, &opts, &mut |_| {})?)
@@ -201,11 +213,13 @@ pub fn add(
     ids: Option<&[u64]>,
     labels: Option<&[u32]>,
     lists: Option<&str>,
+    cancel: &Cancel,
 ) -> Result<Vec<u64>> {
     let opts = codedb::AddOptions {
         ids,
         labels,
         lists: list_assignment(lists)?,
+        cancel: Some(cancel),
         ..codedb::AddOptions::default()
     };
     Ok(index.add(x, &opts)?)
@@ -565,6 +579,7 @@ pub fn upsert(
         labels,
         lists: list_assignment(lists)?,
         class_stats: class_stats(keep_class_stats),
+        ..codedb::AddOptions::default()
     };
     Ok(index.upsert(x, &opts)?.1)
 }

@@ -165,6 +165,11 @@ pub fn exception(py: Python<'_>, kind: Kind, msg: String) -> PyErr {
 
 /// The Python exception for an engine error.
 pub fn to_py(e: Error) -> PyErr {
+    // Only a call the binding cancelled itself returns this, and the binding raises the
+    // exception that made it cancel; a cancel from elsewhere reads as Ctrl-C.
+    if e.is_cancelled() {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err("cancelled");
+    }
     Python::attach(|py| exception(py, kind(&e), message(&e)))
 }
 

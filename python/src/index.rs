@@ -11,6 +11,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::arrays;
 use crate::engine;
 use crate::errors::{self, IntoPy};
+use crate::interrupt::{self, Progress};
 use crate::json_loads;
 use crate::model::PyModel;
 use crate::snapshot::{self, PySnapshot};
@@ -186,7 +187,9 @@ impl PyIndex {
             store_vectors,
             lists,
         };
-        let index = py.detach(|| engine::build(&path, &m, view, &b)).py_err()?;
+        let index = interrupt::run(py, &Progress::Off, |cancel, _| {
+            engine::build(&path, &m, view, &b, cancel)
+        })?;
         Ok(PyIndex::new(index, (*m).clone(), path))
     }
 
@@ -332,9 +335,16 @@ impl PyIndex {
         let view = rows.view()?;
         let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
         let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
-        let added = py
-            .detach(|| engine::add(&open.index, view, ids.as_deref(), labels.as_deref(), lists))
-            .py_err()?;
+        let added = interrupt::run(py, &Progress::Off, |cancel, _| {
+            engine::add(
+                &open.index,
+                view,
+                ids.as_deref(),
+                labels.as_deref(),
+                lists,
+                cancel,
+            )
+        })?;
         Ok(arrays::vector(py, added))
     }
 

@@ -8,6 +8,7 @@ mod arrays;
 mod engine;
 mod errors;
 mod index;
+mod interrupt;
 mod model;
 mod query;
 mod snapshot;

@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::arrays;
 use crate::engine;
 use crate::errors::{self, IntoPy};
+use crate::interrupt::{self, Progress};
 
 /// A trained model: turns descriptors into codes (and codes back into the projected space).
 ///
@@ -128,7 +129,9 @@ impl PyModel {
         let view = rows.view()?;
         let n = view.nrows();
         let model = &self.model;
-        let codes = py.detach(|| engine::encode(model, view)).py_err()?;
+        let codes = interrupt::run(py, &Progress::Off, |cancel, _| {
+            engine::encode(model, view, cancel)
+        })?;
         arrays::matrix(py, codes, n, engine::model_shape(model).2)
     }
 
@@ -348,7 +351,7 @@ impl PyModel {
 #[pyo3(signature = (
     x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
     epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0], pamir_iterations=100_000,
-    pamir_validation=0.2, max_words=100_000,
+    pamir_validation=0.2, max_words=100_000, progress=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn train(
@@ -365,7 +368,9 @@ pub fn train(
     pamir_iterations: i128,
     pamir_validation: f64,
     max_words: i128,
+    progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyModel> {
+    let progress = Progress::from_arg(progress)?;
     let seed = arrays::seed(seed, "seed")?;
     let sample = sample.map(|s| arrays::count(s, "sample", 1)).transpose()?;
     let pamir_iterations = arrays::count(pamir_iterations, "pamir_iterations", 1)?;
@@ -389,19 +394,18 @@ pub fn train(
             })
         })
         .transpose()?;
-    let (model, report) = py
-        .detach(|| {
-            let (model, report) = engine::train(view, spec, labels, seed, sample)?;
-            let (model, text) = match &text {
-                Some(t) => {
-                    let (model, text) = engine::attach_text_head(model, view, t, seed)?;
-                    (model, Some(text))
-                }
-                None => (model, None),
-            };
-            Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
-        })
-        .py_err()?;
+    let (model, report) = interrupt::run(py, &progress, |cancel, sink| {
+        let (model, report) =
+            engine::train(view, spec, labels, seed, sample, cancel, sink.train_fn())?;
+        let (model, text) = match &text {
+            Some(t) => {
+                let (model, text) = engine::attach_text_head(model, view, t, seed)?;
+                (model, Some(text))
+            }
+            None => (model, None),
+        };
+        Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
+    })?;
     Ok(PyModel {
         model: Arc::new(model),
         report: Some(report),

@@ -147,7 +147,8 @@ def _markdown(doc: str) -> str:
 
 def _members(cls: type) -> list[tuple[str, str, Any]]:
     """(kind, name, object) of the class's own public members: static methods first, then
-    methods, then properties, each in definition order."""
+    methods (each in definition order), then properties by name (a native class's getters
+    come in an order that changes from one process to the next)."""
     static, methods, props = [], [], []
     for name, raw in vars(cls).items():
         if not _is_public(name):
@@ -160,7 +161,7 @@ def _members(cls: type) -> list[tuple[str, str, Any]]:
             methods.append(("method", name, raw))
         elif inspect.isbuiltin(getattr(cls, name, None)):
             static.append(("staticmethod", name, getattr(cls, name)))
-    return static + methods + props
+    return static + methods + sorted(props, key=lambda m: m[1])
 
 
 def _public_objects(module: Any) -> list[tuple[str, Any]]:

@@ -1,0 +1,234 @@
+//! Ctrl-C and `progress=` for the long calls (train, build, add, encode, search).
+//!
+//! Python runs signal handlers only on its main thread, and only when that thread holds the
+//! GIL, so an engine call made with the GIL released would never see Ctrl-C. [`run`] therefore
+//! runs the engine on a scoped worker thread and keeps the calling thread, GIL released,
+//! waiting on a channel: every [`POLL`] (and at each progress event) it re-attaches, calls
+//! `check_signals()` and delivers progress. A `KeyboardInterrupt` (or an exception raised by the
+//! `progress` callable) is kept, the engine's [`Cancel`] token is set, and once the engine has
+//! returned — `Error::Cancelled`, having changed nothing — that exception is raised.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use codedb::TrainEvent;
+use codedb::model::{Cancel, ProgressFn};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+
+use crate::engine;
+use crate::errors::IntoPy;
+
+/// How often the waiting thread checks for Ctrl-C while the engine works (the engine checks its
+/// token at least as often, so a call stops within about 0.1 + 0.1 s).
+const POLL: Duration = Duration::from_millis(100);
+
+/// One progress event: `done` of `total` `unit`s of `step`.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub step: String,
+    pub unit: &'static str,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// What `progress=` asked for.
+pub enum Progress {
+    /// `None` / `False`: nothing.
+    Off,
+    /// `True`: a one-line bar on stderr.
+    Bar,
+    /// A callable, called as `progress(step, unit, done, total)`.
+    Call(Py<PyAny>),
+}
+
+impl Progress {
+    /// Reads the `progress=` argument: None/False, True, or a callable.
+    pub fn from_arg(arg: Option<&Bound<'_, PyAny>>) -> PyResult<Progress> {
+        let Some(a) = arg else {
+            return Ok(Progress::Off);
+        };
+        if a.is_none() {
+            return Ok(Progress::Off);
+        }
+        if let Ok(b) = a.extract::<bool>() {
+            return Ok(if b { Progress::Bar } else { Progress::Off });
+        }
+        if a.is_callable() {
+            return Ok(Progress::Call(a.clone().unbind()));
+        }
+        Err(PyTypeError::new_err(
+            "progress: expected None, a bool, or a callable progress(step, unit, done, total)",
+        ))
+    }
+}
+
+enum Msg {
+    Event(Event),
+    Done,
+}
+
+/// Where the engine's work reports progress (a plain Rust sender; cheap to clone).
+#[derive(Clone)]
+pub struct Sink {
+    tx: mpsc::Sender<Msg>,
+    on: bool,
+}
+
+impl Sink {
+    /// Reports an event (dropped when `progress=` is off).
+    pub fn send(&self, e: Event) {
+        if self.on {
+            let _ = self.tx.send(Msg::Event(e));
+        }
+    }
+
+    /// The training callback that forwards the engine's [`TrainEvent`]s here.
+    pub fn train_fn(&self) -> Option<ProgressFn> {
+        if !self.on {
+            return None;
+        }
+        let tx = std::sync::Mutex::new(self.tx.clone());
+        Some(Arc::new(move |e: &TrainEvent| {
+            if let TrainEvent::Progress {
+                step,
+                unit,
+                done,
+                total,
+            } = e
+                && let Ok(tx) = tx.lock()
+            {
+                let _ = tx.send(Msg::Event(Event {
+                    step: step.clone(),
+                    unit,
+                    done: *done,
+                    total: *total,
+                }));
+            }
+        }))
+    }
+}
+
+/// The stderr bar of `progress=True`: one line per step, an ETA only once a unit is done.
+#[derive(Default)]
+struct TextBar {
+    step: Option<(String, Instant)>,
+}
+
+impl TextBar {
+    fn draw(&mut self, e: &Event) {
+        let now = Instant::now();
+        let fresh = self.step.as_ref().is_none_or(|(s, _)| *s != e.step);
+        if fresh {
+            if self.step.is_some() {
+                eprintln!();
+            }
+            self.step = Some((e.step.clone(), now));
+        }
+        let start = self.step.as_ref().map_or(now, |(_, t)| *t);
+        let elapsed = now.duration_since(start).as_secs_f64();
+        let eta = if e.done > 0 && e.total >= e.done {
+            format!(
+                ", eta {:.0} s",
+                elapsed * (e.total - e.done) as f64 / e.done as f64
+            )
+        } else {
+            String::new()
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r{}: {}/{} {} ({elapsed:.0} s{eta})   ",
+            e.step, e.done, e.total, e.unit
+        );
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.step.is_some() {
+            eprintln!();
+        }
+    }
+}
+
+fn deliver(py: Python<'_>, p: &Progress, bar: &mut TextBar, e: &Event) -> PyResult<()> {
+    match p {
+        Progress::Off => Ok(()),
+        Progress::Bar => {
+            bar.draw(e);
+            Ok(())
+        }
+        Progress::Call(f) => f
+            .call1(py, (e.step.clone(), e.unit, e.done, e.total))
+            .map(|_| ()),
+    }
+}
+
+/// Runs `work(cancel, sink)` (an engine call) with the GIL released, obeying Ctrl-C and
+/// delivering progress on the calling thread (see the module documentation).
+pub fn run<T: Send>(
+    py: Python<'_>,
+    progress: &Progress,
+    work: impl FnOnce(&Cancel, &Sink) -> Result<T, engine::Error> + Send,
+) -> PyResult<T> {
+    let cancel = Cancel::new();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let sink = Sink {
+        tx: tx.clone(),
+        on: !matches!(progress, Progress::Off),
+    };
+    let mut failure: Option<PyErr> = None;
+    let mut bar = TextBar::default();
+    let joined = py.detach(|| {
+        std::thread::scope(|s| {
+            let (c, done) = (&cancel, tx.clone());
+            let h = s.spawn(move || {
+                let r = work(c, &sink);
+                let _ = done.send(Msg::Done);
+                r
+            });
+            loop {
+                let mut finished = false;
+                let mut events = Vec::new();
+                let first = rx.recv_timeout(POLL).ok();
+                for m in first.into_iter().chain(rx.try_iter()) {
+                    match m {
+                        Msg::Event(e) => events.push(e),
+                        Msg::Done => finished = true,
+                    }
+                }
+                if failure.is_none() {
+                    let checked = Python::attach(|py| -> PyResult<()> {
+                        py.check_signals()?;
+                        for e in &events {
+                            deliver(py, progress, &mut bar, e)?;
+                        }
+                        Ok(())
+                    });
+                    if let Err(e) = checked {
+                        failure = Some(e);
+                        cancel.cancel();
+                    }
+                }
+                if finished {
+                    break;
+                }
+            }
+            h.join()
+        })
+    });
+    if matches!(progress, Progress::Bar) {
+        bar.finish();
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match joined {
+        Ok(r) => r.py_err(),
+        Err(_) => Err(PyRuntimeError::new_err(
+            "internal error: the engine call panicked (please report it)",
+        )),
+    }
+}

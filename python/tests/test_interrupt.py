@@ -1,0 +1,125 @@
+"""Long calls obey Ctrl-C: a SIGINT during `codedb.train` / `Index.add` / `Model.encode` raises
+KeyboardInterrupt within about a second, and the index is as it was (version, rows).
+`progress=` gets (step, unit, done, total) events; `progress=True` draws a bar on stderr."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import codedb
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time, json
+    import numpy as np
+    import codedb
+
+    what, path = sys.argv[1], sys.argv[2]
+    rng = np.random.default_rng(0)
+    try:
+        if what == "train":
+            x = rng.standard_normal((60_000, 128), dtype=np.float32)
+            print("ready", flush=True)
+            codedb.train(x, "opq:16x8", seed=1)
+        else:
+            idx = codedb.Index.open(path)
+            model = idx.model
+            x = rng.standard_normal((3_000_000, model.d), dtype=np.float32)
+            print("ready", flush=True)
+            if what == "add":
+                idx.add(x)
+                idx.commit()
+            else:
+                model.encode(x)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted %.3f" % time.monotonic(), flush=True)
+        sys.exit(3)
+    """
+)
+
+
+def _interrupt(what, path, tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    p = subprocess.Popen(
+        [sys.executable, str(script), what, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    assert p.poll() is None, "the call ended before the signal: make it longer"
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 3, (out, err)
+    at = float(out.split()[-1])
+    assert at - sent < 2.0, f"KeyboardInterrupt {at - sent:.2f} s after SIGINT"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_long_opq_training(tmp_path):
+    _interrupt("train", "", tmp_path)
+
+
+@pytest.fixture()
+def small_index(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2_000, 64), dtype=np.float32)
+    model = codedb.train(x, "pq:8x8", seed=1)
+    path = tmp_path / "idx"
+    idx = codedb.Index.build(path, model, x[:500])
+    v, n = idx.version, len(idx.snapshot())
+    idx.close()
+    return path, v, n
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_long_add_and_leaves_the_index_as_it_was(tmp_path, small_index):
+    path, version, rows = small_index
+    _interrupt("add", path, tmp_path)
+    idx = codedb.Index.open(path)
+    assert idx.version == version
+    assert len(idx.snapshot()) == rows
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_long_encode(tmp_path, small_index):
+    _interrupt("encode", small_index[0], tmp_path)
+
+
+def test_progress_callable_gets_step_unit_done_total():
+    x = np.random.default_rng(2).standard_normal((3_000, 32), dtype=np.float32)
+    seen = []
+    codedb.train(x, "opq:4x4", seed=1, progress=lambda *e: seen.append(e))
+    assert seen, "no progress event"
+    step, unit, done, total = seen[-1]
+    assert (step, unit) == ("opq:4x4", "iterations") and done == total == 50
+    assert all(0 <= d <= t for _, _, d, t in seen)
+
+
+def test_an_exception_in_the_progress_callable_stops_the_training():
+    x = np.random.default_rng(3).standard_normal((3_000, 32), dtype=np.float32)
+
+    def stop(step, unit, done, total):
+        if done == 2:
+            raise RuntimeError("enough")
+
+    with pytest.raises(RuntimeError, match="enough"):
+        codedb.train(x, "opq:4x4", seed=1, progress=stop)
+
+
+def test_progress_true_draws_on_stderr_and_a_bad_progress_is_a_type_error(capfd):
+    x = np.random.default_rng(4).standard_normal((3_000, 32), dtype=np.float32)
+    codedb.train(x, "pq:4x4", seed=1, progress=True)
+    assert "pq:4x4" in capfd.readouterr().err
+    with pytest.raises(TypeError, match="progress"):
+        codedb.train(x, "pq:4x4", progress=3)
