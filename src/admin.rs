@@ -20,7 +20,8 @@ pub use crate::storage::inspect::{
 };
 pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::shard_layout::{
-    SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardLayout, parse_shard_layout, read_shard_layout,
+    SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardLayout, ShardLayoutError, parse_shard_layout,
+    read_shard_layout,
 };
 pub use crate::storage::verify::{Note, Problem, VerifyReport, bytes_to_verify, verify_path};
 pub use crate::storage::{

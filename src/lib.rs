@@ -39,18 +39,57 @@
 //! - [`admin`]: inspection, verification, versions, recovery records and the file-system
 //!   hooks of fault injection, for tools and operators.
 //!
-//! ARCHITECTURE.md walks the rooms behind them; README.md is the user's guide (its examples
-//! run as doctests of this crate).
+//! ARCHITECTURE.md walks the rooms behind them; README.md and the book in docs/ are the user's
+//! guide (their Rust examples run as doctests of this crate).
 
 // The engine's public API is documented in full. Here, not in Cargo.toml's workspace lints:
 // the CLI's library (codedb_cli: the lab's readers, protocols, bench cases) would need ~200
 // more doc lines for items no embedder sees.
 #![deny(missing_docs)]
 
-/// README.md's examples, compiled and run by `cargo test --doc`.
+/// The user's guide's examples — README.md and every page of the book in docs/ — compiled and
+/// run by `cargo test --doc` (docs/index.md, "About the examples", says which blocks run where).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The book's pages, one doctest item each (so a failure names its page).
+#[cfg(doctest)]
+macro_rules! book_pages {
+    ($($name:ident = $file:literal;)*) => {
+        $(
+            #[doc = include_str!(concat!("../docs/", $file))]
+            pub struct $name;
+        )*
+    };
+}
+
+#[cfg(doctest)]
+book_pages! {
+    BookGettingStarted = "getting-started.md";
+    BookConcepts = "concepts.md";
+    BookCli = "cli.md";
+    BookSearching = "searching.md";
+    BookTextQueries = "text-queries.md";
+    BookQueryByExamples = "query-by-examples.md";
+    BookClasses = "classes.md";
+    BookClassification = "classification.md";
+    BookRust = "rust.md";
+    BookPython = "python.md";
+    BookDistributed = "distributed.md";
+    BookFaiss = "faiss.md";
+    BookDurability = "durability.md";
+    BookOperating = "operating.md";
+    BookPerformance = "performance.md";
+    BookEvaluation = "evaluation.md";
+    BookFormat = "format.md";
+    BookMethods = "methods.md";
+    BookMethodItqClaims = "method-itq-claims.md";
+    BookMethodSupervised = "method-supervised.md";
+    BookMethodPicodes = "method-picodes.md";
+    BookMethodPeers = "method-peers.md";
+    BookIndex = "index.md";
+}
 
 // The rooms (ARCHITECTURE.md). Private: what a user needs is re-exported below or in a facade.
 mod classes;
@@ -73,7 +112,9 @@ pub use classes::{
 };
 pub use error::Error;
 pub use format::FormatError;
-pub use model::{Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport};
+pub use model::{
+    FaissTranslation, Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport,
+};
 pub use scan::ScanError;
 pub use search::{
     AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,

@@ -135,7 +135,7 @@ fn picodes_needs_labels_and_bad_bit_counts_are_refused() {
     assert!(spec.needs_labels(false) && spec.is_supervised());
 }
 
-/// The fast subset of the novel-class protocol (`tests/picodes_claims.rs`, README "PiCoDes"):
+/// The fast subset of the novel-class protocol (`tests/picodes_claims.rs`, docs/method-picodes.md):
 /// codes learned on digits 0-4 describe digits 5-9, never seen: one-vs-rest SVMs on the
 /// 5-9 codes of the training rows classify the held-out 5-9 rows far above chance (0.2).
 #[test]

@@ -149,7 +149,7 @@ fn class_precision(m: &Model, q: &Array2<f32>, y: &[i64]) -> f64 {
 /// The paper's claim at small R (Tables 5-6: the gain over PCA is largest there), on the
 /// digits: even rows learn, odd rows search each other. Measured (seed 7): precision@10 PCA
 /// 0.893, CCA 0.902, JSCL 0.917 at R = 8; at R = 16 PCA 0.929 and JSCL 0.926 (no gain on this
-/// small, easy set; README).
+/// small, easy set; docs/method-supervised.md).
 #[test]
 fn jscl_and_cca_beat_pca_on_the_digits() {
     let (x, y, q, yq) = split();

@@ -1,6 +1,6 @@
 //! PiCoDes' multiclass claims (Bergamo et al. NIPS 2011, Figs. 3-4) on Fashion-MNIST HOG
 //! (../shared/DATASETS.md export; `CODEDB_FASHION_MNIST=DIR`, default
-//! /tmp/datasets/fashion_mnist). Slow (minutes), so ignored; README "PiCoDes" gives the command:
+//! /tmp/datasets/fashion_mnist). Slow (minutes), so ignored; docs/method-picodes.md gives the command:
 //!
 //! `cargo test --release --test picodes_claims -- --ignored --nocapture`
 //!
@@ -114,7 +114,7 @@ fn trained(spec: &str, d: &Data, classes: &[i64]) -> Model {
 }
 
 #[test]
-#[ignore = "minutes on Fashion-MNIST; README: PiCoDes"]
+#[ignore = "minutes on Fashion-MNIST; docs/method-picodes.md"]
 fn picodes_multiclass_accuracy_on_novel_classes() {
     let d = load();
     let mut rng = StdRng::seed_from_u64(1);

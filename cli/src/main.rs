@@ -17,7 +17,8 @@ mod out;
 mod progress;
 
 use cmd::{
-    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, train, versions,
+    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, spec, train,
+    versions,
 };
 use out::errln;
 
@@ -63,6 +64,7 @@ enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     Verify(inspect_verify::VerifyArgs),
+    Spec(spec::SpecArgs),
 }
 
 fn main() -> ExitCode {
@@ -130,6 +132,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Eval(a) => eval::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Verify(a) => inspect_verify::verify(a),
+        Command::Spec(a) => spec::run(a),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The Fashion-MNIST protocols of the classification README section (ignored: minutes of
+//! The Fashion-MNIST protocols of the book's classification page (docs/classification.md) (ignored: minutes of
 //! release-mode compute, not for CI). Run:
 //! `cargo test --release --test classify_fashion_protocol -- --ignored --nocapture --test-threads 1`
 //! Environment: `PIPELINES` overrides protocol 1's list; `CLASSIFY_LR`, `CLASSIFY_EPOCHS`.

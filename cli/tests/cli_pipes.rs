@@ -1,5 +1,5 @@
 //! Output into a pipe whose reader has gone (`codedb … | head`): every command that prints
-//! exits quietly with 141, as a process killed by SIGPIPE would look to a shell (README "Exit
+//! exits quietly with 141, as a process killed by SIGPIPE would look to a shell (docs/cli.md "Exit
 //! codes"), never with a panic or an error message.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 

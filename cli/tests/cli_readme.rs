@@ -1,14 +1,51 @@
-//! What README.md shows a new user is what the CLI does: its `train --from-index` pipelines
-//! train, its `classify --format json` example has the real output's keys in the real order,
-//! the demo prints plain text, and the Fashion-MNIST path says which package provides it.
+//! What README.md and the book (docs/) show a new user is what the CLI does: the demo's table is
+//! the demo's output, the `train --from-index` pipelines train, the `classify --format json`
+//! example has the real output's keys in the real order, the demo prints plain text, and the
+//! Fashion-MNIST path says which package provides it.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
 use std::path::Path;
 mod cli_support;
 use cli_support::{classify, codedb, digits, ok, s, tmp_digits_index};
 
+/// README.md and every page of the book, one after the other.
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    for p in pages {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(p).unwrap());
+    }
+    text
+}
+
+/// The demo's quality table in docs/getting-started.md is what `codedb demo --markdown` prints,
+/// line for line (the demo is seeded; the table has no timings).
+#[test]
+fn the_books_demo_table_is_the_demos_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/getting-started.md")).unwrap();
+    let start = page
+        .find("| pipeline |")
+        .expect("the getting-started page shows the demo's table");
+    let shown: Vec<&str> = page[start..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ok(&["demo", "--markdown", "--dir", s(&tmp.path().join("d"))]);
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let printed: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        shown, printed,
+        "docs/getting-started.md: copy the table `codedb demo --markdown` prints"
+    );
 }
 
 /// Object keys in the order they appear in JSON text.

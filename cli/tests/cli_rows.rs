@@ -96,10 +96,10 @@ fn add_reports_its_ids_and_upserts_by_id() {
     let q = t.join("q.npy");
     codedb_cli::io::write_npy_f32(&q, xs.slice(ndarray::s![0..3, ..])).unwrap();
 
-    // Automatic ids continue after the build's 0..=1796.
+    // Automatic ids continue after the build's 0 to 1796, and read as words ("ids 1797 to 1799").
     let text = stdout(&ok(&["add", d, "--data", s(&q)]));
     assert!(text.contains("added 3 rows"), "{text}");
-    assert!(text.contains("1797..=1799"), "{text}");
+    assert!(text.contains("ids 1797 to 1799"), "{text}");
     let v = json(&ok(&["add", d, "--data", s(&q), "--json"]));
     assert_eq!(v["added"], 3);
     assert_eq!(v["ids"], serde_json::json!([1800, 1801, 1802]));

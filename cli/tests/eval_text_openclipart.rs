@@ -1,7 +1,7 @@
 //! PAMIR §5 on openclipart (Grangier, Monay & Bengio 2006): text → image AvgP / BEP / P10 of
 //! PAMIR over floats, PQ codes and ITQ bits against random, a tag-matching oracle and CCA with
 //! MiniLM embeddings, through `codedb eval --task text` — ignored: minutes of release-mode
-//! compute on an exported data set, not for CI. Prints the README table and checks its claims.
+//! compute on an exported data set, not for CI. Prints the table of docs/evaluation.md and checks its claims.
 //!
 //! Data: `DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh openclipart`
 //! (or `$CODEDB_OPENCLIPART` naming the folder). Run:

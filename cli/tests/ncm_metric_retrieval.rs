@@ -48,7 +48,7 @@ fn ncmml_itq_is_level_with_pca_itq_on_class_map_at_32_bits() {
     eprintln!("class P@100: pca-itq:32 {pp:.4}, ncmml:32,itq,bits {pn:.4}");
     // Measured (seed 11, 300 queries): mAP 0.6550 vs 0.6567, P@100 0.7078 vs 0.7059 — the
     // NCM metric is level with PCA here (1,497 training rows, ~1 SGD step per epoch), not the
-    // gain of Table 8; the test holds it to "no worse" and the README reports the numbers.
+    // gain of Table 8; the test holds it to "no worse" and docs/classification.md reports the numbers.
     assert!(mn > mp - 0.01, "ncmml {mn} vs pca {mp}");
     assert!(pn > pp - 0.01, "ncmml P@k {pn} vs pca {pp}");
     assert!(ncm.canonical.starts_with("ncmml:32"), "{}", ncm.canonical);

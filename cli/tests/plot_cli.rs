@@ -435,14 +435,14 @@ fn bench_plot_rejects_bad_files_and_leaves_nothing_half_written() {
     assert!(!svg_texts(&fig).is_empty());
 }
 
-/// The README's eval figure is what the command written under it draws, byte for byte (the
-/// figure is seeded and draws no times).
+/// The book's eval figure (docs/img/eval_digits.svg, shown in docs/evaluation.md) is what the
+/// command written under it draws, byte for byte (the figure is seeded and draws no times).
 #[test]
 fn readme_eval_figure_is_what_its_command_draws() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let image = "(docs/img/eval_digits.svg)";
-    let after = &readme[readme.find(image).expect("README shows the eval figure")..];
+    let readme = std::fs::read_to_string(root.join("docs/evaluation.md")).unwrap();
+    let image = "(img/eval_digits.svg)";
+    let after = &readme[readme.find(image).expect("the book shows the eval figure")..];
     let block = after
         .split("```sh\n")
         .nth(1)
@@ -488,6 +488,7 @@ fn readme_eval_figure_is_what_its_command_draws() {
     assert!(
         std::fs::read(&fig).unwrap()
             == std::fs::read(root.join("docs/img/eval_digits.svg")).unwrap(),
-        "docs/img/eval_digits.svg differs from what the README's command draws: rerun it"
+        "docs/img/eval_digits.svg differs from what docs/evaluation.md's command draws: rerun it \
+         and copy the figure there"
     );
 }

@@ -9,7 +9,9 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 from typing_extensions import TypeAlias
 
-__all__ = ["Index", "Model", "Snapshot", "classify_sums", "train"]
+from codedb._errors import FallbackWarning as FallbackWarning
+
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "train"]
 
 __version__: str
 

@@ -579,7 +579,7 @@ pub fn upsert(
         labels,
         lists: list_assignment(lists)?,
         class_stats: class_stats(keep_class_stats),
-        cancel: None,
+        ..codedb::AddOptions::default()
     };
     Ok(index.upsert(x, &opts)?.1)
 }

@@ -1163,9 +1163,10 @@ impl PyIndex {
     ///
     /// Examples
     /// --------
-    /// >>> idx = codedb.Index.build(path, model, x)
-    /// >>> [v["version"] for v in idx.versions()]
-    /// [1, 2]
+    /// >>> idx = codedb.Index.create(path, model)
+    /// >>> _ = idx.add(x); _ = idx.commit()
+    /// >>> [(v["version"], v["rows"]) for v in idx.versions()]
+    /// [(1, 0), (2, 600)]
     fn versions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.get()?;
         let path = &self.path;

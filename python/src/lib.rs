@@ -96,5 +96,9 @@ fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_function(wrap_pyfunction!(model::train, m)?)?;
     m.add_function(wrap_pyfunction!(classify_sums, m)?)?;
+    // The warning an open that fell back raises, here too (the one class of `codedb._errors`),
+    // so code holding the native module (`codedb.distributed`) can subclass it.
+    let errors = m.py().import("codedb._errors")?;
+    m.add("FallbackWarning", errors.getattr("FallbackWarning")?)?;
     Ok(())
 }

@@ -82,7 +82,7 @@ impl<'a> NewClass<'a> {
     }
 }
 
-/// m of eq. 30 when none is given and no validation data chooses one (see README "Classes").
+/// m of eq. 30 when none is given and no validation data chooses one (see docs/classes.md).
 pub const DEFAULT_PRIOR_WEIGHT: u64 = 5;
 
 /// How a planned class got its mean.

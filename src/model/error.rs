@@ -88,6 +88,17 @@ pub enum ModelError {
         /// What is wrong.
         detail: String,
     },
+    /// A FAISS index factory string (`IVF256,PQ16`) that has no codedb pipeline, or does not
+    /// parse; `part` is the comma-separated component at fault.
+    #[error("FAISS factory {factory:?}: {part:?}: {detail}")]
+    FaissFactory {
+        /// The factory string.
+        factory: String,
+        /// The component that has no counterpart or does not parse.
+        part: String,
+        /// What is wrong, and the nearest codedb way when there is one.
+        detail: String,
+    },
     /// A method cannot produce what was asked of it on this data (e.g. PCA to more dimensions
     /// than the input has, PQ with M not dividing the dimension).
     #[error("{method}: {detail}")]

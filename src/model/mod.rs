@@ -45,6 +45,7 @@ mod cancel;
 mod center;
 pub(crate) mod classify;
 mod error;
+mod faiss_factory;
 mod float;
 mod hom;
 mod input;
@@ -80,6 +81,7 @@ pub use cancel::Cancel;
 pub use center::Center;
 pub use classify::*;
 pub use error::{LinalgError, ModelError, Result};
+pub use faiss_factory::FaissTranslation;
 pub use float::FloatStage;
 pub use hom::{
     DEFAULT_HOM_ORDER, DEFAULT_HOM_PERIOD, DEFAULT_HOM_PERIOD_INTERSECTION, Hom, HomKernel,

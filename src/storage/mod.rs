@@ -4,7 +4,7 @@
 //! The index owns its model: [`Index::add`] encodes descriptors with it and stores the codes;
 //! underneath, the engine works at the level of codes ([`Index::add_encoded`] takes rows
 //! already encoded by the index's model). Durability and concurrency guarantees are stated in
-//! README.md ("Durability and concurrency") and the on-disk protocol in FORMAT.md §10-§11.
+//! docs/durability.md and the on-disk protocol in FORMAT.md §10-§11.
 //!
 //! Every method of [`Index`] lives in `index/`, one file per concern. Compaction is split the
 //! way tantivy splits it: `merge_policy` chooses which segments to merge, `merger` merges

@@ -28,37 +28,57 @@ pub struct ShardLayout {
     pub model: String,
 }
 
+/// Why a layout record does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardLayoutError {
+    /// The file could not be read.
+    #[error("cannot read: {0}")]
+    Read(#[from] std::io::Error),
+    /// The JSON line is not a record.
+    #[error("not a record: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// The bytes break a rule of FORMAT.md §8.1 (checksum, lines, values).
+    #[error("{0}")]
+    Invalid(String),
+}
+
 /// Parses a record: a compact JSON line, then `crc32 <8 hex digits>` of that line's bytes,
 /// each line ending in `\n`. The error says what is wrong.
-pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, ShardLayoutError> {
+    let invalid = |s: &str| ShardLayoutError::Invalid(s.to_string());
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
     let mut lines = text.split('\n');
     let (Some(body), Some(crc), Some(""), None) =
         (lines.next(), lines.next(), lines.next(), lines.next())
     else {
-        return Err("expected a JSON line and a crc32 line".into());
+        return Err(invalid("expected a JSON line and a crc32 line"));
     };
     let want = crc
         .strip_prefix("crc32 ")
         .filter(|h| h.len() == 8)
         .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or("the crc32 line is not `crc32` and 8 hex digits")?;
+        .ok_or_else(|| invalid("the crc32 line is not `crc32` and 8 hex digits"))?;
     if crc32fast::hash(body.as_bytes()) != want {
-        return Err("checksum mismatch: the file is damaged".into());
+        return Err(invalid("checksum mismatch: the file is damaged"));
     }
-    let r: ShardLayout = serde_json::from_str(body).map_err(|e| format!("not a record: {e}"))?;
+    let r: ShardLayout = serde_json::from_str(body)?;
     if r.format != SHARD_LAYOUT_FORMAT {
-        return Err(format!(
+        return Err(ShardLayoutError::Invalid(format!(
             "format {}, this build reads {SHARD_LAYOUT_FORMAT}",
             r.format
-        ));
+        )));
     }
     if r.shard >= r.shards {
-        return Err(format!("shard {} of {}", r.shard, r.shards));
+        return Err(ShardLayoutError::Invalid(format!(
+            "shard {} of {}",
+            r.shard, r.shards
+        )));
     }
     for (name, v) in [("layout", &r.layout), ("model", &r.model)] {
         if v.len() != 32 || !v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(format!("{name} {v:?} is not 32 lowercase hex digits"));
+            return Err(ShardLayoutError::Invalid(format!(
+                "{name} {v:?} is not 32 lowercase hex digits"
+            )));
         }
     }
     Ok(r)
@@ -66,11 +86,11 @@ pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, String> {
 
 /// The layout record of the directory `dir`: `None` when it has none (not a shard, or a shard
 /// made before records), else the record or why it does not read, with its path.
-pub fn read_shard_layout(dir: &Path) -> Option<(PathBuf, Result<ShardLayout, String>)> {
+pub fn read_shard_layout(dir: &Path) -> Option<(PathBuf, Result<ShardLayout, ShardLayoutError>)> {
     let path = dir.join(SHARD_LAYOUT_FILE);
     match std::fs::read(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some((path, Err(format!("cannot read: {e}")))),
+        Err(e) => Some((path, Err(e.into()))),
         Ok(b) => Some((path, parse_shard_layout(&b))),
     }
 }

@@ -49,7 +49,7 @@ pub struct CompactArgs {
   codedb gc my-index
   codedb gc my-index --json       # {removed, removed_bytes, kept_versions, ...}
 
-Retained: the newest versions and recent ones (see README \"Retention\").")]
+Retained: the newest versions and recent ones (see docs/durability.md, \"Retention\").")]
 pub struct GcArgs {
     /// The index directory.
     pub dir: PathBuf,

@@ -225,7 +225,7 @@ fn print_contents(c: &Contents, indent: &str) {
                 format!("{code_kind}, {code_bytes} bytes ({code_bits} bits) per row"),
             );
             p("model", model_id.clone());
-            p("ids", format!("{min_id} ..= {max_id}"));
+            p("ids", format!("{min_id} to {max_id}"));
             p("labels", yes_no(*labels));
             p("lists", yes_no(*lists));
             p("vectors", vectors.clone().unwrap_or_else(|| "none".into()));

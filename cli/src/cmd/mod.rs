@@ -13,6 +13,7 @@ pub mod rows;
 pub mod search;
 pub mod search_examples;
 pub mod search_text;
+pub mod spec;
 pub mod train;
 pub mod train_text;
 pub mod versions;

@@ -162,7 +162,7 @@ fn id_summary(ids: &[u64]) -> String {
         [] => "no ids".into(),
         [one] => format!("id {one}"),
         [first, .., last] if ids.windows(2).all(|w| w[1] == w[0] + 1) => {
-            format!("ids {first}..={last}")
+            format!("ids {first} to {last}")
         }
         _ if ids.len() <= SHOWN => format!("ids {}", join(ids)),
         _ => format!(

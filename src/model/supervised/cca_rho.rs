@@ -2,7 +2,7 @@
 //!
 //! Gordo et al. (§5, eq. 6-8) regularise CCA's covariances but give no value; the ITQ paper's
 //! 1e-4 suits N ≫ D. On openclipart's 1696-D descriptors with 5,792 labelled rows it lets CCA
-//! fit the labels with noise directions (instance mAP 0.02 against PCA's 0.44; README), while
+//! fit the labels with noise directions (instance mAP 0.02 against PCA's 0.44; docs/method-supervised.md), while
 //! ρ = 100 nears PCA. So, as metric learning validates η: split the labelled rows (stratified,
 //! seeded, the `SupervisedOptions` validation fraction), fit CCA on the training part for each ρ
 //! of a grid, score each projection by the leave-one-out class precision@k of the held-out rows
