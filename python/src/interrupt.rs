@@ -78,13 +78,6 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Reports an event (dropped when `progress=` is off).
-    pub fn send(&self, e: Event) {
-        if self.on {
-            let _ = self.tx.send(Msg::Event(e));
-        }
-    }
-
     /// The training callback that forwards the engine's [`TrainEvent`]s here.
     pub fn train_fn(&self) -> Option<ProgressFn> {
         if !self.on {
@@ -181,9 +174,12 @@ pub fn run<T: Send>(
     };
     let mut failure: Option<PyErr> = None;
     let mut bar = TextBar::default();
-    let joined = py.detach(|| {
+    let (failure_ref, bar_ref, cancel_ref) = (&mut failure, &mut bar, &cancel);
+    // `move`: the receiver (not `Sync`) goes into the waiting closure whole.
+    let joined = py.detach(move || {
+        let (failure, bar, cancel) = (failure_ref, bar_ref, cancel_ref);
         std::thread::scope(|s| {
-            let (c, done) = (&cancel, tx.clone());
+            let (c, done) = (cancel, tx.clone());
             let h = s.spawn(move || {
                 let r = work(c, &sink);
                 let _ = done.send(Msg::Done);
@@ -203,12 +199,12 @@ pub fn run<T: Send>(
                     let checked = Python::attach(|py| -> PyResult<()> {
                         py.check_signals()?;
                         for e in &events {
-                            deliver(py, progress, &mut bar, e)?;
+                            deliver(py, progress, bar, e)?;
                         }
                         Ok(())
                     });
                     if let Err(e) = checked {
-                        failure = Some(e);
+                        *failure = Some(e);
                         cancel.cancel();
                     }
                 }
