@@ -6,7 +6,7 @@ FAISS-shaped results, classify with class means. See README.md for the quick sta
 
 from __future__ import annotations
 
-from codedb._codedb import Index, Model, Snapshot, classify_sums, train
+from codedb._codedb import Index, Model, Snapshot, classify_sums, spec_from_faiss, train
 # The Cargo package version (`codedb --version` prints the same).
 from codedb._codedb import __version__ as __version__
 from codedb._errors import (
@@ -30,6 +30,7 @@ __all__ = [
     "Snapshot",
     "train",
     "classify_sums",
+    "spec_from_faiss",
     "AlreadyExistsError",
     "ClosedError",
     "CodedbError",

@@ -11,7 +11,7 @@ from typing_extensions import TypeAlias
 
 from codedb._errors import FallbackWarning as FallbackWarning
 
-__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "train"]
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "spec_from_faiss", "train"]
 
 __version__: str
 
@@ -62,6 +62,8 @@ def train(
 def classify_sums(
     model: Model, dim: int, classes: Iterable[Any], x: ArrayLike, top: int = 5
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+
+def spec_from_faiss(factory: str, d: int | None = None) -> tuple[str, list[str]]: ...
 
 @final
 class Snapshot:

@@ -731,3 +731,9 @@ pub fn search_classifier(
     let hits = snap.search_classifier(&c, &params(mode, query))?;
     Ok(hits.into_iter().map(|h| (h.id, h.score)).collect())
 }
+
+/// A FAISS index factory string as a codedb pipeline SPEC, with the notes on what differs.
+pub fn spec_from_faiss(factory: &str, dim: Option<usize>) -> Result<(String, Vec<String>)> {
+    let t = PipelineSpec::from_faiss_factory(factory, dim)?;
+    Ok((t.spec, t.notes))
+}

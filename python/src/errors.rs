@@ -85,7 +85,9 @@ fn model_kind(e: &ModelError) -> Kind {
         | ModelError::TooFewRows { .. }
         | ModelError::InvalidArgument { .. }
         | ModelError::Shape { .. }
-        | ModelError::TextQuery { .. } => Kind::InvalidArgument,
+        | ModelError::TextQuery { .. }
+        | ModelError::FaissFactory { .. }
+        | ModelError::FaissFactorySpec { .. } => Kind::InvalidArgument,
         _ => Kind::Model,
     }
 }

@@ -82,6 +82,42 @@ fn classify_sums<'py>(
     query::classified(py, &best, n, cols)
 }
 
+/// The codedb pipeline SPEC of a FAISS index factory string (the CLI's ``codedb spec
+/// --from-faiss``).
+///
+/// Parameters
+/// ----------
+/// factory : str
+///     A FAISS ``index_factory`` string, e.g. ``"IVF256,PQ16"`` or ``"PQ32x4fs"``.
+/// d : int, optional
+///     The descriptors' dimension (FAISS's ``d``); needed only where the string leaves a size
+///     to it (plain ``"LSH"`` takes ``d`` bits).
+///
+/// Returns
+/// -------
+/// spec : str
+///     The pipeline SPEC for ``codedb.train``.
+/// notes : list of str
+///     What differs from FAISS, or what to set at build or search time instead.
+///
+/// Raises
+/// ------
+/// InvalidArgument
+///     A part with no codedb counterpart (HNSW, IMI, …) or that does not parse, named.
+///
+/// Examples
+/// --------
+/// >>> codedb.spec_from_faiss("IVF256,PQ16")[0]
+/// 'ivf:256,pq:16x8'
+/// >>> codedb.spec_from_faiss("PQ32x4fs")[0]
+/// 'pq4:32'
+#[pyfunction]
+#[pyo3(signature = (factory, d=None))]
+fn spec_from_faiss(factory: &str, d: Option<i128>) -> PyResult<(String, Vec<String>)> {
+    let dim = d.map(|d| arrays::count(d, "d", 1)).transpose()?;
+    engine::spec_from_faiss(factory, dim).py_err()
+}
+
 pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))
 }
@@ -96,6 +132,7 @@ fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_function(wrap_pyfunction!(model::train, m)?)?;
     m.add_function(wrap_pyfunction!(classify_sums, m)?)?;
+    m.add_function(wrap_pyfunction!(spec_from_faiss, m)?)?;
     // The warning an open that fell back raises, here too (the one class of `codedb._errors`),
     // so code holding the native module (`codedb.distributed`) can subclass it.
     let errors = m.py().import("codedb._errors")?;

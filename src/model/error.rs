@@ -99,6 +99,18 @@ pub enum ModelError {
         /// What is wrong, and the nearest codedb way when there is one.
         detail: String,
     },
+    /// A FAISS factory string that translates to a pipeline codedb refuses (bit counts,
+    /// ranges); `source` is the pipeline parser's error.
+    #[error("FAISS factory {factory:?}: translates to {spec:?}, which codedb refuses")]
+    FaissFactorySpec {
+        /// The factory string.
+        factory: String,
+        /// The pipeline it translates to.
+        spec: String,
+        /// Why the pipeline parser refused it.
+        #[source]
+        source: Box<ModelError>,
+    },
     /// A method cannot produce what was asked of it on this data (e.g. PCA to more dimensions
     /// than the input has, PQ with M not dividing the dimension).
     #[error("{method}: {detail}")]

@@ -331,12 +331,13 @@ impl PipelineSpec {
         let spec = t.steps.join(",");
         // The translation must be a pipeline codedb trains (bit counts, ranges): check it here,
         // naming the FAISS string, rather than at training.
-        PipelineSpec::parse(&spec).map_err(|e| {
-            t.refuse(
-                text,
-                format!("translates to {spec:?}, which codedb refuses: {e}"),
-            )
-        })?;
+        if let Err(source) = PipelineSpec::parse(&spec) {
+            return Err(ModelError::FaissFactorySpec {
+                factory: text.to_string(),
+                spec,
+                source: Box::new(source),
+            });
+        }
         Ok(FaissTranslation {
             spec,
             notes: t.notes,
