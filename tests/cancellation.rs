@@ -227,3 +227,37 @@ fn a_compaction_cancelled_while_writing_its_segment_publishes_nothing() {
     assert_eq!(report.version, Some(version + 1));
     assert_eq!(idx.snapshot().live_rows(), live);
 }
+
+#[test]
+fn an_operators_compaction_cancelled_before_it_starts_seals_and_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model();
+    let idx = Index::build(
+        dir.path(),
+        &m,
+        rows(500, 7).view(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    idx.add(rows(50, 8).view(), &AddOptions::default()).unwrap();
+    idx.commit().unwrap();
+    let before = dir_bytes(dir.path());
+    let version = idx.version();
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let policy = codedb::CompactionPolicy {
+        full: true,
+        ..codedb::CompactionPolicy::default()
+    };
+    let err = idx
+        .compact_sealed_cancellable(&policy, &cancel)
+        .unwrap_err();
+    assert!(is_cancelled(err));
+    assert_eq!(idx.version(), version);
+    assert_eq!(dir_bytes(dir.path()), before);
+    // Without the token the same compaction seals the log and merges.
+    let done = idx.compact_sealed(&policy).unwrap();
+    assert_eq!(done.sealed_log_rows, 50);
+    assert_eq!(idx.snapshot().live_rows(), 550);
+}

@@ -153,6 +153,7 @@ class Index:
         labels: ArrayLike | None = None,
         store_vectors: str | None = None,
         lists: str | None = None,
+        progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> Index: ...
     @staticmethod
     def open(path: _Path) -> Index: ...

@@ -186,6 +186,7 @@ pub fn build(
     x: ArrayView2<f32>,
     b: &Build<'_>,
     cancel: &Cancel,
+    progress: &mut dyn FnMut(usize),
 ) -> Result<Index> {
     let opts = codedb::BuildOptions {
         ids: b.ids,
@@ -195,7 +196,7 @@ pub fn build(
         cancel: Some(cancel),
         ..codedb::BuildOptions::default()
     };
-    Ok(Index::build(dir, model, x, &opts, &mut |_| {})?)
+    Ok(Index::build(dir, model, x, &opts, progress)?)
 }
 
 pub fn open(dir: &Path) -> Result<Index> {
@@ -355,10 +356,46 @@ fn params(mode: SearchMode, query: &Query<'_>) -> SearchParams {
     params
 }
 
-pub fn search(snap: &Snapshot, q: ArrayView2<f32>, query: &Query<'_>) -> Result<(Hits, Scores)> {
+pub fn search(
+    snap: &Snapshot,
+    q: ArrayView2<f32>,
+    query: &Query<'_>,
+    cancel: &Cancel,
+) -> Result<(Hits, Scores)> {
     let mode = resolve_mode(snap, query.mode)?;
-    let hits = snap.search(q, &params(mode, query))?;
-    Ok((plain(hits), scores_of(mode, query)))
+    let p = params(mode, query);
+    let hits = in_chunks(q.nrows(), cancel, |r| {
+        Ok(plain(snap.search(q.slice(ndarray::s![r, ..]), &p)?))
+    })?;
+    Ok((hits, scores_of(mode, query)))
+}
+
+/// The first chunk of queries [`in_chunks`] runs, and the most it grows to.
+const FIRST_CHUNK: usize = 8;
+const LARGEST_CHUNK: usize = 4096;
+
+/// Runs `f` over the rows `0..n` in chunks, checking `cancel` before each, so Ctrl-C stops a
+/// large batch of queries within about one chunk. Chunks start at [`FIRST_CHUNK`] rows and
+/// double while one takes under 50 ms (up to [`LARGEST_CHUNK`]), so a big batch still reaches
+/// the kernels in large blocks. Queries are independent: the results equal one call's.
+fn in_chunks<T>(
+    n: usize,
+    cancel: &Cancel,
+    mut f: impl FnMut(std::ops::Range<usize>) -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(n);
+    let (mut start, mut chunk) = (0, FIRST_CHUNK);
+    while start < n {
+        cancel.check()?;
+        let end = (start + chunk).min(n);
+        let t = std::time::Instant::now();
+        out.extend(f(start..end)?);
+        if t.elapsed() < std::time::Duration::from_millis(50) {
+            chunk = (chunk * 2).min(LARGEST_CHUNK);
+        }
+        start = end;
+    }
+    Ok(out)
 }
 
 /// How a k-NN search's scores read: Hamming distances, or the mode's float direction.
@@ -384,17 +421,30 @@ pub fn search_text(
     snap: &Snapshot,
     queries: &[String],
     query: &Query<'_>,
+    cancel: &Cancel,
 ) -> Result<(Hits, Vec<Vec<String>>)> {
     let mode = resolve_mode(snap, query.mode)?;
     let refs: Vec<&str> = queries.iter().map(String::as_str).collect();
     let prepared = snap.text_queries(&refs)?;
-    let hits = snap.search_text_prepared(&prepared, &params(mode, query), None)?;
+    let p = params(mode, query);
+    let hits = in_chunks(prepared.len(), cancel, |r| {
+        Ok(plain(snap.search_text_prepared(&prepared[r], &p, None)?))
+    })?;
     let ignored = prepared.into_iter().map(|q| q.vector.unknown).collect();
-    Ok((plain(hits), ignored))
+    Ok((hits, ignored))
 }
 
-pub fn search_radius(snap: &Snapshot, q: ArrayView2<f32>, radius: u32) -> Result<Hits> {
-    Ok(plain(snap.search_radius(q, radius)?))
+pub fn search_radius(
+    snap: &Snapshot,
+    q: ArrayView2<f32>,
+    radius: u32,
+    cancel: &Cancel,
+) -> Result<Hits> {
+    in_chunks(q.nrows(), cancel, |r| {
+        Ok(plain(
+            snap.search_radius(q.slice(ndarray::s![r, ..]), radius)?,
+        ))
+    })
 }
 
 fn plain(hits: Vec<Vec<codedb::Hit>>) -> Hits {
@@ -404,12 +454,19 @@ fn plain(hits: Vec<Vec<codedb::Hit>>) -> Hits {
 }
 
 /// The `top` best classes per row: (class id, score), best first.
-pub fn classify(snap: &Snapshot, x: ArrayView2<f32>, top: usize) -> Result<Vec<Vec<(u32, f32)>>> {
-    Ok(snap
-        .classify(x, top)?
-        .into_iter()
-        .map(|l| l.into_iter().map(|c| (c.id, c.score)).collect())
-        .collect())
+pub fn classify(
+    snap: &Snapshot,
+    x: ArrayView2<f32>,
+    top: usize,
+    cancel: &Cancel,
+) -> Result<Vec<Vec<(u32, f32)>>> {
+    in_chunks(x.nrows(), cancel, |r| {
+        Ok(snap
+            .classify(x.slice(ndarray::s![r, ..]), top)?
+            .into_iter()
+            .map(|l| l.into_iter().map(|c| (c.id, c.score)).collect())
+            .collect())
+    })
 }
 
 /// Reports as JSON text (the CLI's `--json` shapes).
@@ -603,13 +660,18 @@ pub fn delete_rows(
 }
 
 /// The CLI's `compact` (seal the log, compact by the policy, collect garbage): its `--json`.
-pub fn compact_sealed(index: &Index, full: bool, deleted_threshold: f64) -> Result<String> {
+pub fn compact_sealed(
+    index: &Index,
+    full: bool,
+    deleted_threshold: f64,
+    cancel: &Cancel,
+) -> Result<String> {
     let policy = CompactionPolicy {
         full,
         max_deleted_fraction: deleted_threshold,
         ..CompactionPolicy::default()
     };
-    json(&index.compact_sealed(&policy)?)
+    json(&index.compact_sealed_cancellable(&policy, cancel)?)
 }
 
 /// The CLI's `gc --json`.

@@ -146,6 +146,10 @@ impl PyIndex {
     ///     "f32" or "f16": keep the descriptors.
     /// lists : str, optional, default None
     ///     Inverted lists: "label" (each row's label) or "nearest" (its nearest class mean).
+    /// progress : bool or callable, optional, default None
+    ///     ``True``: a bar on stderr; a callable: called as ``progress("build", "rows", done,
+    ///     total)`` as rows are encoded. Ctrl-C stops the build (``KeyboardInterrupt``) and
+    ///     leaves no index.
     ///
     /// Returns
     /// -------
@@ -164,7 +168,7 @@ impl PyIndex {
     /// >>> int(idx.search(x[:1], k=1)[1].view(np.uint64)[0, 0]) == 2**63
     /// True
     #[staticmethod]
-    #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None))]
+    #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
@@ -175,7 +179,9 @@ impl PyIndex {
         labels: Option<&Bound<'_, PyAny>>,
         store_vectors: Option<&str>,
         lists: Option<&str>,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyIndex> {
+        let progress = Progress::from_arg(progress)?;
         let rows = arrays::rows(x, "x")?;
         let view = rows.view()?;
         let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
@@ -187,8 +193,11 @@ impl PyIndex {
             store_vectors,
             lists,
         };
-        let index = interrupt::run(py, &Progress::Off, |cancel, _| {
-            engine::build(&path, &m, view, &b, cancel)
+        let total = view.nrows() as u64;
+        let index = interrupt::run(py, &progress, |cancel, sink| {
+            engine::build(&path, &m, view, &b, cancel, &mut |done| {
+                sink.send("build", "rows", done as u64, total);
+            })
         })?;
         Ok(PyIndex::new(index, (*m).clone(), path))
     }
@@ -526,9 +535,9 @@ impl PyIndex {
         deleted_threshold: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let open = self.get()?;
-        let text = py
-            .detach(|| engine::compact_sealed(&open.index, full, deleted_threshold))
-            .py_err()?;
+        let text = interrupt::run(py, &Progress::Off, |cancel, _| {
+            engine::compact_sealed(&open.index, full, deleted_threshold, cancel)
+        })?;
         json_loads(py, &text)
     }
 

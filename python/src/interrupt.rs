@@ -78,6 +78,18 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// Reports `done` of `total` `unit`s of `step` (nothing when `progress=` is off).
+    pub fn send(&self, step: &str, unit: &'static str, done: u64, total: u64) {
+        if self.on {
+            let _ = self.tx.send(Msg::Event(Event {
+                step: step.to_string(),
+                unit,
+                done,
+                total,
+            }));
+        }
+    }
+
     /// The training callback that forwards the engine's [`TrainEvent`]s here.
     pub fn train_fn(&self) -> Option<ProgressFn> {
         if !self.on {

@@ -16,6 +16,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::arrays;
 use crate::engine::{self, MihChoice, Scores, Snapshot};
 use crate::errors::{IntoPy, invalid};
+use crate::interrupt::{self, Progress};
 
 /// Up to this many result columns are padded as FAISS pads; above it (and above the live
 /// rows) `k` is capped at the live rows.
@@ -192,9 +193,9 @@ pub fn search_text<'py>(
     if texts.is_empty() {
         return shaped(py, &[], 0, cols, Scores::Larger);
     }
-    let (hits, ignored) = py
-        .detach(|| engine::search_text(snap, &texts, &query))
-        .py_err()?;
+    let (hits, ignored) = interrupt::run(py, &Progress::Off, |cancel, _| {
+        engine::search_text(snap, &texts, &query, cancel)
+    })?;
     for (qi, words) in ignored.iter().enumerate() {
         if !words.is_empty() {
             let msg = format!(
@@ -225,7 +226,9 @@ pub fn search<'py>(
         let scores = engine::search_scores(snap, &query).py_err()?;
         return shaped(py, &[], 0, cols, scores);
     }
-    let (hits, scores) = py.detach(|| engine::search(snap, view, &query)).py_err()?;
+    let (hits, scores) = interrupt::run(py, &Progress::Off, |cancel, _| {
+        engine::search(snap, view, &query, cancel)
+    })?;
     shaped(py, &hits, nq, cols, scores)
 }
 
@@ -309,8 +312,9 @@ pub fn search_radius<'py>(
         check_empty_width(snap, "q", view.ncols())?;
         Vec::new()
     } else {
-        py.detach(|| engine::search_radius(snap, view, radius))
-            .py_err()?
+        interrupt::run(py, &Progress::Off, |cancel, _| {
+            engine::search_radius(snap, view, radius, cancel)
+        })?
     };
     let mut lims = Vec::with_capacity(hits.len() + 1);
     lims.push(0i64);
@@ -343,9 +347,9 @@ pub fn classify<'py>(
         check_empty_width(snap, "x", view.ncols())?;
         return classified(py, &[], 0, cols);
     }
-    let best = py
-        .detach(|| engine::classify(snap, view, cols.max(1)))
-        .py_err()?;
+    let best = interrupt::run(py, &Progress::Off, |cancel, _| {
+        engine::classify(snap, view, cols.max(1), cancel)
+    })?;
     classified(py, &best, n, cols)
 }
 

@@ -1,4 +1,5 @@
-"""Long calls obey Ctrl-C: a SIGINT during `codedb.train` / `Index.add` / `Model.encode` raises
+"""Long calls obey Ctrl-C: a SIGINT during `codedb.train` / `Index.add` / `Index.search` /
+`Model.encode` raises
 KeyboardInterrupt within about a second, and the index is as it was (version, rows).
 `progress=` gets (step, unit, done, total) events; `progress=True` draws a bar on stderr."""
 
@@ -35,6 +36,8 @@ CHILD = textwrap.dedent(
             if what == "add":
                 idx.add(x)
                 idx.commit()
+            elif what == "search":
+                idx.search(x, k=10)
             else:
                 model.encode(x)
         print("finished", flush=True)
@@ -92,6 +95,11 @@ def test_ctrl_c_stops_a_long_add_and_leaves_the_index_as_it_was(tmp_path, small_
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_long_search(tmp_path, small_index):
+    _interrupt("search", small_index[0], tmp_path)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
 def test_ctrl_c_stops_a_long_encode(tmp_path, small_index):
     _interrupt("encode", small_index[0], tmp_path)
 
@@ -123,3 +131,13 @@ def test_progress_true_draws_on_stderr_and_a_bad_progress_is_a_type_error(capfd)
     assert "pq:4x4" in capfd.readouterr().err
     with pytest.raises(TypeError, match="progress"):
         codedb.train(x, "pq:4x4", progress=3)
+
+
+def test_build_progress_counts_every_row(tmp_path):
+    x = np.random.default_rng(5).standard_normal((5_000, 32), dtype=np.float32)
+    model = codedb.train(x[:2_000], "pq:4x8", seed=1)
+    seen = []
+    idx = codedb.Index.build(tmp_path / "b", model, x, progress=lambda *e: seen.append(e))
+    assert len(idx) == 5_000
+    assert seen and seen[-1] == ("build", "rows", 5_000, 5_000)
+    assert all(0 <= d <= t == 5_000 for _, _, d, t in seen)

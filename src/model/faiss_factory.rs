@@ -482,6 +482,8 @@ mod tests {
     fn refused_part(f: &str) -> String {
         match PipelineSpec::from_faiss_factory(f, None) {
             Err(ModelError::FaissFactory { part, .. }) => part,
+            // A translation the pipeline parser refuses: the whole string is at fault.
+            Err(ModelError::FaissFactorySpec { factory, .. }) => factory,
             other => panic!("{f}: {other:?}"),
         }
     }

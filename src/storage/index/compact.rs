@@ -117,15 +117,29 @@ impl Index {
     /// written; a garbage-collection failure after the commits is reported in
     /// `compaction.gc_error`, not raised (the compaction stands).
     pub fn compact_sealed(&self, policy: &CompactionPolicy) -> Result<SealedCompaction> {
+        self.compact_sealed_cancellable(policy, &Cancel::new())
+    }
+
+    /// [`Index::compact_sealed`] that stops soon after `cancel` is cancelled, with
+    /// [`ModelError::Cancelled`](crate::model::ModelError::Cancelled): checked before the seal
+    /// and through the merge ([`Index::compact_cancellable`]). A cancel after the seal leaves the
+    /// sealed version in place — the same rows, only moved from the log into a segment — and
+    /// publishes no merge.
+    pub fn compact_sealed_cancellable(
+        &self,
+        policy: &CompactionPolicy,
+        cancel: &Cancel,
+    ) -> Result<SealedCompaction> {
         policy.validate(&self.shared.dir)?;
         self.check_writable()?;
+        cancel.check()?;
         let log_rows = self.snapshot().active_log().map_or(0, |l| l.rows);
         let sealed = if log_rows > 0 {
             Some(self.commit_sealed()?)
         } else {
             None
         };
-        let mut r = self.compact(policy)?;
+        let mut r = self.compact_cancellable(policy, cancel)?;
         if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
             // No merge ran (so no GC after it): remove the sealed log file now if no retained
             // version still names it.
