@@ -327,6 +327,11 @@ impl PyModel {
 ///     Fraction of captioned rows held out to choose C.
 /// max_words : int, default 100000
 ///     Vocabulary size cap (the most frequent words).
+/// progress : bool or callable, optional, default None
+///     ``True``: a line per step on stderr (an ETA once a unit is done); a callable: called as
+///     ``progress(step, unit, done, total)``, e.g. ``("opq:16x8", "iterations", 3, 50)``; an
+///     exception it raises stops the training and is raised here. Ctrl-C stops the training
+///     (``KeyboardInterrupt``).
 ///
 /// Returns
 /// -------
