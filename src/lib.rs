@@ -127,7 +127,7 @@ pub use search::{
     fit_classifier_from_index, train_from_index,
 };
 pub use storage::{
-    AddOptions, BuildOptions, ClassStats, CompactionPolicy, CompactionReport, Config,
-    CreateOptions, EncodedOptions, GcReport, Index, MergeReason, MergeReport, ReadOptions,
-    Retention, Row, RowBatch, SealedCompaction, Snapshot, StorageError,
+    AddOptions, BuildOptions, ClassStats, CompactProgress, CompactProgressFn, CompactionPolicy,
+    CompactionReport, Config, CreateOptions, EncodedOptions, GcReport, Index, MergeReason,
+    MergeReport, ReadOptions, Retention, Row, RowBatch, SealedCompaction, Snapshot, StorageError,
 };

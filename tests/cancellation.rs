@@ -147,17 +147,21 @@ fn a_cancelled_build_leaves_no_directory() {
     assert!(!dir.exists());
 }
 
-/// The standard file system, cancelling the armed token when a segment file is created (so a
-/// compaction is stopped while it writes its merged segment).
+/// The standard file system, cancelling the armed token when a file whose name holds the
+/// armed text is created (`.seg`: a compaction is stopped while it writes its merged segment;
+/// `.manifest`: while it publishes), and recording whether each cancel took.
 #[derive(Debug, Default)]
-struct CancelOnSegment(Mutex<Option<Cancel>>);
+struct CancelOnCreate {
+    armed: Mutex<Option<(Cancel, &'static str)>>,
+    took: Mutex<Vec<bool>>,
+}
 
-impl FileSystem for CancelOnSegment {
+impl FileSystem for CancelOnCreate {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        if path.to_string_lossy().contains(".seg")
-            && let Some(c) = &*self.0.lock().unwrap()
+        if let Some((c, text)) = &*self.armed.lock().unwrap()
+            && path.to_string_lossy().contains(text)
         {
-            c.cancel();
+            self.took.lock().unwrap().push(c.cancel());
         }
         StdFs.create_new(path)
     }
@@ -181,7 +185,7 @@ impl FileSystem for CancelOnSegment {
 #[test]
 fn a_compaction_cancelled_while_writing_its_segment_publishes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = Arc::new(CancelOnSegment::default());
+    let fs = Arc::new(CancelOnCreate::default());
     let config = Config {
         fs: fs.clone(),
         auto_gc: false,
@@ -206,9 +210,9 @@ fn a_compaction_cancelled_while_writing_its_segment_publishes_nothing() {
     let (version, live) = (idx.version(), idx.snapshot().live_rows());
     let before = dir_bytes(dir.path());
     let cancel = Cancel::new();
-    *fs.0.lock().unwrap() = Some(cancel.clone());
+    *fs.armed.lock().unwrap() = Some((cancel.clone(), ".seg"));
     let err = idx
-        .compact_cancellable(&CompactionPolicy::full(), &cancel)
+        .compact_cancellable(&CompactionPolicy::full(), &cancel, None)
         .unwrap_err();
     assert!(cancel.is_cancelled(), "the merge wrote a segment");
     assert!(is_cancelled(err));
@@ -220,10 +224,16 @@ fn a_compaction_cancelled_while_writing_its_segment_publishes_nothing() {
         "no segment or manifest left behind"
     );
     // Not poisoned: the same compaction without a cancel goes through.
-    *fs.0.lock().unwrap() = None;
+    assert_eq!(*fs.took.lock().unwrap(), [true]);
+    // A cancel that comes while the merge is published is past the point of no return: it
+    // does not take, says so, and the compaction completes.
+    let late = Cancel::new();
+    *fs.armed.lock().unwrap() = Some((late.clone(), ".manifest"));
     let report = idx
-        .compact_cancellable(&CompactionPolicy::full(), &Cancel::new())
+        .compact_cancellable(&CompactionPolicy::full(), &late, None)
         .unwrap();
+    assert_eq!(*fs.took.lock().unwrap(), [true, false]);
+    assert!(!late.is_cancelled());
     assert_eq!(report.version, Some(version + 1));
     assert_eq!(idx.snapshot().live_rows(), live);
 }
@@ -251,7 +261,7 @@ fn an_operators_compaction_cancelled_before_it_starts_seals_and_publishes_nothin
         ..codedb::CompactionPolicy::default()
     };
     let err = idx
-        .compact_sealed_cancellable(&policy, &cancel)
+        .compact_sealed_cancellable(&policy, &cancel, None)
         .unwrap_err();
     assert!(is_cancelled(err));
     assert_eq!(idx.version(), version);

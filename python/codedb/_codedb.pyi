@@ -165,6 +165,7 @@ class Index:
         ids: ArrayLike | None = None,
         labels: ArrayLike | None = None,
         lists: str | None = None,
+        progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> npt.NDArray[np.uint64]: ...
     def upsert(
         self,
@@ -173,12 +174,18 @@ class Index:
         labels: ArrayLike | None = None,
         lists: str | None = None,
         keep_class_stats: bool = False,
+        progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> int: ...
     def commit(self) -> int: ...
     def delete(
         self, ids: ArrayLike, ignore_missing: bool = False, keep_class_stats: bool = False
     ) -> int: ...
-    def compact(self, full: bool = False, deleted_threshold: float = 0.2) -> dict[str, Any]: ...
+    def compact(
+        self,
+        full: bool = False,
+        deleted_threshold: float = 0.2,
+        progress: bool | Callable[[str, str, int, int], object] | None = None,
+    ) -> dict[str, Any]: ...
     def gc(self) -> dict[str, Any]: ...
     def add_class(
         self,

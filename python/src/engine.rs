@@ -208,22 +208,37 @@ pub fn index_model(index: &Index) -> Result<Model> {
     Ok(index.model()?.clone())
 }
 
-pub fn add(
-    index: &Index,
-    x: ArrayView2<f32>,
-    ids: Option<&[u64]>,
-    labels: Option<&[u32]>,
-    lists: Option<&str>,
-    cancel: &Cancel,
-) -> Result<Vec<u64>> {
-    let opts = codedb::AddOptions {
-        ids,
-        labels,
-        lists: list_assignment(lists)?,
-        cancel: Some(cancel),
-        ..codedb::AddOptions::default()
-    };
-    Ok(index.add(x, &opts)?)
+/// What an add or upsert stores besides the descriptors, and who hears its progress.
+pub struct Adding<'a> {
+    pub ids: Option<&'a [u64]>,
+    pub labels: Option<&'a [u32]>,
+    pub lists: Option<&'a str>,
+    pub keep_class_stats: bool,
+    /// Rows encoded so far.
+    pub progress: &'a (dyn Fn(usize) + Sync),
+}
+
+impl Adding<'_> {
+    fn options<'a>(&'a self, cancel: &'a Cancel) -> Result<codedb::AddOptions<'a>> {
+        Ok(codedb::AddOptions {
+            ids: self.ids,
+            labels: self.labels,
+            lists: list_assignment(self.lists)?,
+            class_stats: class_stats(self.keep_class_stats),
+            cancel: Some(cancel),
+            progress: Some(self.progress),
+        })
+    }
+}
+
+/// Stages the rows of `x`; returns their ids.
+pub fn add(index: &Index, x: ArrayView2<f32>, a: &Adding<'_>, cancel: &Cancel) -> Result<Vec<u64>> {
+    Ok(index.add(x, &a.options(cancel)?)?)
+}
+
+/// Stages the rows of `x` replacing the live rows of their ids; returns how many were replaced.
+pub fn upsert(index: &Index, x: ArrayView2<f32>, a: &Adding<'_>, cancel: &Cancel) -> Result<u64> {
+    Ok(index.upsert(x, &a.options(cancel)?)?.1)
 }
 
 pub fn commit(index: &Index) -> Result<u64> {
@@ -623,24 +638,6 @@ fn class_stats(keep: bool) -> codedb::ClassStats {
 }
 
 /// Stages rows replacing the live rows of their ids; returns how many were replaced.
-pub fn upsert(
-    index: &Index,
-    x: ArrayView2<f32>,
-    ids: &[u64],
-    labels: Option<&[u32]>,
-    lists: Option<&str>,
-    keep_class_stats: bool,
-) -> Result<u64> {
-    let opts = codedb::AddOptions {
-        ids: Some(ids),
-        labels,
-        lists: list_assignment(lists)?,
-        class_stats: class_stats(keep_class_stats),
-        ..codedb::AddOptions::default()
-    };
-    Ok(index.upsert(x, &opts)?.1)
-}
-
 /// Stages deletes; returns (rows deleted, ids skipped as not live — only with
 /// `ignore_missing`).
 pub fn delete_rows(
@@ -665,13 +662,14 @@ pub fn compact_sealed(
     full: bool,
     deleted_threshold: f64,
     cancel: &Cancel,
+    progress: codedb::CompactProgressFn,
 ) -> Result<String> {
     let policy = CompactionPolicy {
         full,
         max_deleted_fraction: deleted_threshold,
         ..CompactionPolicy::default()
     };
-    json(&index.compact_sealed_cancellable(&policy, cancel)?)
+    json(&index.compact_sealed_cancellable(&policy, cancel, Some(progress))?)
 }
 
 /// The CLI's `gc --json`.

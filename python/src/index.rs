@@ -305,6 +305,10 @@ impl PyIndex {
     ///     One class id per row (added to its class's mean when the index has a class table).
     /// lists : str, optional, default None
     ///     "label" or "nearest": file the rows under inverted lists.
+    /// progress : bool or callable, optional, default None
+    ///     ``True``: a bar on stderr; a callable: called as ``progress("add", "rows", done,
+    ///     total)`` as rows are encoded. Ctrl-C stops the add (``KeyboardInterrupt``) and stages
+    ///     nothing.
     ///
     /// Returns
     /// -------
@@ -330,7 +334,7 @@ impl PyIndex {
     /// Traceback (most recent call last):
     /// ...
     /// codedb._errors.InvalidArgument: invalid argument ids: -1 is negative (ids are 0 to 2⁶⁴−2; pass uint64 for ids ≥ 2⁶³)
-    #[pyo3(signature = (x, ids=None, labels=None, lists=None))]
+    #[pyo3(signature = (x, ids=None, labels=None, lists=None, progress=None))]
     fn add<'py>(
         &self,
         py: Python<'py>,
@@ -338,21 +342,25 @@ impl PyIndex {
         ids: Option<&Bound<'py, PyAny>>,
         labels: Option<&Bound<'py, PyAny>>,
         lists: Option<&str>,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let progress = Progress::from_arg(progress)?;
         let open = self.writable()?;
         let rows = arrays::rows(x, "x")?;
         let view = rows.view()?;
         let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
         let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
-        let added = interrupt::run(py, &Progress::Off, |cancel, _| {
-            engine::add(
-                &open.index,
-                view,
-                ids.as_deref(),
-                labels.as_deref(),
+        let total = view.nrows() as u64;
+        let added = interrupt::run(py, &progress, |cancel, sink| {
+            let heard = |done: usize| sink.send("add", "rows", done as u64, total);
+            let adding = engine::Adding {
+                ids: ids.as_deref(),
+                labels: labels.as_deref(),
                 lists,
-                cancel,
-            )
+                keep_class_stats: false,
+                progress: &heard,
+            };
+            engine::add(&open.index, view, &adding, cancel)
         })?;
         Ok(arrays::vector(py, added))
     }
@@ -372,6 +380,10 @@ impl PyIndex {
     ///     "label" or "nearest".
     /// keep_class_stats : bool, default False
     ///     Leave replaced rows in their classes' counts and sums (needed without stored vectors).
+    /// progress : bool or callable, optional, default None
+    ///     ``True``: a bar on stderr; a callable: called as ``progress("upsert", "rows", done,
+    ///     total)`` as rows are encoded. Ctrl-C stops the upsert (``KeyboardInterrupt``) and
+    ///     stages nothing.
     ///
     /// Returns
     /// -------
@@ -393,7 +405,8 @@ impl PyIndex {
     /// [1, 2]
     /// >>> idx.upsert(x[5:7], ids=[2, 3])
     /// 1
-    #[pyo3(signature = (x, ids, labels=None, lists=None, keep_class_stats=false))]
+    #[pyo3(signature = (x, ids, labels=None, lists=None, keep_class_stats=false, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn upsert(
         &self,
         py: Python<'_>,
@@ -402,23 +415,26 @@ impl PyIndex {
         labels: Option<&Bound<'_, PyAny>>,
         lists: Option<&str>,
         keep_class_stats: bool,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
+        let progress = Progress::from_arg(progress)?;
         let open = self.writable()?;
         let rows = arrays::rows(x, "x")?;
         let view = rows.view()?;
         let ids = arrays::ids(ids, "ids")?;
         let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
-        py.detach(|| {
-            engine::upsert(
-                &open.index,
-                view,
-                &ids,
-                labels.as_deref(),
+        let total = view.nrows() as u64;
+        interrupt::run(py, &progress, |cancel, sink| {
+            let heard = |done: usize| sink.send("upsert", "rows", done as u64, total);
+            let adding = engine::Adding {
+                ids: Some(&ids),
+                labels: labels.as_deref(),
                 lists,
                 keep_class_stats,
-            )
+                progress: &heard,
+            };
+            engine::upsert(&open.index, view, &adding, cancel)
         })
-        .py_err()
     }
 
     /// Publishes everything staged as a new version (durable when it returns).
@@ -505,6 +521,11 @@ impl PyIndex {
     /// deleted_threshold : float, default 0.2
     ///     Rewrite a segment on its own when at least this fraction of its rows is deleted (0 to
     ///     1; 0 = any deleted row).
+    /// progress : bool or callable, optional, default None
+    ///     ``True``: a bar on stderr; a callable: called as ``progress(step, "rows", done,
+    ///     total)`` for each merged column, ``step`` naming it (``"compact codes"``, or
+    ///     ``"compact 2/3 codes"`` when several merges run). Ctrl-C stops the compaction
+    ///     (``KeyboardInterrupt``) and publishes no merge.
     ///
     /// Returns
     /// -------
@@ -527,16 +548,22 @@ impl PyIndex {
     /// >>> r = idx.compact(deleted_threshold=0)
     /// >>> r["sealed_log_rows"], r["sealed_version"], r["deleted_rows_kept"], len(idx)
     /// (600, 4, 0, 598)
-    #[pyo3(signature = (full=false, deleted_threshold=0.2))]
+    #[pyo3(signature = (full=false, deleted_threshold=0.2, progress=None))]
     fn compact<'py>(
         &self,
         py: Python<'py>,
         full: bool,
         deleted_threshold: f64,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let progress = Progress::from_arg(progress)?;
         let open = self.get()?;
-        let text = interrupt::run(py, &Progress::Off, |cancel, _| {
-            engine::compact_sealed(&open.index, full, deleted_threshold, cancel)
+        let text = interrupt::run(py, &progress, |cancel, sink| {
+            let sink = sink.clone();
+            let heard: codedb::CompactProgressFn = Arc::new(move |p: &codedb::CompactProgress| {
+                sink.send(&p.step(), "rows", p.done, p.total)
+            });
+            engine::compact_sealed(&open.index, full, deleted_threshold, cancel, heard)
         })?;
         json_loads(py, &text)
     }

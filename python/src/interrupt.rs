@@ -116,6 +116,27 @@ impl Sink {
     }
 }
 
+/// Reports a stop that came too late to stop the call: a `KeyboardInterrupt` is raised again
+/// as Python raises a signal, at the next bytecode after the call returns (the main thread's
+/// interrupt flag, `_thread.interrupt_main`); an exception of the `progress` callable becomes
+/// a `RuntimeWarning` naming it, since the call it wanted to stop has completed.
+fn after_the_call(py: Python<'_>, e: PyErr) -> PyResult<()> {
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        py.import("_thread")?.call_method0("interrupt_main")?;
+        return Ok(());
+    }
+    let text = format!(
+        "the progress callable raised {} after the call had passed its point of no return; \
+         the call completed",
+        e.value(py)
+            .repr()
+            .map_or_else(|_| "an exception".into(), |r| r.to_string())
+    );
+    let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    let text = std::ffi::CString::new(text).unwrap_or_default();
+    PyErr::warn(py, &category, &text, 1)
+}
+
 /// The stderr bar of `progress=True`: one line per step, an ETA only once a unit is done.
 #[derive(Default)]
 struct TextBar {
@@ -185,11 +206,13 @@ pub fn run<T: Send>(
         on: !matches!(progress, Progress::Off),
     };
     let mut failure: Option<PyErr> = None;
+    // Whether the cancel took (`false`: the call had passed its point of no return).
+    let mut took = true;
     let mut bar = TextBar::default();
-    let (failure_ref, bar_ref, cancel_ref) = (&mut failure, &mut bar, &cancel);
+    let (failure_ref, took_ref, bar_ref, cancel_ref) = (&mut failure, &mut took, &mut bar, &cancel);
     // `move`: the receiver (not `Sync`) goes into the waiting closure whole.
     let joined = py.detach(move || {
-        let (failure, bar, cancel) = (failure_ref, bar_ref, cancel_ref);
+        let (failure, took, bar, cancel) = (failure_ref, took_ref, bar_ref, cancel_ref);
         std::thread::scope(|s| {
             let (c, done) = (cancel, tx.clone());
             let h = s.spawn(move || {
@@ -217,7 +240,7 @@ pub fn run<T: Send>(
                     });
                     if let Err(e) = checked {
                         *failure = Some(e);
-                        cancel.cancel();
+                        *took = cancel.cancel();
                     }
                 }
                 if finished {
@@ -231,7 +254,12 @@ pub fn run<T: Send>(
         bar.finish();
     }
     if let Some(e) = failure {
-        return Err(e);
+        if took {
+            return Err(e);
+        }
+        // The call was past its point of no return (rows staged, a merge or an index being
+        // written) and finished: its result stands, and the stop is reported after it.
+        after_the_call(py, e)?;
     }
     match joined {
         Ok(r) => r.py_err(),

@@ -141,3 +141,51 @@ def test_build_progress_counts_every_row(tmp_path):
     assert len(idx) == 5_000
     assert seen and seen[-1] == ("build", "rows", 5_000, 5_000)
     assert all(0 <= d <= t == 5_000 for _, _, d, t in seen)
+
+
+def test_add_and_upsert_progress_count_every_row(tmp_path):
+    x = np.random.default_rng(6).standard_normal((70_000, 16), dtype=np.float32)
+    model = codedb.train(x[:2_000], "pq:4x8", seed=1)
+    idx = codedb.Index.create(tmp_path / "a", model)
+    seen = []
+    idx.add(x, progress=lambda *e: seen.append(e))
+    # Encoded in chunks of 65,536 rows: one event per chunk, the last at every row.
+    assert seen == [("add", "rows", 65_536, 70_000), ("add", "rows", 70_000, 70_000)]
+    seen.clear()
+    assert idx.upsert(x[:10], ids=np.arange(10), progress=lambda *e: seen.append(e)) == 10
+    assert seen == [("upsert", "rows", 10, 10)]
+    idx.commit()
+    assert len(idx) == 70_000
+
+
+def test_compact_progress_names_each_column_up_to_the_live_rows(tmp_path):
+    x = np.random.default_rng(7).standard_normal((3_000, 16), dtype=np.float32)
+    model = codedb.train(x, "pq:4x8", seed=1)
+    idx = codedb.Index.build(tmp_path / "c", model, x)
+    idx.delete([0, 1, 2])
+    idx.commit()
+    seen = []
+    r = idx.compact(deleted_threshold=0, progress=lambda *e: seen.append(e))
+    assert r["merges"][0]["rows"] == 2_997
+    steps = list(dict.fromkeys(s for s, _, _, _ in seen))
+    assert steps[:2] == ["compact ids", "compact codes"], steps
+    for step in steps:
+        assert [e for e in seen if e[0] == step][-1] == (step, "rows", 2_997, 2_997)
+
+
+def test_an_exception_in_the_compact_progress_publishes_nothing(tmp_path):
+    x = np.random.default_rng(8).standard_normal((3_000, 16), dtype=np.float32)
+    model = codedb.train(x, "pq:4x8", seed=1)
+    idx = codedb.Index.build(tmp_path / "d", model, x)
+    idx.delete([0, 1, 2])
+    version = idx.commit()
+
+    def stop(step, unit, done, total):
+        raise RuntimeError("stop the merge")
+
+    with pytest.raises(RuntimeError, match="stop the merge"):
+        idx.compact(deleted_threshold=0, progress=stop)
+    assert idx.version == version
+    assert len(idx) == 2_997
+    # And the same compaction without the callable runs.
+    assert idx.compact(deleted_threshold=0)["version"] == version + 1

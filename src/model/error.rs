@@ -224,6 +224,15 @@ impl From<faer::linalg::svd::SvdError> for LinalgError {
 pub type Result<T> = std::result::Result<T, ModelError>;
 
 impl ModelError {
+    /// The error of a chunk of input starting at row `offset` as an error of the whole input:
+    /// the row a value error names moves by `offset` (other errors are unchanged).
+    pub(crate) fn rows_from(mut self, offset: usize) -> ModelError {
+        if let ModelError::NonFinite { row, .. } | ModelError::OutOfRange { row, .. } = &mut self {
+            *row += offset;
+        }
+        self
+    }
+
     pub(crate) fn bad_tensor(stage: &str, tensor: &str, detail: impl Into<String>) -> ModelError {
         ModelError::BadTensor {
             stage: stage.to_string(),

@@ -13,6 +13,7 @@
 //! rows straight out of the mapped sources.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::format::{
     SegmentReader, VectorBuf, VectorSlice, VectorSpec,
@@ -501,13 +502,14 @@ impl<'a> Merger<'a> {
     /// (see [`ColumnFill::column`]); the merged order is recorded within
     /// `order_budget_bytes`. `code_width` is the sources' code bytes per row. `cancel` is
     /// checked per buffer written: a cancelled merge stops with `ModelError::Cancelled` within
-    /// one buffer.
+    /// one buffer. `progress(column, rows_done)` hears of every buffer written.
     pub fn filler(
         &self,
         buffer_rows: usize,
         order_budget_bytes: usize,
         code_width: usize,
         cancel: &Cancel,
+        progress: ColumnProgress,
     ) -> Result<ColumnFill<'_, 'a>> {
         let vectors: Vec<Option<VectorSlice<'a>>> =
             self.readers.iter().map(|r| r.vector_column()).collect();
@@ -533,9 +535,14 @@ impl<'a> Merger<'a> {
             n: buffer_rows as u64,
             width: code_width,
             cancel: cancel.clone(),
+            progress,
         })
     }
 }
+
+/// Hears how many rows of a column a merge has written so far (the name: a
+/// [`Column::name`], or `"codes (MIH tables)"` for the pass that builds the MIH tables).
+pub(crate) type ColumnProgress = Arc<dyn Fn(&'static str, u64) + Send + Sync>;
 
 /// Streams the columns of a merge, in file order: the id column runs the k-way merge and
 /// records its order, the others replay it (or merge again when the order outgrew its
@@ -548,6 +555,7 @@ pub(crate) struct ColumnFill<'m, 'a> {
     n: u64,
     width: usize,
     cancel: Cancel,
+    progress: ColumnProgress,
 }
 
 impl ColumnFill<'_, '_> {
@@ -559,11 +567,13 @@ impl ColumnFill<'_, '_> {
             let mut cursor = Cursor::new(m.sources(), m.sorted);
             let cols: Vec<&[u64]> = m.readers.iter().map(|r| r.ids()).collect();
             let order = &mut self.order;
+            let progress = &self.progress;
             stream_column(
                 &mut cursor,
                 n,
                 n as usize,
                 &self.cancel,
+                &mut |rows| progress(col.name(), rows),
                 |buf: &mut Vec<u64>, s, a, len| {
                     order.record(s, len);
                     if len == 1 {
@@ -590,6 +600,7 @@ impl ColumnFill<'_, '_> {
             width: self.width,
             n,
             cancel: &self.cancel,
+            progress: &|rows| (self.progress)(col.name(), rows),
         };
         if self.order.overflow {
             copy.run(col, &mut Cursor::new(m.sources(), m.sorted), out)
@@ -608,6 +619,7 @@ impl ColumnFill<'_, '_> {
     /// passes that build the merged segment's multi-index hashing tables.
     pub fn codes_again(&mut self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
         let m = self.merger;
+        let progress = self.progress.clone();
         let copy = ColumnCopy {
             readers: &m.readers,
             vectors: &self.vectors,
@@ -615,6 +627,7 @@ impl ColumnFill<'_, '_> {
             width: self.width,
             n: self.n,
             cancel: &self.cancel,
+            progress: &|rows| progress("codes (MIH tables)", rows),
         };
         let write = |buf: &[u8]| {
             sink(buf);
@@ -647,6 +660,8 @@ struct ColumnCopy<'a, 'b> {
     width: usize,
     n: u64,
     cancel: &'b Cancel,
+    /// Hears the rows written so far.
+    progress: &'b (dyn Fn(u64) + Sync),
 }
 
 impl ColumnCopy<'_, '_> {
@@ -670,6 +685,7 @@ impl ColumnCopy<'_, '_> {
             n,
             n as usize * w,
             self.cancel,
+            &mut |rows| (self.progress)(rows),
             |buf: &mut Vec<u8>, s, a, len| match cols[s] {
                 Some(c) => {
                     let (a, b) = (a as usize * w, (a + len) as usize * w);
@@ -702,6 +718,7 @@ impl ColumnCopy<'_, '_> {
                     n,
                     n as usize,
                     self.cancel,
+                    &mut |rows| (self.progress)(rows),
                     |buf: &mut Vec<u32>, s, a, len| {
                         let (a, b) = (a as usize, (a + len) as usize);
                         match cols[s] {
@@ -726,12 +743,15 @@ impl ColumnCopy<'_, '_> {
                 let dim = spec.dim as usize;
                 let mut buf = VectorBuf::empty(spec.dtype);
                 let mut ok = true;
+                let mut written = 0;
+                let mut rows;
                 while {
                     buf.clear();
-                    rs.next_chunk(n, |s, a, len| {
+                    rows = rs.next_chunk(n, |s, a, len| {
                         let (a, b) = (a as usize * dim, (a + len) as usize * dim);
                         ok &= self.vectors[s].is_some_and(|v| buf.extend_from(v, a, b));
-                    }) > 0
+                    });
+                    rows > 0
                 } {
                     self.cancel.check()?;
                     if !ok {
@@ -742,6 +762,8 @@ impl ColumnCopy<'_, '_> {
                         }));
                     }
                     out.vector_rows(spec, buf.as_slice())?;
+                    written += rows;
+                    (self.progress)(written);
                 }
                 Ok(())
             }
@@ -754,16 +776,18 @@ impl ColumnCopy<'_, '_> {
 /// `write` — so the merge's CPU work overlaps the write (the kernel's copy into the page cache)
 /// instead of adding to it. Two buffers circulate, so memory stays O(`buffer_rows` × width).
 /// An error from `write` (or `cancel`, checked before each chunk is written) drops this side's
-/// channel ends, which stops the helper, and is returned.
+/// channel ends, which stops the helper, and is returned. `progress(rows_written)` follows
+/// each chunk written.
 fn stream_column<T: Send, R: RunSource + Send>(
     rs: &mut R,
     n: u64,
     capacity: usize,
     cancel: &Cancel,
+    progress: &mut dyn FnMut(u64),
     mut fill: impl FnMut(&mut Vec<T>, usize, u64, u64) + Send,
     mut write: impl FnMut(&[T]) -> Result<()>,
 ) -> Result<()> {
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<(Vec<T>, u64)>(1);
     let (free_tx, free_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(2);
     for _ in 0..2 {
         // Cannot fail: the receiver is alive and the channel has room for both.
@@ -773,9 +797,8 @@ fn stream_column<T: Send, R: RunSource + Send>(
         scope.spawn(move || {
             while let Ok(mut buf) = free_rx.recv() {
                 buf.clear();
-                if rs.next_chunk(n, |s, a, len| fill(&mut buf, s, a, len)) == 0
-                    || full_tx.send(buf).is_err()
-                {
+                let rows = rs.next_chunk(n, |s, a, len| fill(&mut buf, s, a, len));
+                if rows == 0 || full_tx.send((buf, rows)).is_err() {
                     return;
                 }
             }
@@ -783,9 +806,12 @@ fn stream_column<T: Send, R: RunSource + Send>(
         // Owns the consumer's channel ends; they drop (releasing the helper) when this
         // closure returns, before the scope joins the helper.
         let mut consume = move || -> Result<()> {
-            for buf in full_rx.iter() {
+            let mut written = 0;
+            for (buf, rows) in full_rx.iter() {
                 cancel.check()?;
                 write(&buf)?;
+                written += rows;
+                progress(written);
                 let _ = free_tx.send(buf);
             }
             Ok(())

@@ -36,8 +36,8 @@ pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention
 pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
 pub use index::{
-    AddOptions, BuildOptions, ClassStats, CompactionReport, EncodedOptions, GcReport, Index,
-    MergeReport, SealedCompaction,
+    AddOptions, BuildOptions, ClassStats, CompactProgress, CompactProgressFn, CompactionReport,
+    EncodedOptions, GcReport, Index, MergeReport, SealedCompaction,
 };
 pub use merge_policy::MergeReason;
 pub use recovery::{

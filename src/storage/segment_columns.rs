@@ -28,6 +28,19 @@ pub(crate) enum Column {
     Vectors,
 }
 
+impl Column {
+    /// The column's name in progress reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Ids => "ids",
+            Column::Codes => "codes",
+            Column::Labels => "labels",
+            Column::Lists => "lists",
+            Column::Vectors => "vectors",
+        }
+    }
+}
+
 /// What `Index::write_segment` asks its source for: one column into the writer, or the code
 /// column once more (row-major, whole codes, in row order) into a sink — the passes that build
 /// the multi-index hashing tables (`format::mih_tables`).

@@ -5,7 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use codedb::{CompactionPolicy, MergeReason};
+use std::sync::Arc;
+
+use codedb::model::Cancel;
+use codedb::{CompactProgress, CompactProgressFn, CompactionPolicy, MergeReason};
 
 use crate::args;
 use crate::out::{errln, outln};
@@ -72,9 +75,21 @@ pub fn compact(a: CompactArgs) -> Result<ExitCode> {
         ..CompactionPolicy::default()
     };
     let index = crate::open::open_writer(dir)?;
-    let spinner = progress::spinner("compacting");
-    let done = index.compact_sealed(&policy)?;
-    spinner.finish_and_clear();
+    let bar = progress::spinner("compacting");
+    let step = std::sync::Mutex::new(String::new());
+    let shown = bar.clone();
+    let heard: CompactProgressFn = Arc::new(move |p: &CompactProgress| {
+        let name = p.step();
+        let mut step = step.lock().unwrap_or_else(|e| e.into_inner());
+        if *step != name {
+            progress::count(&shown, &name, "rows", p.done, p.total);
+            *step = name;
+        } else {
+            shown.set_position(p.done);
+        }
+    });
+    let done = index.compact_sealed_cancellable(&policy, &Cancel::new(), Some(heard))?;
+    bar.finish_and_clear();
     let (log_rows, sealed) = (done.sealed_log_rows, done.sealed_version);
     let r = &done.compaction;
     if let Some(e) = &r.gc_error {

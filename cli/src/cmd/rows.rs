@@ -111,14 +111,16 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
     )?;
     let labels = inputs::labels(a.labels.as_deref())?;
     let ids = inputs::ids(a.ids.as_deref())?;
+    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
+    let report = |n: usize| bar.set_position(n as u64);
     let opts = AddOptions {
         ids: ids.as_deref(),
         labels: labels.as_deref(),
         lists,
         class_stats: class_stats(a.keep_class_stats),
-        cancel: None,
+        progress: Some(&report),
+        ..AddOptions::default()
     };
-    let spinner = progress::spinner(&format!("encoding and adding {} rows", x.nrows()));
     let added = if a.upsert {
         index.upsert(x.view(), &opts)
     } else {
@@ -131,8 +133,9 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         ),
         r => r.with_context(|| format!("adding {} to {}", a.data.display(), a.dir.display()))?,
     };
+    progress::phase(&bar, "committing");
     let version = index.commit()?;
-    spinner.finish_and_clear();
+    bar.finish_and_clear();
     if a.json {
         outln!(
             "{}",

@@ -21,6 +21,37 @@ pub(crate) const IVF_OWN_LISTS: &str = "the model has a coarse quantiser (ivf:K)
 /// Rows encoded per chunk (bounds the memory of the float → code step).
 const ENCODE_CHUNK: usize = 65_536;
 
+/// Encodes `data` with `model` in chunks of [`ENCODE_CHUNK`] rows (each encoded in parallel),
+/// calling `progress(rows_done)` after each: the codes, and with an IVF model each row's list.
+/// `cancel` is checked inside each chunk's encoding. Shared by [`Index::build`] and
+/// [`Index::add`], so both report progress the same way.
+pub(crate) fn encode_chunked(
+    model: &Model,
+    data: ArrayView2<f32>,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Vec<u8>, Option<Vec<u32>>), StorageError> {
+    let n = data.nrows();
+    let mut codes = Vec::with_capacity(n * model.code_bytes());
+    // An IVF model files each row under its nearest coarse centroid as it encodes it.
+    let mut lists = model.ivf().map(|_| Vec::with_capacity(n));
+    let mut start = 0;
+    while start < n {
+        let end = (start + ENCODE_CHUNK).min(n);
+        let chunk = data.slice(ndarray::s![start..end, ..]);
+        let (c, l) = model
+            .encode_lists_cancellable(chunk, cancel)
+            .map_err(|e| e.rows_from(start))?;
+        codes.extend(c);
+        if let (Some(all), Some(l)) = (lists.as_mut(), l) {
+            all.extend(l);
+        }
+        start = end;
+        progress(end);
+    }
+    Ok((codes, lists))
+}
+
 /// What `dir` was before a build, so a failed build can remove what it created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DirBefore {
@@ -177,26 +208,12 @@ impl Index {
             }
         };
         // Encode everything first: a bad row (NaN, …) fails before the index exists.
-        let mut codes = Vec::with_capacity(n * model.code_bytes());
-        // An IVF model files each row under its nearest coarse centroid as it encodes it.
-        let mut ivf_lists = Vec::new();
-        let mut start = 0;
-        while start < n {
-            let end = (start + ENCODE_CHUNK).min(n);
-            let chunk = data.slice(ndarray::s![start..end, ..]);
-            let (c, l) = match opts.cancel {
-                Some(cancel) => model.encode_lists_cancellable(chunk, cancel)?,
-                None => model.encode_lists(chunk)?,
-            };
-            codes.extend(c);
-            ivf_lists.extend(l.unwrap_or_default());
-            start = end;
-            progress(end);
-        }
-        let lists = match model.ivf() {
-            Some(_) => Some(ivf_lists),
-            None => lists,
-        };
+        let never = Cancel::new();
+        let (codes, ivf_lists) =
+            encode_chunked(model, data, opts.cancel.unwrap_or(&never), &mut |done| {
+                progress(done)
+            })?;
+        let lists = ivf_lists.or(lists);
         let spec = opts
             .store_vectors
             .map(|t| VectorSpec::new(t, model.input_dim() as u32));
@@ -211,6 +228,10 @@ impl Index {
         // Ids, labels, list ids and stored vectors are checked as the add will check them, before
         // the directory is touched.
         let checked = check_batch(dir, &model_file, spec, &batch)?;
+        // The point of no return: past it the index is written.
+        if let Some(c) = opts.cancel {
+            c.commit()?;
+        }
         let before = DirBefore::of(dir);
         let built = (|| -> Result<Index, StorageError> {
             // Version 1 stays in memory: the first manifest this build publishes is the one

@@ -29,7 +29,7 @@ use crate::storage::config::CompactionPolicy;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
 use crate::storage::merge_policy::{MergeReason, PlannedMerge, plan};
-use crate::storage::merger::Merger;
+use crate::storage::merger::{ColumnProgress, Merger};
 use crate::storage::publish::{publish, sync_dir};
 use crate::storage::segment_columns::Fill;
 use crate::storage::version::{SegmentSlot, VersionState};
@@ -101,6 +101,39 @@ pub struct SealedCompaction {
     pub sealed_version: Option<u64>,
 }
 
+/// How far a compaction is: `done` of the `total` live rows of merge `merge` (1-based, of
+/// `merges`) written to its `column` ("ids", "codes", "labels", "lists", "vectors", or
+/// "codes (MIH tables)": the pass that builds the multi-index hashing tables). Each column of
+/// a merge counts from 0 to `total`.
+#[derive(Debug, Clone)]
+pub struct CompactProgress {
+    /// Which merge, from 1.
+    pub merge: usize,
+    /// How many merges this compaction runs.
+    pub merges: usize,
+    /// The column being written.
+    pub column: &'static str,
+    /// Rows of it written so far.
+    pub done: u64,
+    /// The merge's live rows.
+    pub total: u64,
+}
+
+impl CompactProgress {
+    /// The step's name as front ends show it: `compact codes`, or `compact 2/3 codes` when the
+    /// compaction runs several merges.
+    pub fn step(&self) -> String {
+        if self.merges > 1 {
+            format!("compact {}/{} {}", self.merge, self.merges, self.column)
+        } else {
+            format!("compact {}", self.column)
+        }
+    }
+}
+
+/// What hears a compaction's progress (see [`Index::compact_cancellable`]).
+pub type CompactProgressFn = Arc<dyn Fn(&CompactProgress) + Send + Sync>;
+
 /// The output of phase 2 for one group.
 struct Merged {
     /// Positions of the sources in the base version.
@@ -117,18 +150,19 @@ impl Index {
     /// written; a garbage-collection failure after the commits is reported in
     /// `compaction.gc_error`, not raised (the compaction stands).
     pub fn compact_sealed(&self, policy: &CompactionPolicy) -> Result<SealedCompaction> {
-        self.compact_sealed_cancellable(policy, &Cancel::new())
+        self.compact_sealed_cancellable(policy, &Cancel::new(), None)
     }
 
     /// [`Index::compact_sealed`] that stops soon after `cancel` is cancelled, with
     /// [`ModelError::Cancelled`](crate::model::ModelError::Cancelled): checked before the seal
     /// and through the merge ([`Index::compact_cancellable`]). A cancel after the seal leaves the
     /// sealed version in place — the same rows, only moved from the log into a segment — and
-    /// publishes no merge.
+    /// publishes no merge. `progress` hears the merge as [`Index::compact_cancellable`] says.
     pub fn compact_sealed_cancellable(
         &self,
         policy: &CompactionPolicy,
         cancel: &Cancel,
+        progress: Option<CompactProgressFn>,
     ) -> Result<SealedCompaction> {
         policy.validate(&self.shared.dir)?;
         self.check_writable()?;
@@ -139,7 +173,7 @@ impl Index {
         } else {
             None
         };
-        let mut r = self.compact_cancellable(policy, cancel)?;
+        let mut r = self.compact_cancellable(policy, cancel, progress)?;
         if sealed.is_some() && r.gc.is_none() && r.gc_error.is_none() {
             // No merge ran (so no GC after it): remove the sealed log file now if no retained
             // version still names it.
@@ -160,18 +194,20 @@ impl Index {
     /// do. Other compactions and garbage collections wait; readers and the writer do not,
     /// except for the short publish step.
     pub fn compact(&self, policy: &CompactionPolicy) -> Result<CompactionReport> {
-        self.compact_cancellable(policy, &Cancel::new())
+        self.compact_cancellable(policy, &Cancel::new(), None)
     }
 
     /// [`Index::compact`] that stops soon after `cancel` is cancelled (checked per merged
     /// buffer of `policy.buffer_rows` rows and before the publish) with
     /// [`ModelError::Cancelled`](crate::model::ModelError::Cancelled) in
     /// [`StorageError::Model`]: the segments it had written are removed and the index stays at
-    /// the version it was.
+    /// the version it was. `progress` (when given) hears every merged buffer: a
+    /// [`CompactProgress`] of rows written per column, on the calling thread.
     pub fn compact_cancellable(
         &self,
         policy: &CompactionPolicy,
         cancel: &Cancel,
+        progress: Option<CompactProgressFn>,
     ) -> Result<CompactionReport> {
         let dir = self.shared.dir.clone();
         policy.validate(&dir)?;
@@ -195,11 +231,11 @@ impl Index {
             });
         }
         let mut merged = Vec::with_capacity(groups.len());
-        for g in groups {
-            let m = cancel
-                .check()
-                .map_err(StorageError::from)
-                .and_then(|()| self.merge_group(&base, g, policy, cancel));
+        let merges = groups.len();
+        for (i, g) in groups.into_iter().enumerate() {
+            let m = cancel.check().map_err(StorageError::from).and_then(|()| {
+                self.merge_group(&base, g, policy, cancel, (progress.as_ref(), i + 1, merges))
+            });
             match m {
                 Ok(m) => merged.push(m),
                 Err(e) => {
@@ -208,7 +244,8 @@ impl Index {
                 }
             }
         }
-        if let Err(e) = cancel.check() {
+        // The point of no return: past it the merge is published.
+        if let Err(e) = cancel.commit() {
             self.remove_quietly(merged.iter().filter_map(|m| m.report.output.clone()));
             return Err(e.into());
         }
@@ -258,6 +295,7 @@ impl Index {
         planned: PlannedMerge,
         policy: &CompactionPolicy,
         cancel: &Cancel,
+        (progress, merge, merges): (Option<&CompactProgressFn>, usize, usize),
     ) -> Result<Merged> {
         let PlannedMerge {
             segments: group,
@@ -282,11 +320,27 @@ impl Index {
                 report,
             });
         }
+        let heard: ColumnProgress = match progress {
+            None => Arc::new(|_, _| {}),
+            Some(p) => {
+                let p = p.clone();
+                Arc::new(move |column, done| {
+                    p(&CompactProgress {
+                        merge,
+                        merges,
+                        column,
+                        done,
+                        total: live,
+                    })
+                })
+            }
+        };
         let mut fill = merger.filler(
             policy.buffer_rows,
             policy.order_budget_bytes,
             self.shared.model.file().code_bytes as usize,
             cancel,
+            heard,
         )?;
         let slot = self.write_segment(live, merger.columns(), |f| match f {
             Fill::Column(col, out) => fill.column(col, out),

@@ -20,13 +20,14 @@ use crate::format::append_log::NO_LABEL;
 use crate::model::Cancel;
 use crate::storage::{RowBatch, StorageError};
 
+use super::build::encode_chunked;
 use super::{ClassStats, EncodedOptions, Index};
 
 /// Shorthand: the class layer's errors (an unknown label, a wrong model, …).
 type Result<T> = std::result::Result<T, StorageError>;
 
 /// What [`Index::add`] and [`Index::upsert`] store besides the descriptors.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct AddOptions<'a> {
     /// One user id per row (default: assigned by the index; required by an upsert).
     pub ids: Option<&'a [u64]>,
@@ -46,6 +47,22 @@ pub struct AddOptions<'a> {
     /// are encoded and once more before they are staged, so a cancelled call stages nothing.
     /// `None`: never cancelled.
     pub cancel: Option<&'a Cancel>,
+    /// Called with the number of rows encoded so far, after each chunk of rows (on the
+    /// calling thread), so a front end can draw progress in rows. `None`: no reports.
+    pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
+}
+
+impl std::fmt::Debug for AddOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddOptions")
+            .field("ids", &self.ids)
+            .field("labels", &self.labels)
+            .field("lists", &self.lists)
+            .field("class_stats", &self.class_stats)
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.map(|_| "Fn(usize)"))
+            .finish()
+    }
 }
 
 impl Index {
@@ -147,9 +164,14 @@ impl Index {
         };
         let never = Cancel::new();
         let cancel = opts.cancel.unwrap_or(&never);
-        let (codes, ivf_lists) = model.encode_lists_cancellable(x, cancel)?;
-        // The last moment to stop: past it the rows are staged.
-        cancel.check()?;
+        let (codes, ivf_lists) = encode_chunked(model, x, cancel, &mut |done| {
+            if let Some(p) = opts.progress {
+                p(done)
+            }
+        })?;
+        // The point of no return: past it the rows are staged, and a later cancel says it did
+        // not take.
+        cancel.commit()?;
         let lists = ivf_lists.or(lists);
         Ok(PreparedRows {
             codes,

@@ -53,7 +53,9 @@ use super::version::{IndexModel, VersionState};
 
 pub use build::BuildOptions;
 pub use classes::ClassStats;
-pub use compact::{CompactionReport, MergeReport, SealedCompaction};
+pub use compact::{
+    CompactProgress, CompactProgressFn, CompactionReport, MergeReport, SealedCompaction,
+};
 pub use descriptors::AddOptions;
 pub use gc::GcReport;
 pub(crate) use open::check_is_index;
