@@ -2,8 +2,9 @@
 //!
 //! **AVX2**: per block of 32 rows, each pair of sub-quantisers is one 32-byte load; its low and
 //! high nibble planes index the pair's two u8 tables (one register, one table per 128-bit lane)
-//! with `vpshufb`; the bytes are widened and summed in four u16 accumulators, and the 32 sums
-//! are compared with the quantised bound in registers.
+//! with `vpshufb`; the lookups of four loads are added as bytes before they are widened into
+//! u16 accumulators (as the AVX-512 kernel does, below), and the 32 sums are compared with the
+//! quantised bound in registers.
 //!
 //! **AVX-512 (BW)**: four sub-quantisers per 64-byte load, their four tables in one register
 //! (one per 128-bit lane, so `vpshufb zmm` looks all four up at once). The lookups of up to
@@ -32,45 +33,72 @@ fn load(a: &[u8; 32]) -> __m256i {
 }
 
 /// The quantised sums of one block: rows 0-15 and rows 16-31, u16 lanes in row order.
+///
+/// Each 32-byte load is a pair of sub-quantisers (lane = which one), its low nibbles rows
+/// 0-15 and its high nibbles rows 16-31. The lookups of up to four loads (8 sub-quantisers)
+/// are added as bytes — entries are at most [`super::LEVELS`] = 63, so four sum to at most
+/// 252 — and only then widened, as u16 words (`even row + 256·odd row`) and, shifted right
+/// by 8, as the odd rows alone; the even rows are `words − 256·odd` at the end, exact in u16
+/// arithmetic because the true sums stay below 2¹⁶ (the AVX-512 kernel's trick, and FAISS's).
+/// Per load that is 2 shuffles, 2 byte adds and 3 bit operations; widening every lookup
+/// instead costs 4 more unpacks (shuffle-port µops, the bottleneck) and 4 u16 adds.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn block_sums(blk: &[[u8; 32]], q: &[[u8; 32]]) -> (__m256i, __m256i) {
     let low = _mm256_set1_epi8(0x0f);
     let zero = _mm256_setzero_si256();
-    let (mut a0, mut a1, mut a2, mut a3) = (zero, zero, zero, zero);
-    for (v, t) in blk.iter().zip(q) {
-        let v = load(v);
-        let t = load(t);
-        let lo = _mm256_shuffle_epi8(t, _mm256_and_si256(v, low));
-        let hi = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
-        a0 = _mm256_add_epi16(a0, _mm256_unpacklo_epi8(lo, zero));
-        a1 = _mm256_add_epi16(a1, _mm256_unpackhi_epi8(lo, zero));
-        a2 = _mm256_add_epi16(a2, _mm256_unpacklo_epi8(hi, zero));
-        a3 = _mm256_add_epi16(a3, _mm256_unpackhi_epi8(hi, zero));
+    // u16 words `even + 256·odd` (mod 2¹⁶) and the odd rows alone, rows 0-15 and 16-31.
+    let (mut lo, mut lo_odd, mut hi, mut hi_odd) = (zero, zero, zero, zero);
+    for (vs, ts) in blk.chunks(4).zip(q.chunks(4)) {
+        let (mut blo, mut bhi) = (zero, zero);
+        for (v, t) in vs.iter().zip(ts) {
+            let v = load(v);
+            let t = load(t);
+            let l = _mm256_shuffle_epi8(t, _mm256_and_si256(v, low));
+            let h = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
+            blo = _mm256_add_epi8(blo, l);
+            bhi = _mm256_add_epi8(bhi, h);
+        }
+        lo = _mm256_add_epi16(lo, blo);
+        lo_odd = _mm256_add_epi16(lo_odd, _mm256_srli_epi16::<8>(blo));
+        hi = _mm256_add_epi16(hi, bhi);
+        hi_odd = _mm256_add_epi16(hi_odd, _mm256_srli_epi16::<8>(bhi));
     }
-    // a0 = [rows 0-7 of even j | rows 0-7 of odd j], a1 the same for rows 8-15.
-    let x = _mm256_add_epi16(
-        _mm256_permute2x128_si256::<0x20>(a0, a1),
-        _mm256_permute2x128_si256::<0x31>(a0, a1),
-    );
-    let y = _mm256_add_epi16(
-        _mm256_permute2x128_si256::<0x20>(a2, a3),
-        _mm256_permute2x128_si256::<0x31>(a2, a3),
-    );
-    (x, y)
+    (rows_in_order(lo, lo_odd), rows_in_order(hi, hi_odd))
 }
 
-/// Bit i set when u16 lane i of `s` is `<= t` (16 bits).
+/// The 16 row sums of one nibble plane in row order, from its accumulators: `words` (u16 word
+/// `w` of lane `L` = rows `2w` + 256 × `2w + 1` over the sub-quantisers `j ≡ L mod 2`) and
+/// `odd` (rows `2w + 1` alone).
 #[inline]
-#[target_feature(enable = "avx2,bmi2")]
-fn le_mask(s: __m256i, t: __m256i) -> u32 {
-    let le = _mm256_cmpeq_epi16(_mm256_min_epu16(s, t), s);
-    // Two mask bits per u16 lane: keep the even ones and compress them.
-    _pext_u32(_mm256_movemask_epi8(le) as u32, 0x5555_5555)
+#[target_feature(enable = "avx2")]
+fn rows_in_order(words: __m256i, odd: __m256i) -> __m256i {
+    let even = _mm256_sub_epi16(words, _mm256_slli_epi16::<8>(odd));
+    // Per lane: rows 0-7 and rows 8-15, interleaved even/odd.
+    let a = _mm256_unpacklo_epi16(even, odd);
+    let b = _mm256_unpackhi_epi16(even, odd);
+    // The two lanes' sub-quantisers added: [rows 0-7 | rows 8-15].
+    _mm256_add_epi16(
+        _mm256_permute2x128_si256::<0x20>(a, b),
+        _mm256_permute2x128_si256::<0x31>(a, b),
+    )
+}
+
+/// Bit i set when row i of the block (u16 lane i of `x`, rows 0-15, or lane i − 16 of `y`,
+/// rows 16-31) is `<= t`: compares, packs to bytes and gathers the sign bits, no BMI2 (whose
+/// `pext` is microcoded on AMD CPUs before Zen 3).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn le_mask(x: __m256i, y: __m256i, t: __m256i) -> u32 {
+    let lx = _mm256_cmpeq_epi16(_mm256_min_epu16(x, t), x);
+    let ly = _mm256_cmpeq_epi16(_mm256_min_epu16(y, t), y);
+    // Bytes [rows 0-7, 16-23 | rows 8-15, 24-31]; the 64-bit quarters reordered to row order.
+    let packed = _mm256_packs_epi16(lx, ly);
+    _mm256_movemask_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(packed)) as u32
 }
 
 /// Scans rows `rows` (start on a block boundary) of the packed column.
-#[target_feature(enable = "avx2,bmi2")]
+#[target_feature(enable = "avx2")]
 pub(crate) fn scan_avx2<S: Sink>(
     packed: &[u8],
     m: usize,
@@ -88,7 +116,7 @@ pub(crate) fn scan_avx2<S: Sink>(
         };
         let (blk, _) = blk.as_chunks::<32>();
         let (x, y) = block_sums(blk, q);
-        let pass = le_mask(x, tv) | (le_mask(y, tv) << 16);
+        let pass = le_mask(x, y, tv);
         if pass != 0 {
             tq = ql.rescore(packed, b, pass, rows.end, sink);
             tv = _mm256_set1_epi16(tq as i16);
