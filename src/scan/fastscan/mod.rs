@@ -232,25 +232,6 @@ fn scan_scalar<S: Sink>(
     }
 }
 
-fn scan_with<S: Sink>(
-    isa: Isa,
-    packed: &[u8],
-    m: usize,
-    rows: Range<usize>,
-    ql: &QuantLut<'_>,
-    sink: &mut S,
-) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512 => {
-            // SAFETY: `Isa::Avx2`/`Avx512` are only produced after the runtime probe found avx2
-            // and bmi2.
-            unsafe { x86::scan_avx2(packed, m, rows, ql, sink) }
-        }
-        _ => scan_scalar(packed, m, rows, ql, sink),
-    }
-}
-
 /// Scans `rows` for every query (`quant[q]` collects into `sinks[q]`). AVX-512 scores up to
 /// four queries per pass over the codes (one split of the nibbles serves them all); AVX2 and
 /// the scalar twin run one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
@@ -278,10 +259,25 @@ fn scan_queries<S: Sink>(
                 }
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            for (qls, group) in quant
+                .chunks(x86::GROUP_AVX2)
+                .zip(sinks.chunks_mut(x86::GROUP_AVX2))
+            {
+                let qls: Vec<&QuantLut<'_>> = qls.iter().collect();
+                let mut group: Vec<&mut S> =
+                    group.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+                if group.len() == qls.len() {
+                    // SAFETY: `Isa::Avx2` is only produced after the runtime probe found avx2.
+                    unsafe { x86::scan_avx2(packed, m, rows.clone(), &qls, &mut group) }
+                }
+            }
+        }
         _ => {
             for (ql, sink) in quant.iter().zip(sinks) {
                 if let Ok(sink) = sink {
-                    scan_with(isa, packed, m, rows.clone(), ql, sink);
+                    scan_scalar(packed, m, rows.clone(), ql, sink);
                 }
             }
         }
@@ -392,31 +388,46 @@ mod tests {
             let n = 1_000;
             let cb = m.div_ceil(2);
             let codes: Vec<u8> = (0..n * cb).map(|_| next() as u8).collect();
-            let exact: Vec<[f32; 16]> = (0..m)
-                .map(|_| core::array::from_fn(|_| (next() % 1_000) as f32 * 0.01))
-                .collect();
-            let ql = QuantLut::new(&exact);
             let packed = pack_fastscan(&codes, m).unwrap();
-            let scores: Vec<f32> = (0..n).map(|r| ql.exact_score(&packed, r)).collect();
-            let mut sorted = scores.clone();
-            sorted.sort_by(f32::total_cmp);
-            for theta in [sorted[0], sorted[n / 10], sorted[n / 2], sorted[n - 1]] {
-                let key = f32_to_key(theta);
-                let tq = ql.q_bound(key);
-                let want: Vec<usize> = (0..n)
-                    .filter(|&r| {
-                        let q: u32 = (0..m)
-                            .map(|j| u32::from(ql.q[16 * j + nibble(&packed, m, r, j) as usize]))
-                            .sum();
-                        q <= u32::from(tq) && f32_to_key(scores[r]) <= key
-                    })
-                    .collect();
+            // Three queries: the AVX2 kernel scores two per pass, then one.
+            let exact: Vec<Vec<[f32; 16]>> = (0..3)
+                .map(|_| {
+                    (0..m)
+                        .map(|_| core::array::from_fn(|_| (next() % 1_000) as f32 * 0.01))
+                        .collect()
+                })
+                .collect();
+            let qls: Vec<QuantLut<'_>> = exact.iter().map(|e| QuantLut::new(e)).collect();
+            for quantile in [0, n / 10, n / 2, n - 1] {
+                let mut keys = Vec::new();
+                let mut want = Vec::new();
+                for ql in &qls {
+                    let scores: Vec<f32> = (0..n).map(|r| ql.exact_score(&packed, r)).collect();
+                    let mut sorted = scores.clone();
+                    sorted.sort_by(f32::total_cmp);
+                    let key = f32_to_key(sorted[quantile]);
+                    let tq = ql.q_bound(key);
+                    want.push(
+                        (0..n)
+                            .filter(|&r| {
+                                let q: u32 = (0..m)
+                                    .map(|j| {
+                                        u32::from(ql.q[16 * j + nibble(&packed, m, r, j) as usize])
+                                    })
+                                    .sum();
+                                q <= u32::from(tq) && f32_to_key(scores[r]) <= key
+                            })
+                            .collect::<Vec<usize>>(),
+                    );
+                    keys.push(key);
+                }
                 for d in available_dispatches() {
                     let isa = d.resolve().unwrap();
-                    let mut sinks = vec![Ok(Record(key, Vec::new()))];
-                    scan_queries(isa, &packed, m, 0..n, std::slice::from_ref(&ql), &mut sinks);
-                    let got = sinks.pop().unwrap().unwrap().1;
-                    assert_eq!(got, want, "m={m} theta={theta} {d:?}");
+                    let mut sinks: Vec<Result<Record>> =
+                        keys.iter().map(|&k| Ok(Record(k, Vec::new()))).collect();
+                    scan_queries(isa, &packed, m, 0..n, &qls, &mut sinks);
+                    let got: Vec<Vec<usize>> = sinks.into_iter().map(|s| s.unwrap().1).collect();
+                    assert_eq!(got, want, "m={m} quantile={quantile} {d:?}");
                 }
             }
         }

@@ -42,29 +42,40 @@ fn load(a: &[u8; 32]) -> __m256i {
 /// arithmetic because the true sums stay below 2¹⁶ (the AVX-512 kernel's trick, and FAISS's).
 /// Per load that is 2 shuffles, 2 byte adds and 3 bit operations; widening every lookup
 /// instead costs 4 more unpacks (shuffle-port µops, the bottleneck) and 4 u16 adds.
+///
+/// `Q` queries share each load and its nibble split: each query's tables index the same planes.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn block_sums(blk: &[[u8; 32]], q: &[[u8; 32]]) -> (__m256i, __m256i) {
+fn block_sums<const Q: usize>(blk: &[[u8; 32]], q: [&[[u8; 32]]; Q]) -> [(__m256i, __m256i); Q] {
     let low = _mm256_set1_epi8(0x0f);
     let zero = _mm256_setzero_si256();
     // u16 words `even + 256·odd` (mod 2¹⁶) and the odd rows alone, rows 0-15 and 16-31.
-    let (mut lo, mut lo_odd, mut hi, mut hi_odd) = (zero, zero, zero, zero);
-    for (vs, ts) in blk.chunks(4).zip(q.chunks(4)) {
-        let (mut blo, mut bhi) = (zero, zero);
-        for (v, t) in vs.iter().zip(ts) {
+    let (mut lo, mut lo_odd, mut hi, mut hi_odd) = ([zero; Q], [zero; Q], [zero; Q], [zero; Q]);
+    for (c, vs) in blk.chunks(4).enumerate() {
+        let (mut blo, mut bhi) = ([zero; Q], [zero; Q]);
+        for (j, v) in vs.iter().enumerate() {
             let v = load(v);
-            let t = load(t);
-            let l = _mm256_shuffle_epi8(t, _mm256_and_si256(v, low));
-            let h = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
-            blo = _mm256_add_epi8(blo, l);
-            bhi = _mm256_add_epi8(bhi, h);
+            let vl = _mm256_and_si256(v, low);
+            let vh = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low);
+            for i in 0..Q {
+                let t = load(&q[i][4 * c + j]);
+                blo[i] = _mm256_add_epi8(blo[i], _mm256_shuffle_epi8(t, vl));
+                bhi[i] = _mm256_add_epi8(bhi[i], _mm256_shuffle_epi8(t, vh));
+            }
         }
-        lo = _mm256_add_epi16(lo, blo);
-        lo_odd = _mm256_add_epi16(lo_odd, _mm256_srli_epi16::<8>(blo));
-        hi = _mm256_add_epi16(hi, bhi);
-        hi_odd = _mm256_add_epi16(hi_odd, _mm256_srli_epi16::<8>(bhi));
+        for i in 0..Q {
+            lo[i] = _mm256_add_epi16(lo[i], blo[i]);
+            lo_odd[i] = _mm256_add_epi16(lo_odd[i], _mm256_srli_epi16::<8>(blo[i]));
+            hi[i] = _mm256_add_epi16(hi[i], bhi[i]);
+            hi_odd[i] = _mm256_add_epi16(hi_odd[i], _mm256_srli_epi16::<8>(bhi[i]));
+        }
     }
-    (rows_in_order(lo, lo_odd), rows_in_order(hi, hi_odd))
+    core::array::from_fn(|i| {
+        (
+            rows_in_order(lo[i], lo_odd[i]),
+            rows_in_order(hi[i], hi_odd[i]),
+        )
+    })
 }
 
 /// The 16 row sums of one nibble plane in row order, from its accumulators: `words` (u16 word
@@ -97,29 +108,61 @@ fn le_mask(x: __m256i, y: __m256i, t: __m256i) -> u32 {
     _mm256_movemask_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(packed)) as u32
 }
 
-/// Scans rows `rows` (start on a block boundary) of the packed column.
+/// Most queries the AVX2 kernel scores per pass over a block: 6 accumulators each (4 u16, 2
+/// bytes), so 2 queries use 12 of the 16 vector registers next to the codes' nibble planes.
+pub(crate) const GROUP_AVX2: usize = 2;
+
+/// Scans rows `rows` (start on a block boundary) of the packed column for `Q` queries at once
+/// (`Q` = `qls.len()` = `sinks.len()`, 1 to [`GROUP_AVX2`]).
 #[target_feature(enable = "avx2")]
 pub(crate) fn scan_avx2<S: Sink>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    ql: &QuantLut<'_>,
-    sink: &mut S,
+    qls: &[&QuantLut<'_>],
+    sinks: &mut [&mut S],
 ) {
+    match qls.len().min(sinks.len()) {
+        0 => {}
+        1 => group_avx2::<S, 1>(packed, m, rows, qls, sinks),
+        2 => group_avx2::<S, 2>(packed, m, rows, qls, sinks),
+        _ => {
+            for (ql, sink) in qls.chunks(GROUP_AVX2).zip(sinks.chunks_mut(GROUP_AVX2)) {
+                scan_avx2(packed, m, rows.clone(), ql, sink);
+            }
+        }
+    }
+}
+
+/// [`scan_avx2`] for exactly `Q` queries.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn group_avx2<S: Sink, const Q: usize>(
+    packed: &[u8],
+    m: usize,
+    rows: Range<usize>,
+    qls: &[&QuantLut<'_>],
+    sinks: &mut [&mut S],
+) {
+    let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
+        return;
+    };
     let bb = block_bytes(m);
-    let (q, _) = ql.q.as_chunks::<32>();
-    let mut tq = ql.q_bound(sink.bound());
-    let mut tv = _mm256_set1_epi16(tq as i16);
+    let q: [&[[u8; 32]]; Q] = core::array::from_fn(|i| qls[i].q.as_chunks::<32>().0);
+    let mut tv: [__m256i; Q] =
+        core::array::from_fn(|i| _mm256_set1_epi16(qls[i].q_bound(sinks[i].bound()) as i16));
     for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
         let Some(blk) = packed.get(b * bb..(b + 1) * bb) else {
             return;
         };
         let (blk, _) = blk.as_chunks::<32>();
-        let (x, y) = block_sums(blk, q);
-        let pass = le_mask(x, y, tv);
-        if pass != 0 {
-            tq = ql.rescore(packed, b, pass, rows.end, sink);
-            tv = _mm256_set1_epi16(tq as i16);
+        let sums = block_sums::<Q>(blk, q);
+        for i in 0..Q {
+            let pass = le_mask(sums[i].0, sums[i].1, tv[i]);
+            if pass != 0 {
+                let tq = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                tv[i] = _mm256_set1_epi16(tq as i16);
+            }
         }
     }
 }
