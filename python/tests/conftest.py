@@ -58,7 +58,11 @@ def ray_cluster():
     else:
         ray = pytest.importorskip("ray")
     # ignore_reinit_error: the root README's doctest may have started this same cluster.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # The one node advertises every shard's placement resource (codedb.distributed's
+    # on_shard_nodes: shard s's actors ask for "codedb-shard-<s>"), as the node holding shard s
+    # would on a cluster.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+             resources={f"codedb-shard-{s}": 1 for s in range(4)})
     yield ray
     ray.shutdown()
 
