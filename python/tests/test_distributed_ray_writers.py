@@ -80,7 +80,7 @@ def test_writer_killed_mid_add_loses_nothing_and_duplicates_nothing(
     try:
         sh.add(x[:20_000], ids=ids[:20_000])  # acknowledged, staged in the actors
         # Killed while idle: Ray restarts it, its staged rows gone; the next add replays them.
-        ray.kill(sh._w.actors[2], no_restart=False)
+        ray.kill(sh.actors[2], no_restart=False)
         sh.add(x[20_000:30_000], ids=ids[20_000:30_000])
         # Killed in the middle of an add.
         done: list[Any] = []
@@ -88,7 +88,7 @@ def test_writer_killed_mid_add_loses_nothing_and_duplicates_nothing(
             sh.add(x[30_000:], ids=ids[30_000:])))
         t.start()
         time.sleep(0.05)
-        ray.kill(sh._w.actors[1], no_restart=False)
+        ray.kill(sh.actors[1], no_restart=False)
         t.join()
         assert done, "the add did not return"
         sh.commit()
@@ -110,7 +110,7 @@ def test_writer_killed_without_restart_is_restarted(ray_cluster: Any,
                              actor_options=PLACED, max_restarts=0)
     try:
         sh.add(x[:500], ids=ids[:500])
-        ray.kill(sh._w.actors[3], no_restart=True)
+        ray.kill(sh.actors[3], no_restart=True)
         health = sh.health()
         assert not health[3]["alive"] and "error" in health[3]
         assert all(h["alive"] for h in health[:3])
@@ -120,7 +120,7 @@ def test_writer_killed_without_restart_is_restarted(ray_cluster: Any,
         assert time.monotonic() - t0 < 60
         sh.add(x[500:], ids=ids[500:])
         # And a writer gone for good is started again by the next write, without restart().
-        ray.kill(sh._w.actors[0], no_restart=True)
+        ray.kill(sh.actors[0], no_restart=True)
         sh.commit()
         assert len(sh) == len(x)
         assert_same(sh.search(x[::41], k=10), one.search(x[::41], k=10))

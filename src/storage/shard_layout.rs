@@ -1,8 +1,11 @@
-//! The layout record of a shard (FORMAT.md §8.1): `SHARD.json` in a shard's directory says it
-//! is shard `i` of `N` of one sharded index (a layout id) made with one model. The sharded
-//! layer (`python/codedb/distributed.py`) writes it before the shard's first manifest and
-//! checks it on every sharded open, since rows route to shards by position; the engine only
-//! keeps it (GC removes codedb names only), checks it (`verify`) and shows it (`inspect`).
+//! The records of a sharded index. The layout record of a shard (FORMAT.md §8.1):
+//! `SHARD.json` in a shard's directory says it is shard `i` of `N` of one sharded index (a
+//! layout id) made with one model; the cut record (§8.2): `CUT.json` in shard 0's directory
+//! names every shard's version at the last sharded commit, so readers pin whole sharded
+//! commits. The sharded layer (`python/codedb/distributed/`) writes them — the layout record
+//! before the shard's first manifest — and checks them on every sharded open, since rows route
+//! to shards by position; the engine only keeps them (GC removes codedb names only), checks
+//! them (`verify`) and shows the layout record (`inspect`).
 
 use std::path::{Path, PathBuf};
 

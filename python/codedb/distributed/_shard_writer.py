@@ -99,6 +99,9 @@ class _ShardWriter:
     def create(self, record: tuple[str, int, int, str], model: Model,
                store_vectors: str | None) -> dict[str, Any]:
         layout = ShardLayout(*record)
+        if self.ix is not None and ShardLayout.read(self.path) == layout:
+            return self.hello()  # a retry after the writer died just after creating it
+        self.close()  # an index already there: the create below refuses it, naming it
         self.ix = _with_record(self.path, layout,
                                lambda: Index.create(self.path, model, store_vectors=store_vectors))
         return self.hello()
@@ -123,6 +126,7 @@ class _ShardWriter:
             have = ShardLayout.read(self.path)
             if have is not None and tuple(have) == tuple(record):
                 return self.hello()
+            self.close()  # another index is there: the build below refuses it, naming it
         xa, ia, la = _load(x), _load(ids), _load(labels)
         if select:
             ia = np.asarray(ia)

@@ -283,6 +283,14 @@ class ShardedIndex:
         return [w._index() for w in self._w.writers]
 
     @property
+    def actors(self) -> list[Any]:
+        """The Ray actor handle of every shard's writer (``ray=True`` only): what an operator
+        drill kills (``ray.kill``) to see a writer revived."""
+        if not isinstance(self._w, RayWriters):
+            raise InvalidArgument("actors: the shards' writers are in this process (ray=False)")
+        return list(self._w.actors)
+
+    @property
     def cut(self) -> Cut | None:
         """The last cut this writer published or found (``None``: none yet)."""
         return self._cut
