@@ -303,7 +303,8 @@ class RayShards:
                 rec.update(alive=False, error=f"{type(i).__name__}: {i}")
             else:
                 rec.update(alive=True, version=i["version"], rows=i["rows"],
-                           fell_back=bool(i["skipped"]), skipped=i["skipped"], pid=i["pid"])
+                           fell_back=bool(i["skipped"]), skipped=i["skipped"], pid=i["pid"],
+                           node=i["node"])
             out.append(rec)
         return out
 

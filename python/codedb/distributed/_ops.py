@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -157,12 +158,21 @@ def _op_classes(target: Any) -> dict[int, str]:
     return {int(k): str(v) for k, v in target.classes.items()}
 
 
+def _node() -> str | None:
+    """The Ray node answering (``None`` outside Ray)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().get_node_id())
+
+
 def _op_info(target: Any, path: str = "") -> dict[str, Any]:
     """What the driver checks of a shard: its model, layout record (read where the shard
     lives, which for a Ray actor may be another machine) and the manifests it skipped."""
     layout = ShardLayout.read(path) if path else None
     return {
         "pid": os.getpid(),
+        "node": _node(),
         "model_id": target.model.id,
         "ivf_lists": target.model.ivf_lists,
         "rows": len(target),

@@ -29,7 +29,7 @@ from codedb._merge import shard_of
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import _skipped
 from codedb.distributed._layout import ShardLayout, _with_record
-from codedb.distributed._ops import _OPS, _op_info
+from codedb.distributed._ops import _OPS, _node, _op_info
 
 
 class StaleWriter(CodedbError):
@@ -197,6 +197,7 @@ class _ShardWriter:
         ix = self._index()
         return {
             "pid": os.getpid(),
+            "node": _node(),
             "incarnation": self.incarnation,
             "version": int(ix.version),
             "rows": len(ix),

@@ -532,7 +532,8 @@ class ShardedIndex:
     def health(self) -> list[dict[str, Any]]:
         """Per shard: ``shard``, ``path``, ``alive``, and when alive its committed ``version``,
         live ``rows``, whether it ``fell_back`` to an older version (with the ``skipped``
-        manifests), its process ``pid``, and ``staged`` (writes since the last commit, kept by
+        manifests), its process ``pid`` and Ray ``node`` (``None`` in this process), and
+        ``staged`` (writes since the last commit, kept by
         the driver for replay); a dead shard has ``error`` instead. Never raises for a dead
         shard: it is what this reports."""
         out = []
