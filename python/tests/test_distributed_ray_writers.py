@@ -64,7 +64,13 @@ def test_writers_run_in_the_shards_actors_and_equal_one_index(
             sh.indexes
     finally:
         sh.close()
-    # The locks were released with the actors: the shards open again, here.
+    # The locks were released with the actors: the shards open again, in actors or here.
+    again = ShardedIndex.open(paths, ray=True, actor_options=PLACED)
+    try:
+        assert again.cut == sh.cut and len(again) == len(one)
+        assert_same(again.search(q, k=10, nprobe=2), one.search(q, k=10, nprobe=2))
+    finally:
+        again.close()
     ShardedIndex.open(paths).close()
 
 
