@@ -25,6 +25,14 @@ Generates --rows clustered 96-D descriptors (a mixture of 1 000 Gaussians, seede
   time of that add (the driver revives the writer, replays the staged writes, retries) against
   the same add undisturbed.
 
+With ``--fanout K1,K2,...`` it measures instead what partitioning shards by inverted list
+(not implemented: shards are partitioned by id hash, so every query reaches every shard) would
+save: one index of the rows with their cluster as label (``lists="label"``: 1 000 class lists),
+the ``nprobe`` class lists each of 1 000 queries probes (``Index.classify(q, top=nprobe)``: the
+probe's own NCM ranking), and for K shards holding whole lists — list c on shard ``c mod K``,
+or lists placed largest first on the least-loaded shard — the mean number of shards a query
+reaches, and the skew: the largest shard's rows and the busiest shard's queries over the mean.
+
 Prints one line per case; `--json` prints objects. The last line gives the load average.
 """
 
@@ -81,8 +89,14 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/codedb-shards", help="scratch directory (emptied)")
     ap.add_argument("--merge-shards", default="10,100,1000",
                     help="also time the merge alone over this many synthetic lists (k = 10)")
+    ap.add_argument("--fanout", default="",
+                    help="shard counts: measure list-partitioned fan-out and skew only")
+    ap.add_argument("--fanout-nprobe", default="1,4,16", help="nprobe values for --fanout")
     ap.add_argument("--json", action="store_true", help="print JSON objects, one per line")
     a = ap.parse_args()
+    if a.fanout:
+        fanout(a)
+        return
     import ray
 
     root = pathlib.Path(a.dir)
@@ -201,6 +215,49 @@ def main() -> None:
     if a.json:
         for r in out:
             print(json.dumps(r))
+    print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()}", flush=True)
+
+
+def fanout(a: argparse.Namespace) -> None:
+    """Fan-out and skew of shards partitioned by class list (see the module doc)."""
+    root = pathlib.Path(a.dir)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(1000, a.dim)).astype(np.float32)
+    # Cluster sizes vary as real lists do (Zipf-like weights), so placement matters.
+    weights = 1.0 / np.arange(1, 1001) ** 0.7
+    y = rng.choice(1000, size=a.rows, p=weights / weights.sum())
+    x = (centres[y] + rng.normal(size=(a.rows, a.dim))).astype(np.float32)
+    model = codedb.train(x[:50_000], "pq:16x8", seed=1)
+    one = codedb.Index.build(root / "one", model, x, ids=np.arange(a.rows), labels=y,
+                             lists="label")
+    yq = rng.choice(1000, size=1000, p=weights / weights.sum())
+    q = (centres[yq] + rng.normal(size=(1000, a.dim))).astype(np.float32)
+    sizes = np.bincount(y, minlength=1000)
+    for k in [int(v) for v in a.fanout.split(",")]:
+        by_mod = np.arange(1000) % k
+        by_size = np.empty(1000, np.int64)
+        load = np.zeros(k)
+        for c in np.argsort(-sizes, kind="stable"):
+            s = int(np.argmin(load))
+            by_size[c] = s
+            load[s] += sizes[c]
+        for nprobe in [int(v) for v in a.fanout_nprobe.split(",")]:
+            probes = one.classify(q, top=nprobe)[1]
+            for name, place in (("list mod K", by_mod), ("largest first", by_size)):
+                touched = [set(place[row].tolist()) for row in probes]
+                fan = float(np.mean([len(t) for t in touched]))
+                rows = np.bincount(place, weights=sizes, minlength=k)
+                hits = np.bincount([s for t in touched for s in t], minlength=k)
+                print(json.dumps({
+                    "case": "fanout", "shards": k, "nprobe": nprobe, "placement": name,
+                    "mean_shards_per_query": round(fan, 2),
+                    "of_shards": k,
+                    "row_skew": round(float(rows.max() / rows.mean()), 2),
+                    "query_skew": round(float(hits.max() / hits.mean()), 2),
+                }), flush=True)
+    one.close()
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()}", flush=True)
 
 
