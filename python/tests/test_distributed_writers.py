@@ -58,6 +58,18 @@ def test_a_restarted_writer_gets_the_staged_writes_replayed(tmp_path: pathlib.Pa
         target.commit()
     assert len(sh) == len(one)
     assert_same(sh.search(q, k=20), one.search(q, k=20))
+    # A writer lost right after its commit published: the sharded commit does not repeat it
+    # (nor replay its writes on top of it), and the cut names that version.
+    for target in (one, sh):
+        target.add(x[:3] + np.float32(2.0), ids=[30_001, 30_002, 30_003])
+    s = int(codedb.distributed.shard_of(np.array([30_001]), N_SHARDS)[0])
+    published = sh.indexes[s].commit()
+    sh._w.restart(s)
+    versions = sh.commit()
+    one.commit()
+    assert versions[s] == published and sh.cut.versions[s] == published
+    assert len(sh) == len(one)
+    assert_same(sh.search(q, k=20), one.search(q, k=20))
     sh.close()
 
 

@@ -311,13 +311,17 @@ class ShardedIndex:
             raise self._fail(s, h) from h
         return h  # type: ignore[no-any-return]
 
-    def _resync(self, s: int) -> dict[str, Any]:
+    def _resync(self, s: int, committing: bool = False) -> dict[str, Any]:
         """After a writer was lost: its new incarnation, and the writes staged since the last
-        commit replayed into it (it reopened the shard at that commit)."""
+        commit replayed into it (it reopened the shard at that commit). ``committing``: the
+        writer died during a commit, and a version past the last known one says the commit
+        went through — then nothing is replayed (the caller records the commit)."""
         h = self._hello(s)
         inc = h["incarnation"]
         if h["version"] is not None and int(h["version"]) > self._committed[s]:
-            return h  # the caller (commit) sees the commit went through
+            if committing:
+                return h
+            self._committed[s] = int(h["version"])  # a compaction published before the loss
         for op, kw in self._journal[s]:
             r = self._w.call([s], "write", lambda _: (inc, op, kw))[0]
             if isinstance(r, BaseException):
@@ -449,7 +453,7 @@ class ShardedIndex:
             for _ in range(self.retries):
                 if not (isinstance(r, BaseException) and self._w.is_lost(r)):
                     break
-                h = self._resync(s)
+                h = self._resync(s, committing=True)
                 if h["version"] is not None and int(h["version"]) > before[s]:
                     self._inc[s] = h["incarnation"]
                     r = int(h["version"])
