@@ -72,6 +72,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     load the machine under the timing tests (test_gil)."""
     uses_ray = [
         i for i in items
-        if "ray_cluster" in getattr(i, "fixturenames", ()) or i.name == "test_root_readme_python_section"
+        if "ray_cluster" in getattr(i, "fixturenames", ())
+        or i.name in ("test_root_readme_python_section",
+                      "test_each_shard_runs_on_the_node_that_advertises_it")
     ]
     items[:] = [i for i in items if i not in uses_ray] + uses_ray
