@@ -20,7 +20,8 @@ pub use crate::storage::inspect::{
 };
 pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::shard_layout::{
-    SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardLayout, ShardLayoutError, parse_shard_layout,
+    SHARD_CUT_FILE, SHARD_CUT_FORMAT, SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardCut,
+    ShardLayout, ShardLayoutError, parse_shard_cut, parse_shard_layout, read_shard_cut,
     read_shard_layout,
 };
 pub use crate::storage::verify::{Note, Problem, VerifyReport, bytes_to_verify, verify_path};

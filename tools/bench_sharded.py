@@ -1,26 +1,39 @@
 #!/usr/bin/env python3
-"""Sharded search (codedb.distributed) against one index of the same rows, on this machine.
+"""Sharded build and search (codedb.distributed) against one index of the same rows.
 
     ./test.sh --python            # or: a venv with `pip install ./python[ray]`
-    target/py-venv/bin/python tools/bench_sharded.py --rows 1000000 --shards 1,2,4 \
-        --queries 1,64 --dir /tmp/codedb-shards
+    target/py-venv/bin/python tools/bench_sharded.py --rows 1000000 --shards 1,2,4 \\
+        --specs pq:16x8,ivf:1024,pq:16x8 --queries 1,64 --dir /tmp/codedb-shards
 
-Generates --rows descriptors (64-D, seeded), trains pca-itq:64 (64-bit codes) on a sample,
-builds one index and, per shard count S, a sharded index of the same rows (ids 0..n-1,
-routed by codedb.distributed.shard_of). For every query batch size it times, best of
---repeats after one warm-up batch, k = 10:
+Generates --rows clustered 96-D descriptors (a mixture of 1 000 Gaussians, seeded; ids
+0..n-1, routed by codedb.distributed.shard_of) saved as .npy, trains each --specs model on a
+50 000-row sample, then times, on a Ray cluster of this machine (``ray.init(num_cpus=2)``):
 
-* ``single``: ``Index.search`` of one process (threads = 1 and 2);
-* ``threads``: ``ShardedSearcher(ThreadShards)``, the S shards scanned on a pool of 2 threads;
-* ``ray``: ``ShardedSearcher(RayShards)``, one actor per shard (``ray.init(num_cpus=2)``,
-  each actor asking for 2/S CPUs);
-* ``merge``: the driver's merge alone (``_merge.merge_topk`` of the S per-shard lists), and
-  of --merge-shards synthetic lists (ties included) to see how it grows with the fan-out;
-* ``restart``: with Ray, one actor killed (``ray.kill``), then one query: the time until the
-  answer (restart, reopen, retry).
+* ``build``: one index (``Index.build`` in this process: the driver-side baseline),
+  ``ShardedIndex.build`` with the writers on a thread pool of this process (``threads``), and
+  with S shard actors (``ray``: every actor reads the .npy files itself, keeps its rows and
+  encodes them; the driver sends paths only);
+* ``search``: one index (``Index.search``, 1 thread) and ``ShardedSearcher(RayShards)`` over
+  the S shards (pinned at the published cut), k = 10, at each --queries batch size: best of
+  --repeats batches after a warm-up, ms per batch and queries/s; IVF models with
+  ``nprobe=--nprobe``. Every sharded result is checked equal to the single index's first;
+* ``merge``: the driver's merge alone (``_merge.merge_topk`` of the S per-shard lists), and over
+  --merge-shards synthetic lists, per query;
+* ``restart``: a reader actor killed (``ray.kill``), then one query: time until the answer
+  (Ray restarts the actor, which reopens its shard at the pinned version; the task is
+  retried); and a writer actor killed in the middle of a ``ShardedIndex.add`` of 10 000 rows:
+  time of that add (the driver revives the writer, replays the staged writes, retries) against
+  the same add undisturbed.
 
-Prints one row per case: batch latency (ms) and queries/s; `--json` prints objects instead.
-Results are checked equal to the single index's before timing.
+With ``--fanout K1,K2,...`` it measures instead what partitioning shards by inverted list
+(not implemented: shards are partitioned by id hash, so every query reaches every shard) would
+save: one index of the rows with their cluster as label (``lists="label"``: 1 000 class lists),
+the ``nprobe`` class lists each of 1 000 queries probes (``Index.classify(q, top=nprobe)``: the
+probe's own NCM ranking), and for K shards holding whole lists — list c on shard ``c mod K``,
+or lists placed largest first on the least-loaded shard — the mean number of shards a query
+reaches, and the skew: the largest shard's rows and the busiest shard's queries over the mean.
+
+Prints one line per case; `--json` prints objects. The last line gives the load average.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ import json
 import os
 import pathlib
 import shutil
+import threading
 import time
 from typing import Any, Callable
 
@@ -37,7 +51,7 @@ import numpy as np
 
 import codedb
 from codedb import _merge
-from codedb.distributed import RayShards, ShardedIndex, ShardedSearcher, ThreadShards
+from codedb.distributed import RayShards, ShardedIndex, ShardedSearcher
 
 
 def best(fn: Callable[[], Any], repeats: int) -> float:
@@ -50,94 +64,200 @@ def best(fn: Callable[[], Any], repeats: int) -> float:
     return min(times)
 
 
+def clustered(n: int, d: int, seed: int) -> np.ndarray:
+    """n rows around 1 000 centres (spread 4, within-cluster 1), float32."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=4.0, size=(1000, d)).astype(np.float32)
+    out = np.empty((n, d), np.float32)
+    step = 200_000
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        out[a:b] = centres[rng.integers(0, 1000, b - a)] + rng.normal(size=(b - a, d))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--shards", default="1,2,4")
-    ap.add_argument("--queries", default="1,64")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--dir", default="/tmp/codedb-shards")
-    ap.add_argument("--no-ray", action="store_true", help="skip the Ray backend")
-    ap.add_argument(
-        "--merge-shards", default="10,100,1000",
-        help="also time the merge alone over this many synthetic per-shard lists (k = 10)",
-    )
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="descriptors to index")
+    ap.add_argument("--dim", type=int, default=96, help="their dimension")
+    ap.add_argument("--shards", default="1,2,4", help="shard (actor) counts to time")
+    ap.add_argument("--specs", default="pq:16x8,ivf:1024,pq:16x8",
+                    help="models, comma-separated; an ivf: stage takes the next stage with it")
+    ap.add_argument("--queries", default="1,64", help="query batch sizes")
+    ap.add_argument("--nprobe", type=int, default=16, help="lists probed by IVF models")
+    ap.add_argument("--repeats", type=int, default=10, help="timed batches per case (best of)")
+    ap.add_argument("--dir", default="/tmp/codedb-shards", help="scratch directory (emptied)")
+    ap.add_argument("--merge-shards", default="10,100,1000",
+                    help="also time the merge alone over this many synthetic lists (k = 10)")
+    ap.add_argument("--fanout", default="",
+                    help="shard counts: measure list-partitioned fan-out and skew only")
+    ap.add_argument("--fanout-nprobe", default="1,4,16", help="nprobe values for --fanout")
+    ap.add_argument("--json", action="store_true", help="print JSON objects, one per line")
     a = ap.parse_args()
+    if a.fanout:
+        fanout(a)
+        return
+    import ray
+
+    root = pathlib.Path(a.dir)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    x = clustered(a.rows, a.dim, 0)
+    ids = np.arange(a.rows, dtype=np.int64)
+    np.save(root / "x.npy", x)
+    np.save(root / "ids.npy", ids)
+    specs: list[str] = []
+    for part in a.specs.split(","):
+        if specs and specs[-1].startswith("ivf:") and "," not in specs[-1]:
+            specs[-1] += "," + part
+        else:
+            specs.append(part)
+    shard_counts = [int(v) for v in a.shards.split(",")]
+    batches = [int(v) for v in a.queries.split(",")]
+    out: list[dict[str, Any]] = []
+
+    def emit(**r: Any) -> None:
+        out.append(r)
+        if not a.json:
+            print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                            for k, v in r.items()), flush=True)
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    qs = {nq: clustered(nq, a.dim, 100 + nq) for nq in batches}
+    for spec in specs:
+        model = codedb.train(x[:50_000], spec, seed=1)
+        ivf = model.ivf_lists is not None
+        kw: dict[str, Any] = {"nprobe": a.nprobe} if ivf else {}
+        t = time.perf_counter()
+        single = codedb.Index.build(root / "one", model, x, ids=ids)
+        emit(case="build", spec=spec, backend="one index", shards=1, s=time.perf_counter() - t)
+        for nq in batches:
+            s = best(lambda: single.search(qs[nq], k=10, **kw), a.repeats)
+            emit(case="search", spec=spec, backend="one index", shards=1, nq=nq, ms=s * 1e3,
+                 qps=nq / s)
+        tag = spec.replace(":", "").replace(",", "-")
+        for n in shard_counts:
+            paths = [root / f"{tag}-T{n}-{i}" for i in range(n)]
+            t = time.perf_counter()
+            ShardedIndex.build(paths, model, x, ids=ids, threads=2).close()
+            emit(case="build", spec=spec, backend="threads", shards=n, s=time.perf_counter() - t)
+            for p in paths:
+                shutil.rmtree(p, ignore_errors=True)
+            paths = [root / f"{tag}-S{n}-{i}" for i in range(n)]
+            cpus = {"num_cpus": 2 / n}
+            t = time.perf_counter()
+            sh = ShardedIndex.build(paths, model, root / "x.npy", root / "ids.npy", ray=True,
+                                    actor_options=cpus)
+            emit(case="build", spec=spec, backend="ray actors (.npy paths)", shards=n,
+                 s=time.perf_counter() - t)
+            if n == max(shard_counts):
+                extra = clustered(10_000, a.dim, 7)
+                extra_ids = np.arange(a.rows, a.rows + 10_000)
+                t = time.perf_counter()
+                sh.add(extra, ids=extra_ids)
+                calm = time.perf_counter() - t
+                sh.delete(extra_ids)  # staged: the same add again below
+                sh.commit()
+                extra_ids = extra_ids + 10_000
+                done: list[float] = []
+
+                def add() -> None:
+                    t0 = time.perf_counter()
+                    sh.add(extra, ids=extra_ids)
+                    done.append(time.perf_counter() - t0)
+
+                th = threading.Thread(target=add)
+                th.start()
+                time.sleep(calm / 4)
+                ray.kill(sh.actors[0], no_restart=False)
+                th.join()
+                emit(case="restart", spec=spec, backend="writer killed mid-add", shards=n,
+                     s=done[0], undisturbed_s=calm)
+                sh.delete(extra_ids)
+                sh.commit()
+            sh.close()
+            shards = RayShards(paths, actor_options=cpus)
+            searcher = ShardedSearcher(shards)
+            for nq in batches:
+                q = qs[nq]
+                want = single.search(q, k=10, **kw)
+                got = searcher.search(q, k=10, **kw)
+                assert np.array_equal(got[1], want[1]) and np.array_equal(got[0], want[0])
+                s = best(lambda: searcher.search(q, k=10, **kw), a.repeats)
+                emit(case="search", spec=spec, backend="ray", shards=n, nq=nq, ms=s * 1e3,
+                     qps=nq / s)
+                parts = [r[0] for r in shards.run(
+                    "search", (q, 10, None, None, None, 1, "auto", kw.get("nprobe"), None),
+                    range(n))]
+                s = best(lambda: _merge.merge_topk(parts, 10), max(a.repeats, 50))
+                emit(case="merge", spec=spec, shards=n, nq=nq, us_per_query=s * 1e6 / nq)
+            if n == max(shard_counts):
+                q = qs[batches[0]]
+                t = time.perf_counter()
+                ray.kill(shards.actors[0], no_restart=False)
+                searcher.search(q, k=10, **kw)
+                emit(case="restart", spec=spec, backend="reader killed, one query", shards=n,
+                     s=time.perf_counter() - t)
+            searcher.close()
+            for p in paths:
+                shutil.rmtree(p, ignore_errors=True)
+        single.close()
+        shutil.rmtree(root / "one")
+    for m in [int(v) for v in a.merge_shards.split(",") if v]:
+        for nq in batches:
+            g = np.random.default_rng(m)
+            parts = []
+            for _ in range(m):
+                dd = np.sort(g.integers(0, 20, size=(nq, 10)), axis=1).astype(np.int32)
+                parts.append((dd, g.integers(0, 2**40, size=(nq, 10))))
+            s = best(lambda: _merge.merge_topk(parts, 10), a.repeats)
+            emit(case="merge", spec="synthetic", shards=m, nq=nq, us_per_query=s * 1e6 / nq)
+    if a.json:
+        for r in out:
+            print(json.dumps(r))
+    print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()}", flush=True)
+
+
+def fanout(a: argparse.Namespace) -> None:
+    """Fan-out and skew of shards partitioned by class list (see the module doc)."""
     root = pathlib.Path(a.dir)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     rng = np.random.default_rng(0)
-    d = 64
-    x = rng.normal(size=(a.rows, d)).astype(np.float32)
-    ids = np.arange(a.rows, dtype=np.int64)
-    model = codedb.train(x[: min(a.rows, 50_000)], "pca-itq:64", seed=1)
-    single = codedb.Index.build(root / "one", model, x, ids=ids)
-    rows: list[dict[str, Any]] = []
-
-    def emit(**r: Any) -> None:
-        rows.append(r)
-        if not a.json:
-            print(
-                f"{r['backend']:>8} S={r['shards']} threads={r['threads']} nq={r['nq']:>4}: "
-                f"{r['ms']:8.3f} ms/batch {r['qps']:10.1f} queries/s",
-                flush=True,
-            )
-
-    if not a.no_ray:
-        import ray
-
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    for nq in [int(v) for v in a.queries.split(",")]:
-        q = rng.normal(size=(nq, d)).astype(np.float32)
-        for t in (1, 2):
-            s = best(lambda: single.search(q, k=10, threads=t), a.repeats)
-            emit(backend="single", shards=1, threads=t, nq=nq, ms=s * 1e3, qps=nq / s)
-    for n in [int(v) for v in a.shards.split(",")]:
-        paths = [root / f"S{n}-{i}" for i in range(n)]
-        ShardedIndex.build(paths, model, x, ids=ids).close()
-        backends: list[tuple[str, Any, int]] = [("threads", ThreadShards.open(paths, threads=2), 2)]
-        if not a.no_ray:
-            ray_shards = RayShards(paths, actor_options={"num_cpus": 2 / n})
-            backends.append(("ray", ray_shards, n))
-        for nq in [int(v) for v in a.queries.split(",")]:
-            q = np.random.default_rng(nq).normal(size=(nq, d)).astype(np.float32)
-            want = single.search(q, k=10)
-            for name, backend, threads in backends:
-                searcher = ShardedSearcher(backend)
-                got = searcher.search(q, k=10)
-                assert np.array_equal(got[1], want[1]) and np.array_equal(got[0], want[0])
-                s = best(lambda: searcher.search(q, k=10), a.repeats)
-                emit(backend=name, shards=n, threads=threads, nq=nq, ms=s * 1e3, qps=nq / s)
-            parts = [r[0] for r in backends[0][1].run("search", (q, 10, None, None, None, 1), range(n))]
-            s = best(lambda: _merge.merge_topk(parts, 10), max(a.repeats, 50))
-            emit(backend="merge", shards=n, threads=1, nq=nq, ms=s * 1e3, qps=nq / s,
-                 us_per_query=s * 1e6 / nq)
-        if not a.no_ray and n == max(int(v) for v in a.shards.split(",")):
-            # A node failure in small: kill one actor, time until the batch answers again
-            # (Ray restarts the actor, which reopens its shard; the task is retried).
-            q = np.random.default_rng(1).normal(size=(1, d)).astype(np.float32)
-            searcher = ShardedSearcher(ray_shards)
-            t = time.perf_counter()
-            ray.kill(ray_shards.actors[0], no_restart=False)
-            searcher.search(q, k=10)
-            s = time.perf_counter() - t
-            emit(backend="restart", shards=n, threads=n, nq=1, ms=s * 1e3, qps=1 / s)
-        for _, backend, _ in backends:
-            backend.close()
-    for m in [int(v) for v in a.merge_shards.split(",") if v]:
-        for nq in [int(v) for v in a.queries.split(",")]:
-            g = np.random.default_rng(m)
-            parts = []
-            for s_ in range(m):
-                dd = np.sort(g.integers(0, 20, size=(nq, 10)), axis=1).astype(np.int32)
-                parts.append((dd, g.integers(0, 2**40, size=(nq, 10))))
-            s = best(lambda: _merge.merge_topk(parts, 10), a.repeats)
-            emit(backend="merge", shards=m, threads=1, nq=nq, ms=s * 1e3, qps=nq / s,
-                 us_per_query=s * 1e6 / nq)
-    if a.json:
-        for r in rows:
-            print(json.dumps(r))
+    centres = rng.normal(scale=4.0, size=(1000, a.dim)).astype(np.float32)
+    # Cluster sizes vary as real lists do (Zipf-like weights), so placement matters.
+    weights = 1.0 / np.arange(1, 1001) ** 0.7
+    y = rng.choice(1000, size=a.rows, p=weights / weights.sum())
+    x = (centres[y] + rng.normal(size=(a.rows, a.dim))).astype(np.float32)
+    model = codedb.train(x[:50_000], "pq:16x8", seed=1)
+    one = codedb.Index.build(root / "one", model, x, ids=np.arange(a.rows), labels=y,
+                             lists="label")
+    yq = rng.choice(1000, size=1000, p=weights / weights.sum())
+    q = (centres[yq] + rng.normal(size=(1000, a.dim))).astype(np.float32)
+    sizes = np.bincount(y, minlength=1000)
+    for k in [int(v) for v in a.fanout.split(",")]:
+        by_mod = np.arange(1000) % k
+        by_size = np.empty(1000, np.int64)
+        load = np.zeros(k)
+        for c in np.argsort(-sizes, kind="stable"):
+            s = int(np.argmin(load))
+            by_size[c] = s
+            load[s] += sizes[c]
+        for nprobe in [int(v) for v in a.fanout_nprobe.split(",")]:
+            probes = one.classify(q, top=nprobe)[1]
+            for name, place in (("list mod K", by_mod), ("largest first", by_size)):
+                touched = [set(place[row].tolist()) for row in probes]
+                fan = float(np.mean([len(t) for t in touched]))
+                rows = np.bincount(place, weights=sizes, minlength=k)
+                hits = np.bincount([s for t in touched for s in t], minlength=k)
+                print(json.dumps({
+                    "case": "fanout", "shards": k, "nprobe": nprobe, "placement": name,
+                    "mean_shards_per_query": round(fan, 2),
+                    "of_shards": k,
+                    "row_skew": round(float(rows.max() / rows.mean()), 2),
+                    "query_skew": round(float(hits.max() / hits.mean()), 2),
+                }), flush=True)
+    one.close()
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()}", flush=True)
 
 

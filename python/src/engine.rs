@@ -511,6 +511,11 @@ pub fn open_snapshot(dir: &Path) -> Result<Snapshot> {
     Ok(Snapshot::open(dir)?)
 }
 
+/// One given version of an index, newest or not (a sharded reader pinning a cut).
+pub fn open_snapshot_version(dir: &Path, version: u64) -> Result<Snapshot> {
+    Ok(Snapshot::open_version(dir, version)?)
+}
+
 /// The model's identity: the file id it was saved under (hex), shared by every index made
 /// with it; a sharded index checks its shards agree on it.
 pub fn model_id(m: &Model) -> String {

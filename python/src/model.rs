@@ -79,6 +79,15 @@ impl PyModel {
         engine::model_shape(&self.model).3
     }
 
+    /// The number of coarse cells of an IVF model (``ivf:K,...``: K), ``None`` for a model
+    /// without a coarse quantiser. A sharded index uses it to know that ``nprobe`` picks the
+    /// same lists in every shard: the centroids are the model's (Jégou et al., TPAMI 2011,
+    /// §III-A), not the shard's data.
+    #[getter]
+    fn ivf_lists(&self) -> Option<usize> {
+        self.model.ivf().map(|c| c.lists())
+    }
+
     /// The model's identity (hex): the same for every copy of one trained model (its file,
     /// every index made with it), different for another training run.
     #[getter]

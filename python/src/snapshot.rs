@@ -68,6 +68,9 @@ impl PySnapshot {
     /// ----------
     /// path : str or os.PathLike
     ///     The index directory.
+    /// version : int, optional, default None
+    ///     Open this version rather than the newest (it must still be on disk; no fallback):
+    ///     how a sharded index's readers pin the versions a cut names.
     ///
     /// Returns
     /// -------
@@ -77,6 +80,8 @@ impl PySnapshot {
     /// ------
     /// NotFoundError
     ///     ``path`` is not an index.
+    /// InvalidArgument
+    ///     ``version`` is not on disk.
     /// CorruptError
     ///     No manifest reads, or a file of the version does not match its checksums.
     /// UnsupportedVersionError
@@ -88,8 +93,21 @@ impl PySnapshot {
     /// >>> codedb.Snapshot.open(path).skipped_manifests
     /// []
     #[staticmethod]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<PySnapshot> {
-        let snap = py.detach(|| engine::open_snapshot(&path)).py_err()?;
+    #[pyo3(signature = (path, version=None))]
+    fn open(py: Python<'_>, path: PathBuf, version: Option<i128>) -> PyResult<PySnapshot> {
+        let version = version
+            .map(|v| {
+                u64::try_from(v).map_err(|_| {
+                    errors::invalid("version", format!("{v}: expected a version number ≥ 0"))
+                })
+            })
+            .transpose()?;
+        let snap = py
+            .detach(|| match version {
+                Some(v) => engine::open_snapshot_version(&path, v),
+                None => engine::open_snapshot(&path),
+            })
+            .py_err()?;
         errors::warn_fell_back(py, &path, snap.version(), snap.skipped_manifests())?;
         Ok(PySnapshot::new(snap))
     }
@@ -537,6 +555,30 @@ impl PySnapshot {
     /// (32, [200, 200, 200])
     pub fn class_sums<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
         query::class_sums(py, &*self.get()?)
+    }
+
+    /// How the live rows split between inverted lists and no list: ``(listed, unlisted)``.
+    ///
+    /// A list-restricted search (``classes=``, ``nprobe=``) scans the rows of its lists and
+    /// every unlisted row; ``codedb.distributed`` asks each shard, so that a shard holding none
+    /// of a query's probed lists still answers with its unlisted rows (or with nothing).
+    ///
+    /// Returns
+    /// -------
+    /// tuple of (int, int)
+    ///
+    /// Examples
+    /// --------
+    /// >>> idx = codedb.Index.build(path, model, x, labels=y, lists="label")
+    /// >>> idx.snapshot().list_coverage()
+    /// (600, 0)
+    pub fn list_coverage(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let snap = self.get()?;
+        let c = py
+            .detach(|| snap.list_coverage())
+            .map_err(engine::Error::from)
+            .py_err()?;
+        Ok((c.listed_rows, c.unlisted_rows))
     }
 
     /// Manifests newer than the served version that did not read: ``[{"version", "file",

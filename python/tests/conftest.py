@@ -58,7 +58,11 @@ def ray_cluster():
     else:
         ray = pytest.importorskip("ray")
     # ignore_reinit_error: the root README's doctest may have started this same cluster.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # The one node advertises every shard's placement resource (codedb.distributed's
+    # on_shard_nodes: shard s's actors ask for "codedb-shard-<s>"), as the node holding shard s
+    # would on a cluster.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+             resources={f"codedb-shard-{s}": 1 for s in range(4)})
     yield ray
     ray.shutdown()
 
@@ -68,6 +72,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     load the machine under the timing tests (test_gil)."""
     uses_ray = [
         i for i in items
-        if "ray_cluster" in getattr(i, "fixturenames", ()) or i.name == "test_root_readme_python_section"
+        if "ray_cluster" in getattr(i, "fixturenames", ())
+        or i.name in ("test_root_readme_python_section",
+                      "test_each_shard_runs_on_the_node_that_advertises_it")
     ]
     items[:] = [i for i in items if i not in uses_ray] + uses_ray

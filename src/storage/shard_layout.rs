@@ -1,8 +1,11 @@
-//! The layout record of a shard (FORMAT.md §8.1): `SHARD.json` in a shard's directory says it
-//! is shard `i` of `N` of one sharded index (a layout id) made with one model. The sharded
-//! layer (`python/codedb/distributed.py`) writes it before the shard's first manifest and
-//! checks it on every sharded open, since rows route to shards by position; the engine only
-//! keeps it (GC removes codedb names only), checks it (`verify`) and shows it (`inspect`).
+//! The records of a sharded index. The layout record of a shard (FORMAT.md §8.1):
+//! `SHARD.json` in a shard's directory says it is shard `i` of `N` of one sharded index (a
+//! layout id) made with one model; the cut record (§8.2): `CUT.json` in shard 0's directory
+//! names every shard's version at the last sharded commit, so readers pin whole sharded
+//! commits. The sharded layer (`python/codedb/distributed/`) writes them — the layout record
+//! before the shard's first manifest — and checks them on every sharded open, since rows route
+//! to shards by position; the engine only keeps them (GC removes codedb names only), checks
+//! them (`verify`) and shows the layout record (`inspect`).
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +98,81 @@ pub fn read_shard_layout(dir: &Path) -> Option<(PathBuf, Result<ShardLayout, Sha
     }
 }
 
+/// The cut record's file name, in shard 0's directory (FORMAT.md §8.2).
+pub const SHARD_CUT_FILE: &str = "CUT.json";
+/// Layout version of [`ShardCut`] records.
+pub const SHARD_CUT_FORMAT: u32 = 1;
+
+/// One version of a whole sharded index: shard `s` at version `versions[s]`, published by the
+/// sharded layer after every shard's commit of a sharded commit returned, so that readers
+/// pinning it see whole sharded commits only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardCut {
+    /// The record's format (1).
+    pub format: u32,
+    /// The sharded index's identity (its layout records' `layout`).
+    pub layout: String,
+    /// The cut's number: 1 for the first, one more for each published after it.
+    pub cut: u64,
+    /// Each shard's version, in shard order.
+    pub versions: Vec<u64>,
+}
+
+/// Parses a cut record: the same two lines as a layout record (a compact JSON line, then
+/// `crc32 <8 hex digits>` of its bytes).
+pub fn parse_shard_cut(bytes: &[u8]) -> Result<ShardCut, ShardLayoutError> {
+    let invalid = |s: &str| ShardLayoutError::Invalid(s.to_string());
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
+    let mut lines = text.split('\n');
+    let (Some(body), Some(crc), Some(""), None) =
+        (lines.next(), lines.next(), lines.next(), lines.next())
+    else {
+        return Err(invalid("expected a JSON line and a crc32 line"));
+    };
+    let want = crc
+        .strip_prefix("crc32 ")
+        .filter(|h| h.len() == 8)
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or_else(|| invalid("the crc32 line is not `crc32` and 8 hex digits"))?;
+    if crc32fast::hash(body.as_bytes()) != want {
+        return Err(invalid("checksum mismatch: the file is damaged"));
+    }
+    let r: ShardCut = serde_json::from_str(body)?;
+    if r.format != SHARD_CUT_FORMAT {
+        return Err(ShardLayoutError::Invalid(format!(
+            "format {}, this build reads {SHARD_CUT_FORMAT}",
+            r.format
+        )));
+    }
+    if r.cut == 0 || r.versions.is_empty() || r.versions.contains(&0) {
+        return Err(invalid(
+            "cut and versions must be at least 1, one version per shard",
+        ));
+    }
+    if r.layout.len() != 32
+        || !r
+            .layout
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(ShardLayoutError::Invalid(format!(
+            "layout {:?} is not 32 lowercase hex digits",
+            r.layout
+        )));
+    }
+    Ok(r)
+}
+
+/// The cut record of the directory `dir` (shard 0 of a sharded index): `None` when it has none.
+pub fn read_shard_cut(dir: &Path) -> Option<(PathBuf, Result<ShardCut, ShardLayoutError>)> {
+    let path = dir.join(SHARD_CUT_FILE);
+    match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some((path, Err(e.into()))),
+        Ok(b) => Some((path, parse_shard_cut(&b))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +197,20 @@ mod tests {
         assert!(parse_shard_layout(&record(&out_of_range)).is_err());
         let upper = BODY.replace("abcdef0", "ABCDEF0");
         assert!(parse_shard_layout(&record(&upper)).is_err());
+    }
+
+    #[test]
+    fn a_cut_reads_and_any_flipped_byte_is_refused() {
+        let body = r#"{"format":1,"layout":"0123456789abcdef0123456789abcdef","cut":3,"versions":[4,2,7]}"#;
+        let good = record(body);
+        let c = parse_shard_cut(&good).unwrap();
+        assert_eq!((c.cut, c.versions.as_slice()), (3, &[4u64, 2, 7][..]));
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            assert!(parse_shard_cut(&bad).is_err(), "byte {i}");
+        }
+        assert!(parse_shard_cut(&record(&body.replace("[4,2,7]", "[4,0,7]"))).is_err());
+        assert!(parse_shard_cut(&record(&body.replace("[4,2,7]", "[]"))).is_err());
     }
 }

@@ -26,8 +26,9 @@ use crate::model::{Model, ModelError};
 
 use super::config::ReadOptions;
 use super::error::{Result, StorageError};
+use super::layout::{list_manifests, manifest_file_name};
 use super::recovery::SkippedManifest;
-use super::version::{Loc, VersionState, choose_manifest, load_version};
+use super::version::{Loc, VersionState, choose_manifest, load_version, read_manifest};
 
 /// One live row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -508,6 +509,51 @@ impl Snapshot {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Opens `version` of the index in `dir` for reading, whether or not it is the newest.
+    ///
+    /// Why: a sharded index publishes one version of the whole as a cut record naming each
+    /// shard's version (docs/distributed.md), written after every shard committed; a reader
+    /// pins the cut, so it opens each shard at the cut's version even when that shard has
+    /// committed past it (a sharded commit under way, or one cut short by a crash). The
+    /// version must still be on disk — garbage collection keeps the retained versions
+    /// (FORMAT.md §11.5) — else an `InvalidArgument` on `version` listing the versions there;
+    /// a manifest that does not read is an error, never a fallback to another version.
+    pub fn open_version(dir: &Path, version: u64) -> Result<Snapshot> {
+        Snapshot::open_version_with(dir, version, &ReadOptions::default())
+    }
+
+    /// [`Snapshot::open_version`] with read options.
+    pub fn open_version_with(dir: &Path, version: u64, opts: &ReadOptions) -> Result<Snapshot> {
+        let path = dir.join(manifest_file_name(version));
+        if !path.exists() {
+            let on_disk: Vec<String> = list_manifests(dir)?
+                .iter()
+                .map(|(v, _)| v.to_string())
+                .collect();
+            if on_disk.is_empty() {
+                return Err(StorageError::NotAnIndex {
+                    dir: dir.to_path_buf(),
+                    detail: "no manifest found".into(),
+                });
+            }
+            return Err(StorageError::invalid(
+                dir,
+                "version",
+                format!(
+                    "version {version} is not on disk (versions there: {}; garbage collection \
+                     removes versions past the retention)",
+                    on_disk.join(", ")
+                ),
+            ));
+        }
+        let (manifest, log) = read_manifest(&path, version)?;
+        let loaded = load_version(dir, manifest, log, opts, false)?;
+        Ok(Snapshot {
+            v: Arc::new(loaded.state),
+            skipped: Arc::from(Vec::new()),
+        })
     }
 
     /// The version this snapshot pins.

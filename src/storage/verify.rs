@@ -22,7 +22,7 @@ use crate::format::{
 
 use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
 use super::recovery::recovery_records;
-use super::shard_layout::{SHARD_LAYOUT_FILE, read_shard_layout};
+use super::shard_layout::{SHARD_CUT_FILE, SHARD_LAYOUT_FILE, read_shard_cut, read_shard_layout};
 use super::version::read_manifest;
 
 /// One thing wrong, with where it is.
@@ -305,7 +305,11 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
     };
     names.sort();
     for n in &names {
-        if n.ends_with(TMP_SUFFIX) || n == LOCK_FILE || n == SHARD_LAYOUT_FILE {
+        if n.ends_with(TMP_SUFFIX)
+            || n == LOCK_FILE
+            || n == SHARD_LAYOUT_FILE
+            || n == SHARD_CUT_FILE
+        {
             continue;
         }
         let path = dir.join(n);
@@ -417,7 +421,12 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
     }
     report.unreferenced = names
         .into_iter()
-        .filter(|n| !refs.by.contains_key(n) && n != LOCK_FILE && n != SHARD_LAYOUT_FILE)
+        .filter(|n| {
+            !refs.by.contains_key(n)
+                && n != LOCK_FILE
+                && n != SHARD_LAYOUT_FILE
+                && n != SHARD_CUT_FILE
+        })
         .collect();
 }
 
@@ -425,6 +434,10 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
 /// model of the version readers open.
 fn verify_shard_layout(dir: &Path, model: Option<&str>, report: &mut VerifyReport) {
     report.files_checked += usize::from(dir.join(SHARD_LAYOUT_FILE).is_file());
+    report.files_checked += usize::from(dir.join(SHARD_CUT_FILE).is_file());
+    if let Some((path, Err(e))) = read_shard_cut(dir) {
+        report.push(&path, "shard cut", format!("cut record does not read: {e}"));
+    }
     match read_shard_layout(dir) {
         None => {}
         Some((path, Err(e))) => report.push(

@@ -1,0 +1,192 @@
+"""What one shard runs, in a thread of the driver's process or in the shard's Ray actor."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from codedb import _merge
+from codedb._codedb import classify_sums
+from codedb._errors import InvalidArgument
+from codedb.distributed._errors import _skipped
+from codedb.distributed._layout import ShardLayout
+
+_Result = tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
+
+def _op_search(
+    target: Any,
+    q: npt.NDArray[np.float32],
+    k: int,
+    mode: str | None,
+    rerank: int | None,
+    classes: list[str | int] | None,
+    threads: int,
+    mih: str = "auto",
+    nprobe: int | None = None,
+    probes: npt.NDArray[np.int64] | None = None,
+) -> tuple[_Result, _Result | None]:
+    """A shard's part of a k-NN query: its k best; with ``rerank=R`` its R best by code score
+    and the same R re-scored exactly (what `_merge.merge_reranked` needs). ``mih`` as
+    :meth:`Index.search` (the tables change the time, never the results).
+
+    ``nprobe`` (IVF models only): the shard probes the model's coarse centroids itself — they
+    are the model's, the same in every shard, so each shard scans the same cells one index
+    would (Jégou et al., TPAMI 2011, §III-A). ``probes`` (class lists): row i holds the class
+    ids the driver chose for query i from the *merged* class means (the class table is
+    additive, FORMAT.md §5); the shard scans those of its lists, plus its unlisted rows, as
+    one index's ``nprobe`` search does (src/search/probe.rs)."""
+    kw: dict[str, Any] = {"mode": mode, "classes": classes, "threads": threads}
+    if mih != "auto":
+        kw["mih"] = mih
+    if nprobe is not None:
+        kw["nprobe"] = nprobe
+    if probes is None:
+        return _search_pair(target, q, k, rerank, kw)
+    return _search_probed(target, q, k, rerank, kw, probes)
+
+
+def _search_pair(
+    target: Any, q: npt.NDArray[np.float32], k: int, rerank: int | None, kw: dict[str, Any]
+) -> tuple[_Result, _Result | None]:
+    if rerank is None:
+        return target.search(q, k=k, **kw), None
+    codes = target.search(q, k=rerank, **kw)
+    exact = target.search(q, k=rerank, rerank=rerank, **kw)
+    return codes, exact
+
+
+def _search_probed(
+    target: Any,
+    q: npt.NDArray[np.float32],
+    k: int,
+    rerank: int | None,
+    kw: dict[str, Any],
+    probes: npt.NDArray[np.int64],
+) -> tuple[_Result, _Result | None]:
+    """Queries grouped by their probed lists (as the engine groups them), each group one
+    list-restricted search over this shard's part of those lists."""
+    own = {int(c) for c in target.classes}
+    listed, unlisted = _op_list_coverage(target)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, row in enumerate(np.asarray(probes)):
+        groups.setdefault(tuple(int(c) for c in row), []).append(i)
+    parts: list[tuple[list[int], tuple[_Result, _Result | None]]] = []
+    for lists, rows in groups.items():
+        mine = [c for c in lists if c in own]
+        sub = q[rows]
+        if mine and listed > 0:
+            part = _search_pair(target, sub, k, rerank, {**kw, "classes": mine})
+        elif unlisted > 0:
+            # None of the probed lists has rows here (or no row here has a list): the scan
+            # one index would make reaches only this shard's unlisted rows — all of them when
+            # no row has a list, else the rows outside every list need the probed lists'
+            # restriction, which a search with lists of other rows cannot express.
+            if listed > 0:
+                raise InvalidArgument(
+                    f"nprobe: this shard has {unlisted} live rows without a list and none of "
+                    f"the lists {list(lists)} probed for query {rows[0]}, so the search cannot "
+                    "be restricted to its unlisted rows alone; give every row a list "
+                    "(lists='label' on every add) to probe a sharded index"
+                )
+            part = _search_pair(target, sub, k, rerank, kw)
+        elif own:
+            # Nothing of this shard is in the probed lists: one list's scan gives the
+            # result's shape and score type, its hits are dropped.
+            part = _blank(_search_pair(target, sub, k, rerank, {**kw, "classes": [min(own)]}),
+                          kw.get("mode"))
+        else:
+            part = _search_pair(target, sub, k, rerank, kw)  # no live rows: nothing found
+        parts.append((rows, part))
+    return _assemble(parts, len(q))
+
+
+def _blank(part: tuple[_Result, _Result | None], mode: str | None) -> tuple[_Result, _Result | None]:
+    """``part`` with every hit removed: ids −1, scores the padding one index uses."""
+    larger = mode in _merge.LARGER_IS_BETTER
+
+    def blank(r: _Result) -> _Result:
+        d, i = r
+        return np.full_like(d, _merge._pad(d.dtype, larger)), np.full_like(i, -1)
+
+    return blank(part[0]), None if part[1] is None else blank(part[1])
+
+
+def _assemble(
+    parts: list[tuple[list[int], tuple[_Result, _Result | None]]], nq: int
+) -> tuple[_Result, _Result | None]:
+    """Per-group results put back in query order."""
+    first = parts[0][1]
+
+    def put(which: int) -> _Result:
+        ref = first[which]
+        assert ref is not None
+        d = np.empty((nq, ref[0].shape[1]), dtype=ref[0].dtype)
+        i = np.empty((nq, ref[1].shape[1]), dtype=np.int64)
+        for rows, part in parts:
+            got = part[which]
+            assert got is not None
+            d[rows] = got[0]
+            i[rows] = got[1]
+        return d, i
+
+    return put(0), None if first[1] is None else put(1)
+
+
+def _op_class_sums(target: Any) -> tuple[int, list[dict[str, Any]]]:
+    dim, classes = target.class_sums()
+    return int(dim), list(classes)
+
+
+def _op_classify_sums(
+    target: Any, dim: int, classes: list[dict[str, Any]], x: npt.NDArray[np.float32], top: int
+) -> _Result:
+    return classify_sums(target.model, dim, classes, x, top)
+
+
+def _op_list_coverage(target: Any) -> tuple[int, int]:
+    """The shard's live rows with a list id and without one."""
+    snap = target.snapshot() if hasattr(target, "snapshot") else target
+    listed, unlisted = snap.list_coverage()
+    return int(listed), int(unlisted)
+
+
+def _op_classes(target: Any) -> dict[int, str]:
+    return {int(k): str(v) for k, v in target.classes.items()}
+
+
+def _node() -> str | None:
+    """The Ray node answering (``None`` outside Ray)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def _op_info(target: Any, path: str = "") -> dict[str, Any]:
+    """What the driver checks of a shard: its model, layout record (read where the shard
+    lives, which for a Ray actor may be another machine) and the manifests it skipped."""
+    layout = ShardLayout.read(path) if path else None
+    return {
+        "pid": os.getpid(),
+        "node": _node(),
+        "model_id": target.model.id,
+        "ivf_lists": target.model.ivf_lists,
+        "rows": len(target),
+        "version": target.version,
+        "layout": None if layout is None else tuple(layout),
+        "skipped": _skipped(target),
+    }
+
+
+_OPS: dict[str, Callable[..., Any]] = {
+    "search": _op_search,
+    "class_sums": _op_class_sums,
+    "classify_sums": _op_classify_sums,
+    "info": _op_info,
+    "classes": _op_classes,
+    "list_coverage": _op_list_coverage,
+}
