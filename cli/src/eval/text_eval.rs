@@ -379,6 +379,8 @@ pub fn text_eval(
         }
     }
     let mut out = Vec::with_capacity(rankers.len());
+    // The ρ the last CCA baseline chose on validation, for `cca:R` steps of later SPECs.
+    let mut chosen_rho: Option<f64> = None;
     for ranker in rankers {
         progress(&ranker.name());
         let mut row = TextScores {
@@ -442,10 +444,14 @@ pub fn text_eval(
                     &test_rows,
                     &texts,
                     opts,
+                    chosen_rho,
                     &mut row,
                 )?
             }
         };
+        if let Some(c) = &row.cca {
+            chosen_rho = Some(c.rho);
+        }
         let m = score(&rankings, &relevant);
         (row.avgp, row.bep, row.p10) = (m.avgp, m.bep, m.p10);
         out.push(row);
@@ -722,11 +728,14 @@ fn pamir_rankings(
     test_rows: &[usize],
     texts: &[&str],
     opts: &TextEvalOptions,
+    chosen_rho: Option<f64>,
     row: &mut TextScores,
 ) -> Result<Vec<Vec<usize>>, Error> {
     let t = Instant::now();
     let xtr = rows_of(data.vectors, train_rows);
-    // A `cca:R` step in the SPEC learns with the caption embeddings as its second view.
+    // A `cca:R` step in the SPEC learns with the caption embeddings as its second view, with
+    // the ρ an earlier CCA baseline chose on validation (else a single --cca-rho, else the
+    // default).
     let view = match data.caption_embeddings {
         Some(ce) if spec.needs_labels(false) && !spec.needs_labels(true) => {
             Some(std::sync::Arc::new(rows_of(ce, train_rows)))
@@ -738,7 +747,10 @@ fn pamir_rankings(
         view,
         ..TrainOptions::default()
     };
-    if let [rho] = opts.cca_rho[..] {
+    if let Some(rho) = chosen_rho.or(match opts.cca_rho[..] {
+        [rho] => Some(rho),
+        _ => None,
+    }) {
         topts.supervised.cca_rho = rho;
     }
     let (model, _) = train(spec, xtr.view(), &topts)?;
