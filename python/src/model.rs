@@ -295,6 +295,9 @@ impl PyModel {
     }
 }
 
+// The signature's literal (pyo3 shows literals to `inspect`) is the engine's default.
+const _: () = assert!(codedb::model::PAMIR_DEFAULT_ITERATIONS == 10_000_000);
+
 /// Trains a model: the pipeline ``spec`` on the rows of ``x`` (the CLI's ``codedb train``).
 ///
 /// With ``captions`` (one per row: a string, or a list of tags) it also trains a PAMIR text
@@ -363,7 +366,7 @@ impl PyModel {
 #[pyo3(signature = (
     x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
     epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0],
-    pamir_iterations=codedb::model::PAMIR_DEFAULT_ITERATIONS as i128, pamir_patience=3,
+    pamir_iterations=10_000_000, pamir_patience=3,
     pamir_validation=0.2, pamir_validation_groups=None, max_words=100_000, progress=None,
 ))]
 #[allow(clippy::too_many_arguments)]
