@@ -6,7 +6,8 @@
 use codedb::ListAssignment;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::{
-    MarginPolicy, PamirOptions, RankingMetrics, TextHead, Vocabulary, tokenize, train_pamir,
+    MarginPolicy, PamirOptions, PamirStop, RankingMetrics, TextHead, Vocabulary, tokenize,
+    train_pamir,
 };
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::{BuildOptions, Index};
@@ -52,7 +53,6 @@ fn tagged(word: &str) -> Vec<usize> {
 fn quick_options() -> PamirOptions {
     PamirOptions {
         iterations: 20_000,
-        checkpoints: 6,
         c_grid: vec![0.1, 1.0],
         ..PamirOptions::default()
     }
@@ -339,4 +339,148 @@ fn bad_heads_and_queries_are_refused_with_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("exact-ip"), "{e}");
+}
+
+/// A seeded pseudo-random number in [0, 1) (SplitMix64 of `i`), for generated sets.
+fn unit(i: u64) -> f32 {
+    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// A standard normal (Box-Muller of two `unit`s).
+fn normal(i: u64) -> f32 {
+    let (a, b) = (unit(2 * i).max(1e-7), unit(2 * i + 1));
+    (-2.0 * a.ln()).sqrt() * (std::f32::consts::TAU * b).cos()
+}
+
+/// `words` words, each with a random direction in 16-D; each row carries one word (row % words)
+/// and lies at its direction plus unit noise. A word's row of W sees one update per about
+/// `words` iterations, so with 1,000 words the validation AvgP keeps rising long after 100,000
+/// iterations (the former fixed default).
+fn slow_set(words: usize, rows: usize) -> (Array2<f32>, Vec<Vec<String>>) {
+    let dirs = Array2::from_shape_fn((words, D), |(w, j)| normal((w * D + j) as u64));
+    let x = Array2::from_shape_fn((rows, D), |(r, j)| {
+        0.5 * dirs[(r % words, j)] + normal((1 << 32) + (r * D + j) as u64)
+    });
+    // Word names of letters only: "wab" for word 1 ("w" + base-26 digits).
+    let name = |mut w: usize| {
+        let mut s = String::from("w");
+        loop {
+            s.push(char::from(b'a' + (w % 26) as u8));
+            w /= 26;
+            if w == 0 {
+                return s;
+            }
+        }
+    };
+    let caps = (0..rows).map(|r| vec![name(r % words)]).collect();
+    (x, caps)
+}
+
+/// The iterations `PamirOptions` defaulted to before the patience rule: a fixed count.
+const FORMER_FIXED_CAP: usize = 100_000;
+
+#[test]
+fn patience_trains_past_the_former_fixed_cap_and_reports_why_it_stopped() {
+    let (x, caps) = slow_set(1000, 40_000);
+    let opts = PamirOptions {
+        c_grid: vec![0.001],
+        validation: 0.2,
+        ..PamirOptions::default()
+    };
+    let (_, report) = train_pamir(x.view(), &caps, &opts).unwrap();
+    let t = &report.trials[0];
+    let curve: Vec<(usize, f64)> = t
+        .checkpoints
+        .iter()
+        .map(|k| (k.iterations, k.avgp))
+        .collect();
+    // The validation AvgP still rose by more than the tolerance after the former cap, so the
+    // best checkpoint lies past it, and the run stopped by patience well below the cap.
+    let before = curve
+        .iter()
+        .filter(|c| c.0 <= FORMER_FIXED_CAP)
+        .map(|c| c.1)
+        .fold(0.0, f64::max);
+    assert!(t.iterations > FORMER_FIXED_CAP, "{curve:?}");
+    assert!(t.validation.avgp > before * 1.02, "{before} -> {curve:?}");
+    assert_eq!(t.stopped, PamirStop::Patience);
+    assert_eq!(report.stopped, Some(PamirStop::Patience));
+    assert!(t.iterations < t.iterations_run && t.iterations_run < opts.iterations);
+    assert_eq!(curve.last().unwrap().0, t.iterations_run);
+    // Stopped because the last `patience` checkpoints gained less than 0.5 % over the best
+    // before them.
+    let k = curve.len() - opts.patience;
+    let level = curve[..k].iter().map(|c| c.1).fold(0.0, f64::max);
+    assert!(curve[k..].iter().all(|c| c.1 <= level * 1.005), "{curve:?}");
+    // The final run on all rows visits each captioned row as often as the chosen run did on
+    // the training split (a fifth of the rows held out).
+    let ratio = report.iterations as f64 / t.iterations as f64;
+    assert!((ratio - 1.25).abs() < 0.01, "{ratio}");
+    assert_eq!(report.selected_iterations, t.iterations);
+    assert!(report.cap_note().is_none());
+
+    // The same run under a cap it cannot converge by says so.
+    let capped = PamirOptions {
+        iterations: 20_000,
+        ..opts
+    };
+    let (_, r) = train_pamir(x.view(), &caps, &capped).unwrap();
+    assert_eq!(r.trials[0].stopped, PamirStop::Cap);
+    assert_eq!(r.trials[0].iterations_run, 20_000);
+    let note = r.cap_note().unwrap();
+    assert!(
+        note.contains("still rising") && note.contains("20000"),
+        "{note}"
+    );
+}
+
+/// Items of five near-identical rows sharing one random word: the word says nothing a new
+/// item's features could show, so an honest validation AvgP is near chance, while a split
+/// with an item's duplicates on both sides lets the head match duplicates.
+#[test]
+fn grouped_validation_keeps_items_on_one_side_and_does_not_reward_duplicates() {
+    // 100 items in 64-D: few enough that a linear score per word can single out its items.
+    let (items, copies, words, dim) = (100, 5, 10, 64);
+    let n = items * copies;
+    let item = |r: usize| r / copies;
+    let x = Array2::from_shape_fn((n, dim), |(r, j)| {
+        normal((item(r) * dim + j) as u64) + 0.05 * normal((1 << 33) + (r * dim + j) as u64)
+    });
+    let word = |i: usize| {
+        let w = (unit((1 << 34) + i as u64) * words as f32) as usize;
+        format!("w{}", char::from(b'a' + w as u8))
+    };
+    let caps: Vec<Vec<String>> = (0..n).map(|r| vec![word(item(r))]).collect();
+    let groups: Vec<i64> = (0..n).map(|r| item(r) as i64).collect();
+    let base = PamirOptions {
+        c_grid: vec![0.1],
+        iterations: 200_000,
+        ..PamirOptions::default()
+    };
+    let (_, plain) = train_pamir(x.view(), &caps, &base).unwrap();
+    let grouped_opts = PamirOptions {
+        validation_groups: Some(groups.clone()),
+        ..base.clone()
+    };
+    let (_, grouped) = train_pamir(x.view(), &caps, &grouped_opts).unwrap();
+    assert_eq!(plain.validation_groups, None);
+    assert_eq!(grouped.validation_groups, Some(items));
+    // Whole items held out: a multiple of the copies, about a fifth of the rows.
+    assert_eq!(grouped.validation_rows % copies, 0);
+    assert!((grouped.validation_rows as f64 / n as f64 - 0.2).abs() < 0.01);
+    let (p, g) = (
+        plain.trials[0].validation.avgp,
+        grouped.trials[0].validation.avgp,
+    );
+    assert!(p > 0.5 && g < 0.25 && p > 2.0 * g, "plain {p}, grouped {g}");
+    // One group id per row, or a typed error naming the argument.
+    let bad = PamirOptions {
+        validation_groups: Some(groups[1..].to_vec()),
+        ..base
+    };
+    let e = train_pamir(x.view(), &caps, &bad).unwrap_err().to_string();
+    assert!(e.contains("validation_groups") && e.contains("499"), "{e}");
 }

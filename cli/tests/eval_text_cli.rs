@@ -96,14 +96,33 @@ fn text_eval_scores_oracle_exactly_pamir_and_cca_well_above_chance() {
     );
     let chance = row(&v, "random")["avgp"].as_f64().unwrap();
     assert!(chance < 0.2, "random AvgP {chance}");
-    let cca = row(&v, "cca:9 (embeddings)")["avgp"].as_f64().unwrap();
-    assert!(cca > 0.9, "cca AvgP {cca}");
-    for m in ["constant-ε", "caption-ε"] {
+    let cca = row(&v, "cca:9 (embeddings)");
+    assert!(cca["avgp"].as_f64().unwrap() > 0.9, "cca {cca}");
+    // ρ and the power were chosen on validation rows of the training split, never the test.
+    let choice = &cca["cca"];
+    assert_eq!(choice["r"], 9, "{choice}");
+    assert!(
+        choice["validation_avgp"].as_f64().unwrap() > 0.9,
+        "{choice}"
+    );
+    assert!(
+        choice["validation_rows"].as_u64().unwrap() > 200,
+        "{choice}"
+    );
+    // Names in JSON are plain ASCII.
+    for r in v["rankers"].as_array().unwrap() {
+        assert!(r["pipeline"].as_str().unwrap().is_ascii(), "{r}");
+    }
+    for m in ["constant-eps", "caption-eps"] {
         let p = row(&v, &format!("pca-itq:16 {m}"));
         let avgp = p["avgp"].as_f64().unwrap();
         assert!(avgp > 0.85, "{m}: AvgP {avgp}");
         assert_eq!(p["bits"], 16);
         assert_eq!(p["unknown_queries"], 0);
+        assert!(
+            ["patience", "cap"].contains(&p["stopped"].as_str().unwrap()),
+            "{p}"
+        );
         assert!(p["bep"].as_f64().unwrap() > 0.8 && p["p10"].as_f64().unwrap() > 0.9);
     }
 }

@@ -236,3 +236,81 @@ fn bad_text_input_fails_with_exit_1_and_writes_nothing() {
     );
     assert!(!out.exists());
 }
+
+/// `train --captions --json` reports the patience rule (each C's checkpoints, the iterations it
+/// ran, why it stopped) and the grouped validation split; a group file of the wrong length is
+/// refused naming it, with exit 1 and no model written.
+#[test]
+fn train_json_reports_why_pamir_stopped_and_the_grouped_split() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tags, _) = write_tags(tmp.path());
+    let (x, _) = digits();
+    let (_, y) = digits_data();
+    // Groups: blocks of 7 consecutive rows.
+    let groups: Vec<i64> = (0..y.len() as i64).map(|r| r / 7).collect();
+    let gp = tmp.path().join("groups.npy");
+    codedb_cli::io::npy_write::write_npy_i64(&gp, &groups).unwrap();
+    let m = tmp.path().join("g.model");
+    let args = |g: &Path, out: &Path, cap: &str| -> Vec<String> {
+        [
+            "train",
+            "--data",
+            s(&x),
+            "--pipeline",
+            "pca-itq:32",
+            "--captions",
+            s(&tags),
+            "--pamir-c",
+            "1",
+            "--pamir-iterations",
+            cap,
+            "--pamir-validation-groups",
+            s(g),
+            "--out",
+            s(out),
+            "--json",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let a = args(&gp, &m, "1000000");
+    let r = json(&ok(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    let t = &r["text"];
+    assert_eq!(t["validation_groups"], groups.len().div_ceil(7), "{t}");
+    assert_eq!(t["validation_rows"].as_u64().unwrap() % 7, 0, "{t}");
+    let trial = &t["trials"][0];
+    // Ten digit words learn fast: the run stops by patience far below the cap of 10⁶.
+    assert_eq!(trial["stopped"], "patience", "{trial}");
+    assert_eq!(t["stopped"], "patience");
+    let run = trial["iterations_run"].as_u64().unwrap();
+    assert!(run < 1_000_000, "{trial}");
+    let ks = trial["checkpoints"].as_array().unwrap();
+    assert_eq!(ks.last().unwrap()["iterations"].as_u64(), Some(run));
+    assert_eq!(t["selected_iterations"], trial["iterations"]);
+    assert!(t["cap_note"].is_null());
+    // Too small a cap: stopped there, and a note on stderr and in the JSON.
+    let m2 = tmp.path().join("c.model");
+    let a = args(&gp, &m2, "1500");
+    let out = ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = json(&out);
+    assert_eq!(r["text"]["trials"][0]["stopped"], "cap", "{}", r["text"]);
+    assert!(
+        r["text"]["cap_note"]
+            .as_str()
+            .unwrap()
+            .contains("--pamir-iterations")
+    );
+    assert!(stderr(&out).contains("note: the text head's validation AvgP was still rising"));
+    // A group file of the wrong length.
+    let short = tmp.path().join("short.npy");
+    codedb_cli::io::npy_write::write_npy_i64(&short, &groups[..10]).unwrap();
+    let never = tmp.path().join("never.model");
+    let a = args(&short, &never, "1000");
+    fails(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        1,
+        "10 group ids for 1797 data rows",
+    );
+    assert!(!never.exists());
+}

@@ -55,8 +55,10 @@ def train(
     margin: str = "constant",
     epsilon: float | None = None,
     pamir_c: Sequence[float] = ...,
-    pamir_iterations: int = 100000,
+    pamir_iterations: int = 10000000,
+    pamir_patience: int = 3,
     pamir_validation: float = 0.2,
+    pamir_validation_groups: ArrayLike | None = None,
     max_words: int = 100000,
     progress: bool | Callable[[str, str, int, int], object] | None = None,
 ) -> Model: ...

@@ -262,7 +262,7 @@ fn int_vector<'py>(
 
 /// A 1-D integer array of `argument` as `i64`s (one copy); uint64 values above 2⁶³−1 are
 /// refused (no label or class id is that large).
-fn ints(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<i64>> {
+pub fn ints(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<i64>> {
     let py = obj.py();
     let a = int_vector(obj, argument)?;
     let np = py.import("numpy")?;

@@ -53,7 +53,10 @@ pub struct TextTrain {
     pub epsilon: Option<f32>,
     pub c_grid: Vec<f32>,
     pub iterations: usize,
+    pub patience: usize,
     pub validation: f64,
+    /// One group id per row for the validation split, or `None`.
+    pub validation_groups: Option<Vec<i64>>,
     pub max_words: usize,
 }
 
@@ -93,7 +96,9 @@ pub fn attach_text_head(
         epsilon,
         c_grid: t.c_grid.clone(),
         iterations: t.iterations,
+        patience: t.patience,
         validation: t.validation,
+        validation_groups: t.validation_groups.clone(),
         max_words: t.max_words,
         seed,
         ..PamirOptions::default()
@@ -106,6 +111,14 @@ pub fn attach_text_head(
 /// What training did, as JSON (`Model.report`): the pipeline's steps (`train`) and the text
 /// head's (`text`, or null).
 pub fn train_report_json(train: &TrainReport, text: Option<&PamirReport>) -> Result<String> {
+    // The text head's report with the CLI's `cap_note` (null when the run converged).
+    let text = text.map(|t| {
+        let mut v = serde_json::to_value(t).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("cap_note".into(), t.cap_note().into());
+        }
+        v
+    });
     json(&serde_json::json!({ "train": train, "text": text }))
 }
 

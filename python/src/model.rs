@@ -304,6 +304,9 @@ impl PyModel {
     }
 }
 
+// The signature's literal (pyo3 shows literals to `inspect`) is the engine's default.
+const _: () = assert!(codedb::model::PAMIR_DEFAULT_ITERATIONS == 10_000_000);
+
 /// Trains a model: the pipeline ``spec`` on the rows of ``x`` (the CLI's ``codedb train``).
 ///
 /// With ``captions`` (one per row: a string, or a list of tags) it also trains a PAMIR text
@@ -330,10 +333,17 @@ impl PyModel {
 ///     Text head margin ε (constant) or its floor (caption); None: 1 or 0.1.
 /// pamir_c : sequence of float, default [0.01, 0.1, 1.0, 10.0]
 ///     The grid of PAMIR's aggressiveness C, chosen on a validation split.
-/// pamir_iterations : int, default 100000
-///     PAMIR updates per C.
+/// pamir_iterations : int, default 10000000
+///     Most PAMIR updates per C (the cap: a run stops earlier when its validation AvgP stops
+///     improving; ``model.report`` says why each run stopped).
+/// pamir_patience : int, default 3
+///     Validation checkpoints (spaced ×1.5) in a row without a 0.5 % AvgP gain after which a
+///     PAMIR run stops.
 /// pamir_validation : float, default 0.2
-///     Fraction of captioned rows held out to choose C.
+///     Fraction of captioned rows held out to choose C and the iteration count.
+/// pamir_validation_groups : array_like of int, optional, default None
+///     One group id per row (e.g. the item near-duplicate images render): the validation split
+///     keeps every group on one side.
 /// max_words : int, default 100000
 ///     Vocabulary size cap (the most frequent words).
 /// progress : bool or callable, optional, default None
@@ -364,8 +374,9 @@ impl PyModel {
 #[pyfunction]
 #[pyo3(signature = (
     x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
-    epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0], pamir_iterations=100_000,
-    pamir_validation=0.2, max_words=100_000, progress=None,
+    epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0],
+    pamir_iterations=10_000_000, pamir_patience=3,
+    pamir_validation=0.2, pamir_validation_groups=None, max_words=100_000, progress=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn train(
@@ -380,7 +391,9 @@ pub fn train(
     epsilon: Option<f32>,
     pamir_c: Vec<f32>,
     pamir_iterations: i128,
+    pamir_patience: i128,
     pamir_validation: f64,
+    pamir_validation_groups: Option<&Bound<'_, PyAny>>,
     max_words: i128,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyModel> {
@@ -388,6 +401,10 @@ pub fn train(
     let seed = arrays::seed(seed, "seed")?;
     let sample = sample.map(|s| arrays::count(s, "sample", 1)).transpose()?;
     let pamir_iterations = arrays::count(pamir_iterations, "pamir_iterations", 1)?;
+    let pamir_patience = arrays::count(pamir_patience, "pamir_patience", 1)?;
+    let validation_groups = pamir_validation_groups
+        .map(|g| arrays::ints(g, "pamir_validation_groups"))
+        .transpose()?;
     let max_words = arrays::count(max_words, "max_words", 1)?;
     let rows = arrays::rows(x, "x")?;
     let view = rows.view()?;
@@ -403,12 +420,14 @@ pub fn train(
                 epsilon,
                 c_grid: pamir_c,
                 iterations: pamir_iterations,
+                patience: pamir_patience,
                 validation: pamir_validation,
+                validation_groups: validation_groups.clone(),
                 max_words,
             })
         })
         .transpose()?;
-    let (model, report) = interrupt::run(py, &progress, |cancel, sink| {
+    let (model, report, note) = interrupt::run(py, &progress, |cancel, sink| {
         let (model, report) =
             engine::train(view, spec, labels, seed, sample, cancel, sink.train_fn())?;
         let (model, text) = match &text {
@@ -418,8 +437,20 @@ pub fn train(
             }
             None => (model, None),
         };
-        Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
+        let note = text.as_ref().and_then(|t| t.cap_note());
+        let json = engine::train_report_json(&report, text.as_ref())?;
+        Ok::<_, engine::Error>((model, json, note))
     })?;
+    // The note the CLI prints on stderr: the text head's run stopped at the cap, still rising.
+    if let Some(note) = note {
+        let msg = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &msg,
+            1,
+        )?;
+    }
     Ok(PyModel {
         model: Arc::new(model),
         report: Some(report),

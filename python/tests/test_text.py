@@ -64,6 +64,30 @@ def test_the_text_head_report_comes_back_with_the_model(text_model):
     assert text["loss_after"] < text["loss_before"], text
 
 
+def test_pamir_patience_groups_and_cap_note_as_the_cli():
+    x, y = _data(400)
+    caps = [TAGS[c] for c in y]
+    groups = np.arange(400) // 8
+    m = codedb.train(x, "pca-itq:16", captions=caps, pamir_c=[1.0], pamir_iterations=1_000_000,
+                     pamir_validation_groups=groups, seed=5)
+    text = m.report["text"]
+    # Four tags learn fast: the run stops by patience far below the cap, and says so.
+    assert text["stopped"] == "patience" and text["cap_note"] is None, text
+    trial = text["trials"][0]
+    assert trial["stopped"] == "patience" and trial["iterations_run"] < 1_000_000
+    assert trial["checkpoints"][-1]["iterations"] == trial["iterations_run"]
+    assert text["validation_groups"] == 50 and text["validation_rows"] % 8 == 0
+    # A cap it cannot converge by: a UserWarning with the CLI's note, and the note in the report.
+    with pytest.warns(UserWarning, match="still rising at the cap"):
+        m = codedb.train(x, "pca-itq:16", captions=caps, pamir_c=[1.0], pamir_iterations=1500,
+                         seed=5)
+    assert m.report["text"]["stopped"] == "cap" and "--pamir-iterations" in m.report["text"]["cap_note"]
+    with pytest.raises(codedb.InvalidArgument, match="validation_groups"):
+        codedb.train(x, "pca-itq:16", captions=caps, pamir_validation_groups=groups[:-1])
+    with pytest.raises(codedb.InvalidArgument, match="pamir_patience"):
+        codedb.train(x, "pca-itq:16", captions=caps, pamir_patience=0)
+
+
 def test_search_text_pads_with_minus_one(text_index):
     idx, _ = text_index
     D, I = idx.search_text("red apple", k=450)

@@ -110,12 +110,13 @@ pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepS
 pub use stage::Stage;
 pub use supervised::{AttributeClassifier, ClassemesFit, PicodesFit, fit_classemes, fit_picodes};
 pub use supervised::{
-    CCA_RHO_GRID, CcaFit, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit, SupervisedOptions,
-    choose_cca_rho, fit_attributes, fit_cca, fit_jscl, fit_metric,
+    CCA_RHO_GRID, CcaFit, CcaPair, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit,
+    SupervisedOptions, choose_cca_rho, fit_attributes, fit_cca, fit_cca_pair, fit_jscl, fit_metric,
 };
 pub use text::{
-    MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PamirOptions, PamirReport,
-    PamirTrial, RankingMetrics, TextHead, TextQuery, TextVector, Vocabulary, tokenize, train_pamir,
+    MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PAMIR_DEFAULT_ITERATIONS,
+    PamirCheckpoint, PamirOptions, PamirReport, PamirStop, PamirTrial, RankingMetrics, TextHead,
+    TextQuery, TextVector, Vocabulary, tokenize, train_pamir,
 };
 pub use train::{
     DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,

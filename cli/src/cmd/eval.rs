@@ -101,15 +101,29 @@ pub struct EvalArgs {
     /// every word).
     #[arg(long, value_name = "FILE")]
     pub text_queries: Option<PathBuf>,
-    /// Text task: PAMIR margin policies to evaluate each SPEC with (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "constant,caption", value_parser = ["constant", "caption"])]
+    /// Text task: PAMIR margin policies to evaluate each SPEC with (comma-separated; the
+    /// default is `codedb train`'s).
+    #[arg(long, value_delimiter = ',', default_value = "constant", value_parser = ["constant", "caption"])]
     pub margins: Vec<String>,
     /// Text task: aggressiveness values C tried on the validation part of the training rows.
     #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,1,10")]
     pub pamir_c: Vec<f32>,
-    /// Text task: most passive-aggressive iterations (the count is chosen on validation).
-    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true, value_parser = args::count)]
+    /// Text task: most passive-aggressive iterations per validation run (the cap: a run stops
+    /// earlier when its validation AvgP stops improving; the count is chosen on validation).
+    #[arg(long, default_value_t = codedb::model::PAMIR_DEFAULT_ITERATIONS, allow_negative_numbers = true, value_parser = args::count)]
     pub pamir_iterations: usize,
+    /// Text task: validation checkpoints (spaced ×1.5) in a row without a 0.5 % AvgP gain
+    /// after which a PAMIR validation run stops.
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = args::count)]
+    pub pamir_patience: usize,
+    /// Text task: group ids of the --data rows (.npy of integers, e.g. the item each
+    /// near-duplicate renders): PAMIR's and CCA's validation parts keep every group on one side.
+    #[arg(long, value_name = "FILE")]
+    pub pamir_validation_groups: Option<PathBuf>,
+    /// Text task, cca: powers p of the correlation that scales CCA's directions (λ^p),
+    /// comma-separated; several are chosen from on validation rows.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.5,1,2,4")]
+    pub cca_power: Vec<f64>,
     /// Text task: fraction of the training rows held out to choose C and the iterations.
     #[arg(long, default_value_t = 0.2)]
     pub pamir_validation: f64,
@@ -121,7 +135,8 @@ pub struct EvalArgs {
     pub query_embeddings: Option<PathBuf>,
     /// cca:R steps: regularisation ρ, relative to each view's mean variance (default 1e-4).
     /// Retrieve task: also `auto` or a comma-separated list, chosen on held-out database rows
-    /// (as `codedb train --cca-rho`); text task: one value.
+    /// (as `codedb train --cca-rho`); text task: one value, or several (default `auto`)
+    /// chosen on a validation part of the training rows.
     #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
     pub cca_rho: Option<args::CcaRho>,
 }

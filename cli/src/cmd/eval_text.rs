@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use codedb::model::{MarginPolicy, PamirOptions};
+use codedb::model::{CCA_RHO_GRID, MarginPolicy, PamirOptions};
 use codedb_cli::eval::{TextEvalData, TextEvalOptions, TextRanker, text_eval};
 
 use super::eval::{EvalArgs, load_split, random_split};
@@ -49,21 +49,23 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
             })
             .transpose()
     };
+    let groups = super::train_text::read_groups(a.pamir_validation_groups.as_deref(), x.nrows())?;
     let ce = load(&a.caption_embeddings, "--caption-embeddings")?;
     let qe = load(&a.query_embeddings, "--query-embeddings")?;
     let opts = TextEvalOptions {
         pamir: PamirOptions {
             c_grid: a.pamir_c.clone(),
             iterations: a.pamir_iterations,
+            patience: a.pamir_patience,
             validation: a.pamir_validation,
             ..PamirOptions::default()
         },
         default_epsilon: true,
-        cca_rho: match a.cca_rho.as_ref().map(|r| r.0.as_slice()) {
-            None => 1e-4,
-            Some([rho]) => *rho,
-            Some(_) => usage!("--cca-rho: the text task's cca:R baseline takes one value"),
-        },
+        cca_rho: a
+            .cca_rho
+            .as_ref()
+            .map_or_else(|| CCA_RHO_GRID.to_vec(), |r| r.0.clone()),
+        cca_powers: a.cca_power.clone(),
         seed: a.seed,
     };
     let data = TextEvalData {
@@ -73,6 +75,7 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
         queries: &queries,
         caption_embeddings: ce.as_ref().map(|e| e.view()),
         query_embeddings: qe.as_ref().map(|e| e.view()),
+        validation_groups: groups.as_deref(),
     };
     let bar = progress::spinner("text evaluation");
     let report = text_eval(&data, &rankers, &opts, &mut |step: &str| {
@@ -117,6 +120,21 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
             r.train_s,
             r.query_ms
         );
+        if let Some(c) = &r.cca {
+            outln!(
+                "  (rho = {}, R = {}, directions scaled by correlation^{}{})",
+                c.rho,
+                c.r,
+                c.power,
+                c.validation_avgp.map_or(String::new(), |m| format!(
+                    ": validation AvgP {m:.4} on {} training rows held out",
+                    c.validation_rows
+                ))
+            );
+        }
+        if let (Some(sel), Some(stop)) = (r.selected_iterations, r.stopped) {
+            outln!("  (best validation checkpoint {sel} iterations; that run stopped by {stop})");
+        }
         if r.unknown_queries > 0 {
             outln!(
                 "  ({} queries have no word in the text head's vocabulary: ranked in row order)",

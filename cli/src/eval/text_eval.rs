@@ -11,10 +11,15 @@
 //! - **random**: a seeded permutation per query (the chance level).
 //! - **oracle**: the tf-idf-norm text score (eq. 2, 7) of each test row's own tags: tag
 //!   matching that sees the test captions, an upper reference.
-//! - **cca:R**: CCA (Hotelling 1936; `codedb::model::fit_cca`) between the images and a text
-//!   embedding of their captions (e.g. MiniLM), fitted both ways on the training rows; a query's
-//!   embedding and the test images meet in the R shared directions, each scaled by its
-//!   correlation, ranked by cosine.
+//! - **cca** / **cca:R**: CCA (Hotelling 1936; Gordo et al. CVPR 2012 eq. 6-8;
+//!   `codedb::model::fit_cca_pair`) between the images and a text embedding of their captions
+//!   (e.g. MiniLM); a query's embedding and the test images meet in the R shared directions,
+//!   direction k scaled by `λ_k^power` (the ITQ paper scales CCA directions by their
+//!   eigenvalues, Gong et al. TPAMI 2013 eq. 4), ranked by cosine. As a careful user would
+//!   tune it: ρ (from `cca_rho`), the power (from `cca_powers`) and R (`cca`: from
+//!   [`CCA_TEXT_R_GRID`] up to the views' dimensions; `cca:R`: fixed) are chosen by the mean
+//!   AvgP of the queries ranked over a seeded validation part of the training rows (the test
+//!   rows play no part), then CCA is refitted on all training rows.
 
 use std::time::Instant;
 
@@ -25,8 +30,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Error;
 use codedb::model::{
-    CcaFit, CcaView, MarginPolicy, Model, PamirOptions, PipelineSpec, RankingMetrics, TextVector,
-    TrainOptions, Vocabulary, fit_cca, tokenize, train, train_pamir,
+    CCA_RHO_GRID, CcaFit, MarginPolicy, Model, PamirOptions, PamirStop, PipelineSpec,
+    RankingMetrics, TextVector, TrainOptions, Vocabulary, fit_cca_pair, tokenize, train,
+    train_pamir,
 };
 use codedb::{BuildOptions, Index, SearchMode, SearchParams};
 
@@ -53,6 +59,9 @@ pub struct TextEvalData<'a> {
     pub caption_embeddings: Option<ArrayView2<'a, f32>>,
     /// The same embedding of each query (for `cca:R`).
     pub query_embeddings: Option<ArrayView2<'a, f32>>,
+    /// One group id per row (e.g. near-duplicates of one item): the validation parts of the
+    /// training rows (PAMIR's and CCA's) keep every group on one side.
+    pub validation_groups: Option<&'a [i64]>,
 }
 
 /// What ranks the test rows.
@@ -64,20 +73,21 @@ pub enum TextRanker {
     Random,
     /// The tf-idf text score of the test rows' own tags.
     Oracle,
-    /// CCA with R directions between images and caption embeddings.
-    Cca(usize),
+    /// CCA between images and caption embeddings, with R directions or R chosen on validation.
+    Cca(Option<usize>),
 }
 
 impl TextRanker {
-    /// Parses a `;`-separated list: `random`, `oracle`, `cca:R`, or a model SPEC (PAMIR, once
-    /// per margin of `margins`).
+    /// Parses a `;`-separated list: `random`, `oracle`, `cca`, `cca:R`, or a model SPEC (PAMIR,
+    /// once per margin of `margins`).
     pub fn parse_list(s: &str, margins: &[MarginPolicy]) -> Result<Vec<TextRanker>, Error> {
         let mut out = Vec::new();
         for tok in s.split(';').map(str::trim).filter(|t| !t.is_empty()) {
             match tok {
                 "random" => out.push(TextRanker::Random),
                 "oracle" => out.push(TextRanker::Oracle),
-                t if t.starts_with("cca:") => {
+                "cca" => out.push(TextRanker::Cca(None)),
+                t if t.starts_with("cca:") && !t.contains(',') => {
                     let r = t[4..].parse::<usize>().ok().filter(|r| *r > 0);
                     let Some(r) = r else {
                         return Err(invalid(
@@ -85,7 +95,7 @@ impl TextRanker {
                             format!("{t}: cca:R takes a number of directions R >= 1"),
                         ));
                     };
-                    out.push(TextRanker::Cca(r));
+                    out.push(TextRanker::Cca(Some(r)));
                 }
                 t => {
                     let spec = PipelineSpec::parse(t).map_err(|e| invalid("pipelines", e))?;
@@ -101,23 +111,32 @@ impl TextRanker {
         Ok(out)
     }
 
-    /// The table name: the SPEC with its margin (`pca:256,pq:32x8 caption-ε`), or the baseline.
+    /// The table and JSON name, plain ASCII: the SPEC with its margin
+    /// (`pca:256,pq:32x8 caption-eps`), or the baseline.
     pub fn name(&self) -> String {
         match self {
             TextRanker::Pamir(s, m) => format!("{s} {}", margin_name(*m)),
             TextRanker::Random => "random".into(),
             TextRanker::Oracle => "oracle (tags)".into(),
-            TextRanker::Cca(r) => format!("cca:{r} (embeddings)"),
+            TextRanker::Cca(None) => "cca (embeddings)".into(),
+            TextRanker::Cca(Some(r)) => format!("cca:{r} (embeddings)"),
         }
     }
 }
 
 fn margin_name(m: MarginPolicy) -> &'static str {
     match m {
-        MarginPolicy::Constant => "constant-ε",
-        MarginPolicy::Caption => "caption-ε",
+        MarginPolicy::Constant => "constant-eps",
+        MarginPolicy::Caption => "caption-eps",
     }
 }
+
+/// The R values `cca` tries (those up to the smaller view's dimension, and that dimension).
+pub const CCA_TEXT_R_GRID: [usize; 6] = [16, 32, 64, 128, 256, 512];
+
+/// The powers of the correlation `cca` tries for scaling its directions (0: unscaled, 1: by
+/// the correlation, 2: by the eigenvalue of eq. 8 as in the ITQ paper).
+pub const CCA_POWER_GRID: [f64; 5] = [0.0, 0.5, 1.0, 2.0, 4.0];
 
 /// Settings of [`text_eval`].
 #[derive(Debug, Clone)]
@@ -126,8 +145,12 @@ pub struct TextEvalOptions {
     pub pamir: PamirOptions,
     /// Use ε = 1 for constant-ε and 0.1 for caption-ε (`codedb train`'s defaults).
     pub default_epsilon: bool,
-    /// CCA regularisation ρ (relative to each view's mean variance).
-    pub cca_rho: f64,
+    /// CCA regularisation ρ (relative to each view's mean variance): one value, or several to
+    /// choose from on validation.
+    pub cca_rho: Vec<f64>,
+    /// Powers p of the correlation scaling CCA's directions (`λ_k^p`): one, or several to
+    /// choose from on validation.
+    pub cca_powers: Vec<f64>,
     /// Seed of the model training, the random ranker and PAMIR.
     pub seed: u64,
 }
@@ -137,7 +160,8 @@ impl Default for TextEvalOptions {
         TextEvalOptions {
             pamir: PamirOptions::default(),
             default_epsilon: true,
-            cca_rho: 1e-4,
+            cca_rho: CCA_RHO_GRID.to_vec(),
+            cca_powers: CCA_POWER_GRID.to_vec(),
             seed: 1234,
         }
     }
@@ -165,14 +189,37 @@ pub struct TextScores {
     pub unknown_queries: usize,
     /// PAMIR: the chosen C.
     pub c: Option<f32>,
-    /// PAMIR: the chosen iteration count.
+    /// PAMIR: the final run's iteration count (on all training rows).
     pub iterations: Option<usize>,
+    /// PAMIR: the best validation checkpoint of the chosen C.
+    pub selected_iterations: Option<usize>,
+    /// PAMIR: why the chosen C's validation run stopped (`patience` or `cap`).
+    pub stopped: Option<&'static str>,
+    /// CCA: what validation chose.
+    pub cca: Option<CcaChoice>,
     /// PAMIR: words in the vocabulary.
     pub vocabulary: Option<usize>,
     /// Seconds to train (model and text head, or CCA).
     pub train_s: f64,
     /// Milliseconds per query to rank all test rows.
     pub query_ms: f64,
+}
+
+/// What the validation of a CCA baseline chose.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CcaChoice {
+    /// Regularisation ρ.
+    pub rho: f64,
+    /// Directions kept.
+    pub r: usize,
+    /// Power of the correlation scaling each direction.
+    pub power: f64,
+    /// Mean validation AvgP of the choice (`None` when nothing was to choose).
+    pub validation_avgp: Option<f64>,
+    /// Validation rows (of the training rows) and queries with a relevant one.
+    pub validation_rows: usize,
+    /// Queries scored on validation.
+    pub validation_queries: usize,
 }
 
 /// The result of [`text_eval`].
@@ -239,6 +286,12 @@ pub fn text_eval(
                 data.captions.len(),
                 data.test.len()
             ),
+        ));
+    }
+    if let Some(g) = data.validation_groups.filter(|g| g.len() != n) {
+        return Err(invalid(
+            "validation groups",
+            format!("{} group ids for {n} rows", g.len()),
         ));
     }
     let test_rows: Vec<usize> = (0..n).filter(|&r| data.test[r]).collect();
@@ -326,6 +379,8 @@ pub fn text_eval(
         }
     }
     let mut out = Vec::with_capacity(rankers.len());
+    // The ρ the last CCA baseline chose on validation, for `cca:R` steps of later SPECs.
+    let mut chosen_rho: Option<f64> = None;
     for ranker in rankers {
         progress(&ranker.name());
         let mut row = TextScores {
@@ -339,6 +394,9 @@ pub fn text_eval(
             unknown_queries: 0,
             c: None,
             iterations: None,
+            selected_iterations: None,
+            stopped: None,
+            cca: None,
             vocabulary: None,
             train_s: 0.0,
             query_ms: 0.0,
@@ -361,15 +419,15 @@ pub fn text_eval(
                 let (Some(ce), Some(qe)) = (data.caption_embeddings, data.query_embeddings) else {
                     return Err(invalid("pipelines", "cca:R needs embeddings"));
                 };
-                let qe = rows_of(qe, &kept);
                 cca_rankings(
-                    data.vectors,
+                    data,
                     ce,
-                    qe.view(),
+                    qe,
+                    &kept,
                     &train_rows,
                     &test_rows,
                     *r,
-                    opts.cca_rho,
+                    opts,
                     &mut row,
                 )?
             }
@@ -386,10 +444,14 @@ pub fn text_eval(
                     &test_rows,
                     &texts,
                     opts,
+                    chosen_rho,
                     &mut row,
                 )?
             }
         };
+        if let Some(c) = &row.cca {
+            chosen_rho = Some(c.rho);
+        }
         let m = score(&rankings, &relevant);
         (row.avgp, row.bep, row.p10) = (m.avgp, m.bep, m.p10);
         out.push(row);
@@ -438,11 +500,11 @@ fn oracle_rankings(
         .collect())
 }
 
-/// `fit`'s projection of the rows of `x`: `W (x − mean)`, n × R.
-fn cca_project(fit: &CcaFit, x: ArrayView2<f32>) -> Array2<f32> {
+/// `fit`'s projection of the rows of `x` with weights `w`: `w (x − mean)`, n × R.
+fn cca_project(fit: &CcaFit, w: ArrayView2<f32>, x: ArrayView2<f32>) -> Array2<f32> {
     let mean = ndarray::ArrayView1::from(&fit.mean[..]);
     let centred = &x - &mean;
-    centred.dot(&fit.weight.t())
+    centred.dot(&w.t())
 }
 
 fn unit_rows(mut z: Array2<f32>) -> Array2<f32> {
@@ -455,63 +517,205 @@ fn unit_rows(mut z: Array2<f32>) -> Array2<f32> {
     z
 }
 
+/// Cosine rankings of `images` (n × ≥ r) for `queries` (m × ≥ r) on their first `r` columns.
+fn cosine_rankings(queries: ArrayView2<f32>, images: ArrayView2<f32>, r: usize) -> Vec<Vec<usize>> {
+    let q = unit_rows(queries.slice(ndarray::s![.., ..r]).to_owned());
+    let i = unit_rows(images.slice(ndarray::s![.., ..r]).to_owned());
+    q.dot(&i.t())
+        .rows()
+        .into_iter()
+        .map(|s| by_score(&s.to_vec()))
+        .collect()
+}
+
+/// `rows` split into (kept, held out), seeded: a `fraction` of them (whole groups when `groups`
+/// is given) held out, both sides in ascending order.
+fn hold_out(
+    rows: &[usize],
+    fraction: f64,
+    groups: Option<&[i64]>,
+    seed: u64,
+) -> (Vec<usize>, Vec<usize>) {
+    let target = (rows.len() as f64 * fraction).round() as usize;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6363_615f_7661_6c00);
+    let mut units: Vec<Vec<usize>> = match groups {
+        None => rows.iter().map(|&r| vec![r]).collect(),
+        Some(g) => {
+            let mut by: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+            for &r in rows {
+                by.entry(g[r]).or_default().push(r);
+            }
+            by.into_values().collect()
+        }
+    };
+    units.shuffle(&mut rng);
+    let (mut keep, mut out) = (Vec::new(), Vec::new());
+    for u in units {
+        if out.len() < target {
+            out.extend(u);
+        } else {
+            keep.extend(u);
+        }
+    }
+    keep.sort_unstable();
+    out.sort_unstable();
+    (keep, out)
+}
+
+fn flat(a: &Array2<f32>) -> Vec<f32> {
+    a.iter().copied().collect()
+}
+
+/// The R values to try between views of `d` and `e` columns: `fixed`, or [`CCA_TEXT_R_GRID`]
+/// up to `min(d, e)` and `min(d, e)` itself.
+fn r_grid(fixed: Option<usize>, d: usize, e: usize) -> Vec<usize> {
+    let top = d.min(e);
+    match fixed {
+        Some(r) => vec![r],
+        None => {
+            let mut g: Vec<usize> = CCA_TEXT_R_GRID
+                .iter()
+                .copied()
+                .filter(|&r| r < top)
+                .collect();
+            g.push(top);
+            g
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cca_rankings(
-    x: ArrayView2<f32>,
+    data: &TextEvalData,
     caption_emb: ArrayView2<f32>,
     query_emb: ArrayView2<f32>,
+    kept: &[usize],
     train_rows: &[usize],
     test_rows: &[usize],
-    r: usize,
-    rho: f64,
+    fixed_r: Option<usize>,
+    opts: &TextEvalOptions,
     row: &mut TextScores,
 ) -> Result<Vec<Vec<usize>>, Error> {
     let t = Instant::now();
-    let xi = rows_of(x, train_rows);
-    let xt = rows_of(caption_emb, train_rows);
-    let (d, e) = (xi.ncols(), xt.ncols());
-    let flat = |a: &Array2<f32>| a.iter().copied().collect::<Vec<f32>>();
-    let (fi, ft) = (flat(&xi), flat(&xt));
-    let img = fit_cca(
-        &fi,
-        d,
-        CcaView::Matrix {
-            values: &ft,
-            cols: e,
-        },
-        r,
-        rho,
-        true,
-    )?;
-    let mut txt = fit_cca(
-        &ft,
-        e,
-        CcaView::Matrix {
-            values: &fi,
-            cols: d,
-        },
-        r,
-        rho,
-        true,
-    )?;
-    // Each direction's sign is arbitrary per view: align the text side with the image side.
-    let (zi, zt) = (cca_project(&img, xi.view()), cca_project(&txt, xt.view()));
-    for k in 0..r {
-        if zi.column(k).dot(&zt.column(k)) < 0.0 {
-            txt.weight.row_mut(k).mapv_inplace(|v| -v);
-        }
+    let x = data.vectors;
+    let (d, e) = (x.ncols(), caption_emb.ncols());
+    if let Some(r) = fixed_r.filter(|&r| r > d.min(e)) {
+        return Err(invalid(
+            "pipelines",
+            format!("cca:{r}: at most min({d}, {e}) = {} directions", d.min(e)),
+        ));
     }
+    if opts.cca_rho.is_empty() || opts.cca_powers.is_empty() {
+        return Err(invalid("cca", "give at least one ρ and one power"));
+    }
+    if let Some(p) = opts
+        .cca_powers
+        .iter()
+        .find(|p| !(p.is_finite() && **p >= 0.0))
+    {
+        return Err(invalid(
+            "cca power",
+            format!("{p}: must be finite and >= 0"),
+        ));
+    }
+    let rs = r_grid(fixed_r, d, e);
+    let r_max = *rs.iter().max().unwrap_or(&1);
+    let fit_on = |rows: &[usize], rho: f64| {
+        let (xi, xt) = (rows_of(x, rows), rows_of(caption_emb, rows));
+        fit_cca_pair(&flat(&xi), d, &flat(&xt), e, r_max, rho)
+    };
+    let single = opts.cca_rho.len() == 1 && opts.cca_powers.len() == 1 && rs.len() == 1;
+    let mut choice = CcaChoice {
+        rho: opts.cca_rho[0],
+        r: rs[0],
+        power: opts.cca_powers[0],
+        validation_avgp: None,
+        validation_rows: 0,
+        validation_queries: 0,
+    };
+    if !single {
+        let fraction = if opts.pamir.validation > 0.0 {
+            opts.pamir.validation
+        } else {
+            0.2
+        };
+        let (fit_rows, val_rows) =
+            hold_out(train_rows, fraction, data.validation_groups, opts.seed);
+        let mut at = vec![usize::MAX; x.nrows()];
+        for (i, &r) in val_rows.iter().enumerate() {
+            at[r] = i;
+        }
+        // The queries with a relevant validation row, and that relevance.
+        let (mut vq, mut vrel) = (Vec::new(), Vec::new());
+        for (qi, q) in data.queries.iter().enumerate() {
+            let mut rel = vec![false; val_rows.len()];
+            for &r in &q.relevant {
+                if r < at.len() && at[r] != usize::MAX {
+                    rel[at[r]] = true;
+                }
+            }
+            if rel.iter().any(|&b| b) {
+                vq.push(qi);
+                vrel.push(rel);
+            }
+        }
+        if fit_rows.len() < 2 || vq.is_empty() {
+            return Err(invalid(
+                "cca",
+                format!(
+                    "choosing ρ, R and the power needs training rows and queries with a relevant                      validation row: {} rows to fit, {} validation rows, {} such queries (give one                      ρ, one power and cca:R to skip the choice)",
+                    fit_rows.len(),
+                    val_rows.len(),
+                    vq.len()
+                ),
+            ));
+        }
+        let qv = rows_of(query_emb, &vq);
+        let xv = rows_of(x, &val_rows);
+        let mut best: Option<(f64, f64, usize, f64)> = None;
+        for &rho in &opts.cca_rho {
+            let pair = match fit_on(&fit_rows, rho) {
+                Ok(p) => p,
+                // A ρ too small for these views (a singular covariance) is a trial that fails.
+                Err(codedb::model::ModelError::Unsupported { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            for &power in &opts.cca_powers {
+                let (wi, wt) = pair.scaled(power);
+                let zi = cca_project(&pair.x, wi.view(), xv.view());
+                let zq = cca_project(&pair.y, wt.view(), qv.view());
+                for &r in &rs {
+                    let m = score(&cosine_rankings(zq.view(), zi.view(), r), &vrel).avgp;
+                    if best.is_none_or(|b| m > b.0) {
+                        best = Some((m, rho, r, power));
+                    }
+                }
+            }
+        }
+        let Some((m, rho, r, power)) = best else {
+            return Err(invalid(
+                "cca",
+                format!("no ρ of {:?} gives a non-singular CCA", opts.cca_rho),
+            ));
+        };
+        choice = CcaChoice {
+            rho,
+            r,
+            power,
+            validation_avgp: Some(m),
+            validation_rows: val_rows.len(),
+            validation_queries: vq.len(),
+        };
+    }
+    let pair = fit_on(train_rows, choice.rho)?;
+    let (wi, wt) = pair.scaled(choice.power);
     row.train_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let images = unit_rows(cca_project(&img, rows_of(x, test_rows).view()));
-    let queries = unit_rows(cca_project(&txt, query_emb));
-    let scores = queries.dot(&images.t());
-    let out = scores
-        .rows()
-        .into_iter()
-        .map(|s| by_score(s.as_slice().unwrap_or(&s.to_vec())))
-        .collect();
-    row.query_ms = ms_per(t, query_emb.nrows());
+    let images = cca_project(&pair.x, wi.view(), rows_of(x, test_rows).view());
+    let queries = cca_project(&pair.y, wt.view(), rows_of(query_emb, kept).view());
+    let out = cosine_rankings(queries.view(), images.view(), choice.r);
+    row.query_ms = ms_per(t, kept.len());
+    row.cca = Some(choice);
     Ok(out)
 }
 
@@ -524,14 +728,31 @@ fn pamir_rankings(
     test_rows: &[usize],
     texts: &[&str],
     opts: &TextEvalOptions,
+    chosen_rho: Option<f64>,
     row: &mut TextScores,
 ) -> Result<Vec<Vec<usize>>, Error> {
     let t = Instant::now();
     let xtr = rows_of(data.vectors, train_rows);
-    let topts = TrainOptions {
+    // A `cca:R` step in the SPEC learns with the caption embeddings as its second view, with
+    // the ρ an earlier CCA baseline chose on validation (else a single --cca-rho, else the
+    // default).
+    let view = match data.caption_embeddings {
+        Some(ce) if spec.needs_labels(false) && !spec.needs_labels(true) => {
+            Some(std::sync::Arc::new(rows_of(ce, train_rows)))
+        }
+        _ => None,
+    };
+    let mut topts = TrainOptions {
         seed: opts.seed,
+        view,
         ..TrainOptions::default()
     };
+    if let Some(rho) = chosen_rho.or(match opts.cca_rho[..] {
+        [rho] => Some(rho),
+        _ => None,
+    }) {
+        topts.supervised.cca_rho = rho;
+    }
     let (model, _) = train(spec, xtr.view(), &topts)?;
     let p = model.project(xtr.view())?;
     let caps: Vec<Vec<String>> = train_rows
@@ -541,6 +762,9 @@ fn pamir_rankings(
     let mut popts = opts.pamir.clone();
     popts.margin = margin;
     popts.seed = opts.seed;
+    popts.validation_groups = data
+        .validation_groups
+        .map(|g| train_rows.iter().map(|&r| g[r]).collect());
     if opts.default_epsilon {
         popts.epsilon = match margin {
             MarginPolicy::Constant => 1.0,
@@ -550,6 +774,8 @@ fn pamir_rankings(
     let (head, report) = train_pamir(p.view(), &caps, &popts)?;
     row.c = Some(report.c);
     row.iterations = Some(report.iterations);
+    row.selected_iterations = Some(report.selected_iterations);
+    row.stopped = report.stopped.map(PamirStop::name);
     row.vocabulary = Some(report.vocabulary);
     let model: Model = model.with_text_head(head)?;
     row.bits = model.code_bytes() * 8;
@@ -628,6 +854,7 @@ mod tests {
             queries: &queries,
             caption_embeddings: None,
             query_embeddings: None,
+            validation_groups: None,
         };
         let r = text_eval(
             &data,

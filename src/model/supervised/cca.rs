@@ -259,3 +259,147 @@ pub fn fit_cca(
         correlations: corr,
     })
 }
+
+/// CCA fitted once for both views, for retrieval across them (a text query against images):
+/// the image-side directions `u_k` and the matching second-view directions `v_k` of the same
+/// singular pair of `T` (eq. 8), so `corr(u_kᵀx, v_kᵀy) = +λ_k` with no sign to align.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CcaPair {
+    /// The first view's fit (`weight`: r × D, unscaled: unit regularised variance).
+    pub x: CcaFit,
+    /// The second view's fit (`weight`: r × D_b, unscaled).
+    pub y: CcaFit,
+}
+
+impl CcaPair {
+    /// Both weights with direction k multiplied by `λ_k^power`: Gong et al. (TPAMI 2013, eq. 4
+    /// and the text after it) scale CCA directions by their eigenvalue (`power = 2`; `1`
+    /// scales by the correlation) so that the most correlated dominate a cosine or a
+    /// rotation; Gordo et al. (CVPR 2012, §5) retrieve in the same embedding. `power = 0`
+    /// leaves every direction at unit variance.
+    pub fn scaled(&self, power: f64) -> (Array2<f32>, Array2<f32>) {
+        let scale = |w: &Array2<f32>| {
+            let mut w = w.clone();
+            for (k, mut row) in w.rows_mut().into_iter().enumerate() {
+                let l = self.x.correlations.get(k).copied().unwrap_or(0.0).max(0.0);
+                let s = if power == 0.0 { 1.0 } else { l.powf(power) } as f32;
+                row.mapv_inplace(|v| v * s);
+            }
+            w
+        };
+        (scale(&self.x.weight), scale(&self.y.weight))
+    }
+}
+
+/// Fits CCA between the rows of `x` (row-major, `d` columns) and of `y` (`q` columns, one row
+/// per row of `x`), keeping `r ≤ min(d, q)` directions of each view; `rho` as in the module
+/// doc. One decomposition gives both sides: `u_k = C_aa^{-1/2} t_k` and
+/// `v_k = C_bb^{-1/2} Tᵀ t_k / λ_k` for T's left singular vectors `t_k`.
+pub fn fit_cca_pair(
+    x: &[f32],
+    d: usize,
+    y: &[f32],
+    q: usize,
+    r: usize,
+    rho: f64,
+) -> Result<CcaPair> {
+    let n = x.len() / d.max(1);
+    if !(rho.is_finite() && rho >= 0.0) {
+        return Err(ModelError::invalid(
+            "cca_rho",
+            format!("must be finite and >= 0, got {rho}"),
+        ));
+    }
+    if n < 2 {
+        return Err(ModelError::TooFewRows {
+            method: "cca".into(),
+            needed: 2,
+            got: n,
+        });
+    }
+    if q == 0 || y.len() != n * q {
+        return Err(ModelError::invalid(
+            "view",
+            format!(
+                "{} values do not form {n} rows (one per training row) of {q} columns",
+                y.len()
+            ),
+        ));
+    }
+    if let Some(p) = y.iter().position(|v| !v.is_finite()) {
+        return Err(ModelError::NonFinite {
+            what: "view".into(),
+            row: p / q,
+            col: p % q,
+            value: y[p],
+        });
+    }
+    if r == 0 || r > d.min(q) {
+        return Err(ModelError::unsupported(
+            "cca",
+            format!(
+                "R = {r} directions between {d}- and {q}-dimensional views: R must be between 1 \
+                 and {}",
+                d.min(q)
+            ),
+        ));
+    }
+    let (xc, mean_x) = centred(x, d);
+    let (yc, mean_y) = centred(y, q);
+    let ax = inverse_sqrt_cov(&xc, n, d, rho, "descriptors")?;
+    let by = inverse_sqrt_cov(&yc, n, q, rho, "second view")?;
+    let mut sxy = at_b_f64(&xc, &yc, n, d, q, par());
+    let inv = 1.0 / (n - 1) as f64;
+    for v in &mut sxy {
+        *v *= inv;
+    }
+    let t = matmul_f64(&matmul_f64(&ax, &sxy, d, d, q, par()), &by, d, q, q, par());
+    let mut tt = vec![0f64; q * d];
+    for i in 0..d {
+        for j in 0..q {
+            tt[j * d + i] = t[i * q + j];
+        }
+    }
+    let (corr, tvec) = thin_svd_right(&tt, q, d)?;
+    let m = corr.len();
+    // Tᵀ t_k / λ_k: the second view's singular vectors (q × m).
+    let mut s = matmul_f64(&tt, &tvec, q, d, m, par());
+    for (k, &l) in corr.iter().enumerate() {
+        let inv = if l > 1e-12 { 1.0 / l } else { 0.0 };
+        for j in 0..q {
+            s[j * m + k] *= inv;
+        }
+    }
+    let mut u = matmul_f64(&ax, &tvec, d, d, m, par());
+    let mut v = matmul_f64(&by, &s, q, q, m, par());
+    // The image side's sign convention, carried to the second view.
+    let before = u.clone();
+    fix_column_signs(&mut u, d, m);
+    for k in 0..m {
+        let flipped =
+            (0..d).any(|i| before[i * m + k] != 0.0 && before[i * m + k] == -u[i * m + k]);
+        if flipped {
+            for j in 0..q {
+                v[j * m + k] = -v[j * m + k];
+            }
+        }
+    }
+    let take = |dirs: &[f64], dim: usize| {
+        Array2::from_shape_fn(
+            (r, dim),
+            |(k, i)| if k < m { dirs[i * m + k] as f32 } else { 0.0 },
+        )
+    };
+    Ok(CcaPair {
+        x: CcaFit {
+            mean: mean_x.iter().map(|&v| v as f32).collect(),
+            weight: take(&u, d),
+            correlations: corr.clone(),
+        },
+        y: CcaFit {
+            mean: mean_y.iter().map(|&v| v as f32).collect(),
+            weight: take(&v, q),
+            correlations: corr,
+        },
+    })
+}

@@ -25,7 +25,7 @@ mod picodes;
 mod triplet_sgd;
 
 pub use attributes::fit_attributes;
-pub use cca::{CcaFit, CcaView, fit_cca};
+pub use cca::{CcaFit, CcaPair, CcaView, fit_cca, fit_cca_pair};
 pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
 pub use classemes::{ClassemesFit, fit_classemes};
 pub use jscl::fit_jscl;

@@ -14,7 +14,10 @@ mod tfidf;
 mod tokenize;
 mod vocabulary;
 
-pub use pamir::{MarginPolicy, PamirOptions, PamirReport, PamirTrial, train_pamir};
+pub use pamir::{
+    MarginPolicy, PAMIR_DEFAULT_ITERATIONS, PamirCheckpoint, PamirOptions, PamirReport, PamirStop,
+    PamirTrial, train_pamir,
+};
 pub use ranking_metrics::RankingMetrics;
 pub use text_head::{TextHead, TextQuery};
 pub use tfidf::TextVector;

@@ -11,10 +11,22 @@
 //! **Margins**: constant-ε (`ε_k = ε`, default 1) or caption-ε (`ε_k = max(ε, F_text(q, c⁺) −
 //! F_text(q, c⁻))`, the tf-idf-norm text score of the two captions, eq. 2).
 //!
-//! **Hyperparameters** (§5 "Hyperparameter Selection"): the rows are split (seeded) into
-//! training and validation; for every C of the grid, W is trained on the training split and
-//! the validation mean AvgP of the single-word queries is measured at checkpoints; the (C,
-//! iteration count) with the best AvgP is kept and W is retrained with them on all rows.
+//! **Hyperparameters** (§5 "Hyperparameter Selection": C and the number of iterations are
+//! chosen on validation data): the rows are split (seeded; whole groups when
+//! [`PamirOptions::validation_groups`] is given, so near-duplicates of one item never sit on
+//! both sides and inflate the validation AvgP) into training and validation; for every C of
+//! the grid, W is trained on the training split and the validation mean AvgP of the
+//! single-word queries is measured at geometrically spaced checkpoints (`first_checkpoint`,
+//! then × `checkpoint_growth`), so a run of m iterations costs O(log m) evaluations. A run
+//! stops when `patience` checkpoints in a row did not raise the best AvgP by a relative
+//! `min_improvement` (the AvgP has converged), or at the cap `iterations`; both are
+//! reported. The (C, iteration count) with the best AvgP is kept and W is retrained on all
+//! rows with them, the count scaled by the ratio of captioned rows so that each row is
+//! visited as often as on the training split.
+//!
+//! A validation checkpoint is one matrix product: a single-word query `q = e_w` (tf-idf-norm of
+//! one word) scores `F(q, p) = W_w · p`, so the scores of every query on every validation row
+//! are `W_Q Pᵀ` for the query words' rows `W_Q` of W.
 
 use ndarray::ArrayView2;
 use rand::Rng;
@@ -22,6 +34,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::super::error::{ModelError, Result};
 use super::super::input::checked_rows;
+use super::super::linalg::{a_bt_f32, par};
 use super::super::random::{derive_seed, rng};
 use super::super::train::{ProgressFn, TrainEvent};
 use super::ranking_metrics::RankingMetrics;
@@ -48,12 +61,25 @@ pub struct PamirOptions {
     pub epsilon: f32,
     /// Aggressiveness values tried (§5); one value and `validation = 0` skips the selection.
     pub c_grid: Vec<f32>,
-    /// Most passive-aggressive iterations per run (m).
+    /// Most passive-aggressive iterations per run (m): the cap of the patience rule, and the
+    /// count of a run without selection. Default 10,000,000: on openclipart the validation
+    /// AvgP of the float head still rises from 10⁵ to 10⁶ iterations.
     pub iterations: usize,
-    /// Validation evaluations per run (the iteration count is chosen among them).
-    pub checkpoints: usize,
+    /// Iterations at the first validation checkpoint.
+    pub first_checkpoint: usize,
+    /// Ratio between successive checkpoints (> 1): geometric spacing, since the AvgP moves
+    /// with the logarithm of the iteration count.
+    pub checkpoint_growth: f64,
+    /// Checkpoints in a row without a relative gain of `min_improvement` after which a run
+    /// stops (≥ 1).
+    pub patience: usize,
+    /// The relative AvgP gain that counts as an improvement for `patience` (≥ 0).
+    pub min_improvement: f64,
     /// Fraction of the rows held out for validation (0 ≤ v < 1).
     pub validation: f64,
+    /// One group id per row (e.g. the item a near-duplicate rendering belongs to): the
+    /// validation split keeps each group on one side. `None`: rows are split one by one.
+    pub validation_groups: Option<Vec<i64>>,
     /// Most words in a training query.
     pub max_query_words: usize,
     /// A word enters the vocabulary if at least this many captions contain it.
@@ -70,15 +96,22 @@ pub struct PamirOptions {
     pub verbose: bool,
 }
 
+/// [`PamirOptions::iterations`]' default.
+pub const PAMIR_DEFAULT_ITERATIONS: usize = 10_000_000;
+
 impl Default for PamirOptions {
     fn default() -> Self {
         PamirOptions {
             margin: MarginPolicy::Constant,
             epsilon: 1.0,
             c_grid: vec![0.01, 0.1, 1.0, 10.0],
-            iterations: 100_000,
-            checkpoints: 20,
+            iterations: PAMIR_DEFAULT_ITERATIONS,
+            first_checkpoint: 1000,
+            checkpoint_growth: 1.5,
+            patience: 3,
+            min_improvement: 0.005,
             validation: 0.2,
+            validation_groups: None,
             max_query_words: 3,
             min_count: 1,
             max_words: 100_000,
@@ -97,10 +130,41 @@ impl std::fmt::Debug for PamirOptions {
             .field("epsilon", &self.epsilon)
             .field("c_grid", &self.c_grid)
             .field("iterations", &self.iterations)
+            .field("patience", &self.patience)
             .field("validation", &self.validation)
+            .field("grouped", &self.validation_groups.is_some())
             .field("seed", &self.seed)
             .finish_non_exhaustive()
     }
+}
+
+/// Why a validation run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PamirStop {
+    /// `patience` checkpoints in a row without improvement: the validation AvgP converged.
+    Patience,
+    /// The cap `iterations` was reached while the AvgP was still improving (or just after).
+    Cap,
+}
+
+impl PamirStop {
+    /// `"patience"` or `"cap"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PamirStop::Patience => "patience",
+            PamirStop::Cap => "cap",
+        }
+    }
+}
+
+/// One validation checkpoint of a run.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PamirCheckpoint {
+    /// Iterations done.
+    pub iterations: usize,
+    /// Mean validation AvgP of the single-word queries.
+    pub avgp: f64,
 }
 
 /// One C of the grid: its best validation AvgP and the iteration count that reached it.
@@ -108,10 +172,16 @@ impl std::fmt::Debug for PamirOptions {
 pub struct PamirTrial {
     /// The C tried.
     pub c: f32,
-    /// The iteration count that reached the best validation AvgP.
+    /// The iteration count that reached the best validation AvgP (the best checkpoint).
     pub iterations: usize,
     /// The validation metrics at that count.
     pub validation: RankingMetrics,
+    /// Iterations the run did before it stopped.
+    pub iterations_run: usize,
+    /// Why it stopped.
+    pub stopped: PamirStop,
+    /// Every checkpoint, in order.
+    pub checkpoints: Vec<PamirCheckpoint>,
 }
 
 /// What PAMIR training did.
@@ -123,18 +193,60 @@ pub struct PamirReport {
     pub captioned_rows: usize,
     /// Rows held out for validation during the selection (0 without selection).
     pub validation_rows: usize,
+    /// Groups of the grouped validation split (on both sides), `None` when rows were split
+    /// one by one.
+    pub validation_groups: Option<usize>,
     /// Single-word validation queries.
     pub validation_queries: usize,
     /// Each C tried (empty without selection).
     pub trials: Vec<PamirTrial>,
-    /// The C and iteration count of the final run.
+    /// The C of the final run.
     pub c: f32,
-    /// The final run's iteration count.
+    /// The chosen trial's best checkpoint (the cap without selection).
+    pub selected_iterations: usize,
+    /// The final run's iteration count: `selected_iterations` × captioned rows of all rows /
+    /// of the training split, at most the cap.
     pub iterations: usize,
+    /// Why the chosen trial stopped (`None` without selection). [`PamirStop::Cap`] means the
+    /// AvgP may still rise with more iterations.
+    pub stopped: Option<PamirStop>,
     /// Mean triplet loss (eq. 5 / n) of 1000 seeded triplets of all rows, at `W = 0` and after.
     pub loss_before: f64,
     /// The same after training.
     pub loss_after: f64,
+}
+
+impl PamirReport {
+    /// A note for the user when the chosen run stopped at the cap (its AvgP was still rising,
+    /// so a larger cap may give a better head), else `None`.
+    pub fn cap_note(&self) -> Option<String> {
+        let t = self.trials.iter().find(|t| t.c == self.c)?;
+        (t.stopped == PamirStop::Cap && t.iterations * 2 > t.iterations_run).then(|| {
+            format!(
+                "the text head's validation AvgP was still rising at the cap of {} iterations \
+                 (C = {}, best at {}): a larger --pamir-iterations may give a better head",
+                t.iterations_run, t.c, t.iterations
+            )
+        })
+    }
+}
+
+/// The checkpoint iteration counts: `first`, then × `growth` (rounded up, strictly
+/// increasing), below `cap`, and `cap` itself.
+fn checkpoint_schedule(first: usize, growth: f64, cap: usize) -> Vec<usize> {
+    let mut at = Vec::new();
+    let mut k = first.max(1);
+    while k < cap {
+        at.push(k);
+        let next = (k as f64 * growth).ceil();
+        k = if next.is_finite() && next < cap as f64 {
+            (next as usize).max(k + 1)
+        } else {
+            cap
+        };
+    }
+    at.push(cap);
+    at
 }
 
 /// Captions as vocabulary indices and tf-idf-norm vectors, with the sampling structures.
@@ -262,8 +374,9 @@ impl Run<'_> {
         (self.margin(&q, *pos, *neg) - f).max(0.0)
     }
 
-    /// Runs `iterations` PA steps from `W = 0`, calling `check(i, &w)` after the steps given
-    /// in `at` (ascending); returns `W`.
+    /// Runs up to `iterations` PA steps from `W = 0`, calling `check(i, &w)` after the steps
+    /// given in `at` (ascending); a `check` returning `false` stops the run. Returns `W` and
+    /// the steps done.
     fn train(
         &self,
         c: f32,
@@ -271,31 +384,38 @@ impl Run<'_> {
         seed: u64,
         at: &[usize],
         step: &str,
-        mut check: impl FnMut(usize, &[f32]),
-    ) -> Vec<f32> {
+        mut check: impl FnMut(usize, &[f32]) -> bool,
+    ) -> (Vec<f32>, usize) {
         let d = self.corpus.dim;
         let mut w = vec![0.0f32; self.vocab.len() * d];
         let mut rng = rng(seed);
         let mut v = vec![0.0f32; d];
         let mut next = at.iter().peekable();
         let report = (iterations / 100).max(1);
-        for i in 0..=iterations {
+        let progress = |done: usize| {
+            if let Some(p) = &self.opts.progress {
+                p(&TrainEvent::Progress {
+                    step: step.to_string(),
+                    unit: "iterations",
+                    done: done as u64,
+                    total: iterations as u64,
+                });
+            }
+        };
+        let mut done = iterations;
+        'steps: for i in 0..=iterations {
             while next.peek().is_some_and(|&&a| a == i) {
-                check(i, &w);
+                if !check(i, &w) {
+                    done = i;
+                    break 'steps;
+                }
                 next.next();
             }
             if i == iterations {
                 break;
             }
-            if i % report == 0
-                && let Some(p) = &self.opts.progress
-            {
-                p(&TrainEvent::Progress {
-                    step: step.to_string(),
-                    unit: "iterations",
-                    done: i as u64,
-                    total: iterations as u64,
-                });
+            if i % report == 0 {
+                progress(i);
             }
             let Some((qw, pos, neg)) = self.corpus.triplet(&mut rng, self.opts.max_query_words)
             else {
@@ -330,14 +450,13 @@ impl Run<'_> {
             p(&TrainEvent::Progress {
                 step: step.to_string(),
                 unit: "iterations",
-                done: iterations as u64,
-                total: iterations as u64,
+                done: done as u64,
+                total: done as u64,
             });
         }
-        w
+        (w, done)
     }
 }
-
 /// Single-word validation queries: `(word index, relevant rows)` for the words of the training
 /// vocabulary that some validation caption contains, the most frequent first.
 fn validation_queries(corpus: &Corpus<'_>, max: usize) -> Vec<(usize, Vec<usize>)> {
@@ -356,29 +475,133 @@ fn validation_queries(corpus: &Corpus<'_>, max: usize) -> Vec<(usize, Vec<usize>
     q
 }
 
-/// Mean validation measures of `w` (row-major `T × D`) over single-word queries, ranking the
-/// validation rows by `F`, ties by row.
-fn validate(
-    w: &[f32],
+/// The single-word validation queries with what a checkpoint needs precomputed: each
+/// query's word and tf-idf-norm weight, its relevance over the validation rows, and the
+/// validation rows as one matrix.
+struct Validation {
+    /// `(word index, weight of the word in its tf-idf-norm vector)` per query.
+    words: Vec<(usize, f32)>,
+    /// Per query: relevance of each validation row (by position), and how many are relevant.
+    relevant: Vec<(Vec<bool>, usize)>,
+    /// Validation rows, row-major (`rows × dim`), ascending row order.
+    p: Vec<f32>,
+    rows: usize,
     dim: usize,
-    vocab: &Vocabulary,
-    val: &Corpus<'_>,
-    queries: &[(usize, Vec<usize>)],
-) -> RankingMetrics {
-    let all: Vec<RankingMetrics> = queries
-        .iter()
-        .map(|(word, rel)| {
-            let q = query_vector(vocab, &[*word]);
-            let mut s: Vec<(f32, usize)> = val
-                .rows
-                .iter()
-                .map(|&r| (score(w, dim, &q, val.row(r)), r))
-                .collect();
-            s.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            RankingMetrics::of(&s, |(_, r)| rel.binary_search(r).is_ok(), rel.len())
-        })
-        .collect();
-    RankingMetrics::mean(&all)
+}
+
+impl Validation {
+    fn new(vocab: &Vocabulary, val: &Corpus<'_>, queries: &[(usize, Vec<usize>)]) -> Self {
+        let words = queries
+            .iter()
+            .map(|(w, _)| {
+                let q = query_vector(vocab, &[*w]);
+                (*w, q.terms.first().map_or(0.0, |t| t.1))
+            })
+            .collect();
+        let relevant = queries
+            .iter()
+            .map(|(_, rel)| {
+                let flags: Vec<bool> = val
+                    .rows
+                    .iter()
+                    .map(|r| rel.binary_search(r).is_ok())
+                    .collect();
+                (flags, rel.len())
+            })
+            .collect();
+        let p = val.rows.iter().flat_map(|&r| val.row(r)).copied().collect();
+        Validation {
+            words,
+            relevant,
+            p,
+            rows: val.rows.len(),
+            dim: val.dim,
+        }
+    }
+
+    /// Mean measures of `w` (row-major `T × D`): each query ranks the validation rows by `F`,
+    /// ties by row. One product `W_Q Pᵀ` scores every query on every row.
+    fn measure(&self, w: &[f32]) -> RankingMetrics {
+        let d = self.dim;
+        let wq: Vec<f32> = self
+            .words
+            .iter()
+            .flat_map(|&(t, x)| w[t * d..(t + 1) * d].iter().map(move |v| v * x))
+            .collect();
+        let s = a_bt_f32(&wq, &self.p, self.words.len(), d, self.rows, par());
+        let mut order: Vec<usize> = Vec::with_capacity(self.rows);
+        let all: Vec<RankingMetrics> = s
+            .chunks_exact(self.rows.max(1))
+            .zip(&self.relevant)
+            .map(|(sc, (rel, n_rel))| {
+                order.clear();
+                order.extend(0..self.rows);
+                order.sort_by(|&a, &b| sc[b].total_cmp(&sc[a]).then(a.cmp(&b)));
+                RankingMetrics::of(&order, |&i| rel[i], *n_rel)
+            })
+            .collect();
+        RankingMetrics::mean(&all)
+    }
+}
+
+/// The validation split: `(validation rows, training rows)`, both ascending, and the number
+/// of groups when `groups` is given. Rows (or whole groups, in a seeded order) are held out
+/// until `fraction` of the rows are.
+fn split_rows(
+    n: usize,
+    fraction: f64,
+    groups: Option<&[i64]>,
+    seed: u64,
+) -> Result<(Vec<usize>, Vec<usize>, Option<usize>)> {
+    let target = ((n as f64) * fraction).round() as usize;
+    let mut r = rng(derive_seed(seed, 1));
+    let (mut val, mut train, count) = match groups {
+        None => {
+            let mut order: Vec<usize> = (0..n).collect();
+            rand::seq::SliceRandom::shuffle(&mut order[..], &mut r);
+            let (v, t) = order.split_at(target.min(n));
+            (v.to_vec(), t.to_vec(), None)
+        }
+        Some(g) => {
+            if g.len() != n {
+                return Err(ModelError::invalid(
+                    "validation_groups",
+                    format!("{} group ids for {n} rows (one per row)", g.len()),
+                ));
+            }
+            let mut members: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+            for (row, &id) in g.iter().enumerate() {
+                members.entry(id).or_default().push(row);
+            }
+            let mut ids: Vec<i64> = members.keys().copied().collect();
+            rand::seq::SliceRandom::shuffle(&mut ids[..], &mut r);
+            let (mut v, mut t) = (Vec::new(), Vec::new());
+            for id in &ids {
+                let rows = &members[id];
+                if v.len() < target {
+                    v.extend_from_slice(rows);
+                } else {
+                    t.extend_from_slice(rows);
+                }
+            }
+            if fraction > 0.0 && (v.is_empty() || t.is_empty()) {
+                return Err(ModelError::invalid(
+                    "validation_groups",
+                    format!(
+                        "{} groups cannot be split into a validation fraction {fraction} of {n} \
+                         rows with rows on both sides (held out {}, kept {})",
+                        ids.len(),
+                        v.len(),
+                        t.len()
+                    ),
+                ));
+            }
+            (v, t, Some(ids.len()))
+        }
+    };
+    val.sort_unstable();
+    train.sort_unstable();
+    Ok((val, train, count))
 }
 
 /// Trains a text head on projected rows `p` (n × D: what the index's codes encode) and their
@@ -417,26 +640,42 @@ pub fn train_pamir(
             format!("{}: must be in [0, 1)", opts.validation),
         ));
     }
-    if opts.iterations == 0 || opts.checkpoints == 0 {
+    if opts.iterations == 0 || opts.first_checkpoint == 0 || opts.patience == 0 {
         return Err(bad(
             "iterations",
-            "iterations and checkpoints must be at least 1".into(),
+            format!(
+                "iterations ({}), first checkpoint ({}) and patience ({}) must be at least 1",
+                opts.iterations, opts.first_checkpoint, opts.patience
+            ),
         ));
     }
-    let all_rows: Vec<usize> = (0..n).collect();
+    if !(opts.checkpoint_growth.is_finite() && opts.checkpoint_growth > 1.0) {
+        return Err(bad(
+            "checkpoint_growth",
+            format!("{}: must be finite and > 1", opts.checkpoint_growth),
+        ));
+    }
+    if !(opts.min_improvement.is_finite() && opts.min_improvement >= 0.0) {
+        return Err(bad(
+            "min_improvement",
+            format!("{}: must be finite and >= 0", opts.min_improvement),
+        ));
+    }
     let max_words = opts.max_words.min(MAX_VOCABULARY);
     let select = opts.c_grid.len() > 1 || opts.validation > 0.0;
     let mut trials = Vec::new();
-    let (mut c, mut iterations) = (opts.c_grid[0], opts.iterations);
-    let (mut validation_rows, mut validation_queries_n) = (0, 0);
+    let (mut c, mut selected) = (opts.c_grid[0], opts.iterations);
+    let (mut validation_rows, mut validation_queries_n, mut groups) = (0, 0, None);
+    let mut scale = 1.0f64;
+    let mut stopped = None;
     if select {
-        let mut order = all_rows.clone();
-        rand::seq::SliceRandom::shuffle(&mut order[..], &mut rng(derive_seed(opts.seed, 1)));
-        let nv = ((n as f64) * opts.validation).round() as usize;
-        let (val_rows, train_rows) = order.split_at(nv.min(n));
-        let (mut val_rows, mut train_rows) = (val_rows.to_vec(), train_rows.to_vec());
-        val_rows.sort_unstable();
-        train_rows.sort_unstable();
+        let (val_rows, train_rows, g) = split_rows(
+            n,
+            opts.validation,
+            opts.validation_groups.as_deref(),
+            opts.seed,
+        )?;
+        groups = g;
         let train_caps: Vec<Vec<String>> =
             train_rows.iter().map(|&r| captions[r].clone()).collect();
         let vocab = Vocabulary::from_captions(&train_caps, opts.min_count, max_words)?;
@@ -459,25 +698,35 @@ pub fn train_pamir(
         }
         validation_rows = val.rows.len();
         validation_queries_n = queries.len();
-        let at: Vec<usize> = (0..=opts.checkpoints)
-            .map(|k| k * opts.iterations / opts.checkpoints)
-            .collect();
+        let measure = Validation::new(&vocab, &val, &queries);
+        let at = checkpoint_schedule(
+            opts.first_checkpoint,
+            opts.checkpoint_growth,
+            opts.iterations,
+        );
         let run = Run {
             corpus: &train,
             vocab: &vocab,
             opts,
         };
-        for (ci, &cc) in opts.c_grid.iter().enumerate() {
+        for &cc in &opts.c_grid {
             let mut best = (f64::NEG_INFINITY, 0usize, RankingMetrics::default());
+            let (mut level, mut idle) = (f64::NEG_INFINITY, 0usize);
+            let mut curve = Vec::new();
+            let mut why = PamirStop::Cap;
             let step = format!("pamir C={cc}");
-            run.train(
+            let (_, done) = run.train(
                 cc,
                 opts.iterations,
                 derive_seed(opts.seed, 2),
                 &at,
                 &step,
                 |i, w| {
-                    let m = validate(w, dim, &vocab, &val, &queries);
+                    let m = measure.measure(w);
+                    curve.push(PamirCheckpoint {
+                        iterations: i,
+                        avgp: m.avgp,
+                    });
                     if opts.verbose
                         && let Some(p) = &opts.progress
                     {
@@ -489,50 +738,86 @@ pub fn train_pamir(
                     if m.avgp > best.0 {
                         best = (m.avgp, i, m);
                     }
+                    // Patience counts checkpoints that do not beat the last significant level.
+                    if m.avgp > level + opts.min_improvement * level.abs() || level.is_infinite() {
+                        (level, idle) = (m.avgp, 0);
+                    } else {
+                        idle += 1;
+                    }
+                    if idle >= opts.patience && i < opts.iterations {
+                        why = PamirStop::Patience;
+                        return false;
+                    }
+                    true
                 },
             );
-            let _ = ci;
+            if opts.verbose
+                && let Some(p) = &opts.progress
+            {
+                p(&TrainEvent::Message(format!(
+                    "pamir C={cc}: stopped after {done} iterations ({}), best validation AvgP \
+                     {:.4} at iteration {}",
+                    match why {
+                        PamirStop::Patience => format!(
+                            "{} checkpoints without a {} % gain",
+                            opts.patience,
+                            opts.min_improvement * 100.0
+                        ),
+                        PamirStop::Cap => "the cap".into(),
+                    },
+                    best.0,
+                    best.1
+                )));
+            }
             trials.push(PamirTrial {
                 c: cc,
                 iterations: best.1,
                 validation: best.2,
+                iterations_run: done,
+                stopped: why,
+                checkpoints: curve,
             });
         }
-        let pick = trials
-            .iter()
-            .max_by(|a, b| {
-                a.validation
-                    .avgp
-                    .total_cmp(&b.validation.avgp)
-                    .then(b.c.total_cmp(&a.c))
-            })
-            .map(|t| (t.c, t.iterations));
-        if let Some((bc, bi)) = pick {
-            (c, iterations) = (bc, bi);
+        let pick = trials.iter().max_by(|a, b| {
+            a.validation
+                .avgp
+                .total_cmp(&b.validation.avgp)
+                .then(b.c.total_cmp(&a.c))
+        });
+        if let Some(t) = pick {
+            (c, selected, stopped) = (t.c, t.iterations, Some(t.stopped));
         }
+        scale = 1.0 / train.captioned.len() as f64;
     }
     let captions_all: Vec<Vec<String>> = captions.to_vec();
     let vocab = Vocabulary::from_captions(&captions_all, opts.min_count, max_words)?;
     check_size(vocab.len(), dim)?;
-    let corpus = Corpus::new(data, dim, &vocab, captions, all_rows);
+    let corpus = Corpus::new(data, dim, &vocab, captions, (0..n).collect());
     if corpus.captioned.is_empty() {
         return Err(bad(
             "captions",
             "no row has a caption word in the vocabulary".into(),
         ));
     }
+    // The same visits per captioned row as the chosen run had on the training split.
+    let iterations = if select {
+        ((selected as f64 * scale * corpus.captioned.len() as f64).round() as usize)
+            .min(opts.iterations)
+    } else {
+        selected
+    };
     let run = Run {
         corpus: &corpus,
         vocab: &vocab,
         opts,
     };
-    let w = run.train(
+    let (w, _) = run.train(
         c,
         iterations,
         derive_seed(opts.seed, 3),
         &[],
         &format!("pamir C={c} (all rows)"),
-        |_, _| {},
+        |_, _| true,
     );
     let mut lrng = rng(derive_seed(opts.seed, 4));
     let probe: Vec<_> = (0..1000)
@@ -546,10 +831,13 @@ pub fn train_pamir(
         vocabulary: vocab.len(),
         captioned_rows: corpus.captioned.len(),
         validation_rows,
+        validation_groups: groups,
         validation_queries: validation_queries_n,
         trials,
         c,
+        selected_iterations: selected,
         iterations,
+        stopped,
         loss_before: mean_loss(&zero),
         loss_after: mean_loss(&w),
     };
