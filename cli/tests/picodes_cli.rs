@@ -268,3 +268,55 @@ fn attributes_classifier_is_svm_by_default_or_ridge() {
         "--attributes-classifier",
     );
 }
+
+/// `train --json` reports the PiCoDes objective and the basis classifiers updated in every
+/// round, and why the descent stopped; a descent that updates nothing says so on stderr and
+/// in the report's notes (a tiny λ: the SVMs are all margin, no flip lowers eq. 5).
+#[test]
+fn train_json_reports_picodes_rounds_and_a_stall_is_noted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "train",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipeline",
+            "pca:32,picodes:16",
+            "--picodes-rounds",
+            "3",
+            "--json",
+            "--force",
+            "--out",
+            s(&m),
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let out = ok(&args(&[]));
+    let v = json(&out);
+    let e = v["picodes_objective"].as_array().unwrap();
+    let u = v["picodes_updated"].as_array().unwrap();
+    assert_eq!(e.len(), u.len(), "{v}");
+    assert!(u[0].as_u64().unwrap() > 0, "{v}");
+    assert!(v["picodes_stop"].is_string(), "{v}");
+    assert_eq!(v["notes"].as_array().unwrap().len(), 0, "{v}");
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+
+    let out = ok(&args(&["--picodes-c", "1e-9"]));
+    let v = json(&out);
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(v["picodes_updated"][0].as_u64(), Some(0), "{v}");
+    assert_eq!(v["picodes_stop"].as_str(), Some("stalled"), "{v}");
+    assert!(
+        notes.len() == 1 && notes[0].as_str().unwrap().contains("LSH initialisation"),
+        "{v}"
+    );
+    assert!(
+        stderr(&out).contains("note: picodes:16: no basis classifier"),
+        "{}",
+        stderr(&out)
+    );
+}

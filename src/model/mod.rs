@@ -108,7 +108,9 @@ pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};
 pub use sklsh::Sklsh;
 pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
 pub use stage::Stage;
-pub use supervised::{AttributeClassifier, ClassemesFit, PicodesFit, fit_classemes, fit_picodes};
+pub use supervised::{
+    AttributeClassifier, ClassemesFit, PicodesFit, PicodesStop, fit_classemes, fit_picodes,
+};
 pub use supervised::{
     CCA_RHO_GRID, CcaFit, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit, SupervisedOptions,
     choose_cca_rho, fit_attributes, fit_cca, fit_jscl, fit_metric,
