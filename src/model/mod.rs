@@ -102,6 +102,7 @@ pub use pca::{Covariance, CovarianceAccumulator, Pca};
 pub use pipeline::Model;
 pub use pq::{AdcMetric, PqTraining, ProductQuantizer};
 pub use quantizer::{RowFault, RowQuantizer, get_bit};
+pub use random::DEFAULT_SEED;
 pub use random::derive_seed;
 pub use rff::{DEFAULT_RFF_FEATURES, Rff};
 pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};

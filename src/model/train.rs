@@ -115,7 +115,7 @@ pub struct TrainOptions {
 impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
-            seed: 1234,
+            seed: super::random::DEFAULT_SEED,
             sample: None,
             itq_iterations: DEFAULT_ITQ_ITERATIONS,
             kmeans_iterations: DEFAULT_KMEANS_ITERATIONS,

@@ -61,7 +61,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub force: bool,
     /// Seed of every random choice (sampling, rotations, projections, k-means).
-    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    #[arg(long, default_value_t = codedb::DEFAULT_SEED, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// Train on this many rows sampled with the seed (default: all, up to a cap).
     #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
