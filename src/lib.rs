@@ -113,14 +113,16 @@ pub use classes::{
 pub use error::Error;
 pub use format::FormatError;
 pub use model::{
-    FaissTranslation, Model, ModelError, PipelineSpec, TrainEvent, TrainOptions, TrainReport,
+    DEFAULT_SEED, FaissTranslation, Model, ModelError, PipelineSpec, TrainEvent, TrainOptions,
+    TrainReport,
 };
 pub use scan::ScanError;
 pub use search::{
     AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,
 };
 pub use search::{
-    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, Negatives,
+    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, ExampleSet,
+    Negatives, example_groups,
 };
 pub use search::{
     Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,

@@ -80,7 +80,10 @@ def main():
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--sample", type=int, default=6000, help="model training rows")
     ap.add_argument("--pca", type=int, default=256, help="PCA dimension before picodes")
-    ap.add_argument("--rounds", type=int, default=10, help="PiCoDes rounds")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="PiCoDes rounds (default: codedb's)")
+    ap.add_argument("--picodes-c", type=float, default=None,
+                    help="PiCoDes' λ, --picodes-c of codedb train (default: codedb's)")
     ap.add_argument("--methods", default="picodes,lsh,pca-itq,classemes")
     ap.add_argument("--database", default="test", choices=["test", "all"],
                     help="test: the novel classes' split-1 rows (examples from split 0); all: "
@@ -149,7 +152,9 @@ def main():
                 run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
                      os.path.join(work, "learn_labels.npy"), "--pipeline", spec,
                      "--sample", str(min(a.sample, len(learn))), "--seed", str(a.seed),
-                     "--picodes-rounds", str(a.rounds), "--out", model, "--force"])
+                     "--out", model, "--force"]
+                    + (["--picodes-rounds", str(a.rounds)] if a.rounds else [])
+                    + (["--picodes-c", str(a.picodes_c)] if a.picodes_c else []))
                 train_s = time.time() - t0
                 idx = os.path.join(work, "idx")
                 run(["rm", "-rf", idx])

@@ -268,3 +268,194 @@ fn attributes_classifier_is_svm_by_default_or_ridge() {
         "--attributes-classifier",
     );
 }
+
+/// `train --json` reports the PiCoDes objective and the basis classifiers updated in every
+/// round, and why the descent stopped; a descent that updates nothing says so on stderr and
+/// in the report's notes (a tiny λ: the SVMs are all margin, no flip lowers eq. 5).
+#[test]
+fn train_json_reports_picodes_rounds_and_a_stall_is_noted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "train",
+            "--data",
+            PIXELS,
+            "--labels",
+            LABELS,
+            "--pipeline",
+            "pca:32,picodes:16",
+            "--picodes-rounds",
+            "3",
+            "--json",
+            "--force",
+            "--out",
+            s(&m),
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let out = ok(&args(&[]));
+    let v = json(&out);
+    let e = v["picodes_objective"].as_array().unwrap();
+    let u = v["picodes_updated"].as_array().unwrap();
+    assert_eq!(e.len(), u.len(), "{v}");
+    assert!(u[0].as_u64().unwrap() > 0, "{v}");
+    assert!(v["picodes_stop"].is_string(), "{v}");
+    assert_eq!(v["notes"].as_array().unwrap().len(), 0, "{v}");
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+
+    let out = ok(&args(&["--picodes-c", "1e-9"]));
+    let v = json(&out);
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(v["picodes_updated"][0].as_u64(), Some(0), "{v}");
+    assert_eq!(v["picodes_stop"].as_str(), Some("stalled"), "{v}");
+    assert!(
+        notes.len() == 1 && notes[0].as_str().unwrap().contains("LSH initialisation"),
+        "{v}"
+    );
+    assert!(
+        stderr(&out).contains("note: picodes:16: no basis classifier"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `search --examples F --example-groups G` answers one query per group, each equal (ids and
+/// scores) to a call with that group's rows alone: with random negatives (the same --seed per
+/// set) and with per-group --negatives. `--seed` defaults to the engine's one default seed.
+/// A group file of the wrong length, or a group without negatives, exits 1 naming the option.
+#[test]
+fn search_examples_batch_equals_one_call_per_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    ok(&[
+        "train",
+        "--data",
+        PIXELS,
+        "--pipeline",
+        "pca-itq:32",
+        "--out",
+        s(&m),
+    ]);
+    let dir = tmp.path().join("idx");
+    ok(&["build", s(&dir), "--model", s(&m), "--data", PIXELS]);
+    let (x, y) = cli_support::digits_data();
+    // Three sets (groups 7, 2, 9 in file order, interleaved rows), their negatives by group.
+    let classes = [(7i64, 3i64), (2, 5), (9, 0)];
+    let pick = |c: i64, skip: usize, n: usize| -> Vec<usize> {
+        (0..y.len())
+            .filter(|&i| y[i] == c)
+            .skip(skip)
+            .take(n)
+            .collect()
+    };
+    let (mut pos_rows, mut pos_groups, mut neg_rows, mut neg_groups) =
+        (vec![], vec![], vec![], vec![]);
+    for j in 0..4 {
+        for &(g, c) in &classes {
+            pos_rows.push(pick(c, 0, 4)[j]);
+            pos_groups.push(g);
+        }
+    }
+    for &(g, c) in &classes {
+        for r in pick((c + 1) % 10, 10, 6) {
+            neg_rows.push(r);
+            neg_groups.push(g);
+        }
+    }
+    let save = |name: &str, rows: &[usize]| {
+        let p = tmp.path().join(name);
+        codedb_cli::io::write_npy_f32(&p, x.select(ndarray::Axis(0), rows).view()).unwrap();
+        p
+    };
+    let save_ids = |name: &str, ids: &[i64]| {
+        let p = tmp.path().join(name);
+        codedb_cli::io::npy_write::write_npy_i64(&p, ids).unwrap();
+        p
+    };
+    let (pos, gpos) = (
+        save("pos.npy", &pos_rows),
+        save_ids("gpos.npy", &pos_groups),
+    );
+    let (neg, gneg) = (
+        save("neg.npy", &neg_rows),
+        save_ids("gneg.npy", &neg_groups),
+    );
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut a = vec!["search", s(&dir), "-k", "15", "--format", "json"];
+        a.extend_from_slice(extra);
+        json(&ok(&a))
+    };
+    let mut groups = classes.map(|(g, _)| g);
+    groups.sort_unstable();
+    for negatives in [false, true] {
+        let mut batch_args = vec!["--examples", s(&pos), "--example-groups", s(&gpos)];
+        if negatives {
+            batch_args.extend(["--negatives", s(&neg), "--negative-groups", s(&gneg)]);
+        } else {
+            batch_args.extend(["--random-negatives", "200"]);
+        }
+        let batch = run(&batch_args);
+        assert_eq!(batch.as_array().unwrap().len(), 3, "{batch}");
+        for (q, g) in groups.iter().enumerate() {
+            let rows: Vec<usize> = (0..pos_rows.len())
+                .filter(|&i| pos_groups[i] == *g)
+                .map(|i| pos_rows[i])
+                .collect();
+            let one = save(&format!("one_{g}.npy"), &rows);
+            let mut args = vec!["--examples", s(&one)];
+            let own;
+            if negatives {
+                let nr: Vec<usize> = (0..neg_rows.len())
+                    .filter(|&i| neg_groups[i] == *g)
+                    .map(|i| neg_rows[i])
+                    .collect();
+                own = save(&format!("neg_{g}.npy"), &nr);
+                args.extend(["--negatives", s(&own)]);
+            } else {
+                args.extend(["--random-negatives", "200"]);
+            }
+            let single = run(&args);
+            assert_eq!(
+                batch[q]["results"], single[0]["results"],
+                "group {g}, negatives {negatives}"
+            );
+            if !negatives {
+                let mut seeded = args.clone();
+                seeded.extend(["--seed", "1234"]);
+                assert_eq!(run(&seeded), single, "--seed defaults to 1234");
+            }
+        }
+    }
+    let short = save_ids("short.npy", &pos_groups[..5]);
+    fails(
+        &[
+            "search",
+            s(&dir),
+            "--examples",
+            s(&pos),
+            "--example-groups",
+            s(&short),
+        ],
+        1,
+        "--example-groups",
+    );
+    let other = save_ids("other.npy", &vec![7i64; neg_rows.len()]);
+    fails(
+        &[
+            "search",
+            s(&dir),
+            "--examples",
+            s(&pos),
+            "--example-groups",
+            s(&gpos),
+            "--negatives",
+            s(&neg),
+            "--negative-groups",
+            s(&other),
+        ],
+        1,
+        "has no negatives",
+    );
+}

@@ -307,6 +307,9 @@ impl PyModel {
 // The signature's literal (pyo3 shows literals to `inspect`) is the engine's default.
 const _: () = assert!(codedb::model::PAMIR_DEFAULT_ITERATIONS == 10_000_000);
 
+// The literal `seed=1234` of the signatures here and in `search_examples` (PyO3 shows literals
+// in `help()`) is the engine's one default seed.
+const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 /// Trains a model: the pipeline ``spec`` on the rows of ``x`` (the CLI's ``codedb train``).
 ///
 /// With ``captions`` (one per row: a string, or a list of tags) it also trains a PAMIR text

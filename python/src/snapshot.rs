@@ -268,8 +268,9 @@ impl PySnapshot {
     ///     Negative examples. Default: random live rows (``random_negatives``).
     /// random_negatives : int, optional, default None
     ///     Draw this many live rows as negatives (default 1000, at most the live rows).
-    /// seed : int, default 0
-    ///     Seed of the random negatives and of the SVM's visiting order.
+    /// seed : int, default 1234
+    ///     Seed of the random negatives and of the SVM's visiting order (``codedb``'s one default
+    ///     seed, as ``train``'s and the CLI's).
     /// svm_c : float, optional, default None
     ///     The SVM's cost C (None: 1).
     /// mode : str, optional, default None
@@ -306,7 +307,7 @@ impl PySnapshot {
     /// >>> I.shape, bool((y[I[0]] == 0).all())
     /// ((1, 10), True)
     #[pyo3(signature = (
-        examples, k=10, negatives=None, random_negatives=None, seed=0, svm_c=None, mode=None,
+        examples, k=10, negatives=None, random_negatives=None, seed=1234, svm_c=None, mode=None,
         rerank=None, nprobe=None, classes=None, threads=1,
     ))]
     #[allow(clippy::too_many_arguments)]

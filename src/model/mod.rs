@@ -102,13 +102,16 @@ pub use pca::{Covariance, CovarianceAccumulator, Pca};
 pub use pipeline::Model;
 pub use pq::{AdcMetric, PqTraining, ProductQuantizer};
 pub use quantizer::{RowFault, RowQuantizer, get_bit};
+pub use random::DEFAULT_SEED;
 pub use random::derive_seed;
 pub use rff::{DEFAULT_RFF_FEATURES, Rff};
 pub use rotation::{ORTHOGONALITY_TOLERANCE, Rotation};
 pub use sklsh::Sklsh;
 pub use spec::{MAX_BINARY_BITS, MAX_SPEC_DIM, PipelineSpec, QuantizerSpec, StepSpec};
 pub use stage::Stage;
-pub use supervised::{AttributeClassifier, ClassemesFit, PicodesFit, fit_classemes, fit_picodes};
+pub use supervised::{
+    AttributeClassifier, ClassemesFit, PicodesFit, PicodesStop, fit_classemes, fit_picodes,
+};
 pub use supervised::{
     CCA_RHO_GRID, CcaFit, CcaPair, CcaView, RhoChoice, RhoTrial, SgdChoice, SgdFit,
     SupervisedOptions, choose_cca_rho, fit_attributes, fit_cca, fit_cca_pair, fit_jscl, fit_metric,

@@ -15,6 +15,11 @@ pub(crate) fn splitmix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The seed every random choice of the engine takes when the caller gives none: training
+/// (`TrainOptions::seed`), evaluation, and the random negatives and SVM visiting order of a
+/// query by examples. The CLI's `--seed` and Python's `seed=` default to it in every command.
+pub const DEFAULT_SEED: u64 = 1234;
+
 /// The seed of an independent sub-stream `tag` of `seed` (one per pipeline step, per PQ
 /// sub-quantiser, ...), so adding a step never shifts the random numbers of another.
 pub fn derive_seed(seed: u64, tag: u64) -> u64 {

@@ -50,6 +50,7 @@ use super::supervised::{
     CcaView, RhoChoice, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho, fit_attributes,
     fit_cca, fit_classemes, fit_jscl, fit_metric, fit_picodes,
 };
+use super::supervised::{PicodesFit, PicodesStop};
 
 /// Training rows used when `TrainOptions::sample` is `None`.
 pub const DEFAULT_TRAIN_SAMPLE_CAP: usize = 100_000;
@@ -114,7 +115,7 @@ pub struct TrainOptions {
 impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
-            seed: 1234,
+            seed: super::random::DEFAULT_SEED,
             sample: None,
             itq_iterations: DEFAULT_ITQ_ITERATIONS,
             kmeans_iterations: DEFAULT_KMEANS_ITERATIONS,
@@ -215,8 +216,39 @@ pub struct TrainReport {
     pub sgd_choice: Option<SgdChoice>,
     /// PiCoDes objective E (eq. 4) after the classifier step of each round.
     pub picodes_objective: Vec<f64>,
+    /// PiCoDes basis classifiers updated in each round's projector step.
+    pub picodes_updated: Vec<usize>,
+    /// Why the PiCoDes descent stopped (`rounds`, `converged`, `stalled`).
+    pub picodes_stop: Option<PicodesStop>,
+    /// What the caller should know about how training ended (e.g. a PiCoDes descent that
+    /// stopped without improving on its initialisation); the CLI prints each on stderr.
+    pub notes: Vec<String>,
     /// What the ρ validation of the last `cca:R` step chose (when a ρ grid was given).
     pub cca_rho_choice: Option<RhoChoice>,
+}
+
+/// The note of a PiCoDes descent that stopped without improving: no basis classifier updated
+/// in any round (the codes are the seeded LSH initialisation), or a round that updated none
+/// (the next classifier step would see the same bits: a fixed point, reached before the
+/// round cap and before the objective converged).
+fn picodes_note(name: &str, fit: &PicodesFit) -> Option<String> {
+    let rounds = fit.updated.len();
+    let e = |i: usize| fit.objective.get(i).copied().unwrap_or(f64::NAN);
+    if fit.updated.iter().all(|&u| u == 0) {
+        return Some(format!(
+            "{name}: no basis classifier was updated in {rounds} round(s): the codes are the \
+             seeded LSH initialisation (objective {:.6})",
+            e(0)
+        ));
+    }
+    (fit.stop == PicodesStop::Stalled).then(|| {
+        format!(
+            "{name}: stopped at round {rounds}: no basis classifier lowers eq. 5 against that \
+             round's SVMs (objective {:.6} -> {:.6})",
+            e(0),
+            e(rounds - 1)
+        )
+    })
 }
 
 /// The training state: the sample, the stages fitted so far, and how many of them have been
@@ -621,16 +653,19 @@ fn run_quantizer(state: &mut State, q: QuantizerSpec, seed: u64, ctx: &mut Ctx) 
             let rounds = sup.picodes_rounds as u64;
             let x = state.materialize().to_vec();
             ctx.progress(&name, "rounds", 0, rounds);
-            let mut objective = Vec::new();
             let fit = fit_picodes(&x, dim, &labels, c, &sup, seed, &mut |r, e, updated| {
-                objective.push(e);
                 ctx.progress(&name, "rounds", r as u64, rounds);
                 ctx.message(format!(
                     "{name} round {r:>3}: objective {e:.6}, {updated} basis classifiers updated"
                 ));
             })?;
             ctx.progress(&name, "rounds", rounds, rounds);
-            ctx.report.picodes_objective = objective;
+            if let Some(note) = picodes_note(&name, &fit) {
+                ctx.report.notes.push(note);
+            }
+            ctx.report.picodes_objective = fit.objective.clone();
+            ctx.report.picodes_updated = fit.updated.clone();
+            ctx.report.picodes_stop = Some(fit.stop);
             state.stages.extend(fit.to_stages()?);
         }
         QuantizerSpec::Classemes(c) => {

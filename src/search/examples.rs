@@ -56,6 +56,32 @@ pub enum Negatives<'a> {
     },
 }
 
+/// One example set of a batch query by examples ([`Snapshot::search_examples_batch`]): the
+/// positives of one category and its negatives.
+#[derive(Debug, Clone, Copy)]
+pub struct ExampleSet<'a> {
+    /// Positive examples (raw input vectors).
+    pub positives: ArrayView2<'a, f32>,
+    /// Its negatives.
+    pub negatives: Negatives<'a>,
+}
+
+/// The example sets of rows labelled by `groups` (one id per row, as a group column): the
+/// distinct ids in increasing order, each with the positions of its rows in row order. The
+/// layout of `codedb search --examples F --example-groups G`.
+pub fn example_groups(groups: &[i64]) -> Vec<(i64, Vec<usize>)> {
+    let mut ids: Vec<i64> = groups.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out: Vec<(i64, Vec<usize>)> = ids.into_iter().map(|g| (g, Vec::new())).collect();
+    for (i, g) in groups.iter().enumerate() {
+        if let Ok(j) = out.binary_search_by_key(g, |(id, _)| *id) {
+            out[j].1.push(i);
+        }
+    }
+    out
+}
+
 /// A linear classifier of codes: `score(h) = bias + weights · decode(h)` (see the module doc
 /// for `decode`); `weights` has [`Model::project_dim`] values.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +167,35 @@ impl Snapshot {
     ) -> Result<Vec<Hit>, SearchError> {
         let c = self.train_examples(positives, negatives, params)?;
         self.search_trained(&c, &params.search)
+    }
+
+    /// Several queries by examples in one call, for evaluation and serving: result `i` is
+    /// what [`Snapshot::search_examples`] returns for `sets[i]` with the same `params` (the
+    /// same seed for every set, as separate calls with that seed). The SVMs train in
+    /// parallel, then each set is scanned. Every set is checked and trained before any scan;
+    /// an error names the set (`example set i: …`).
+    pub fn search_examples_batch(
+        &self,
+        sets: &[ExampleSet<'_>],
+        params: &ExampleParams,
+    ) -> Result<Vec<Vec<Hit>>, SearchError> {
+        use rayon::prelude::*;
+        let trained: Vec<ExampleClassifier> = sets
+            .par_iter()
+            .enumerate()
+            .map(|(i, set)| {
+                self.train_examples(set.positives, set.negatives, params)
+                    .map_err(|e| in_set(i, e))
+            })
+            .collect::<Result<_, _>>()?;
+        trained
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                self.search_trained(c, &params.search)
+                    .map_err(|e| in_set(i, e))
+            })
+            .collect()
     }
 
     /// The search of [`Snapshot::search_examples`] with classifiers already trained by
@@ -358,6 +413,17 @@ impl Snapshot {
                 None
             };
         Ok((codes, v))
+    }
+}
+
+/// `e` with the example set named in an argument error's detail.
+fn in_set(i: usize, e: SearchError) -> SearchError {
+    match e {
+        SearchError::InvalidArgument { argument, detail } => SearchError::InvalidArgument {
+            argument,
+            detail: format!("example set {i}: {detail}"),
+        },
+        other => other,
     }
 }
 

@@ -67,7 +67,8 @@ use crate::storage::{Block, Snapshot};
 pub use asym::{asym_bit_terms, asym_tables};
 pub use error::SearchError;
 pub use examples::{
-    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, Negatives,
+    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, ExampleSet,
+    Negatives, example_groups,
 };
 pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
 pub use mode::{MODE_NAMES, SearchMode};

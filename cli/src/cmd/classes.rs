@@ -71,7 +71,7 @@ pub struct AddClassArgs {
     #[arg(long, requires = "validation")]
     pub validation_labels: Option<PathBuf>,
     /// Seed of the held-out episodes that choose m (with --validation).
-    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    #[arg(long, default_value_t = codedb::DEFAULT_SEED, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// Print the new class (name, id, parent, count, version, how its mean was made) as JSON.
     #[arg(long)]

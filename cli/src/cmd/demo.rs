@@ -34,7 +34,7 @@ pub struct DemoArgs {
     #[arg(long, requires = "data")]
     pub labels: Option<PathBuf>,
     /// Seed of every random choice (training, ground-truth sample).
-    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    #[arg(long, default_value_t = codedb::DEFAULT_SEED, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// Print the report as JSON (progress lines are not printed).
     #[arg(long)]

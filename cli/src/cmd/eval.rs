@@ -67,7 +67,7 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count)]
     pub runs: usize,
     /// Seed of every random choice (partitions, samples, training).
-    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    #[arg(long, default_value_t = codedb::DEFAULT_SEED, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// k of class-label precision@k.
     #[arg(short, long, default_value_t = 500, allow_negative_numbers = true, value_parser = args::count)]

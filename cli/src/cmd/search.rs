@@ -30,6 +30,7 @@ Examples:
   codedb search my-index --text \"red apple\" -k 10   # needs train --captions
   codedb search my-index --examples pos.npy --random-negatives 500 -k 100
   codedb search my-index --examples pos.npy --negatives neg.npy -k 100
+  codedb search my-index --examples sets.npy --example-groups groups.npy -k 25
   codedb search my-index --classifier w.npy -k 100
 
 Modes (default: the natural one for the index's codes):
@@ -92,6 +93,13 @@ by a second SVM trained on the examples' projections; not with --classifier), --
 --nprobe as for --text. Examples of the wrong width, NaN, a --classifier of the wrong length, \
 more --random-negatives than live rows: exit 1 naming the option.
 
+--example-groups G answers several example sets in one call (evaluation, serving): G holds one \
+integer group id per row of --examples, each group is one query (query i of the output is the \
+i-th smallest group id), and the results are those of one call per group with the same \
+options and --seed. --negatives are shared by every set, or split the same way by \
+--negative-groups G2 (a group without negatives is an error); random negatives are drawn per \
+set with --seed.
+
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
 
@@ -125,6 +133,14 @@ pub struct SearchArgs {
     /// learned from them at query time.
     #[arg(long, value_name = "F", conflicts_with_all = ["queries", "radius", "text", "text_file"])]
     pub examples: Option<PathBuf>,
+    /// Several example sets in one call: one integer group id per row of --examples (.npy);
+    /// each group is one query by examples, answered in increasing group order.
+    #[arg(long, value_name = "G", requires = "examples")]
+    pub example_groups: Option<PathBuf>,
+    /// With --example-groups and --negatives: one group id per row of --negatives; a set
+    /// learns against the negatives of its own group (default: every set uses all of them).
+    #[arg(long, value_name = "G", requires_all = ["example_groups", "negatives"])]
+    pub negative_groups: Option<PathBuf>,
     /// Negative examples for --examples (default: random live rows of the index).
     #[arg(
         long,
@@ -144,7 +160,7 @@ pub struct SearchArgs {
     )]
     pub random_negatives: Option<usize>,
     /// Seed of --random-negatives and of the SVM's visiting order.
-    #[arg(long, value_name = "S", default_value_t = 0, requires = "examples")]
+    #[arg(long, value_name = "S", default_value_t = codedb::DEFAULT_SEED, requires = "examples")]
     pub seed: u64,
     /// Cost C of the SVM --examples learns (default 1; larger fits the examples harder).
     #[arg(long, value_name = "C", requires = "examples", value_parser = args::finite_positive)]

@@ -8,8 +8,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use codedb::{CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleParams, Negatives};
+use codedb::{
+    CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleParams, ExampleSet, Negatives, example_groups,
+};
 use codedb_cli::io::npy_read::{NpyData, read_npy};
+use ndarray::{Array2, Axis};
 
 use super::search::{SearchArgs, write_hits};
 use crate::inputs;
@@ -62,6 +65,59 @@ fn examples(flag: &str, path: &Path, dim: usize, whom: &str) -> Result<ndarray::
     Ok(x)
 }
 
+/// The integer group ids of `flag F`, one per row of the `rows`-row file `of`.
+fn groups(flag: &str, path: &Path, rows: usize, of: &str) -> Result<Vec<i64>> {
+    let g =
+        codedb_cli::io::load_labels(path).with_context(|| format!("{flag} {}", path.display()))?;
+    if g.len() != rows {
+        bail!(
+            "{flag} {}: {} group ids for the {rows} rows of {of}",
+            path.display(),
+            g.len()
+        );
+    }
+    Ok(g)
+}
+
+/// One set of `--example-groups`: its positives, and its own negatives (`--negative-groups`).
+type GroupSet = (Array2<f32>, Option<Array2<f32>>);
+
+/// The example sets of `--example-groups`: each group's positives, and its own negatives when
+/// `--negative-groups` splits them (else `None`: the shared negatives).
+fn grouped_sets(
+    a: &SearchArgs,
+    path: &Path,
+    pos: &Array2<f32>,
+    given: Option<&Array2<f32>>,
+) -> Result<Vec<GroupSet>> {
+    let ids = groups("--example-groups", path, pos.nrows(), "--examples")?;
+    let neg = match (&a.negative_groups, given) {
+        (Some(p), Some(n)) => {
+            let g = groups("--negative-groups", p, n.nrows(), "--negatives")?;
+            Some((example_groups(&g), n))
+        }
+        _ => None,
+    };
+    example_groups(&ids)
+        .into_iter()
+        .map(|(g, rows)| {
+            let own = match &neg {
+                Some((sets, n)) => {
+                    let Ok(j) = sets.binary_search_by_key(&g, |(id, _)| *id) else {
+                        bail!(
+                            "--negative-groups {}: example group {g} has no negatives",
+                            a.negative_groups.as_deref().unwrap_or(path).display()
+                        );
+                    };
+                    Some(n.select(Axis(0), &sets[j].1))
+                }
+                None => None,
+            };
+            Ok((pos.select(Axis(0), &rows), own))
+        })
+        .collect()
+}
+
 pub fn run(a: SearchArgs) -> Result<ExitCode> {
     let snap = crate::open::open_snapshot(&a.dir)?;
     let model = snap
@@ -76,7 +132,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
         .context("--threads")?;
     let whom = inputs::index_model(&a.dir);
     let start = Instant::now();
-    let hits = if let Some(f) = &a.classifier {
+    let hits: Vec<Vec<codedb::Hit>> = if let Some(f) = &a.classifier {
         let c = read_classifier(f)?;
         let d = model.project_dim();
         if c.weights.len() != d {
@@ -88,19 +144,21 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                 d + 1
             );
         }
-        pool.install(|| snap.search_classifier(&c, &search))
-            .with_context(|| format!("--classifier {} on {}", f.display(), a.dir.display()))?
+        vec![
+            pool.install(|| snap.search_classifier(&c, &search))
+                .with_context(|| format!("--classifier {} on {}", f.display(), a.dir.display()))?,
+        ]
     } else {
         let Some(f) = &a.examples else {
             crate::args::usage!("search: pass --examples or --classifier");
         };
         let pos = examples("--examples", f, model.input_dim(), &whom)?;
-        let given;
-        let negatives = match (&a.negatives, a.random_negatives) {
-            (Some(n), _) => {
-                given = examples("--negatives", n, model.input_dim(), &whom)?;
-                Negatives::Given(given.view())
-            }
+        let given = match &a.negatives {
+            Some(n) => Some(examples("--negatives", n, model.input_dim(), &whom)?),
+            None => None,
+        };
+        let negatives = match (&given, a.random_negatives) {
+            (Some(g), _) => Negatives::Given(g.view()),
             (None, Some(count)) => {
                 let live = snap.live_rows() as usize;
                 if count > live {
@@ -139,20 +197,39 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
         if let Some(c) = a.svm_c {
             params.svm.c = c;
         }
-        let c = pool
-            .install(|| snap.train_examples(pos.view(), negatives, &params))
-            .with_context(|| format!("--examples {} on {}", f.display(), a.dir.display()))?;
-        if a.verbose {
-            errln!(
-                "svm: {} positives, {} negatives, {} passes{}",
-                c.positives,
-                c.negatives,
-                c.iterations,
-                if c.converged { "" } else { " (not converged)" }
-            );
+        let on = || format!("--examples {} on {}", f.display(), a.dir.display());
+        if let Some(g) = &a.example_groups {
+            let sets = grouped_sets(&a, g, &pos, given.as_ref())?;
+            let views: Vec<ExampleSet<'_>> = sets
+                .iter()
+                .map(|(p, n)| ExampleSet {
+                    positives: p.view(),
+                    negatives: match n {
+                        Some(n) => Negatives::Given(n.view()),
+                        None => negatives,
+                    },
+                })
+                .collect();
+            pool.install(|| snap.search_examples_batch(&views, &params))
+                .with_context(on)?
+        } else {
+            let c = pool
+                .install(|| snap.train_examples(pos.view(), negatives, &params))
+                .with_context(on)?;
+            if a.verbose {
+                errln!(
+                    "svm: {} positives, {} negatives, {} passes{}",
+                    c.positives,
+                    c.negatives,
+                    c.iterations,
+                    if c.converged { "" } else { " (not converged)" }
+                );
+            }
+            vec![
+                pool.install(|| snap.search_trained(&c, &params.search))
+                    .with_context(on)?,
+            ]
         }
-        pool.install(|| snap.search_trained(&c, &params.search))
-            .with_context(|| format!("--examples {} on {}", f.display(), a.dir.display()))?
     };
     if a.verbose {
         errln!(
@@ -167,7 +244,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             start.elapsed().as_secs_f64()
         );
     }
-    if let Err(e) = write_hits(&[hits], &a.format) {
+    if let Err(e) = write_hits(&hits, &a.format) {
         crate::out::failed(&e);
     }
     Ok(ExitCode::SUCCESS)

@@ -61,7 +61,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub force: bool,
     /// Seed of every random choice (sampling, rotations, projections, k-means).
-    #[arg(long, default_value_t = 1234, allow_negative_numbers = true, value_parser = args::u64_0)]
+    #[arg(long, default_value_t = codedb::DEFAULT_SEED, allow_negative_numbers = true, value_parser = args::u64_0)]
     pub seed: u64,
     /// Train on this many rows sampled with the seed (default: all, up to a cap).
     #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
@@ -71,7 +71,8 @@ pub struct TrainArgs {
     /// (needs --labels); a comma-separated list chooses among its values the same way.
     #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
     pub cca_rho: Option<args::CcaRho>,
-    /// PiCoDes' SVM cost C (`picodes:C`, and the SVMs of `classemes:C`; default 1).
+    /// PiCoDes' λ (eq. 4): the SVMs of `picodes:C` and `classemes:C` cost λ/N per row, N the
+    /// training rows (default 100).
     #[arg(long, value_parser = args::finite_positive)]
     pub picodes_c: Option<f64>,
     /// Most rounds of PiCoDes' block coordinate descent (`picodes:C`; default 10).
@@ -84,7 +85,8 @@ pub struct TrainArgs {
     /// Print per-iteration details (ITQ quantisation loss …).
     #[arg(long)]
     pub verbose: bool,
-    /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error).
+    /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error, PiCoDes
+    /// objective and updates per round, notes).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -240,6 +242,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         }
     };
     bar.finish_and_clear();
+    for note in &report.notes {
+        errln!("note: {note}");
+    }
     if a.verbose && !a.json {
         for (i, l) in report.itq_loss.iter().enumerate() {
             outln!("itq iteration {i}: quantisation loss {l:.6}");
@@ -263,6 +268,10 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                 })),
                 "cca_correlations": report.cca_correlations,
                 "cca_rho_choice": report.cca_rho_choice,
+                "picodes_objective": report.picodes_objective,
+                "picodes_updated": report.picodes_updated,
+                "picodes_stop": report.picodes_stop,
+                "notes": report.notes,
                 "sgd_choice": report.sgd_choice.as_ref().map(|c| serde_json::json!({
                     "step": c.step, "learning_rate": c.learning_rate, "best_epoch": c.best_epoch,
                     "validation_precision": c.validation_precision,

@@ -16,7 +16,8 @@
 //! of its dichotomy is replaced by every row). Pool = the K one-vs-rest
 //! classifiers, then the dichotomies; RFE then chooses among all of them on the K-class task.
 //!
-//! Every SVM is the crate's (hinge, cost `picodes_c` as PiCoDes' own SVMs, LIBLINEAR's
+//! Every SVM is the crate's (hinge, cost λ/N per row as PiCoDes' classifier SVMs, λ =
+//! `picodes_c` and N the SVM's rows; LIBLINEAR's
 //! tolerance 0.1, bias as a feature). A bit's usage is `Σ_k w_kj²` over the K SVMs; each RFE
 //! step removes the ⌈10 %⌉ least-used active bits (at most down to C; ties by pool order).
 //! Stored as LINEAR (A, β) + BINARIZE, like `picodes:C`.
@@ -55,14 +56,15 @@ impl ClassemesFit {
             bias: self.bias.clone(),
             objective: Vec::new(),
             updated: Vec::new(),
+            stop: picodes::PicodesStop::Rounds,
         }
         .to_stages()
     }
 }
 
-/// PiCoDes's SVM settings at LIBLINEAR's default tolerance.
-fn svm_options(opts: &SupervisedOptions, seed: u64) -> LinearSvmOptions {
-    picodes::svm_options(opts, 0.1, seed)
+/// PiCoDes's SVM settings (cost λ/rows) at LIBLINEAR's default tolerance.
+fn svm_options(opts: &SupervisedOptions, seed: u64, rows: usize) -> LinearSvmOptions {
+    picodes::svm_options(opts, 0.1, seed, rows)
 }
 
 /// A random dichotomy of `k` classes: each on the positive side with probability ½, never
@@ -97,7 +99,7 @@ pub fn fit_classemes(
     let xv = ArrayView2::from_shape((n, dim), x).map_err(|e| ModelError::shape(&name, e))?;
     // 1. The pool: K one-vs-rest classifiers, then dichotomies up to 2C.
     let mut pool: Vec<LinearSvm> =
-        train_one_vs_rest(xv, &ids, k, &svm_options(opts, 0), &|kk: usize| {
+        train_one_vs_rest(xv, &ids, k, &svm_options(opts, 0, n), &|kk: usize| {
             derive_seed(seed, kk as u64 + 1)
         })
         .map_err(cls)?;
@@ -128,8 +130,13 @@ pub fn fit_classemes(
             let sv = ArrayView2::from_shape((rows.len(), dim), &sub[..])
                 .map_err(|e| ModelError::shape(&name, e))?;
             let positive: Vec<bool> = rows.iter().map(|&i| side[ids[i] as usize]).collect();
-            train_linear_svm(sv, &positive, None, &svm_options(opts, derive_seed(s, 3)))
-                .map_err(cls)
+            train_linear_svm(
+                sv,
+                &positive,
+                None,
+                &svm_options(opts, derive_seed(s, 3), rows.len()),
+            )
+            .map_err(cls)
         })
         .collect::<Result<_>>()?;
     pool.extend(more);
@@ -160,7 +167,7 @@ pub fn fit_classemes(
             .collect();
         let sv =
             ArrayView2::from_shape((n, a), &sub[..]).map_err(|e| ModelError::shape(&name, e))?;
-        let svms = train_one_vs_rest(sv, &ids, k, &svm_options(opts, 0), &|kk: usize| {
+        let svms = train_one_vs_rest(sv, &ids, k, &svm_options(opts, 0, n), &|kk: usize| {
             derive_seed(seed, ((steps + 1) * (k + 2 * bits) + kk) as u64 + 1)
         })
         .map_err(cls)?;
@@ -248,7 +255,7 @@ mod tests {
         let f = fit_classemes(&x, 8, &y, 2, &opts, 3, &mut |_, _| {}).unwrap();
         let xv = ArrayView2::from_shape((200, 8), &x[..]).unwrap();
         let ids: Vec<u32> = y.iter().map(|&v| v as u32).collect();
-        let svms = train_one_vs_rest(xv, &ids, 4, &svm_options(&opts, 0), &|kk: usize| {
+        let svms = train_one_vs_rest(xv, &ids, 4, &svm_options(&opts, 0, 200), &|kk: usize| {
             derive_seed(3, kk as u64 + 1)
         })
         .unwrap();

@@ -30,7 +30,7 @@ pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
 pub use classemes::{ClassemesFit, fit_classemes};
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
-pub use picodes::{PicodesFit, fit_picodes};
+pub use picodes::{PicodesFit, PicodesStop, fit_picodes};
 pub use triplet_sgd::SgdFit;
 
 /// What the η / epoch validation of `metric:R` or `jscl:R` chose.
@@ -70,7 +70,9 @@ pub struct SupervisedOptions {
     /// Validation score: precision of the k nearest held-out rows (dot product in the learned
     /// space, leave-one-out) having the query's class.
     pub validation_k: usize,
-    /// PiCoDes: cost C of every SVM (eq. 4's λ/N; the projector SVMs' weights have mean 1).
+    /// PiCoDes' λ (eq. 4): the K classifier SVMs cost λ/N per row, N the training rows, so
+    /// the balance of margin and loss does not drift with N (`classemes:C` gives its SVMs the
+    /// same cost). The projector SVMs have their own, scale-free cost (`picodes.rs`).
     pub picodes_c: f64,
     /// PiCoDes: most rounds of block coordinate descent.
     pub picodes_rounds: usize,
@@ -88,6 +90,12 @@ pub enum AttributeClassifier {
     Ridge,
 }
 
+/// The default λ of PiCoDes' eq. 4 (`picodes_c`), chosen among 1, 10, 100, 300 and 1,000 by
+/// novel-category precision on Fashion-MNIST and openclipart (docs/method-picodes.md). With
+/// a per-row cost near 1 (λ ≈ N) the K SVMs separate the training rows, almost every hinge
+/// is 0, and the projector steps have nothing to lower.
+pub const DEFAULT_PICODES_LAMBDA: f64 = 100.0;
+
 impl Default for SupervisedOptions {
     fn default() -> Self {
         SupervisedOptions {
@@ -99,7 +107,7 @@ impl Default for SupervisedOptions {
             validation_fraction: 0.1,
             max_validation_rows: 2000,
             validation_k: 10,
-            picodes_c: 1.0,
+            picodes_c: DEFAULT_PICODES_LAMBDA,
             picodes_rounds: 10,
             attribute_classifier: AttributeClassifier::Svm,
         }

@@ -47,6 +47,23 @@ use super::triplet_sgd::class_ids;
 /// Relative decrease of E below which training stops.
 const STOP_RELATIVE: f64 = 1e-3;
 
+/// How much weaker than SVMlight's default (`1 / mean ‖x‖²`) the projector SVMs' regulariser
+/// is (see [`projector_cost`]).
+const PROJECTOR_COST: f64 = 10.0;
+
+/// Why PiCoDes training stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PicodesStop {
+    /// `picodes_rounds` rounds ran.
+    Rounds,
+    /// A round lowered E by less than 10⁻³ of its value.
+    Converged,
+    /// No basis classifier's step lowered eq. 5 in a round: the SVMs would be retrained on
+    /// the same bits, so the descent is at a fixed point.
+    Stalled,
+}
+
 /// What PiCoDes training found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PicodesFit {
@@ -58,6 +75,8 @@ pub struct PicodesFit {
     pub objective: Vec<f64>,
     /// Basis classifiers replaced in each round's projector step.
     pub updated: Vec<usize>,
+    /// Why training stopped.
+    pub stop: PicodesStop,
 }
 
 impl PicodesFit {
@@ -72,16 +91,6 @@ impl PicodesFit {
 
 fn hinge(t: f64) -> f64 {
     (1.0 - t).max(0.0)
-}
-
-/// The bits `1[a·x + β > 0]` of every row for one basis classifier.
-fn bit_column(x: &[f32], dim: usize, a: &[f64], beta: f64) -> Vec<bool> {
-    x.chunks_exact(dim)
-        .map(|r| {
-            let s: f64 = r.iter().zip(a).map(|(v, w)| f64::from(*v) * w).sum();
-            s + beta > 0.0
-        })
-        .collect()
 }
 
 /// The inputs PiCoDes and classemes both check: the class ids of `labels` (at least two
@@ -109,11 +118,17 @@ pub(super) fn check_code_fit(
     Ok(classes)
 }
 
-/// SVM settings: `tol` 0.1 is LIBLINEAR's default for the dual solvers (the projector
-/// SVMs, many and only a bound); the K classifier SVMs, whose optimum E is, get 0.01.
-pub(super) fn svm_options(opts: &SupervisedOptions, tol: f64, seed: u64) -> LinearSvmOptions {
+/// SVM settings for `rows` training rows: cost λ/rows (eq. 4); `tol` 0.1 is LIBLINEAR's
+/// default for the dual solvers (the projector SVMs, many and only a bound); the K classifier
+/// SVMs, whose optimum E is, get 0.01.
+pub(super) fn svm_options(
+    opts: &SupervisedOptions,
+    tol: f64,
+    seed: u64,
+    rows: usize,
+) -> LinearSvmOptions {
     LinearSvmOptions {
-        c: opts.picodes_c,
+        c: opts.picodes_c / rows.max(1) as f64,
         loss: SvmLoss::Hinge,
         bias_scale: 1.0,
         tol,
@@ -174,7 +189,9 @@ pub fn fit_picodes(
         return Err(ModelError::invalid("picodes_rounds", "must be at least 1"));
     }
     let xv = ArrayView2::from_shape((n, dim), x).map_err(|e| ModelError::shape(&name, e))?;
-    let c_cost = opts.picodes_c;
+    // Eq. 4's cost per row: λ/N.
+    let c_cost = opts.picodes_c / n as f64;
+    let proj_cost = projector_cost(x, dim);
     // Initialisation: LSH through the mean.
     let mean = column_means_f64(x, dim);
     let g = gaussian(&mut rng(seed), bits * dim);
@@ -186,13 +203,14 @@ pub fn fit_picodes(
     // h[i * bits + c]
     let mut h = vec![false; n * bits];
     for c in 0..bits {
-        for (i, b) in bit_column(x, dim, &a[c], beta[c]).into_iter().enumerate() {
-            h[i * bits + c] = b;
+        for (i, on) in scores(x, dim, &a[c], beta[c]).iter().enumerate() {
+            h[i * bits + c] = *on > 0.0;
         }
     }
     let y = |i: usize, kk: usize| if ids[i] as usize == kk { 1.0 } else { -1.0 };
     let mut objective = Vec::new();
     let mut updated_per_round = Vec::new();
+    let mut stop = PicodesStop::Rounds;
     let mut last: Option<f64> = None;
     let mut previous: Option<(Vec<f64>, Vec<f64>)> = None;
     for round in 0..opts.picodes_rounds {
@@ -203,7 +221,8 @@ pub fn fit_picodes(
         let mut w = vec![0f64; k * bits];
         let mut b = vec![0f64; k];
         let seed_k = |kk: usize| derive_seed(seed, (round * (k + bits) + kk) as u64 + 1);
-        let svms = train_one_vs_rest(hv, &ids, k, &svm_options(opts, 0.01, 0), &seed_k)
+        let copts = svm_options(opts, 0.01, 0, n);
+        let svms = train_one_vs_rest(hv, &ids, k, &copts, &seed_k)
             .map_err(|e| ModelError::from_classifier(&name, e))?;
         for (kk, svm) in svms.iter().enumerate() {
             w[kk * bits..(kk + 1) * bits].copy_from_slice(&svm.weights);
@@ -221,6 +240,7 @@ pub fn fit_picodes(
         if let Some(prev) = last
             && prev - e < STOP_RELATIVE * prev.abs()
         {
+            stop = PicodesStop::Converged;
             updated_per_round.push(0);
             on_round(round + 1, e, 0);
             break;
@@ -239,22 +259,39 @@ pub fn fit_picodes(
                     *di += hinge(yi * (without + wkc)) - hinge(yi * without);
                 }
             }
-            let total: f64 = d.iter().map(|v| v.abs()).sum();
             let want: Vec<bool> = d.iter().map(|&v| v < 0.0).collect();
             let has = |t: bool| (0..n).any(|i| want[i] == t && d[i] != 0.0);
-            if total == 0.0 || !has(true) || !has(false) {
+            if !has(true) || !has(false) {
                 continue;
             }
-            let scale = n as f64 / total;
+            // Eq. 6's weights v_i = |d_i|, mean 1 over the rows that count.
+            let active = d.iter().filter(|v| **v != 0.0).count();
+            let total: f64 = d.iter().map(|v| v.abs()).sum();
+            let scale = active as f64 / total;
             let v: Vec<f64> = d.iter().map(|x| x.abs() * scale).collect();
             let seed_c = derive_seed(seed, (round * (k + bits) + k + c) as u64 + 1);
-            let sopts = svm_options(opts, 0.1, seed_c);
+            let sopts = LinearSvmOptions {
+                c: proj_cost,
+                ..svm_options(opts, 0.1, seed_c, n)
+            };
             let svm = train_linear_svm(xv, &want, Some(&v), &sopts)
                 .map_err(|e| ModelError::from_classifier(&name, e))?;
-            let new = bit_column(x, dim, &svm.weights, svm.bias);
-            // Exact change of E (eq. 5): Σ_i d_i (h'_i − h_i).
+            let old = scores(x, dim, &a[c], beta[c]);
+            let cand = scores(x, dim, &svm.weights, svm.bias);
+            let Some((ta, tb)) = line_search(&old, &cand, &d) else {
+                continue;
+            };
+            let (na, nb): (Vec<f64>, f64) = (
+                a[c].iter()
+                    .zip(&svm.weights)
+                    .map(|(o, nw)| ta * o + tb * nw)
+                    .collect(),
+                ta * beta[c] + tb * svm.bias,
+            );
+            let new = scores(x, dim, &na, nb);
+            // Exact change of eq. 5: Σ_i d_i (h'_i − h_i).
             let gain: f64 = (0..n)
-                .map(|i| match (new[i], h[i * bits + c]) {
+                .map(|i| match (new[i] > 0.0, h[i * bits + c]) {
                     (true, false) => d[i],
                     (false, true) => -d[i],
                     _ => 0.0,
@@ -262,7 +299,7 @@ pub fn fit_picodes(
                 .sum();
             if gain < 0.0 {
                 for i in 0..n {
-                    let (old, nw) = (h[i * bits + c], new[i]);
+                    let (old, nw) = (h[i * bits + c], new[i] > 0.0);
                     if old != nw {
                         for kk in 0..k {
                             let wkc = w[kk * bits + c];
@@ -271,14 +308,18 @@ pub fn fit_picodes(
                         h[i * bits + c] = nw;
                     }
                 }
-                a[c] = svm.weights;
-                beta[c] = svm.bias;
+                a[c] = na;
+                beta[c] = nb;
                 e_now += c_cost * gain;
                 updated += 1;
             }
         }
         updated_per_round.push(updated);
         on_round(round + 1, e, updated);
+        if updated == 0 {
+            stop = PicodesStop::Stalled;
+            break;
+        }
         last = Some(e_now);
         previous = Some((w, b));
     }
@@ -290,5 +331,67 @@ pub fn fit_picodes(
         bias: beta.iter().map(|&v| v as f32).collect(),
         objective,
         updated: updated_per_round,
+        stop,
     })
+}
+
+/// Per-row cost of the projector SVMs (eq. 6 has no regulariser; the solver's ½‖a‖² is kept
+/// small against the data term): `PROJECTOR_COST / mean ‖[x, 1]‖²`, the scale-free choice of
+/// SVMlight's default cost (1 / mean ‖x‖²) made [`PROJECTOR_COST`] times weaker.
+fn projector_cost(x: &[f32], dim: usize) -> f64 {
+    let n = x.len() / dim.max(1);
+    let sq: f64 = x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / n.max(1) as f64;
+    PROJECTOR_COST / (sq + 1.0)
+}
+
+/// `a·x_i + β` for every row.
+fn scores(x: &[f32], dim: usize, a: &[f64], beta: f64) -> Vec<f64> {
+    x.chunks_exact(dim)
+        .map(|r| r.iter().zip(a).map(|(v, w)| f64::from(*v) * w).sum::<f64>() + beta)
+        .collect()
+}
+
+/// The best basis classifier on the path from the current one (scores `old`) to the
+/// projector SVM's (scores `cand`), by the exact eq. 5: both are scaled to unit RMS score and
+/// mixed as `(1 − t) old + t cand`, t ∈ [0, 1]; row i's bit changes once, where its mixed
+/// score crosses 0, so sorting those crossings gives eq. 5 on the whole path exactly.
+/// Returns the coefficients `(ta, tb)` of the old and new (a, β) at the best t, or `None` when
+/// no point of the path lowers eq. 5.
+fn line_search(old: &[f64], cand: &[f64], d: &[f64]) -> Option<(f64, f64)> {
+    let rms = |v: &[f64]| (v.iter().map(|x| x * x).sum::<f64>() / v.len().max(1) as f64).sqrt();
+    let (ro, rc) = (rms(old), rms(cand));
+    if !(ro > 0.0 && rc > 0.0 && ro.is_finite() && rc.is_finite()) {
+        return None;
+    }
+    // (t_i, change of eq. 5 when row i's bit leaves its current value).
+    let mut cross: Vec<(f64, f64)> = old
+        .iter()
+        .zip(cand)
+        .zip(d)
+        .filter_map(|((&u, &v), &di)| {
+            let (u, v) = (u / ro, v / rc);
+            let (on, on_new) = (u > 0.0, v > 0.0);
+            if on == on_new || di == 0.0 {
+                return None;
+            }
+            let t = u / (u - v);
+            Some((t.clamp(0.0, 1.0), if on { -di } else { di }))
+        })
+        .collect();
+    cross.sort_by(|p, q| p.0.total_cmp(&q.0));
+    let (mut run, mut best, mut best_at) = (0.0, 0.0, None);
+    let mut j = 0;
+    while j < cross.len() {
+        let t = cross[j].0;
+        while j < cross.len() && cross[j].0 == t {
+            run += cross[j].1;
+            j += 1;
+        }
+        if run < best {
+            best = run;
+            let next = cross.get(j).map_or(1.0, |p| p.0);
+            best_at = Some(0.5 * (t + next));
+        }
+    }
+    best_at.map(|t| ((1.0 - t) / ro, t / rc))
 }
