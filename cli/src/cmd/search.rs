@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::MihChoice;
 use codedb::Snapshot;
-use codedb::{Hit, SearchError, SearchMode, SearchParams};
+use codedb::{Hit, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams};
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};
@@ -31,6 +31,8 @@ Examples:
   codedb search my-index --examples pos.npy --random-negatives 500 -k 100
   codedb search my-index --examples pos.npy --negatives neg.npy -k 100
   codedb search my-index --classifier w.npy -k 100
+  codedb search my-index --queries q.npy --where \"id >= 1000 AND id != 7\"
+  codedb search my-index --queries q.npy -k 10 --ids-file allowed.txt
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
@@ -91,6 +93,8 @@ one weight per bit). --rerank R re-scores with the stored vectors' projections (
 by a second SVM trained on the examples' projections; not with --classifier), --classes and \
 --nprobe as for --text. Examples of the wrong width, NaN, a --classifier of the wrong length, \
 more --random-negatives than live rows: exit 1 naming the option.
+
+--where EXPR returns only rows passing the filter expression (the language: docs/filtering.md; comparisons = != < <= > >=, [NOT] IN (...), HAS / HAS ANY / HAS ALL on tag sets, AND, OR, NOT, parentheses; the row id is the column `id`); --ids a,b,c and --ids-file F (one id per line) return only rows with those ids; given together a row must pass all. Every query kind and mode takes a filter, and without IVF the result is the k best of the passing rows, ties by id, exactly; fewer than k rows pass: all of them. With --nprobe, a query whose probed lists hold fewer than k passing rows is searched again over every list. A filter that does not parse or names a column the index lacks, or compares it with a value of the wrong type, is a usage error (exit 2) naming the character column.
 
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
@@ -182,6 +186,16 @@ pub struct SearchArgs {
     /// n nearest k-means centroids, 1 ≤ n ≤ K)
     #[arg(long, value_name = "n", allow_negative_numbers = true, value_parser = args::count)]
     pub nprobe: Option<usize>,
+    /// Only rows passing this filter expression, e.g. "id >= 100 AND id NOT IN (3, 7)" (the
+    /// language: docs/filtering.md).
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_expr: Option<String>,
+    /// Only rows with these ids (comma-separated).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub ids: Vec<u64>,
+    /// Only rows whose ids this file lists (decimal, one per line; with --ids: either).
+    #[arg(long, value_name = "F")]
+    pub ids_file: Option<PathBuf>,
     /// Threads (0 = all cores; more than the cores is capped at the cores).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count0)]
     pub threads: usize,
@@ -228,8 +242,54 @@ impl SearchArgs {
             lists,
             nprobe: self.nprobe,
             mih: MihChoice::parse(&self.mih).unwrap_or_default(),
+            filter: self.row_filter(snap)?,
         })
     }
+
+    /// `--where`, `--ids` and `--ids-file` as one filter (a row must pass all that are given);
+    /// an expression that does not parse or type against the index's columns is a usage error
+    /// naming the character column.
+    pub(crate) fn row_filter(&self, snap: &Snapshot) -> Result<Option<RowFilter>> {
+        let mut filter = RowFilter::default();
+        if let Some(text) = &self.where_expr {
+            let p = match Predicate::parse(text) {
+                Ok(p) => p,
+                Err(e) => usage!("--where {text:?}: {e}"),
+            };
+            if let Err(e) = p.check(&snap.attribute_schema()) {
+                usage!("--where {text:?}: {e}");
+            }
+            filter.predicate = Some(p);
+        }
+        if !self.ids.is_empty() || self.ids_file.is_some() {
+            let mut ids = self.ids.clone();
+            if let Some(f) = &self.ids_file {
+                ids.extend(read_ids(f)?);
+            }
+            filter.ids = Some(IdSelector::new(ids));
+        }
+        Ok((filter != RowFilter::default()).then_some(filter))
+    }
+}
+
+/// The ids of an `--ids-file`: decimal, one per line, blank lines skipped.
+fn read_ids(path: &std::path::Path) -> Result<Vec<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--ids-file {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            l.trim().parse::<u64>().with_context(|| {
+                format!(
+                    "--ids-file {} line {}: {:?} is not an id (a whole number 0 ≤ id < 2^64)",
+                    path.display(),
+                    i + 1,
+                    l.trim()
+                )
+            })
+        })
+        .collect()
 }
 
 /// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
@@ -312,8 +372,12 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                     mode.name()
                 );
             }
+            let filter = a.row_filter(&snap)?;
             let mut h = pool
-                .install(|| snap.search_radius(q.view(), r))
+                .install(|| match &filter {
+                    Some(f) => snap.search_radius_filtered(q.view(), r, f),
+                    None => snap.search_radius(q.view(), r),
+                })
                 .with_context(|| format!("--radius {r} on {}", a.dir.display()))?;
             if let Some(k) = a.k {
                 for l in &mut h {
