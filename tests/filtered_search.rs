@@ -12,7 +12,9 @@ use std::path::Path;
 
 use codedb::kernels::{MemoryVectors, hamming_distance};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::{AddOptions, BuildOptions, CodeClassifier, Config, Index, Snapshot};
+use codedb::{
+    AddOptions, BuildOptions, CodeClassifier, Config, ExampleParams, Index, Negatives, Snapshot,
+};
 use codedb::{
     FilterError, Hit, IdSelector, MihChoice, RowFilter, SearchError, SearchMode, SearchParams,
 };
@@ -356,6 +358,39 @@ fn classifier_and_radius_queries_filter() {
             got,
             restricted(&full_radius, &*pass, usize::MAX),
             "radius case {case}: {what}"
+        );
+    }
+}
+
+#[test]
+fn example_queries_filter() {
+    let x = digits();
+    let m = model("pca-itq:32", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let live = snap.live_rows() as usize;
+    let pos = x.slice(s![3..40;10, ..]);
+    // The negatives are drawn from every live row, filter or not: the same SVM either way.
+    let neg = Negatives::Sampled {
+        count: 200,
+        seed: 9,
+    };
+    let full = snap
+        .search_examples(
+            pos,
+            neg,
+            &ExampleParams::new(SearchParams::new(live, SearchMode::Hamming)),
+        )
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(10);
+    for case in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let p = ExampleParams::new(SearchParams::new(10, SearchMode::Hamming).filter(filter));
+        let got = snap.search_examples(pos, neg, &p).unwrap();
+        assert_eq!(
+            got,
+            restricted(std::slice::from_ref(&full), &*pass, 10)[0],
+            "examples case {case}: {what}"
         );
     }
 }
