@@ -657,7 +657,6 @@ fn scan_prepared(
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
     let (mode, direction, metric, nq) = how;
     let cb = model.code_bytes();
-    let kind = model.code_kind();
     let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); nq];
     for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
         if ranges.is_empty() {
@@ -683,6 +682,25 @@ fn scan_prepared(
         {
             continue;
         }
+        // A sparse filter leaves many short runs: gather their live rows' codes into one
+        // buffer and scan it once, rather than start a kernel (and its per-query top-k) per run.
+        if block.is_filtered() && ranges.len() > 1 && !fastscan {
+            let (ids, codes) = gather_live(block, ranges, deleted.as_deref(), cb)?;
+            if ids.is_empty() {
+                continue;
+            }
+            let rows = CodeRows::new(&codes, cb, &ids, None)?;
+            let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
+            for (acc, p) in lists.iter_mut().zip(part) {
+                acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                    score,
+                    id,
+                    block: b,
+                    row: None,
+                }));
+            }
+            continue;
+        }
         for r in ranges {
             // Every accessor below checks the rows it returns (see `storage::Block`); checking
             // them here first spreads a first scan's checksums over the scan's threads.
@@ -706,20 +724,7 @@ fn scan_prepared(
             let ids = block.ids_in(r.clone())?;
             let codes = block.codes_in(r.clone())?;
             let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
-            let part: Vec<Vec<(f32, u64)>> = match prepared {
-                Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
-                    .into_iter()
-                    .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
-                    .collect(),
-                Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
-                Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
-                Prepared::Floats(q) => {
-                    let floats = FloatColumn::new(codes, kind)?;
-                    let dense =
-                        DenseRows::new(floats.values(), model.project_dim(), ids, del.as_deref())?;
-                    dense_topk(&dense, q, metric, k, opts)?
-                }
-            };
+            let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
             for (acc, p) in lists.iter_mut().zip(part) {
                 acc.extend(p.into_iter().map(|(score, id)| Candidate {
                     score,
@@ -741,6 +746,59 @@ fn scan_prepared(
         l.truncate(k);
     }
     Ok(lists)
+}
+
+/// The ids and codes (`cb` bytes each) of the rows of `ranges` that `deleted` (the block's
+/// deletion words, filter included) leaves, in row order.
+fn gather_live(
+    block: &Block<'_>,
+    ranges: &[Range<usize>],
+    deleted: Option<&[u64]>,
+    cb: usize,
+) -> Result<(Vec<u64>, Vec<u8>), SearchError> {
+    let gone =
+        |i: usize| deleted.is_some_and(|d| d.get(i / 64).is_some_and(|w| (w >> (i % 64)) & 1 == 1));
+    let (mut ids, mut codes) = (Vec::new(), Vec::new());
+    for r in ranges {
+        let (rid, rcodes) = (block.ids_in(r.clone())?, block.codes_in(r.clone())?);
+        for (j, (id, code)) in rid.iter().zip(rcodes.chunks_exact(cb)).enumerate() {
+            if !gone(r.start + j) {
+                ids.push(*id);
+                codes.extend_from_slice(code);
+            }
+        }
+    }
+    Ok((ids, codes))
+}
+
+/// One kernel call over `rows` with the prepared query side: the `k` best per query as
+/// (score, id).
+fn scan_rows(
+    rows: &CodeRows<'_>,
+    model: &Model,
+    prepared: &Prepared,
+    (direction, metric): (Direction, Metric),
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<(f32, u64)>>, SearchError> {
+    Ok(match prepared {
+        Prepared::Codes(q) => hamming_topk_batch(rows, q, k, opts)?
+            .into_iter()
+            .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
+            .collect(),
+        Prepared::Lut8(l) => lut8_topk_batch(rows, l, direction, k, opts)?,
+        Prepared::Lut4(l, m) => lut4_topk_batch(rows, *m, l, direction, k, opts)?,
+        Prepared::Floats(q) => {
+            let floats = FloatColumn::new(rows.codes(), model.code_kind())?;
+            let dense = DenseRows::new(
+                floats.values(),
+                model.project_dim(),
+                rows.ids(),
+                rows.deleted(),
+            )?;
+            dense_topk(&dense, q, metric, k, opts)?
+        }
+    })
 }
 
 /// Searches a whole segment block through its multi-index hashing tables when `mih` says so

@@ -237,6 +237,11 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// Whether a filtered search hides some of the block's rows (see [`Block::hiding`]).
+    pub fn is_filtered(&self) -> bool {
+        self.hidden.is_some()
+    }
+
     /// Whether row `i` is deleted in this snapshot's version (or hidden, see
     /// [`Block::hiding`]).
     pub fn is_deleted(&self, i: usize) -> bool {
