@@ -5,6 +5,7 @@
 
 pub mod alloc_limit;
 pub mod checksums;
+pub mod filter;
 pub mod roundtrip;
 
 #[global_allocator]

@@ -8,9 +8,10 @@ use ndarray::ArrayView2;
 
 use crate::storage::Snapshot;
 
+use super::filter::{RowFilter, Schema};
 use super::{
     Hit, ListCoverage, SearchError, SearchParams, VectorSource, list_coverage, probe,
-    radius_snapshot, search_snapshot,
+    radius_snapshot, search_snapshot, snapshot_schema,
 };
 
 impl Snapshot {
@@ -45,7 +46,24 @@ impl Snapshot {
         queries: ArrayView2<f32>,
         radius: u32,
     ) -> Result<Vec<Vec<Hit>>, SearchError> {
-        radius_snapshot(self, queries, radius)
+        radius_snapshot(self, queries, radius, None)
+    }
+
+    /// [`Snapshot::search_radius`] over the rows `filter` passes only (the table holds only
+    /// them, so the result is the unfiltered one without the rows the filter rejects).
+    pub fn search_radius_filtered(
+        &self,
+        queries: ArrayView2<f32>,
+        radius: u32,
+        filter: &RowFilter,
+    ) -> Result<Vec<Vec<Hit>>, SearchError> {
+        radius_snapshot(self, queries, radius, Some(filter))
+    }
+
+    /// The columns a filter expression may name besides `id` ([`RowFilter`]): the index's
+    /// attribute columns (none until segments store them, so expressions test the row id).
+    pub fn attribute_schema(&self) -> Schema {
+        snapshot_schema(self)
     }
 
     /// The ids of the `nprobe` inverted lists a search with [`SearchParams::nprobe`] scans for

@@ -61,6 +61,10 @@ pub enum SearchError {
          codedb train … --captions FILE and build the index with that model)"
     )]
     NoTextHead,
+    /// A filter expression that does not parse, or names a column the index does not have, or
+    /// tests it with an operator or value its type does not take (the CLI's exit 2).
+    #[error(transparent)]
+    Filter(#[from] super::filter::FilterError),
     /// The model failed to encode or project the queries.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),

@@ -37,6 +37,7 @@ pub mod asym;
 mod classify;
 mod error;
 mod examples;
+pub(crate) mod filter;
 mod float_codes;
 mod ivf_scan;
 pub(crate) mod list_scope;
@@ -76,6 +77,7 @@ pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 
 use error::invalid;
+use filter::{BlockFilter, RowFilter, Schema, filter_ranges};
 use float_codes::FloatColumn;
 pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
@@ -115,6 +117,9 @@ pub struct SearchParams {
     /// Hamming mode: whether segments with multi-index hashing tables are searched through
     /// them (format 1.6; same results, see [`MihChoice`]). Other modes ignore it.
     pub mih: MihChoice,
+    /// Only rows this filter passes (an id selector and/or a predicate, see [`filter`]);
+    /// `None`: every live row.
+    pub filter: Option<RowFilter>,
 }
 
 impl SearchParams {
@@ -128,6 +133,15 @@ impl SearchParams {
             lists: None,
             nprobe: None,
             mih: MihChoice::Auto,
+            filter: None,
+        }
+    }
+
+    /// The same search over the rows `filter` passes only.
+    pub fn filter(self, filter: RowFilter) -> SearchParams {
+        SearchParams {
+            filter: Some(filter),
+            ..self
         }
     }
 
@@ -243,7 +257,79 @@ pub(crate) fn search_rows(
         }
         None => None,
     };
-    let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    let all_blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    // A filter hides the rows it rejects: to this search they are deleted rows.
+    let filters: Option<Vec<BlockFilter>> = match &params.filter {
+        None => None,
+        Some(f) => {
+            let c = f.compile(&snapshot_schema(snapshot))?;
+            Some(
+                all_blocks
+                    .iter()
+                    .map(|b| c.block(b))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    };
+    let blocks: Vec<Block<'_>> = match &filters {
+        None => all_blocks,
+        Some(fs) => all_blocks
+            .into_iter()
+            .zip(fs)
+            .map(|(b, f)| b.hiding(&f.hidden))
+            .collect(),
+    };
+    let view = FilteredBlocks {
+        blocks: &blocks,
+        filters: filters.as_deref(),
+    };
+    let mut hits = search_blocks(snapshot, &view, q, params, source)?;
+    // A probed search (nprobe) can find fewer than k passing rows in the lists it probes
+    // although more pass elsewhere: such a query is searched again over every list, so a
+    // filtered search returns min(k, passing live rows) hits whatever nprobe is.
+    if let (Some(fs), Some(_)) = (&filters, params.nprobe) {
+        let passing: u64 = fs.iter().map(|f| f.live_passing).sum();
+        let want = params.k.min(usize::try_from(passing).unwrap_or(usize::MAX));
+        let short: Vec<usize> = (0..hits.len()).filter(|&i| hits[i].len() < want).collect();
+        if !short.is_empty() {
+            let sub: Array2<f32> = queries.select(Axis(0), &short);
+            let all = SearchParams {
+                nprobe: None,
+                ..params.clone()
+            };
+            let again = search_blocks(snapshot, &view, q.with(sub.view()), &all, source)?;
+            for (&i, h) in short.iter().zip(again) {
+                hits[i] = h;
+            }
+        }
+    }
+    Ok(hits)
+}
+
+/// The attribute schema of `snapshot` a filter is checked against: the row id, and the
+/// attribute columns once segments store them (none yet, so only `id` can be named).
+fn snapshot_schema(_snapshot: &Snapshot) -> Schema {
+    Schema::default()
+}
+
+/// A snapshot's blocks as one search sees them: with the rows its filter rejects hidden, and
+/// each block's filter bitmap.
+struct FilteredBlocks<'b, 'a> {
+    blocks: &'b [Block<'a>],
+    filters: Option<&'b [BlockFilter]>,
+}
+
+/// [`search_rows`] over blocks already filtered.
+fn search_blocks(
+    snapshot: &Snapshot,
+    view: &FilteredBlocks<'_, '_>,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let model = snapshot.model()?;
+    let queries = q.view();
+    let blocks = view.blocks;
     // IVF models: the lists are the coarse quantiser's k-means cells, the codes residuals.
     if model.ivf().is_some() {
         let Queries::Image(v) = q else {
@@ -261,7 +347,7 @@ pub(crate) fn search_rows(
         }
         ivf_scan::ivf_nprobe(model, params.nprobe)?;
         if !params.mode.is_exact() {
-            return ivf_scan::search_ivf(&blocks, model, v, params, source);
+            return ivf_scan::search_ivf(blocks, model, v, params, source);
         }
     }
     let groups: probe::ProbeGroups = match (&params.lists, params.nprobe) {
@@ -298,14 +384,14 @@ pub(crate) fn search_rows(
         }
     }
     if let [(lists, _)] = groups.as_slice() {
-        let scopes = scopes(&blocks, lists.as_deref())?;
-        return search_scoped(&blocks, &scopes, model, q, params, source);
+        let scopes = scopes(view, lists.as_deref())?;
+        return search_scoped(blocks, &scopes, model, q, params, source);
     }
     let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
     for (lists, rows) in &groups {
         let sub: Array2<f32> = queries.select(Axis(0), rows);
-        let scopes = scopes(&blocks, lists.as_deref())?;
-        let hits = search_scoped(&blocks, &scopes, model, q.with(sub.view()), params, source)?;
+        let scopes = scopes(view, lists.as_deref())?;
+        let hits = search_scoped(blocks, &scopes, model, q.with(sub.view()), params, source)?;
         for (&r, h) in rows.iter().zip(hits) {
             if let Some(slot) = out.get_mut(r) {
                 *slot = h;
@@ -315,15 +401,24 @@ pub(crate) fn search_rows(
     Ok(out)
 }
 
-/// The row ranges each block contributes to a scan restricted to `lists`.
+/// The row ranges each block contributes to a scan restricted to `lists` and to the rows its
+/// filter passes (see [`filter_ranges`]: nothing for a block without a passing row, only the
+/// passing rows' runs for a sparse filter).
 fn scopes(
-    blocks: &[Block<'_>],
+    view: &FilteredBlocks<'_, '_>,
     lists: Option<&[u32]>,
 ) -> Result<Vec<Vec<Range<usize>>>, SearchError> {
-    Ok(blocks
+    view.blocks
         .iter()
-        .map(|b| block_ranges(b, lists))
-        .collect::<Result<_, _>>()?)
+        .enumerate()
+        .map(|(i, b)| {
+            let r = block_ranges(b, lists)?;
+            Ok(match view.filters.and_then(|f| f.get(i)) {
+                Some(f) => filter_ranges(&r, &f.pass, b.rows()),
+                None => r,
+            })
+        })
+        .collect()
 }
 
 /// One search over the rows `scopes` names in each block.
@@ -563,7 +658,6 @@ fn scan_prepared(
 ) -> Result<Vec<Vec<Candidate>>, SearchError> {
     let (mode, direction, metric, nq) = how;
     let cb = model.code_bytes();
-    let kind = model.code_kind();
     let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); nq];
     for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
         if ranges.is_empty() {
@@ -589,6 +683,25 @@ fn scan_prepared(
         {
             continue;
         }
+        // A sparse filter leaves many short runs: gather their live rows' codes into one
+        // buffer and scan it once, rather than start a kernel (and its per-query top-k) per run.
+        if block.is_filtered() && ranges.len() > 1 && !fastscan {
+            let (ids, codes) = gather_live(block, ranges, deleted.as_deref(), cb)?;
+            if ids.is_empty() {
+                continue;
+            }
+            let rows = CodeRows::new(&codes, cb, &ids, None)?;
+            let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
+            for (acc, p) in lists.iter_mut().zip(part) {
+                acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                    score,
+                    id,
+                    block: b,
+                    row: None,
+                }));
+            }
+            continue;
+        }
         for r in ranges {
             // Every accessor below checks the rows it returns (see `storage::Block`); checking
             // them here first spreads a first scan's checksums over the scan's threads.
@@ -612,20 +725,7 @@ fn scan_prepared(
             let ids = block.ids_in(r.clone())?;
             let codes = block.codes_in(r.clone())?;
             let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
-            let part: Vec<Vec<(f32, u64)>> = match prepared {
-                Prepared::Codes(q) => hamming_topk_batch(&rows, q, k, opts)?
-                    .into_iter()
-                    .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
-                    .collect(),
-                Prepared::Lut8(l) => lut8_topk_batch(&rows, l, direction, k, opts)?,
-                Prepared::Lut4(l, m) => lut4_topk_batch(&rows, *m, l, direction, k, opts)?,
-                Prepared::Floats(q) => {
-                    let floats = FloatColumn::new(codes, kind)?;
-                    let dense =
-                        DenseRows::new(floats.values(), model.project_dim(), ids, del.as_deref())?;
-                    dense_topk(&dense, q, metric, k, opts)?
-                }
-            };
+            let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
             for (acc, p) in lists.iter_mut().zip(part) {
                 acc.extend(p.into_iter().map(|(score, id)| Candidate {
                     score,
@@ -647,6 +747,59 @@ fn scan_prepared(
         l.truncate(k);
     }
     Ok(lists)
+}
+
+/// The ids and codes (`cb` bytes each) of the rows of `ranges` that `deleted` (the block's
+/// deletion words, filter included) leaves, in row order.
+fn gather_live(
+    block: &Block<'_>,
+    ranges: &[Range<usize>],
+    deleted: Option<&[u64]>,
+    cb: usize,
+) -> Result<(Vec<u64>, Vec<u8>), SearchError> {
+    let gone =
+        |i: usize| deleted.is_some_and(|d| d.get(i / 64).is_some_and(|w| (w >> (i % 64)) & 1 == 1));
+    let (mut ids, mut codes) = (Vec::new(), Vec::new());
+    for r in ranges {
+        let (rid, rcodes) = (block.ids_in(r.clone())?, block.codes_in(r.clone())?);
+        for (j, (id, code)) in rid.iter().zip(rcodes.chunks_exact(cb)).enumerate() {
+            if !gone(r.start + j) {
+                ids.push(*id);
+                codes.extend_from_slice(code);
+            }
+        }
+    }
+    Ok((ids, codes))
+}
+
+/// One kernel call over `rows` with the prepared query side: the `k` best per query as
+/// (score, id).
+fn scan_rows(
+    rows: &CodeRows<'_>,
+    model: &Model,
+    prepared: &Prepared,
+    (direction, metric): (Direction, Metric),
+    k: usize,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<(f32, u64)>>, SearchError> {
+    Ok(match prepared {
+        Prepared::Codes(q) => hamming_topk_batch(rows, q, k, opts)?
+            .into_iter()
+            .map(|l| l.into_iter().map(|(d, id)| (d as f32, id)).collect())
+            .collect(),
+        Prepared::Lut8(l) => lut8_topk_batch(rows, l, direction, k, opts)?,
+        Prepared::Lut4(l, m) => lut4_topk_batch(rows, *m, l, direction, k, opts)?,
+        Prepared::Floats(q) => {
+            let floats = FloatColumn::new(rows.codes(), model.code_kind())?;
+            let dense = DenseRows::new(
+                floats.values(),
+                model.project_dim(),
+                rows.ids(),
+                rows.deleted(),
+            )?;
+            dense_topk(&dense, q, metric, k, opts)?
+        }
+    })
 }
 
 /// Searches a whole segment block through its multi-index hashing tables when `mih` says so
@@ -710,11 +863,12 @@ fn mih_block(
 }
 
 /// Every live row within Hamming distance `radius` of each query's code (see
-/// [`Snapshot::search_radius`]).
+/// [`Snapshot::search_radius`]), only rows `filter` passes when given.
 pub(crate) fn radius_snapshot(
     snapshot: &Snapshot,
     queries: ArrayView2<f32>,
     radius: u32,
+    filter: Option<&RowFilter>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     let model = snapshot.model()?;
     check(model, queries, &SearchParams::new(1, SearchMode::Hamming))?;
@@ -724,7 +878,24 @@ pub(crate) fn radius_snapshot(
             format!("{radius}: hash lookup probes radius 0, 1 or 2"),
         ));
     }
-    let table = HammingTable::from_snapshot(snapshot)?;
+    let table = match filter {
+        None => HammingTable::from_snapshot(snapshot)?,
+        Some(f) => {
+            let c = f.compile(&snapshot_schema(snapshot))?;
+            let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+            let fs: Vec<BlockFilter> = blocks
+                .iter()
+                .map(|b| c.block(b))
+                .collect::<Result<_, _>>()?;
+            let hiding: Vec<Block<'_>> = blocks
+                .into_iter()
+                .zip(&fs)
+                .filter(|(_, f)| f.live_passing > 0)
+                .map(|(b, f)| b.hiding(&f.hidden))
+                .collect();
+            HammingTable::from_blocks(snapshot, &hiding)?
+        }
+    };
     let codes = model.encode(queries)?;
     let cb = model.code_bytes();
     codes

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::CodeKind;
-use crate::storage::Snapshot;
+use crate::storage::{Block, Snapshot};
 
 use super::error::{SearchError, invalid};
 
@@ -96,6 +96,16 @@ impl HammingTable {
 
     /// A table of every live row of `snapshot` (binary codes of at most 32 bits).
     pub fn from_snapshot(snapshot: &Snapshot) -> Result<HammingTable, SearchError> {
+        let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+        HammingTable::from_blocks(snapshot, &blocks)
+    }
+
+    /// A table of the rows of `blocks` (of `snapshot`) that are not deleted (or hidden by a
+    /// filter, see [`Block::hiding`]).
+    pub(crate) fn from_blocks(
+        snapshot: &Snapshot,
+        blocks: &[Block<'_>],
+    ) -> Result<HammingTable, SearchError> {
         let kind = snapshot.model_file().code_kind;
         if kind != CodeKind::Binary {
             return Err(SearchError::ModeNotApplicable {
@@ -105,7 +115,7 @@ impl HammingTable {
             });
         }
         let mut t = HammingTable::new(snapshot.code_bytes())?;
-        for block in snapshot.blocks() {
+        for block in blocks {
             t.insert(block.codes()?, block.ids()?, |r| block.is_deleted(r))?;
         }
         Ok(t)

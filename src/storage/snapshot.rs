@@ -73,6 +73,9 @@ pub struct Block<'a> {
     /// Row number of the block's first row in the deletion bitmap.
     row_offset: u64,
     segment: Option<&'a SegmentReader>,
+    /// Rows a filtered search hides (bit `i % 64` of word `i / 64` = row `i`, aligned to the
+    /// block's first row): to that search they are deleted rows (see [`Block::hiding`]).
+    hidden: Option<&'a [u64]>,
 }
 
 /// A run of a fast-scan code column: whole 32-row groups starting at row `first_row` (a
@@ -224,23 +227,67 @@ impl<'a> Block<'a> {
         Ok(self.fastscan_in(0..self.rows())?.map(|f| (f.packed, f.m)))
     }
 
-    /// Whether row `i` is deleted in this snapshot's version.
-    pub fn is_deleted(&self, i: usize) -> bool {
-        self.deletions
-            .is_some_and(|d| d.is_deleted(self.row_offset + i as u64))
+    /// The same block with the rows of `hidden` (bit `i % 64` of word `i / 64` = row `i`)
+    /// counted as deleted: how a filtered search sees a block, so that every scan that skips
+    /// deleted rows skips the rows the filter rejects (`search::filter`). Words missing from
+    /// `hidden` hide nothing.
+    pub fn hiding(self, hidden: &'a [u64]) -> Block<'a> {
+        Block {
+            hidden: Some(hidden),
+            ..self
+        }
     }
 
-    /// The block's deletion bits as words aligned to its first row (bit `i % 64` of word
-    /// `i / 64` = row `i` deleted), the form scan kernels take; `None` when nothing is deleted.
+    /// Whether a filtered search hides some of the block's rows (see [`Block::hiding`]).
+    pub fn is_filtered(&self) -> bool {
+        self.hidden.is_some()
+    }
+
+    /// Whether row `i` is deleted in this snapshot's version (or hidden, see
+    /// [`Block::hiding`]).
+    pub fn is_deleted(&self, i: usize) -> bool {
+        self.hidden
+            .is_some_and(|h| h.get(i / 64).is_some_and(|w| (w >> (i % 64)) & 1 == 1))
+            || self
+                .deletions
+                .is_some_and(|d| d.is_deleted(self.row_offset + i as u64))
+    }
+
+    /// The block's deletion bits (hidden rows included, see [`Block::hiding`]) as words
+    /// aligned to its first row (bit `i % 64` of word `i / 64` = row `i` deleted), the form
+    /// scan kernels take; `None` when nothing is deleted or hidden.
     pub fn deleted_words(&self) -> Option<std::borrow::Cow<'a, [u64]>> {
-        let d = self.deletions?;
-        if self.row_offset == 0 && d.rows == self.rows() as u64 {
-            return Some(std::borrow::Cow::Borrowed(d.words()));
-        }
-        let mut w = vec![0u64; self.rows().div_ceil(64)];
-        for i in 0..self.rows() {
-            if self.is_deleted(i) {
-                w[i / 64] |= 1 << (i % 64);
+        let n = self.rows().div_ceil(64);
+        let Some(d) = self.deletions else {
+            let h = self.hidden?;
+            return Some(match h.get(..n) {
+                Some(s) => std::borrow::Cow::Borrowed(s),
+                None => {
+                    let mut w = h.to_vec();
+                    w.resize(n, 0);
+                    std::borrow::Cow::Owned(w)
+                }
+            });
+        };
+        let mut w = if self.row_offset == 0 && d.rows == self.rows() as u64 {
+            if self.hidden.is_none() {
+                return Some(std::borrow::Cow::Borrowed(d.words()));
+            }
+            let mut w = d.words().to_vec();
+            w.resize(n, 0);
+            w
+        } else {
+            let mut w = vec![0u64; n];
+            for i in 0..self.rows() {
+                if d.is_deleted(self.row_offset + i as u64) {
+                    w[i / 64] |= 1 << (i % 64);
+                }
+            }
+            w
+        };
+        if let Some(h) = self.hidden {
+            for (a, b) in w.iter_mut().zip(h) {
+                *a |= b;
             }
         }
         Some(std::borrow::Cow::Owned(w))
@@ -676,6 +723,7 @@ impl Snapshot {
             deletions: s.deletions.as_deref(),
             row_offset: 0,
             segment: Some(r),
+            hidden: None,
         }
     }
 
@@ -696,6 +744,7 @@ impl Snapshot {
             deletions: l.deletions.as_deref(),
             row_offset: b.first_row,
             segment: None,
+            hidden: None,
         }
     }
 

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::MihChoice;
 use codedb::Snapshot;
-use codedb::{Hit, SearchError, SearchMode, SearchParams};
+use codedb::{Hit, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams};
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};
@@ -32,6 +32,8 @@ Examples:
   codedb search my-index --examples pos.npy --negatives neg.npy -k 100
   codedb search my-index --examples sets.npy --example-groups groups.npy -k 25
   codedb search my-index --classifier w.npy -k 100
+  codedb search my-index --queries q.npy --where \"id >= 1000 AND id != 7\"
+  codedb search my-index --queries q.npy -k 10 --ids-file allowed.txt
 
 Modes (default: the natural one for the index's codes):
   hamming   binary codes; query binarised by the model; score = Hamming distance
@@ -99,6 +101,8 @@ i-th smallest group id), and the results are those of one call per group with th
 options and --seed. --negatives are shared by every set, or split the same way by \
 --negative-groups G2 (a group without negatives is an error); random negatives are drawn per \
 set with --seed.
+
+--where EXPR returns only rows passing the filter expression (the language: docs/filtering.md; comparisons = != < <= > >=, [NOT] IN (...), HAS / HAS ANY / HAS ALL on tag sets, AND, OR, NOT, parentheses; the row id is the column `id`); --ids a,b,c and --ids-file F (one id per line) return only rows with those ids; given together a row must pass all. Every query kind and mode takes a filter, and without IVF the result is the k best of the passing rows, ties by id, exactly; fewer than k rows pass: all of them. With --nprobe, a query whose probed lists hold fewer than k passing rows is searched again over every list. A filter that does not parse or names a column the index lacks, or compares it with a value of the wrong type, is a usage error (exit 2) naming the character column.
 
 Output, best first, ties by smaller id. TSV: a header line, then `query rank id score` \
 (query and rank from 0). JSON: [{\"query\": i, \"results\": [{\"id\": …, \"score\": …}, …]}, …].
@@ -198,6 +202,16 @@ pub struct SearchArgs {
     /// n nearest k-means centroids, 1 ≤ n ≤ K)
     #[arg(long, value_name = "n", allow_negative_numbers = true, value_parser = args::count)]
     pub nprobe: Option<usize>,
+    /// Only rows passing this filter expression, e.g. "id >= 100 AND id NOT IN (3, 7)" (the
+    /// language: docs/filtering.md).
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_expr: Option<String>,
+    /// Only rows with these ids (comma-separated).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub ids: Vec<u64>,
+    /// Only rows whose ids this file lists (decimal, one per line; with --ids: either).
+    #[arg(long, value_name = "F")]
+    pub ids_file: Option<PathBuf>,
     /// Threads (0 = all cores; more than the cores is capped at the cores).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = args::count0)]
     pub threads: usize,
@@ -244,8 +258,54 @@ impl SearchArgs {
             lists,
             nprobe: self.nprobe,
             mih: MihChoice::parse(&self.mih).unwrap_or_default(),
+            filter: self.row_filter(snap)?,
         })
     }
+
+    /// `--where`, `--ids` and `--ids-file` as one filter (a row must pass all that are given);
+    /// an expression that does not parse or type against the index's columns is a usage error
+    /// naming the character column.
+    pub(crate) fn row_filter(&self, snap: &Snapshot) -> Result<Option<RowFilter>> {
+        let mut filter = RowFilter::default();
+        if let Some(text) = &self.where_expr {
+            let p = match Predicate::parse(text) {
+                Ok(p) => p,
+                Err(e) => usage!("--where {text:?}: {e}"),
+            };
+            if let Err(e) = p.check(&snap.attribute_schema()) {
+                usage!("--where {text:?}: {e}");
+            }
+            filter.predicate = Some(p);
+        }
+        if !self.ids.is_empty() || self.ids_file.is_some() {
+            let mut ids = self.ids.clone();
+            if let Some(f) = &self.ids_file {
+                ids.extend(read_ids(f)?);
+            }
+            filter.ids = Some(IdSelector::new(ids));
+        }
+        Ok((filter != RowFilter::default()).then_some(filter))
+    }
+}
+
+/// The ids of an `--ids-file`: decimal, one per line, blank lines skipped.
+fn read_ids(path: &std::path::Path) -> Result<Vec<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--ids-file {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            l.trim().parse::<u64>().with_context(|| {
+                format!(
+                    "--ids-file {} line {}: {:?} is not an id (a whole number 0 ≤ id < 2^64)",
+                    path.display(),
+                    i + 1,
+                    l.trim()
+                )
+            })
+        })
+        .collect()
 }
 
 /// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
@@ -328,8 +388,12 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
                     mode.name()
                 );
             }
+            let filter = a.row_filter(&snap)?;
             let mut h = pool
-                .install(|| snap.search_radius(q.view(), r))
+                .install(|| match &filter {
+                    Some(f) => snap.search_radius_filtered(q.view(), r, f),
+                    None => snap.search_radius(q.view(), r),
+                })
                 .with_context(|| format!("--radius {r} on {}", a.dir.display()))?;
             if let Some(k) = a.k {
                 for l in &mut h {

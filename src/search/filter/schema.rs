@@ -1,0 +1,248 @@
+//! The types a filter can test and the columns an expression may name: the row id (always)
+//! and the attribute columns of a schema.
+
+use super::error::FilterError;
+use crate::search::error::{SearchError, invalid};
+
+/// The name of the row id in the filter language: always present, an unsigned 64-bit integer.
+pub const ID_COLUMN: &str = "id";
+
+/// The type of an attribute column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    /// Signed 64-bit integers; compared with integer literals.
+    Int,
+    /// 64-bit floats; compared with integer or float literals (IEEE: a NaN value satisfies
+    /// only `!=`).
+    Float,
+    /// Microseconds since 1970-01-01T00:00:00Z, signed 64-bit; compared with `TIMESTAMP '…'`,
+    /// a quoted ISO-8601 date or date-time (UTC), or an integer count of microseconds.
+    Timestamp,
+    /// `TRUE` / `FALSE`; tested bare (`flag`, `NOT flag`) or with `=` / `!=`.
+    Bool,
+    /// Strings, dictionary-encoded; tested with `=`, `!=`, `IN`, `NOT IN`.
+    Str,
+    /// Sets of strings per row (tags); tested with `HAS`, `HAS ANY`, `HAS ALL`.
+    Tags,
+}
+
+impl ColumnType {
+    /// The type's name in schemas and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnType::Int => "int",
+            ColumnType::Float => "float",
+            ColumnType::Timestamp => "timestamp",
+            ColumnType::Bool => "bool",
+            ColumnType::Str => "string",
+            ColumnType::Tags => "tags",
+        }
+    }
+
+    /// Parses a type name as [`ColumnType::name`] writes it.
+    pub fn parse(s: &str) -> Option<ColumnType> {
+        [
+            ColumnType::Int,
+            ColumnType::Float,
+            ColumnType::Timestamp,
+            ColumnType::Bool,
+            ColumnType::Str,
+            ColumnType::Tags,
+        ]
+        .into_iter()
+        .find(|t| t.name() == s)
+    }
+}
+
+/// The attribute columns of an index (names and types, in order), besides the row id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schema {
+    columns: Vec<(String, ColumnType)>,
+}
+
+impl Schema {
+    /// A schema of these columns. Names are `[A-Za-z_][A-Za-z0-9_]*`, unique, and not `id`.
+    pub fn new(columns: Vec<(String, ColumnType)>) -> Result<Schema, SearchError> {
+        for (i, (name, _)) in columns.iter().enumerate() {
+            let mut chars = name.chars();
+            let ok = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let bad = |why: &str| Err(invalid("schema", format!("column name {name:?}: {why}")));
+            if !ok {
+                return bad("use letters, digits and '_', not starting with a digit");
+            }
+            if name == ID_COLUMN {
+                return bad("the row id's");
+            }
+            if columns[..i].iter().any(|(n, _)| n == name) {
+                return bad("given twice");
+            }
+        }
+        Ok(Schema { columns })
+    }
+
+    /// The columns, in order.
+    pub fn columns(&self) -> &[(String, ColumnType)] {
+        &self.columns
+    }
+
+    /// The position and type of column `name`.
+    pub fn find(&self, name: &str) -> Option<(usize, ColumnType)> {
+        self.columns
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|i| (i, self.columns[i].1))
+    }
+
+    /// Every name an expression may use, for messages.
+    pub(crate) fn known(&self) -> String {
+        std::iter::once(ID_COLUMN)
+            .chain(self.columns.iter().map(|(n, _)| n.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Microseconds since 1970-01-01T00:00:00Z of an ISO-8601 date (`2010-01-31`) or UTC date-time
+/// (`2010-01-31T12:00`, `…:05`, `…:05.250`, a trailing `Z`; a space may replace the `T`).
+/// Time zones other than `Z` are refused rather than guessed.
+pub fn parse_timestamp(s: &str, column: usize) -> Result<i64, FilterError> {
+    let bad = |why: &str| FilterError::Type {
+        column,
+        detail: format!(
+            "timestamp '{s}': {why} (write 'YYYY-MM-DD' or 'YYYY-MM-DDTHH:MM[:SS[.ffffff]]', UTC, \
+             optionally ending in Z)"
+        ),
+    };
+    let t = s.strip_suffix('Z').unwrap_or(s);
+    let (date, time) = match t.split_once(['T', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (t, None),
+    };
+    let num = |p: &str, lo: i64, hi: i64, what: &str| -> Result<i64, FilterError> {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 4 {
+            return Err(bad(&format!("{what} {p:?} is not a number")));
+        }
+        let v: i64 = p.parse().map_err(|_| bad(what))?;
+        if v < lo || v > hi {
+            return Err(bad(&format!("{what} {v} is outside {lo}..={hi}")));
+        }
+        Ok(v)
+    };
+    let parts: Vec<&str> = date.split('-').collect();
+    let [y, mo, d] = parts.as_slice() else {
+        return Err(bad("the date is not YYYY-MM-DD"));
+    };
+    let (y, mo) = (num(y, 0, 9999, "year")?, num(mo, 1, 12, "month")?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let d = num(d, 1, month_days[(mo - 1) as usize], "day")?;
+    let mut us = days_from_civil(y, mo, d) * 86_400_000_000;
+    if let Some(time) = time {
+        let (hms, frac) = match time.split_once('.') {
+            Some((a, f)) => (a, Some(f)),
+            None => (time, None),
+        };
+        let parts: Vec<&str> = hms.split(':').collect();
+        let (h, mi, sec) = match parts.as_slice() {
+            [h, m] => (h, m, None),
+            [h, m, s] => (h, m, Some(*s)),
+            _ => return Err(bad("the time is not HH:MM[:SS]")),
+        };
+        let h = num(h, 0, 23, "hour")?;
+        let mi = num(mi, 0, 59, "minute")?;
+        let sec = sec.map_or(Ok(0), |x| num(x, 0, 59, "second"))?;
+        us += ((h * 60 + mi) * 60 + sec) * 1_000_000;
+        if let Some(f) = frac {
+            if f.is_empty() || f.len() > 6 || !f.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad("the fraction of a second has 1 to 6 digits"));
+            }
+            let v: i64 = f.parse().map_err(|_| bad("fraction"))?;
+            us += v * 10i64.pow(6 - f.len() as u32);
+        }
+    }
+    Ok(us)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_match_known_epochs() {
+        assert_eq!(parse_timestamp("1970-01-01", 1).unwrap(), 0);
+        // 2010-01-01T00:00:00Z = 1262304000 s (date -u -d 2010-01-01 +%s).
+        assert_eq!(
+            parse_timestamp("2010-01-01", 1).unwrap(),
+            1_262_304_000_000_000
+        );
+        assert_eq!(
+            parse_timestamp("2000-02-29T12:30:15.5Z", 1).unwrap(),
+            (951_782_400 + 12 * 3600 + 30 * 60 + 15) * 1_000_000 + 500_000
+        );
+        assert_eq!(
+            parse_timestamp("1969-12-31 23:59", 1).unwrap(),
+            -60 * 1_000_000
+        );
+        for bad in [
+            "2001-02-29",
+            "2010-13-01",
+            "2010-1",
+            "2010-01-01T25:00",
+            "2010-01-01T10:00+02:00",
+            "",
+            "2010-01-01T10:00:00.1234567",
+        ] {
+            assert!(
+                matches!(
+                    parse_timestamp(bad, 7),
+                    Err(FilterError::Type { column: 7, .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_names_are_checked() {
+        let s = |n: &str| Schema::new(vec![(n.into(), ColumnType::Int)]);
+        assert!(s("year").is_ok());
+        assert!(s("_x1").is_ok());
+        for bad in ["id", "1a", "a-b", ""] {
+            assert!(s(bad).is_err(), "{bad}");
+        }
+        assert!(
+            Schema::new(vec![
+                ("a".into(), ColumnType::Int),
+                ("a".into(), ColumnType::Str)
+            ])
+            .is_err()
+        );
+    }
+}

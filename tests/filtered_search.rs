@@ -1,0 +1,505 @@
+//! Filtered search (`SearchParams::filter`, docs/filtering.md): for every search kind, the
+//! filtered top-k equals the brute-force top-k over the rows the filter passes, ties by id
+//! included — over random predicates in the filter language and random id selectors, on a
+//! multi-block index (segments and active-log batches) with deletions. With IVF, a probed
+//! search that finds fewer than k passing rows searches every list again.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use codedb::kernels::{MemoryVectors, hamming_distance};
+use codedb::model::{Model, PipelineSpec, TrainOptions, train};
+use codedb::{
+    AddOptions, BuildOptions, CodeClassifier, Config, ExampleParams, Index, Negatives, Snapshot,
+};
+use codedb::{
+    FilterError, Hit, IdSelector, MihChoice, RowFilter, SearchError, SearchMode, SearchParams,
+};
+use ndarray::{Array2, ArrayView2, s};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn digits() -> Array2<f32> {
+    common::npy::digits().0
+}
+
+fn model(spec: &str, x: ArrayView2<f32>) -> Model {
+    train(
+        &PipelineSpec::parse(spec).unwrap(),
+        x,
+        &TrainOptions::default(),
+    )
+    .unwrap()
+    .0
+}
+
+/// Rows 0..1797 with ids 10·r: a build of 1200 rows (sealed segments), an add of 300 (sealed)
+/// and one of 297 left in the active log; every 13th id deleted.
+fn multi_block_index(dir: &Path, m: &Model, x: ArrayView2<f32>) -> Index {
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 10 * r).collect();
+    let index = Index::build(
+        dir,
+        m,
+        x.slice(s![0..1200, ..]),
+        &BuildOptions {
+            ids: Some(&ids[..1200]),
+            config: Config {
+                seal_bytes: 4096,
+                ..Config::default()
+            },
+            ..BuildOptions::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    // Through `add` (descriptors): an IVF model files each row under its list.
+    let add = |index: &Index, r: std::ops::Range<usize>| {
+        let opts = AddOptions {
+            ids: Some(&ids[r.clone()]),
+            ..AddOptions::default()
+        };
+        index.add(x.slice(s![r, ..]), &opts).unwrap();
+    };
+    add(&index, 1200..1500);
+    index.commit().unwrap();
+    drop(index);
+    let index = Index::open(dir, Config::default()).unwrap();
+    add(&index, 1500..x.nrows());
+    let gone: Vec<u64> = ids.iter().copied().step_by(13).collect();
+    index.delete(&gone).unwrap();
+    index.commit().unwrap();
+    let snap = index.snapshot();
+    assert!(snap.blocks().any(|b| b.segment().is_some()), "no segment");
+    assert!(snap.blocks().any(|b| b.segment().is_none()), "no log block");
+    index
+}
+
+/// A random predicate over `id` (ids 0..17970, multiples of 10) and the test's own reading of
+/// it: leaves of every comparison and IN form, combined by AND, OR, NOT and parentheses.
+fn predicate(rng: &mut StdRng, depth: u32) -> (String, Box<dyn Fn(u64) -> bool>) {
+    if depth == 0 || rng.random_bool(0.35) {
+        let c: u64 = rng.random_range(0..1800) * 10 + if rng.random_bool(0.2) { 5 } else { 0 };
+        return match rng.random_range(0..8) {
+            0 => (format!("id < {c}"), Box::new(move |id| id < c)),
+            1 => (format!("id >= {c}"), Box::new(move |id| id >= c)),
+            2 => (format!("id <= {c}"), Box::new(move |id| id <= c)),
+            3 => (format!("id > {c}"), Box::new(move |id| id > c)),
+            4 => (format!("id != {c}"), Box::new(move |id| id != c)),
+            5 => (format!("id = {c}"), Box::new(move |id| id == c)),
+            6 | 7 => {
+                let n = rng.random_range(1..40);
+                let set: BTreeSet<u64> = (0..n).map(|_| rng.random_range(0..1800) * 10).collect();
+                let list = set
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if rng.random_bool(0.5) {
+                    (
+                        format!("id IN ({list})"),
+                        Box::new(move |id| set.contains(&id)),
+                    )
+                } else {
+                    (
+                        format!("id NOT IN ({list})"),
+                        Box::new(move |id| !set.contains(&id)),
+                    )
+                }
+            }
+            _ => unreachable!(),
+        };
+    }
+    let (a, fa) = predicate(rng, depth - 1);
+    match rng.random_range(0..3) {
+        0 => {
+            let (b, fb) = predicate(rng, depth - 1);
+            (
+                format!("({a}) AND ({b})"),
+                Box::new(move |id| fa(id) && fb(id)),
+            )
+        }
+        1 => {
+            let (b, fb) = predicate(rng, depth - 1);
+            (
+                format!("({a}) or {b}"),
+                Box::new(move |id| fa(id) || fb(id)),
+            )
+        }
+        _ => (format!("NOT ({a})"), Box::new(move |id| !fa(id))),
+    }
+}
+
+/// A random filter: a predicate, an id selector, or both, with the test's reading of it.
+fn random_filter(rng: &mut StdRng) -> (RowFilter, String, Box<dyn Fn(u64) -> bool>) {
+    let (text, f) = predicate(rng, 3);
+    let kind = rng.random_range(0..4);
+    if kind == 0 {
+        return (RowFilter::parse(&text).unwrap(), text, f);
+    }
+    let n = [3, 40, 400, 1500][rng.random_range(0..4)];
+    let ids: BTreeSet<u64> = (0..n).map(|_| rng.random_range(0..1800) * 10).collect();
+    let sel = IdSelector::new(ids.iter().copied());
+    let what = format!("ids ({} of them)", ids.len());
+    if kind == 1 {
+        (
+            RowFilter::ids(sel),
+            what,
+            Box::new(move |id| ids.contains(&id)),
+        )
+    } else {
+        let both = RowFilter::parse(&text).unwrap().and_ids(sel);
+        (
+            both,
+            format!("{text} AND {what}"),
+            Box::new(move |id| f(id) && ids.contains(&id)),
+        )
+    }
+}
+
+/// The live ids of the snapshot the filter passes.
+fn passing(snap: &Snapshot, pass: &dyn Fn(u64) -> bool) -> BTreeSet<u64> {
+    snap.rows()
+        .unwrap()
+        .map(|r| r.id)
+        .filter(|&id| pass(id))
+        .collect()
+}
+
+/// The unfiltered ranking of every live row, restricted to the passing ones, first `k`: the
+/// brute force over the passing rows (the unfiltered full ranking is itself tested against
+/// brute force by `search_modes`).
+fn restricted(full: &[Vec<Hit>], pass: &dyn Fn(u64) -> bool, k: usize) -> Vec<Vec<Hit>> {
+    full.iter()
+        .map(|l| l.iter().filter(|h| pass(h.id)).take(k).copied().collect())
+        .collect()
+}
+
+const CASES: usize = 24;
+
+fn check_modes(spec: &str, modes: &[SearchMode], seed: u64) {
+    let x = digits();
+    let q = x.slice(s![3..80;7, ..]);
+    let m = model(spec, x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let live = snap.live_rows() as usize;
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &mode in modes {
+        let full = snap.search(q, &SearchParams::new(live, mode)).unwrap();
+        for case in 0..CASES {
+            let (filter, what, pass) = random_filter(&mut rng);
+            let n = passing(&snap, &*pass).len();
+            for k in [1, 10, n.max(1) + 5] {
+                let want = restricted(&full, &*pass, k);
+                for threads in [1, 2] {
+                    let p = SearchParams::new(k, mode)
+                        .threads(threads)
+                        .filter(filter.clone());
+                    let got = snap.search(q, &p).unwrap();
+                    assert_eq!(
+                        got, want,
+                        "{spec} {mode:?} case {case}: {what}, k {k}, threads {threads}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn binary_modes_filtered_equal_brute_force() {
+    check_modes("pca-itq:32", &[SearchMode::Hamming, SearchMode::Asym], 1);
+}
+
+#[test]
+fn hamming_filtered_equals_a_direct_brute_force() {
+    let x = digits();
+    let q = x.slice(s![5..60;11, ..]);
+    let m = model("pca-itq:64", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let qc = m.encode(q).unwrap();
+    let cb = m.code_bytes();
+    let mut rng = StdRng::seed_from_u64(2);
+    for _ in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let want: Vec<Vec<Hit>> = qc
+            .chunks_exact(cb)
+            .map(|qq| {
+                let mut l: Vec<Hit> = snap
+                    .rows()
+                    .unwrap()
+                    .filter(|r| pass(r.id))
+                    .map(|r| Hit {
+                        id: r.id,
+                        score: hamming_distance(qq, r.code).unwrap() as f32,
+                    })
+                    .collect();
+                l.sort_by(|a, b| a.score.total_cmp(&b.score).then(a.id.cmp(&b.id)));
+                l.truncate(10);
+                l
+            })
+            .collect();
+        for mih in [MihChoice::Off, MihChoice::On, MihChoice::Auto] {
+            let p = SearchParams::new(10, SearchMode::Hamming)
+                .mih(mih)
+                .filter(filter.clone());
+            assert_eq!(snap.search(q, &p).unwrap(), want, "{what} {mih:?}");
+        }
+    }
+}
+
+#[test]
+fn pq_modes_filtered_equal_brute_force() {
+    check_modes("pq:8x8", &[SearchMode::AdcL2, SearchMode::AdcIp], 3);
+}
+
+#[test]
+fn fastscan_filtered_equals_brute_force() {
+    let x = digits();
+    let m = model("pq4:16", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    assert!(
+        snap.blocks().any(|b| b.fastscan_m().is_some()),
+        "no fast-scan segment"
+    );
+    drop(snap);
+    check_modes("pq4:16", &[SearchMode::AdcL2], 4);
+}
+
+#[test]
+fn float_modes_filtered_equal_brute_force() {
+    check_modes(
+        "pca:16,float",
+        &[SearchMode::FloatL2, SearchMode::FloatDot],
+        5,
+    );
+}
+
+#[test]
+fn exact_and_reranked_filtered_search() {
+    let x = digits();
+    let q = x.slice(s![2..70;9, ..]);
+    let m = model("pq:8x8", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 10 * r).collect();
+    let mem = MemoryVectors::new(x.ncols(), &ids, x.iter().copied().collect()).unwrap();
+    let live = snap.live_rows() as usize;
+    let full_exact = snap
+        .search_with_vectors(q, &SearchParams::new(live, SearchMode::ExactL2), &mem)
+        .unwrap();
+    let full_adc = snap
+        .search(q, &SearchParams::new(live, SearchMode::AdcL2))
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(6);
+    for case in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let p = SearchParams::new(10, SearchMode::ExactL2).filter(filter.clone());
+        let got = snap.search_with_vectors(q, &p, &mem).unwrap();
+        assert_eq!(
+            got,
+            restricted(&full_exact, &*pass, 10),
+            "exact case {case}: {what}"
+        );
+        // Re-ranking: the R best passing rows by ADC, re-scored exactly.
+        let r = 30;
+        let p = SearchParams::new(10, SearchMode::AdcL2)
+            .rerank(r)
+            .filter(filter.clone());
+        let got = snap.search_with_vectors(q, &p, &mem).unwrap();
+        let cands = restricted(&full_adc, &*pass, r);
+        for (qi, (g, c)) in got.iter().zip(&cands).enumerate() {
+            let set: BTreeSet<u64> = c.iter().map(|h| h.id).collect();
+            let want: Vec<Hit> = full_exact[qi]
+                .iter()
+                .filter(|h| set.contains(&h.id))
+                .take(10)
+                .copied()
+                .collect();
+            assert_eq!(g, &want, "rerank case {case} query {qi}: {what}");
+        }
+    }
+}
+
+#[test]
+fn classifier_and_radius_queries_filter() {
+    let x = digits();
+    let m = model("pca-itq:16", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let live = snap.live_rows() as usize;
+    let c = CodeClassifier::from_values(
+        &(0..17)
+            .map(|i| (i as f32 - 8.0) / 4.0)
+            .collect::<Vec<f32>>(),
+    );
+    let full = snap
+        .search_classifier(&c, &SearchParams::new(live, SearchMode::Hamming))
+        .unwrap();
+    let q = x.slice(s![0..40;4, ..]);
+    let full_radius = snap.search_radius(q, 2).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for case in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let p = SearchParams::new(10, SearchMode::Hamming).filter(filter.clone());
+        let got = snap.search_classifier(&c, &p).unwrap();
+        assert_eq!(
+            got,
+            restricted(std::slice::from_ref(&full), &*pass, 10)[0],
+            "classifier case {case}: {what}"
+        );
+        let got = snap.search_radius_filtered(q, 2, &filter).unwrap();
+        assert_eq!(
+            got,
+            restricted(&full_radius, &*pass, usize::MAX),
+            "radius case {case}: {what}"
+        );
+    }
+}
+
+#[test]
+fn example_queries_filter() {
+    let x = digits();
+    let m = model("pca-itq:32", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let live = snap.live_rows() as usize;
+    let pos = x.slice(s![3..40;10, ..]);
+    // The negatives are drawn from every live row, filter or not: the same SVM either way.
+    let neg = Negatives::Sampled {
+        count: 200,
+        seed: 9,
+    };
+    let full = snap
+        .search_examples(
+            pos,
+            neg,
+            &ExampleParams::new(SearchParams::new(live, SearchMode::Hamming)),
+        )
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(10);
+    for case in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let p = ExampleParams::new(SearchParams::new(10, SearchMode::Hamming).filter(filter));
+        let got = snap.search_examples(pos, neg, &p).unwrap();
+        assert_eq!(
+            got,
+            restricted(std::slice::from_ref(&full), &*pass, 10)[0],
+            "examples case {case}: {what}"
+        );
+    }
+}
+
+#[test]
+fn a_filter_passing_nothing_returns_empty_lists() {
+    let x = digits();
+    let m = model("pca-itq:32", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let q = x.slice(s![0..3, ..]);
+    for f in ["FALSE", "id > 99999999", "id IN (0, 13)"] {
+        // id 0 is deleted (every 13th id from 0), 13 is no id.
+        let p = SearchParams::new(5, SearchMode::Hamming).filter(RowFilter::parse(f).unwrap());
+        assert_eq!(
+            snap.search(q, &p).unwrap(),
+            vec![Vec::<Hit>::new(); 3],
+            "{f}"
+        );
+    }
+    let p = SearchParams::new(5, SearchMode::Hamming).filter(RowFilter::ids(IdSelector::new([])));
+    assert_eq!(snap.search(q, &p).unwrap(), vec![Vec::<Hit>::new(); 3]);
+}
+
+#[test]
+fn filter_errors_are_typed_and_name_the_column() {
+    let x = digits();
+    let m = model("pca-itq:32", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let q = x.slice(s![0..2, ..]);
+    let p = SearchParams::new(5, SearchMode::Hamming)
+        .filter(RowFilter::parse("id > 3 AND year >= 2010").unwrap());
+    match snap.search(q, &p) {
+        Err(SearchError::Filter(FilterError::UnknownColumn {
+            column: 12, name, ..
+        })) => {
+            assert_eq!(name, "year")
+        }
+        other => panic!("{other:?}"),
+    }
+    let p = SearchParams::new(5, SearchMode::Hamming).filter(RowFilter::parse("id = 'x'").unwrap());
+    assert!(matches!(
+        snap.search(q, &p),
+        Err(SearchError::Filter(FilterError::Type { column: 6, .. }))
+    ));
+    assert!(matches!(
+        RowFilter::parse("id >"),
+        Err(FilterError::Syntax { column: 5, .. })
+    ));
+}
+
+#[test]
+fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
+    let x = digits();
+    let q = x.slice(s![1..90;4, ..]);
+    let m = model("ivf:16,pq:8x8", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let mut rng = StdRng::seed_from_u64(8);
+    let mut fell_back = 0;
+    for case in 0..CASES {
+        let (filter, what, pass) = random_filter(&mut rng);
+        let n = passing(&snap, &*pass).len();
+        let k = 10;
+        // nprobe = all lists: the flat residual search, restricted exactly.
+        let live = snap.live_rows() as usize;
+        let full = snap
+            .search(q, &SearchParams::new(live, SearchMode::AdcL2))
+            .unwrap();
+        let flat = snap
+            .search(
+                q,
+                &SearchParams::new(k, SearchMode::AdcL2).filter(filter.clone()),
+            )
+            .unwrap();
+        assert_eq!(
+            flat,
+            restricted(&full, &*pass, k),
+            "ivf flat case {case}: {what}"
+        );
+        let probed = snap
+            .search(
+                q,
+                &SearchParams::new(k, SearchMode::AdcL2)
+                    .nprobe(1)
+                    .filter(filter.clone()),
+            )
+            .unwrap();
+        let unfiltered_probed = snap
+            .search(q, &SearchParams::new(live, SearchMode::AdcL2).nprobe(1))
+            .unwrap();
+        for (qi, l) in probed.iter().enumerate() {
+            assert_eq!(l.len(), k.min(n), "case {case} query {qi}: {what}");
+            let in_probe = unfiltered_probed[qi].iter().filter(|h| pass(h.id)).count();
+            if in_probe < k.min(n) {
+                // Fewer passing rows in the probed list than asked: every list searched again.
+                fell_back += 1;
+                assert_eq!(l, &flat[qi], "fallback case {case} query {qi}: {what}");
+            } else {
+                let want: Vec<Hit> = unfiltered_probed[qi]
+                    .iter()
+                    .filter(|h| pass(h.id))
+                    .take(k)
+                    .copied()
+                    .collect();
+                assert_eq!(l, &want, "probed case {case} query {qi}: {what}");
+            }
+        }
+    }
+    assert!(fell_back > 0, "no query exercised the fallback");
+}
