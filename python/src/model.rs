@@ -339,7 +339,9 @@ const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 /// Returns
 /// -------
 /// Model
-///     With ``report`` describing the training.
+///     With ``report`` describing the training. What the CLI prints as ``note:`` (e.g. a
+///     PiCoDes descent that stopped without improving) is warned as ``UserWarning`` and kept
+///     in ``report["train"]["notes"]``.
 ///
 /// Raises
 /// ------
@@ -402,7 +404,7 @@ pub fn train(
             })
         })
         .transpose()?;
-    let (model, report) = interrupt::run(py, &progress, |cancel, sink| {
+    let (model, report, notes) = interrupt::run(py, &progress, |cancel, sink| {
         let (model, report) =
             engine::train(view, spec, labels, seed, sample, cancel, sink.train_fn())?;
         let (model, text) = match &text {
@@ -412,8 +414,22 @@ pub fn train(
             }
             None => (model, None),
         };
-        Ok::<_, engine::Error>((model, engine::train_report_json(&report, text.as_ref())?))
+        let notes = report.notes.clone();
+        Ok::<_, engine::Error>((
+            model,
+            engine::train_report_json(&report, text.as_ref())?,
+            notes,
+        ))
     })?;
+    for note in notes {
+        let msg = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &msg,
+            1,
+        )?;
+    }
     Ok(PyModel {
         model: Arc::new(model),
         report: Some(report),
