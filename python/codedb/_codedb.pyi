@@ -97,9 +97,9 @@ class Snapshot:
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
-        examples: ArrayLike,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
         k: int = 10,
-        negatives: ArrayLike | None = None,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
         random_negatives: int | None = None,
         seed: int = 1234,
         svm_c: float | None = None,
@@ -225,9 +225,9 @@ class Index:
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
-        examples: ArrayLike,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
         k: int = 10,
-        negatives: ArrayLike | None = None,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
         random_negatives: int | None = None,
         seed: int = 1234,
         svm_c: float | None = None,

@@ -732,17 +732,14 @@ pub struct Svm {
     pub c: Option<f64>,
 }
 
-/// A query by examples (the CLI's `search --examples`): the one result list.
-pub fn search_examples(
+/// The engine's negatives for `negatives` (the CLI's checks and messages).
+fn example_negatives<'a>(
     snap: &Snapshot,
-    positives: ArrayView2<f32>,
-    negatives: ExampleNegatives<'_>,
-    svm: &Svm,
-    query: &Query<'_>,
-) -> Result<(Vec<(u64, f32)>, Scores)> {
-    let mode = resolve_mode(snap, query.mode)?;
+    negatives: ExampleNegatives<'a>,
+    seed: u64,
+) -> Result<codedb::Negatives<'a>> {
     let live = snap.live_rows() as usize;
-    let negatives = match negatives {
+    Ok(match negatives {
         ExampleNegatives::Given(n) => codedb::Negatives::Given(n),
         ExampleNegatives::Random(count) => {
             if count > live {
@@ -755,10 +752,7 @@ pub fn search_examples(
                     ),
                 });
             }
-            codedb::Negatives::Sampled {
-                count,
-                seed: svm.seed,
-            }
+            codedb::Negatives::Sampled { count, seed }
         }
         ExampleNegatives::Default => {
             if live == 0 {
@@ -772,20 +766,64 @@ pub fn search_examples(
             }
             codedb::Negatives::Sampled {
                 count: codedb::DEFAULT_RANDOM_NEGATIVES.min(live),
-                seed: svm.seed,
+                seed,
             }
         }
-    };
+    })
+}
+
+fn example_params(snap: &Snapshot, svm: &Svm, query: &Query<'_>) -> Result<codedb::ExampleParams> {
+    let mode = resolve_mode(snap, query.mode)?;
     let mut params = codedb::ExampleParams::new(params(mode, query));
     params.svm.seed = svm.seed;
     if let Some(c) = svm.c {
         params.svm.c = c;
     }
+    Ok(params)
+}
+
+/// A query by examples (the CLI's `search --examples`): the one result list.
+pub fn search_examples(
+    snap: &Snapshot,
+    positives: ArrayView2<f32>,
+    negatives: ExampleNegatives<'_>,
+    svm: &Svm,
+    query: &Query<'_>,
+) -> Result<(Vec<(u64, f32)>, Scores)> {
+    let params = example_params(snap, svm, query)?;
+    let negatives = example_negatives(snap, negatives, svm.seed)?;
     let hits = snap.search_examples(positives, negatives, &params)?;
     Ok((
         hits.into_iter().map(|h| (h.id, h.score)).collect(),
         Scores::Larger,
     ))
+}
+
+/// Several queries by examples (the CLI's `search --examples F --example-groups G`): set i
+/// is `positives[i]` against `negatives[i]` (`None`: `shared`); one result list per set.
+pub fn search_examples_batch<'a>(
+    snap: &Snapshot,
+    positives: &[ArrayView2<'a, f32>],
+    negatives: &[Option<ArrayView2<'a, f32>>],
+    shared: ExampleNegatives<'a>,
+    svm: &Svm,
+    query: &Query<'_>,
+) -> Result<Vec<Vec<(u64, f32)>>> {
+    let params = example_params(snap, svm, query)?;
+    let shared = example_negatives(snap, shared, svm.seed)?;
+    let sets: Vec<codedb::ExampleSet<'a>> = positives
+        .iter()
+        .zip(negatives)
+        .map(|(p, n)| codedb::ExampleSet {
+            positives: *p,
+            negatives: n.map_or(shared, codedb::Negatives::Given),
+        })
+        .collect();
+    let hits = snap.search_examples_batch(&sets, &params)?;
+    Ok(hits
+        .into_iter()
+        .map(|h| h.into_iter().map(|h| (h.id, h.score)).collect())
+        .collect())
 }
 
 /// Rows ranked by a given linear classifier of their codes (`classifier`: D weights, then the

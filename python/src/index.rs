@@ -841,13 +841,16 @@ impl PyIndex {
     ///
     /// Parameters
     /// ----------
-    /// examples : array_like, shape (n, d)
-    ///     Positive examples (descriptors).
+    /// examples : array_like, shape (n, d), or list of them
+    ///     Positive examples (descriptors). A list (or tuple) of arrays is a batch: one example
+    ///     set per array, one result row per set, each equal to a call with that set alone (the
+    ///     CLI's ``--example-groups``).
     /// k : int, default 10
     ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
     ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// negatives : array_like, shape (m, d), optional, default None
-    ///     Negative examples. Default: random live rows (``random_negatives``).
+    /// negatives : array_like, shape (m, d), or list of them, optional, default None
+    ///     Negative examples. Default: random live rows (``random_negatives``). With a batch of
+    ///     example sets: one array shared by every set, or a list of one array per set.
     /// random_negatives : int, optional, default None
     ///     Draw this many live rows as negatives (default 1000, at most the live rows).
     /// seed : int, default 1234
@@ -871,9 +874,9 @@ impl PyIndex {
     ///
     /// Returns
     /// -------
-    /// D : numpy.ndarray of float32, shape (1, k)
+    /// D : numpy.ndarray of float32, shape (1, k) (a batch: (sets, k))
     ///     Scores, larger is better (padding -inf).
-    /// I : numpy.ndarray of int64, shape (1, k)
+    /// I : numpy.ndarray of int64, shape (1, k) (a batch: (sets, k))
     ///     Ids (-1 pads).
     ///
     /// Raises

@@ -358,7 +358,9 @@ const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 /// Returns
 /// -------
 /// Model
-///     With ``report`` describing the training.
+///     With ``report`` describing the training. What the CLI prints as ``note:`` (e.g. a
+///     PiCoDes descent that stopped without improving) is warned as ``UserWarning`` and kept
+///     in ``report["train"]["notes"]``.
 ///
 /// Raises
 /// ------
@@ -430,7 +432,7 @@ pub fn train(
             })
         })
         .transpose()?;
-    let (model, report, note) = interrupt::run(py, &progress, |cancel, sink| {
+    let (model, report, notes) = interrupt::run(py, &progress, |cancel, sink| {
         let (model, report) =
             engine::train(view, spec, labels, seed, sample, cancel, sink.train_fn())?;
         let (model, text) = match &text {
@@ -440,12 +442,14 @@ pub fn train(
             }
             None => (model, None),
         };
-        let note = text.as_ref().and_then(|t| t.cap_note());
+        // The notes the CLI prints on stderr: a PiCoDes descent that stalled, a text head whose
+        // run stopped at the cap while still rising.
+        let mut notes = report.notes.clone();
+        notes.extend(text.as_ref().and_then(|t| t.cap_note()));
         let json = engine::train_report_json(&report, text.as_ref())?;
-        Ok::<_, engine::Error>((model, json, note))
+        Ok::<_, engine::Error>((model, json, notes))
     })?;
-    // The note the CLI prints on stderr: the text head's run stopped at the cap, still rising.
-    if let Some(note) = note {
+    for note in notes {
         let msg = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
         PyErr::warn(
             py,

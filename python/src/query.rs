@@ -11,7 +11,7 @@ use std::ffi::CString;
 
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::arrays;
 use crate::engine::{self, MihChoice, Scores, Snapshot};
@@ -236,11 +236,15 @@ pub fn search<'py>(
 /// `random_negatives=`).
 pub enum NegativesArg<'py> {
     Given(arrays::Rows<'py>),
+    /// One array per example set (a list).
+    PerSet(Bound<'py, PyAny>),
     Random(usize),
     Default,
 }
 
-/// A query by examples: `(D, I)` of shape `(1, k)`, larger scores better.
+/// A query by examples: `(D, I)` of shape `(1, k)`, larger scores better; with `examples` a
+/// list (or tuple) of arrays, one row per set, each as its own call (`negatives` then a single
+/// array shared by every set, or a list of one array per set).
 pub fn search_examples<'py>(
     py: Python<'py>,
     snap: &Snapshot,
@@ -249,11 +253,20 @@ pub fn search_examples<'py>(
     svm: &engine::Svm,
     a: &QueryArgs<'_, 'py>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if examples.is_instance_of::<PyList>() || examples.is_instance_of::<PyTuple>() {
+        return search_examples_batch(py, snap, examples, negatives, svm, a);
+    }
     let pos = arrays::rows(examples, "examples")?;
     let pos = pos.view()?;
     let query = a.query(snap)?;
     let neg_view = match &negatives {
         NegativesArg::Given(r) => Some(r.view()?),
+        NegativesArg::PerSet(_) => {
+            return Err(invalid(
+                "negatives",
+                "a list of negatives (one array per set) needs a list of example sets",
+            ));
+        }
         _ => None,
     };
     let neg = match (&negatives, neg_view) {
@@ -266,6 +279,67 @@ pub fn search_examples<'py>(
         .detach(|| engine::search_examples(snap, pos, neg, svm, &query))
         .py_err()?;
     shaped(py, &[hits], 1, cols, scores)
+}
+
+/// The batch form of [`search_examples`]: `(D, I)` of shape `(sets, k)`.
+fn search_examples_batch<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    examples: &Bound<'py, PyAny>,
+    negatives: NegativesArg<'py>,
+    svm: &engine::Svm,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let sets: Vec<arrays::Rows<'py>> = examples
+        .try_iter()?
+        .enumerate()
+        .map(|(i, e)| arrays::rows(&e?, &format!("examples[{i}]")))
+        .collect::<PyResult<_>>()?;
+    if sets.is_empty() {
+        return Err(invalid("examples", "an empty list of example sets"));
+    }
+    let pos: Vec<_> = sets
+        .iter()
+        .map(arrays::Rows::view)
+        .collect::<PyResult<_>>()?;
+    let own: Vec<arrays::Rows<'py>> = match &negatives {
+        NegativesArg::PerSet(list) => list
+            .try_iter()?
+            .enumerate()
+            .map(|(i, e)| arrays::rows(&e?, &format!("negatives[{i}]")))
+            .collect::<PyResult<_>>()?,
+        _ => Vec::new(),
+    };
+    if matches!(negatives, NegativesArg::PerSet(_)) && own.len() != sets.len() {
+        return Err(invalid(
+            "negatives",
+            format!(
+                "{} arrays for {} example sets (give one per set, or one array for all)",
+                own.len(),
+                sets.len()
+            ),
+        ));
+    }
+    let own: Vec<_> = own
+        .iter()
+        .map(arrays::Rows::view)
+        .collect::<PyResult<_>>()?;
+    let per_set: Vec<Option<_>> = (0..sets.len()).map(|i| own.get(i).copied()).collect();
+    let shared_view = match &negatives {
+        NegativesArg::Given(r) => Some(r.view()?),
+        _ => None,
+    };
+    let shared = match (&negatives, shared_view) {
+        (NegativesArg::Given(_), Some(v)) => engine::ExampleNegatives::Given(v),
+        (NegativesArg::Random(n), _) => engine::ExampleNegatives::Random(*n),
+        _ => engine::ExampleNegatives::Default,
+    };
+    let query = a.query(snap)?;
+    let cols = columns(a.k, engine::live_rows(snap));
+    let hits = py
+        .detach(|| engine::search_examples_batch(snap, &pos, &per_set, shared, svm, &query))
+        .py_err()?;
+    shaped(py, &hits, hits.len(), cols, Scores::Larger)
 }
 
 /// Rows ranked by a given linear classifier of their codes: `(D, I)` of shape `(1, k)`.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::arrays;
 use crate::engine;
@@ -259,13 +259,16 @@ impl PySnapshot {
     ///
     /// Parameters
     /// ----------
-    /// examples : array_like, shape (n, d)
-    ///     Positive examples (descriptors).
+    /// examples : array_like, shape (n, d), or list of them
+    ///     Positive examples (descriptors). A list (or tuple) of arrays is a batch: one example
+    ///     set per array, one result row per set, each equal to a call with that set alone (the
+    ///     CLI's ``--example-groups``).
     /// k : int, default 10
     ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
     ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// negatives : array_like, shape (m, d), optional, default None
-    ///     Negative examples. Default: random live rows (``random_negatives``).
+    /// negatives : array_like, shape (m, d), or list of them, optional, default None
+    ///     Negative examples. Default: random live rows (``random_negatives``). With a batch of
+    ///     example sets: one array shared by every set, or a list of one array per set.
     /// random_negatives : int, optional, default None
     ///     Draw this many live rows as negatives (default 1000, at most the live rows).
     /// seed : int, default 1234
@@ -289,9 +292,9 @@ impl PySnapshot {
     ///
     /// Returns
     /// -------
-    /// D : numpy.ndarray of float32, shape (1, k)
+    /// D : numpy.ndarray of float32, shape (1, k) (a batch: (sets, k))
     ///     Scores, larger is better (padding -inf).
-    /// I : numpy.ndarray of int64, shape (1, k)
+    /// I : numpy.ndarray of int64, shape (1, k) (a batch: (sets, k))
     ///     Ids (-1 pads).
     ///
     /// Raises
@@ -342,6 +345,9 @@ impl PySnapshot {
                     "random_negatives",
                     "give negatives or random_negatives, not both",
                 ));
+            }
+            (Some(n), None) if n.is_instance_of::<PyList>() || n.is_instance_of::<PyTuple>() => {
+                NegativesArg::PerSet(n.clone())
             }
             (Some(n), None) => NegativesArg::Given(arrays::rows(n, "negatives")?),
             (None, Some(n)) => NegativesArg::Random(arrays::count(n, "random_negatives", 1)?),

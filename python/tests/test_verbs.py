@@ -83,6 +83,33 @@ def test_versions_match_the_cli_json(tmp_path, data, model, codedb_bin):
     assert ours == json.loads(_cli_json(codedb_bin, "versions", path, "--json"))
 
 
+def test_search_examples_batch_equals_one_call_per_set(tmp_path, data, model):
+    x, y = data
+    path = tmp_path / "idx"
+    codedb.Index.build(path, model, x, labels=y).close()
+    sets = [x[y == c][:4] for c in (2, 0, 1)]
+    negs = [x[y == (c + 1) % 3][10:16] for c in (2, 0, 1)]
+    with codedb.Snapshot.open(path) as snap:
+        for kw in ({"random_negatives": 50}, {"negatives": negs}, {"negatives": x[400:420]}):
+            D, I = snap.search_examples(sets, k=15, **kw)
+            assert D.shape == I.shape == (3, 15)
+            for i, s in enumerate(sets):
+                one = dict(kw)
+                if isinstance(kw.get("negatives"), list):
+                    one["negatives"] = negs[i]
+                D1, I1 = snap.search_examples(s, k=15, **one)
+                assert np.array_equal(I1[0], I[i]) and np.array_equal(D1[0], D[i])
+        # The default seed is the engine's (1234), as train's and the CLI's.
+        assert np.array_equal(
+            snap.search_examples(sets[0], random_negatives=50)[1],
+            snap.search_examples(sets[0], random_negatives=50, seed=1234)[1],
+        )
+        with pytest.raises(codedb.InvalidArgument, match="negatives"):
+            snap.search_examples(sets, negatives=negs[:2])
+        with pytest.raises(codedb.InvalidArgument, match="negatives"):
+            snap.search_examples(sets[0], negatives=negs)
+
+
 def test_search_examples_equals_the_cli(tmp_path, data, model, codedb_bin):
     x, y = data
     path = tmp_path / "idx"
@@ -221,3 +248,18 @@ def test_model_pickles_through_its_file_bytes(model, data):
     assert codedb.Model.from_bytes(model.to_bytes()).id == model.id
     with pytest.raises(codedb.CorruptError):
         codedb.Model.from_bytes(b"not a model file at all, not at all")
+
+
+def test_train_reports_picodes_rounds_like_the_cli(data):
+    import warnings
+
+    x, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = codedb.train(x, "pca:16,picodes:16", labels=y, seed=3)
+    r = m.report["train"]
+    assert len(r["picodes_objective"]) == len(r["picodes_updated"]) >= 1
+    assert r["picodes_updated"][0] > 0 and r["picodes_stop"] in ("rounds", "converged", "stalled")
+    # Every note (the CLI's `note:` lines) is warned, and only notes are.
+    assert [str(w.message) for w in caught if w.category is UserWarning] == r["notes"]
+    assert (r["picodes_stop"] == "stalled") == (len(r["notes"]) == 1)
