@@ -13,13 +13,12 @@ between shard commits leaves the previous cut, which names the previous versions
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
-import zlib
 from typing import NamedTuple, Sequence
 
 from codedb._errors import CorruptError
+from codedb.distributed import _record
 
 #: The cut record's file name, in shard 0's directory.
 CUT_FILE = "CUT.json"
@@ -35,46 +34,28 @@ class Cut(NamedTuple):
     versions: tuple[int, ...]
 
     def to_bytes(self) -> bytes:
-        body = json.dumps(
+        return _record.encode(
             {"format": _CUT_FORMAT, "layout": self.layout, "cut": self.cut,
-             "versions": list(self.versions)},
-            separators=(",", ":"),
-        ).encode()
-        return body + b"\n" + f"crc32 {zlib.crc32(body):08x}\n".encode()
+             "versions": list(self.versions)}
+        )
 
     @staticmethod
     def from_bytes(data: bytes, path: str) -> Cut:
         """Parses a record; a damaged one is a :class:`CorruptError` naming ``path``."""
 
         def bad(why: str) -> CorruptError:
-            return CorruptError(f"{path}: cut record does not read: {why}")
+            return _record.bad(path, "cut record", why)
 
-        lines = data.split(b"\n")
-        if len(lines) != 3 or lines[2] != b"" or not lines[1].startswith(b"crc32 "):
-            raise bad("expected a JSON line and a crc32 line")
-        try:
-            want = int(lines[1][6:], 16)
-        except ValueError:
-            raise bad("the crc32 line is not hexadecimal") from None
-        if len(lines[1]) != 14 or zlib.crc32(lines[0]) != want:
-            raise bad("checksum mismatch: the file is damaged")
-        try:
-            rec = json.loads(lines[0])
-        except ValueError as e:
-            raise bad(f"not JSON ({e})") from None
-        if not isinstance(rec, dict) or rec.get("format") != _CUT_FORMAT:
-            raise bad(f"format {rec.get('format') if isinstance(rec, dict) else rec!r}, "
-                      f"this codedb reads {_CUT_FORMAT}")
+        rec = _record.decode(data, path, "cut record", _CUT_FORMAT)
         layout, cut, versions = rec.get("layout"), rec.get("cut"), rec.get("versions")
-        if not (isinstance(layout, str) and len(layout) == 32
-                and all(c in "0123456789abcdef" for c in layout)):
+        if not _record.is_hex32(layout):
             raise bad(f"layout {layout!r} is not 32 hex digits")
         if type(cut) is not int or cut < 1:
             raise bad(f"cut {cut!r} is not a number ≥ 1")
         if (not isinstance(versions, list) or not versions
                 or not all(type(v) is int and v >= 1 for v in versions)):
             raise bad(f"versions {versions!r} are not one version ≥ 1 per shard")
-        return Cut(layout, cut, tuple(versions))
+        return Cut(str(layout), cut, tuple(versions))
 
     @staticmethod
     def read(path: str | os.PathLike[str]) -> Cut | None:
@@ -90,21 +71,7 @@ class Cut(NamedTuple):
     @staticmethod
     def publish(path: str | os.PathLike[str], data: bytes) -> None:
         """Publishes the record's bytes in ``path`` atomically (FORMAT.md §11.1)."""
-        d = pathlib.Path(path)
-        tmp = d / (CUT_FILE + ".tmp")
-        tmp.unlink(missing_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, d / CUT_FILE)
-        dfd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        _record.publish(path, CUT_FILE, data)
 
     def check(self, layout: str, paths: Sequence[str]) -> None:
         """A cut of another sharded index, or of another shard count, is corrupt."""

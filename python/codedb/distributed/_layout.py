@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pathlib
 import time
 import warnings
-import zlib
 from typing import Callable, NamedTuple, Sequence
 
 from codedb._codedb import Index
 from codedb._errors import CodedbError, CorruptError, InvalidArgument
+from codedb.distributed import _record
 from codedb.distributed._errors import ShardError, ShardLayoutWarning
 
 _Path = str | os.PathLike[str]
@@ -32,46 +31,29 @@ class ShardLayout(NamedTuple):
     model: str
 
     def to_bytes(self) -> bytes:
-        body = json.dumps(
+        return _record.encode(
             {
                 "format": _LAYOUT_FORMAT,
                 "layout": self.layout,
                 "shard": self.shard,
                 "shards": self.shards,
                 "model": self.model,
-            },
-            separators=(",", ":"),
-        ).encode()
-        return body + b"\n" + f"crc32 {zlib.crc32(body):08x}\n".encode()
+            }
+        )
 
     @staticmethod
     def from_bytes(data: bytes, path: str) -> ShardLayout:
         """Parses a record; a damaged one is a :class:`CorruptError` naming ``path``."""
 
         def bad(why: str) -> CorruptError:
-            return CorruptError(f"{path}: shard layout record does not read: {why}")
+            return _record.bad(path, "shard layout record", why)
 
-        lines = data.split(b"\n")
-        if len(lines) != 3 or lines[2] != b"" or not lines[1].startswith(b"crc32 "):
-            raise bad("expected a JSON line and a crc32 line")
-        try:
-            want = int(lines[1][6:], 16)
-        except ValueError:
-            raise bad("the crc32 line is not hexadecimal") from None
-        if len(lines[1]) != 14 or zlib.crc32(lines[0]) != want:
-            raise bad("checksum mismatch: the file is damaged")
-        try:
-            rec = json.loads(lines[0])
-        except ValueError as e:
-            raise bad(f"not JSON ({e})") from None
-        if not isinstance(rec, dict) or rec.get("format") != _LAYOUT_FORMAT:
-            raise bad(f"format {rec.get('format') if isinstance(rec, dict) else rec!r}, "
-                      f"this codedb reads {_LAYOUT_FORMAT}")
+        rec = _record.decode(data, path, "shard layout record", _LAYOUT_FORMAT)
         layout, shard, shards, model = (rec.get(k) for k in ("layout", "shard", "shards", "model"))
         if not (type(shards) is int and type(shard) is int and 0 <= shard < shards):
             raise bad(f"shard {shard!r} of {shards!r}")
         for name, v in (("layout", layout), ("model", model)):
-            if not (isinstance(v, str) and len(v) == 32 and all(c in "0123456789abcdef" for c in v)):
+            if not _record.is_hex32(v):
                 raise bad(f"{name} {v!r} is not 32 hex digits")
         return ShardLayout(str(layout), shard, shards, str(model))
 
@@ -86,28 +68,8 @@ class ShardLayout(NamedTuple):
         return ShardLayout.from_bytes(data, str(f))
 
     def write(self, path: _Path) -> None:
-        """Publishes the record in ``path`` as codedb publishes a file (FORMAT.md §11.1): a
-        temporary name, fsync, read-only, rename, directory fsync — so a crash leaves the old
-        record or the new one, whole."""
-        d = pathlib.Path(path)
-        tmp = d / (LAYOUT_FILE + ".tmp")
-        tmp.unlink(missing_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            os.write(fd, self.to_bytes())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, d / LAYOUT_FILE)
-        _fsync_dir(d)
-
-
-def _fsync_dir(d: pathlib.Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        """Publishes the record in ``path`` atomically (FORMAT.md §11.1)."""
+        _record.publish(path, LAYOUT_FILE, self.to_bytes())
 
 
 def _new_layout_id(paths: Sequence[_Path], model_id: str) -> str:
