@@ -117,8 +117,8 @@ pub struct SearchParams {
     /// Hamming mode: whether segments with multi-index hashing tables are searched through
     /// them (format 1.6; same results, see [`MihChoice`]). Other modes ignore it.
     pub mih: MihChoice,
-    /// Only rows this filter passes (an id selector and/or a predicate, see [`filter`]);
-    /// `None`: every live row.
+    /// Only rows this filter passes (an id selector and/or a predicate: [`RowFilter`],
+    /// docs/filtering.md); `None`: every live row.
     pub filter: Option<RowFilter>,
 }
 
