@@ -104,7 +104,7 @@ fn fixture(spec: &str, code_bytes: usize) -> Fixture {
         _root: root,
         snap,
         positives: random(&mut rng, 5),
-        mode: SearchMode::default_for(model.code_kind()).unwrap(),
+        mode: SearchMode::default_for(model.code_kind()),
     }
 }
 

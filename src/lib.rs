@@ -129,7 +129,7 @@ pub use search::{
     Negatives, example_groups,
 };
 pub use search::{
-    Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams,
+    Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams, UnknownMode,
     fit_classifier_from_index, train_from_index,
 };
 pub use storage::{

@@ -157,7 +157,7 @@ fn lists_restrict_every_mode_with_deletions_and_unlisted_rows() {
             }
         }
         // Re-ranking all restricted candidates equals exact search restricted alike.
-        let code_mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let code_mode = SearchMode::default_for(m.code_kind());
         let allowed = vec![1u32, 7];
         let exact = snap
             .search(
@@ -476,7 +476,7 @@ fn stored_vectors_of_log_rows_serve_rerank_and_exact_search() {
             .search(q, &SearchParams::new(k, SearchMode::ExactL2))
             .unwrap();
         assert_eq!(exact, want, "{spec}");
-        let mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let mode = SearchMode::default_for(m.code_kind());
         let all = snap.live_rows() as usize;
         let rr = snap
             .search(q, &SearchParams::new(k, mode).rerank(all))

@@ -79,7 +79,7 @@ fn supervised_models_reload_byte_identically_and_search_through_the_kernels() {
         let index = Index::create(dir.path(), &m.to_model_file(), Config::default()).unwrap();
         index.add(x.view(), &AddOptions::default()).unwrap();
         index.commit().unwrap();
-        let mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let mode = SearchMode::default_for(m.code_kind());
         let hits = index
             .snapshot()
             .search(q.view(), &SearchParams::new(5, mode))

@@ -86,7 +86,7 @@ fn every_row_scores_the_dense_reference_on_every_code_kind() {
         let dir = tempfile::tempdir().unwrap();
         let snap = index(dir.path(), &m, &x, &y).snapshot();
         let live = snap.live_rows() as usize;
-        let mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let mode = SearchMode::default_for(m.code_kind());
         let params = ExampleParams::new(SearchParams::new(live + 5, mode));
         let neg = Negatives::Sampled {
             count: 300,
@@ -132,7 +132,7 @@ fn rerank_lists_and_probing() {
         let m = model(spec, &x);
         let dir = tempfile::tempdir().unwrap();
         let snap = index(dir.path(), &m, &x, &y).snapshot();
-        let mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let mode = SearchMode::default_for(m.code_kind());
         let given = Negatives::Given(neg.view());
         let params = ExampleParams::new(SearchParams::new(10, mode).rerank(100));
         let c = snap.train_examples(pos.view(), given, &params).unwrap();

@@ -172,7 +172,7 @@ fn text_scores_on_every_code_kind_equal_a_dense_reference_on_decoded_codes() {
         };
         let index = Index::build(dir.path(), &m, x.view(), &opts, &mut |_| {}).unwrap();
         let snap = index.snapshot();
-        let mode = SearchMode::default_for(m.code_kind()).unwrap();
+        let mode = SearchMode::default_for(m.code_kind());
         let texts = ["red apple", "blue", "ocean sky warm", "zebra sun"];
         let qs = snap.text_queries(&texts).unwrap();
         assert_eq!(qs[3].vector.unknown, ["zebra"]);

@@ -100,7 +100,7 @@ fn run(ds: &DataSet, spec: &str) {
     )
     .expect("train")
     .0;
-    let mode = SearchMode::default_for(m.code_kind()).expect("mode");
+    let mode = SearchMode::default_for(m.code_kind());
     for how in [ListAssignment::Label, ListAssignment::Nearest] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let index = Index::build(

@@ -308,5 +308,5 @@ fn class_precision(lists: impl Iterator<Item = Vec<u32>>, q_labels: &[u32]) -> f
 }
 
 fn mode_of(model: &codedb::model::Model) -> SearchMode {
-    SearchMode::default_for(model.code_kind()).unwrap_or(SearchMode::Hamming)
+    SearchMode::default_for(model.code_kind())
 }

@@ -39,7 +39,7 @@ fn class_p10(spec: &str, x: &Array2<f32>, y: &[u32], dir: &Path) -> f64 {
     )
     .unwrap();
     let q = x.slice(ndarray::s![0..300;3, ..]);
-    let mode = SearchMode::default_for(model.code_kind()).unwrap();
+    let mode = SearchMode::default_for(model.code_kind());
     let hits = index
         .snapshot()
         .search(q, &SearchParams::new(11, mode).threads(2))

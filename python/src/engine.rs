@@ -347,24 +347,9 @@ pub enum Scores {
 /// The search mode named `name`, or the natural mode of the index's codes.
 fn resolve_mode(snap: &Snapshot, name: Option<&str>) -> Result<SearchMode> {
     let model = snap.model()?;
-    Ok(match name {
-        Some(m) => SearchMode::parse(m).ok_or_else(|| Error::InvalidArgument {
-            argument: "mode".into(),
-            detail: format!(
-                "{m:?}: expected one of {}",
-                codedb::MODE_NAMES
-                    .iter()
-                    .map(|m| m.0)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })?,
-        None => {
-            SearchMode::default_for(model.code_kind()).ok_or_else(|| Error::InvalidArgument {
-                argument: "mode".into(),
-                detail: "this index's codes have no search mode".into(),
-            })?
-        }
+    SearchMode::resolve(name, model.code_kind()).map_err(|e| Error::InvalidArgument {
+        argument: "mode".into(),
+        detail: e.to_string(),
     })
 }
 

@@ -72,7 +72,7 @@ pub use examples::{
     Negatives, example_groups,
 };
 pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
-pub use mode::{MODE_NAMES, SearchMode};
+pub use mode::{MODE_NAMES, SearchMode, UnknownMode};
 pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 

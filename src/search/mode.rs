@@ -45,14 +45,38 @@ pub const MODE_NAMES: [(&str, SearchMode); 8] = [
     ("exact-ip", SearchMode::ExactDot),
 ];
 
+/// A mode name [`SearchMode::resolve`] does not know; its text lists the names it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected one of {names}", names = mode_names())]
+pub struct UnknownMode(pub String);
+
+/// [`MODE_NAMES`]' names, comma-separated.
+fn mode_names() -> String {
+    MODE_NAMES
+        .iter()
+        .map(|m| m.0)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl SearchMode {
-    /// The natural mode for a model's codes (always `Some`; an `Option` for older callers).
-    pub fn default_for(kind: CodeKind) -> Option<SearchMode> {
-        Some(match kind {
+    /// The natural mode for a model's codes.
+    pub fn default_for(kind: CodeKind) -> SearchMode {
+        match kind {
             CodeKind::Binary => SearchMode::Hamming,
             CodeKind::Pq8 | CodeKind::Pq4 => SearchMode::AdcL2,
             CodeKind::Float32 | CodeKind::Float16 => SearchMode::FloatL2,
-        })
+        }
+    }
+
+    /// The mode a front end's `mode` argument names ([`MODE_NAMES`] and the aliases of
+    /// [`SearchMode::parse`]), or — `None` — the natural mode of `kind`'s codes: the one place
+    /// a mode is chosen by name, for the CLI, Python and the tools alike.
+    pub fn resolve(name: Option<&str>, kind: CodeKind) -> Result<SearchMode, UnknownMode> {
+        match name {
+            None => Ok(SearchMode::default_for(kind)),
+            Some(n) => SearchMode::parse(n).ok_or_else(|| UnknownMode(n.to_string())),
+        }
     }
 
     /// Parses a CLI name (see [`MODE_NAMES`]; `adc-l2`, `float-l2`, `float-dot`, `exact-l2`
@@ -133,6 +157,28 @@ impl SearchMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolve_takes_a_name_or_the_codes_natural_mode_and_names_the_choices() {
+        assert_eq!(
+            SearchMode::resolve(None, CodeKind::Binary),
+            Ok(SearchMode::Hamming)
+        );
+        assert_eq!(
+            SearchMode::resolve(None, CodeKind::Pq4),
+            Ok(SearchMode::AdcL2)
+        );
+        assert_eq!(
+            SearchMode::resolve(Some("float-dot"), CodeKind::Binary),
+            Ok(SearchMode::FloatDot)
+        );
+        let e = SearchMode::resolve(Some("cosine"), CodeKind::Binary).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"cosine\": expected one of hamming, asym, adc, adc-ip, float, float-ip, exact, \
+             exact-ip"
+        );
+    }
 
     #[test]
     fn names_round_trip_and_aliases() {

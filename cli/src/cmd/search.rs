@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use clap::builder::PossibleValuesParser;
 use codedb::MihChoice;
 use codedb::Snapshot;
 use codedb::{Hit, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams};
@@ -112,11 +113,6 @@ On a terminal, a progress bar counts the queries done.
 
 Exit codes: 0 success, 1 bad input or failed search, 2 usage error.";
 
-/// Mode names `--mode` accepts.
-pub const MODES: [&str; 8] = [
-    "hamming", "asym", "adc", "adc-ip", "float", "float-ip", "exact", "exact-ip",
-];
-
 #[derive(Args)]
 /// Search an index: the k best rows per query row, or every row within a Hamming radius.
 #[command(after_help = SEARCH_HELP)]
@@ -181,7 +177,7 @@ pub struct SearchArgs {
     #[arg(short, long, allow_negative_numbers = true, value_parser = args::count)]
     pub k: Option<usize>,
     /// How queries are compared with rows (default: the natural mode of the index's codes).
-    #[arg(long, value_parser = MODES)]
+    #[arg(long, value_parser = PossibleValuesParser::new(codedb::MODE_NAMES.iter().map(|m| m.0)))]
     pub mode: Option<String>,
     /// Re-rank the R best by the mode's score with the stored vectors (R >= k).
     #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = args::count)]
@@ -229,12 +225,8 @@ pub struct SearchArgs {
 impl SearchArgs {
     /// `--mode`, or the natural mode of the model's codes.
     pub(crate) fn mode(&self, model: &codedb::Model) -> Result<SearchMode> {
-        match self.mode.as_deref() {
-            Some(m) => SearchMode::parse(m)
-                .with_context(|| format!("--mode {m}: expected one of {}", MODES.join(", "))),
-            None => SearchMode::default_for(model.code_kind())
-                .context("this index's codes have no search mode"),
-        }
+        SearchMode::resolve(self.mode.as_deref(), model.code_kind())
+            .map_err(|e| anyhow::anyhow!("--mode {e}"))
     }
 
     /// What every query kind shares: `-k` (default 10), the mode, `--rerank`, `threads` (already

@@ -806,12 +806,7 @@ fn pamir_rankings(
     let t = Instant::now();
     let mut out: Vec<Vec<usize>> = vec![(0..test_rows.len()).collect(); texts.len()];
     if !known.is_empty() {
-        let mode = SearchMode::default_for(model.code_kind()).ok_or_else(|| {
-            invalid(
-                "pipelines",
-                format!("{spec}: its codes have no search mode"),
-            )
-        })?;
+        let mode = SearchMode::default_for(model.code_kind());
         let params = SearchParams::new(test_rows.len(), mode);
         let hits = snap.search_text_prepared(&known, &params, None)?;
         for (i, h) in known_at.into_iter().zip(hits) {
