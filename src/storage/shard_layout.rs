@@ -45,9 +45,9 @@ pub enum ShardLayoutError {
     Invalid(String),
 }
 
-/// Parses a record: a compact JSON line, then `crc32 <8 hex digits>` of that line's bytes,
-/// each line ending in `\n`. The error says what is wrong.
-pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, ShardLayoutError> {
+/// The JSON line of a record (layout or cut: a JSON line, then `crc32 <8 hex digits>` of its
+/// bytes, each line ending in `\n`), once its lines and checksum are checked.
+fn checked_body(bytes: &[u8]) -> Result<&str, ShardLayoutError> {
     let invalid = |s: &str| ShardLayoutError::Invalid(s.to_string());
     let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
     let mut lines = text.split('\n');
@@ -64,7 +64,13 @@ pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, ShardLayoutError>
     if crc32fast::hash(body.as_bytes()) != want {
         return Err(invalid("checksum mismatch: the file is damaged"));
     }
-    let r: ShardLayout = serde_json::from_str(body)?;
+    Ok(body)
+}
+
+/// Parses a record: a compact JSON line, then `crc32 <8 hex digits>` of that line's bytes,
+/// each line ending in `\n`. The error says what is wrong.
+pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, ShardLayoutError> {
+    let r: ShardLayout = serde_json::from_str(checked_body(bytes)?)?;
     if r.format != SHARD_LAYOUT_FORMAT {
         return Err(ShardLayoutError::Invalid(format!(
             "format {}, this build reads {SHARD_LAYOUT_FORMAT}",
@@ -122,22 +128,7 @@ pub struct ShardCut {
 /// `crc32 <8 hex digits>` of its bytes).
 pub fn parse_shard_cut(bytes: &[u8]) -> Result<ShardCut, ShardLayoutError> {
     let invalid = |s: &str| ShardLayoutError::Invalid(s.to_string());
-    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
-    let mut lines = text.split('\n');
-    let (Some(body), Some(crc), Some(""), None) =
-        (lines.next(), lines.next(), lines.next(), lines.next())
-    else {
-        return Err(invalid("expected a JSON line and a crc32 line"));
-    };
-    let want = crc
-        .strip_prefix("crc32 ")
-        .filter(|h| h.len() == 8)
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or_else(|| invalid("the crc32 line is not `crc32` and 8 hex digits"))?;
-    if crc32fast::hash(body.as_bytes()) != want {
-        return Err(invalid("checksum mismatch: the file is damaged"));
-    }
-    let r: ShardCut = serde_json::from_str(body)?;
+    let r: ShardCut = serde_json::from_str(checked_body(bytes)?)?;
     if r.format != SHARD_CUT_FORMAT {
         return Err(ShardLayoutError::Invalid(format!(
             "format {}, this build reads {SHARD_CUT_FORMAT}",
