@@ -93,8 +93,16 @@ fn print_index(r: &IndexReport) {
         );
     }
     if let Some(l) = &r.shard_layout {
+        let partition = match &l.list_shards {
+            None => "rows by id".to_string(),
+            Some(ls) => format!(
+                "rows by inverted list: {} of the {} lists here",
+                ls.iter().filter(|&&s| s == l.shard).count(),
+                ls.len()
+            ),
+        };
         outln!(
-            "shard      {} of {} (sharded index {}, model {})",
+            "shard      {} of {} (sharded index {}, model {}; {partition})",
             l.shard,
             l.shards,
             l.layout,
