@@ -11,7 +11,7 @@ from typing_extensions import TypeAlias
 
 from codedb._errors import FallbackWarning as FallbackWarning
 
-__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "spec_from_faiss", "train"]
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "larger_is_better", "spec_from_faiss", "train"]
 
 __version__: str
 
@@ -63,6 +63,7 @@ def train(
     progress: bool | Callable[[str, str, int, int], object] | None = None,
 ) -> Model: ...
 
+def larger_is_better(mode: str | None = None) -> bool: ...
 def classify_sums(
     model: Model, dim: int, classes: Iterable[Any], x: ArrayLike, top: int = 5
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
@@ -83,6 +84,8 @@ class Snapshot:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -94,6 +97,8 @@ class Snapshot:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
@@ -108,6 +113,8 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_classifier(
         self,
@@ -118,9 +125,15 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
-        self, q: ArrayLike, radius: int
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5
@@ -211,6 +224,8 @@ class Index:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -222,6 +237,8 @@ class Index:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
@@ -236,6 +253,8 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_classifier(
         self,
@@ -246,9 +265,15 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
-        self, q: ArrayLike, radius: int
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5

@@ -58,10 +58,16 @@ class ShardedSearcher:
         threads: int = 1,
         allow_partial: bool = False,
         mih: str = "auto",
+        where: str | None = None,
+        ids: Any = None,
     ) -> Any:
         """k-NN over every shard: ``(D, I)`` as :meth:`Index.search` returns them (a
         :class:`Partial` with ``allow_partial=True``). ``threads`` is per shard; ``mih``
-        ("auto", "on", "off") as :meth:`Index.search`, in every shard. A shard that fell back
+        ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``where`` and ``ids``
+        (docs/filtering.md) go to every shard, so the merge is the k best passing rows of one
+        index holding every row; not with ``nprobe``, whose one-index rule (a query whose
+        probed lists hold fewer than k passing rows is searched again over every list) counts
+        the passing rows of all shards together. A shard that fell back
         to an older version answers from it, with a :class:`ShardFallbackWarning` naming it.
 
         ``nprobe`` probes exactly as one index holding every row: an IVF model's coarse
@@ -77,8 +83,15 @@ class ShardedSearcher:
             raise InvalidArgument(f"nprobe: {nprobe}, must be at least 1")
         if nprobe is not None and classes is not None:
             raise InvalidArgument("nprobe: not with classes=[...] (each picks the lists to scan)")
+        if nprobe is not None and (where is not None or ids is not None):
+            raise InvalidArgument(
+                "nprobe: not with where=/ids= on a sharded index (a probed filtered search falls "
+                "back to every list by the passing rows of all shards together)"
+            )
         qa = np.ascontiguousarray(q, dtype=np.float32)
         cls = list(classes) if classes is not None else None
+        if ids is not None and not isinstance(ids, np.ndarray):
+            ids = list(ids)  # an iterator is read once, here, and sent to every shard
         if mih not in ("auto", "on", "off"):
             raise InvalidArgument(f"mih: {mih!r}, expected 'auto', 'on' or 'off'")
         shard_nprobe, probes = None, None
@@ -88,10 +101,10 @@ class ShardedSearcher:
             else:
                 probes = self._class_probes(qa, nprobe, allow_partial)
         ok, missing = self._gather(
-            "search", (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes),
+            "search", (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes, where, ids),
             allow_partial,
         )
-        larger = mode in _merge.LARGER_IS_BETTER
+        larger = _merge.larger_is_better(mode)
         if rerank is None:
             d, i = _merge.merge_topk([r[0] for _, r in ok], k, larger)
         else:
