@@ -144,6 +144,85 @@ impl PyModel {
         arrays::matrix(py, codes, n, engine::model_shape(model).2)
     }
 
+    /// The inverted list each row of ``x`` belongs to, for an IVF model (``ivf:K,...``): the
+    /// coarse cell its code is filed under (the nearest centroid, ties to the smaller id), found
+    /// without encoding. A sharded index partitioned by list routes rows by it.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : array_like, shape (n, d)
+    ///     Descriptors, as :meth:`encode` takes them.
+    ///
+    /// Returns
+    /// -------
+    /// numpy.ndarray of uint32, shape (n,)
+    ///
+    /// Raises
+    /// ------
+    /// InvalidArgument
+    ///     The model has no coarse quantiser; wrong number of columns, NaN or infinite values.
+    ///
+    /// Examples
+    /// --------
+    /// >>> ivf_model.assign_lists(x[:3]).shape
+    /// (3,)
+    fn assign_lists<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let rows = arrays::rows(x, "x")?;
+        let view = rows.view()?;
+        let model = &self.model;
+        let lists = py
+            .detach(|| model.assign_lists(view).map_err(engine::Error::from))
+            .py_err()?
+            .ok_or_else(|| errors::invalid("x", "the model has no coarse quantiser (ivf:K)"))?;
+        Ok(arrays::vector(py, lists))
+    }
+
+    /// The ``nprobe`` inverted lists each query row probes, for an IVF model: the lists a
+    /// search with ``nprobe`` scans (the nearest centroids), ascending in each row.
+    ///
+    /// Parameters
+    /// ----------
+    /// q : array_like, shape (nq, d)
+    ///     Queries.
+    /// nprobe : int
+    ///     Lists per query, 1 ≤ nprobe ≤ K.
+    ///
+    /// Returns
+    /// -------
+    /// numpy.ndarray of uint32, shape (nq, nprobe)
+    ///
+    /// Raises
+    /// ------
+    /// InvalidArgument
+    ///     The model has no coarse quantiser; ``nprobe`` outside 1..K; a bad query array.
+    ///
+    /// Examples
+    /// --------
+    /// >>> ivf_model.probe_lists(x[:2], 3).shape
+    /// (2, 3)
+    fn probe_lists<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        nprobe: i128,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let nprobe = arrays::count(nprobe, "nprobe", 1)?;
+        let rows = arrays::rows(q, "q")?;
+        let view = rows.view()?;
+        let n = view.nrows();
+        let model = &self.model;
+        let probes = py
+            .detach(|| model.probe_lists(view, nprobe).map_err(engine::Error::from))
+            .py_err()?
+            .ok_or_else(|| errors::invalid("q", "the model has no coarse quantiser (ivf:K)"))?;
+        let flat: Vec<u32> = probes.into_iter().flatten().collect();
+        arrays::matrix(py, flat, n, nprobe)
+    }
+
     /// Codes decoded into the model's projected space: ±1 per bit for binary codes, the PQ
     /// reconstruction for PQ codes, the stored values for float codes. What a query by
     /// examples trains its SVM on (PiCoDes, Bergamo et al. NIPS 2011).

@@ -413,6 +413,64 @@ impl Model {
         Ok((out, coarse.map(|_| lists)))
     }
 
+    /// For an IVF model, the inverted list of each row of `x`: the coarse cell
+    /// [`Model::encode_lists`] files it under (the nearest centroid of the transformed row,
+    /// ties to the smaller id; Jégou et al., TPAMI 2011, §III-A), without encoding it. `None`
+    /// for a model without a coarse quantiser. A sharded index partitioned by list routes rows
+    /// by it, so it must agree with the encoder row for row: both call
+    /// [`CoarseQuantizer::assign_row`] on the same transformed tile.
+    pub fn assign_lists(&self, x: ArrayView2<f32>) -> Result<Option<Vec<u32>>> {
+        let Some(c) = self.ivf() else {
+            return Ok(None);
+        };
+        let rows = checked_rows("assign: input", x, Some(self.input_dim()))?;
+        self.check_domain("assign: input", rows.as_slice())?;
+        let d = self.input_dim();
+        let mut lists = vec![0u32; rows.n()];
+        lists
+            .par_chunks_mut(ROW_BLOCK)
+            .zip(rows.as_slice().par_chunks(ROW_BLOCK * d))
+            .for_each(|(l, xi)| {
+                self.for_each_tile(xi, |r0, y| {
+                    for (j, row) in y.chunks_exact(c.dim()).enumerate() {
+                        l[r0 + j] = c.assign_row(row);
+                    }
+                });
+            });
+        Ok(Some(lists))
+    }
+
+    /// For an IVF model, the `nprobe` lists each query row probes (ascending list ids): the
+    /// `nprobe` centroids nearest its projection, as a search with `nprobe` scans them (see
+    /// [`CoarseQuantizer::probe`]). `None` for a model without a coarse quantiser; `nprobe`
+    /// must lie in 1..=K.
+    pub fn probe_lists(&self, q: ArrayView2<f32>, nprobe: usize) -> Result<Option<Vec<Vec<u32>>>> {
+        let Some(c) = self.ivf() else {
+            return Ok(None);
+        };
+        if nprobe == 0 || nprobe > c.lists() {
+            return Err(ModelError::invalid(
+                "nprobe",
+                format!(
+                    "{nprobe}: the model's coarse quantiser has {k} lists (1 ≤ nprobe ≤ {k})",
+                    k = c.lists()
+                ),
+            ));
+        }
+        let y = self.project(q)?;
+        let flat: Vec<f32> = y.iter().copied().collect();
+        Ok(Some(
+            c.probe(&flat, nprobe)
+                .into_iter()
+                .map(|p| {
+                    let mut l: Vec<u32> = p.into_iter().map(|(l, _)| l).collect();
+                    l.sort_unstable();
+                    l
+                })
+                .collect(),
+        ))
+    }
+
     /// The real-valued vectors the codes quantise (n × `project_dim()`), for asymmetric
     /// queries: binary models give a vector positive exactly where the bit is 1 (`x − t` after
     /// the transforms for sign bits, `cos(w·x + b) + t` for SKLSH); PQ and float models give

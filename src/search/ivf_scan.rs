@@ -62,19 +62,10 @@ pub(crate) fn ivf_probe_lists(
     queries: ArrayView2<f32>,
     nprobe: usize,
 ) -> Result<Vec<Vec<u32>>, SearchError> {
-    let Some((c, n)) = ivf_nprobe(model, Some(nprobe))? else {
+    let Some((_, n)) = ivf_nprobe(model, Some(nprobe))? else {
         return Err(invalid("nprobe", "the model has no coarse quantiser"));
     };
-    let y = model.project(queries)?;
-    let flat: Vec<f32> = y.iter().copied().collect();
-    Ok(c.probe(&flat, n)
-        .into_iter()
-        .map(|p| {
-            let mut l: Vec<u32> = p.into_iter().map(|(l, _)| l).collect();
-            l.sort_unstable();
-            l
-        })
-        .collect())
+    Ok(model.probe_lists(queries, n)?.unwrap_or_default())
 }
 
 /// k-NN by ADC over the residual codes of an IVF model, re-ranked when `params.rerank`.
