@@ -11,7 +11,7 @@ from typing_extensions import TypeAlias
 
 from codedb._errors import FallbackWarning as FallbackWarning
 
-__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "spec_from_faiss", "train"]
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "larger_is_better", "spec_from_faiss", "train"]
 
 __version__: str
 
@@ -65,6 +65,7 @@ def train(
     progress: bool | Callable[[str, str, int, int], object] | None = None,
 ) -> Model: ...
 
+def larger_is_better(mode: str | None = None) -> bool: ...
 def classify_sums(
     model: Model, dim: int, classes: Iterable[Any], x: ArrayLike, top: int = 5
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
@@ -85,6 +86,8 @@ class Snapshot:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -96,6 +99,8 @@ class Snapshot:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
@@ -110,6 +115,8 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_classifier(
         self,
@@ -120,9 +127,15 @@ class Snapshot:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
-        self, q: ArrayLike, radius: int
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5
@@ -213,6 +226,8 @@ class Index:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
     def search_text(
         self,
@@ -224,6 +239,8 @@ class Index:
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
         mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_examples(
         self,
@@ -238,6 +255,8 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_classifier(
         self,
@@ -248,9 +267,15 @@ class Index:
         nprobe: int | None = None,
         classes: Iterable[str | int] | None = None,
         threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_radius(
-        self, q: ArrayLike, radius: int
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
     def classify(
         self, x: ArrayLike, top: int = 5

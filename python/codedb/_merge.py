@@ -19,14 +19,19 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from codedb import _codedb
 from codedb._errors import InvalidArgument
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
-#: Modes whose scores rank larger-is-better (the engine's ``SearchMode::direction``).
-LARGER_IS_BETTER = frozenset({"adc-ip", "float-ip", "float-dot", "exact-ip", "exact-dot"})
+
+
+def larger_is_better(mode: str | None) -> bool:
+    """Whether ``mode``'s scores rank larger first: the engine says it
+    (``SearchMode::larger_is_better``), so a merge sorts as one index does."""
+    return _codedb.larger_is_better(mode)
 
 
 def shard_of(ids: npt.ArrayLike, n_shards: int) -> npt.NDArray[np.int64]:

@@ -139,6 +139,33 @@ pub fn ids(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u64>> {
         .to_vec())
 }
 
+/// The ids of an id selector (`search(ids=...)`): as [`ids`], from a numpy integer array, a
+/// list or tuple — or any other iterable of ints (a set, a range, a generator), read once. A
+/// string is refused (it is not a collection of ids).
+pub fn id_set(obj: &Bound<'_, PyAny>, argument: &str) -> PyResult<Vec<u64>> {
+    if obj.is_instance_of::<pyo3::types::PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>()
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{argument}: expected integer ids (an iterable or a numpy array), got a string"
+        )));
+    }
+    if obj.cast::<PyUntypedArray>().is_ok()
+        || obj.is_instance_of::<pyo3::types::PyList>()
+        || obj.is_instance_of::<pyo3::types::PyTuple>()
+    {
+        return ids(obj, argument);
+    }
+    let list = pyo3::types::PyList::empty(obj.py());
+    for item in obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{argument}: expected integer ids (an iterable or a numpy array)"
+        ))
+    })? {
+        list.append(item?)?;
+    }
+    ids(list.as_any(), argument)
+}
+
 /// Ids as they leave in `I` (FAISS's int64 `idx_t`): each id's 64 bits as an int64 (two's
 /// complement), so `I.view(numpy.uint64)` gives ids ≥ 2⁶³ exactly and the padding −1 is the
 /// reserved id u64::MAX, never a row's.

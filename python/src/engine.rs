@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use ndarray::ArrayView2;
 
-pub use codedb::{Error, Index, MihChoice, Model, Snapshot};
+pub use codedb::{ClassRef, Error, Index, MihChoice, Model, RowFilter, Snapshot};
 
 use codedb::format::VectorDType;
 use codedb::model::PamirReport;
 use codedb::model::{Cancel, ProgressFn};
 use codedb::{
-    ClassRef, ClassSource, CompactionPolicy, Config, CreateOptions, NewClass, PipelineSpec,
-    SearchMode, SearchParams, TrainOptions, TrainReport,
+    ClassSource, CompactionPolicy, Config, CreateOptions, NewClass, PipelineSpec, SearchMode,
+    SearchParams, TrainOptions, TrainReport,
 };
 
 type Result<T> = std::result::Result<T, Error>;
@@ -76,24 +76,15 @@ pub fn attach_text_head(
     t: &TextTrain,
     seed: u64,
 ) -> Result<(Model, PamirReport)> {
-    use codedb::model::{MarginPolicy, PamirOptions, train_pamir};
-    let margin = match t.margin.as_str() {
-        "constant" => MarginPolicy::Constant,
-        "caption" => MarginPolicy::Caption,
-        other => {
-            return Err(Error::InvalidArgument {
-                argument: "margin".into(),
-                detail: format!("{other:?}: expected \"constant\" or \"caption\""),
-            });
-        }
-    };
-    let epsilon = t.epsilon.unwrap_or(match margin {
-        MarginPolicy::Caption => 0.1,
-        MarginPolicy::Constant => 1.0,
-    });
+    use codedb::model::{MarginPolicy, PamirOptions};
+    let margin: MarginPolicy = t
+        .margin
+        .parse()
+        .map_err(|e: codedb::model::UnknownMargin| Error::InvalidArgument {
+            argument: "margin".into(),
+            detail: e.to_string(),
+        })?;
     let opts = PamirOptions {
-        margin,
-        epsilon,
         c_grid: t.c_grid.clone(),
         iterations: t.iterations,
         patience: t.patience,
@@ -102,10 +93,9 @@ pub fn attach_text_head(
         max_words: t.max_words,
         seed,
         ..PamirOptions::default()
-    };
-    let p = model.project(x)?;
-    let (head, report) = train_pamir(p.view(), &t.captions, &opts)?;
-    Ok((model.with_text_head(head)?, report))
+    }
+    .with_margin(margin, t.epsilon);
+    Ok(model.with_trained_text_head(x, &t.captions, &opts)?)
 }
 
 /// What training did, as JSON (`Model.report`): the pipeline's steps (`train`) and the text
@@ -147,15 +137,14 @@ pub fn load_model(path: &Path) -> Result<Model> {
 }
 
 fn vector_dtype(store_vectors: Option<&str>) -> Result<Option<VectorDType>> {
-    match store_vectors {
-        None => Ok(None),
-        Some("f32") => Ok(Some(VectorDType::F32)),
-        Some("f16") => Ok(Some(VectorDType::F16)),
-        Some(other) => Err(Error::InvalidArgument {
-            argument: "store_vectors".into(),
-            detail: format!("{other:?}: expected \"f32\", \"f16\" or None"),
-        }),
-    }
+    store_vectors
+        .map(|name| {
+            VectorDType::parse(name).ok_or_else(|| Error::InvalidArgument {
+                argument: "store_vectors".into(),
+                detail: format!("{name:?}: expected \"f32\", \"f16\" or None"),
+            })
+        })
+        .transpose()
 }
 
 fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::ListAssignment>> {
@@ -325,6 +314,18 @@ pub fn classes(snap: &Snapshot) -> Vec<(u32, String, Option<u32>)> {
     })
 }
 
+/// Whether the mode named `name` ranks larger scores first (`None`, or a name no mode has:
+/// no — a search with such a name is refused before any merge).
+pub fn larger_is_better(name: Option<&str>) -> bool {
+    name.and_then(SearchMode::parse)
+        .is_some_and(SearchMode::larger_is_better)
+}
+
+/// The list ids of `classes` (names or ids) for a list-restricted search.
+pub fn class_ids(snap: &Snapshot, classes: &[ClassRef]) -> Result<Vec<u32>> {
+    Ok(snap.class_ids(classes)?)
+}
+
 /// A k-NN query: the mode's name (`None`: the codes' natural mode) and the scan's limits.
 pub struct Query<'a> {
     pub k: usize,
@@ -334,6 +335,33 @@ pub struct Query<'a> {
     pub lists: Option<Vec<u32>>,
     pub threads: usize,
     pub mih: MihChoice,
+    /// Only rows this filter passes (`where=`, `ids=`).
+    pub filter: Option<RowFilter>,
+}
+
+/// `where=` and `ids=` as one engine filter (a row must pass both), or `None` when neither is
+/// given. The expression is parsed and checked against the snapshot's columns before anything
+/// is read; a refusal is `InvalidArgument` naming `where`, with the engine's message (its
+/// 1-based character column), as the CLI's `--where` usage error.
+pub fn row_filter(
+    snap: &Snapshot,
+    expression: Option<&str>,
+    ids: Option<Vec<u64>>,
+) -> Result<Option<RowFilter>> {
+    let mut filter = RowFilter::default();
+    if let Some(text) = expression {
+        let refused = |e: codedb::FilterError| Error::InvalidArgument {
+            argument: "where".into(),
+            detail: format!("{text:?}: {e}"),
+        };
+        let p = codedb::Predicate::parse(text).map_err(refused)?;
+        p.check(&snap.attribute_schema()).map_err(refused)?;
+        filter.predicate = Some(p);
+    }
+    if let Some(ids) = ids {
+        filter.ids = Some(codedb::IdSelector::new(ids));
+    }
+    Ok((filter != RowFilter::default()).then_some(filter))
 }
 
 /// How scores read: Hamming distances (integers), or floats where smaller or larger is better.
@@ -365,6 +393,9 @@ fn params(mode: SearchMode, query: &Query<'_>) -> SearchParams {
     }
     if let Some(l) = &query.lists {
         params = params.lists(l.clone());
+    }
+    if let Some(f) = &query.filter {
+        params = params.filter(f.clone());
     }
     params
 }
@@ -414,9 +445,10 @@ fn in_chunks<T>(
 /// How a k-NN search's scores read: Hamming distances, or the mode's float direction.
 fn scores_of(mode: SearchMode, query: &Query<'_>) -> Scores {
     if query.rerank.is_some() || mode != SearchMode::Hamming {
-        match mode.direction() {
-            codedb::kernels::Direction::SmallerIsBetter => Scores::Smaller,
-            codedb::kernels::Direction::LargerIsBetter => Scores::Larger,
+        if mode.larger_is_better() {
+            Scores::Larger
+        } else {
+            Scores::Smaller
         }
     } else {
         Scores::Hamming
@@ -451,12 +483,15 @@ pub fn search_radius(
     snap: &Snapshot,
     q: ArrayView2<f32>,
     radius: u32,
+    filter: Option<&RowFilter>,
     cancel: &Cancel,
 ) -> Result<Hits> {
     in_chunks(q.nrows(), cancel, |r| {
-        Ok(plain(
-            snap.search_radius(q.slice(ndarray::s![r, ..]), radius)?,
-        ))
+        let q = q.slice(ndarray::s![r, ..]);
+        Ok(plain(match filter {
+            Some(f) => snap.search_radius_filtered(q, radius, f)?,
+            None => snap.search_radius(q, radius)?,
+        }))
     })
 }
 

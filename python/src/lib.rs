@@ -11,6 +11,7 @@ mod index;
 mod interrupt;
 mod model;
 mod query;
+mod query_methods;
 mod snapshot;
 
 use pyo3::prelude::*;
@@ -118,6 +119,30 @@ fn spec_from_faiss(factory: &str, d: Option<i128>) -> PyResult<(String, Vec<Stri
     engine::spec_from_faiss(factory, dim).py_err()
 }
 
+/// Whether a search in ``mode`` ranks larger scores first: the inner-product modes (the
+/// engine's ``SearchMode::larger_is_better``), what a merge of several indexes' results sorts
+/// by (``codedb.distributed``).
+///
+/// Parameters
+/// ----------
+/// mode : str, optional, default None
+///     A mode name as ``search`` takes it (None, the natural mode of any codes, ranks smaller
+///     first; so does a name no mode has, which ``search`` refuses).
+///
+/// Returns
+/// -------
+/// bool
+///
+/// Examples
+/// --------
+/// >>> codedb._codedb.larger_is_better("adc-ip"), codedb._codedb.larger_is_better("hamming")
+/// (True, False)
+#[pyfunction]
+#[pyo3(signature = (mode=None))]
+fn larger_is_better(mode: Option<&str>) -> bool {
+    engine::larger_is_better(mode)
+}
+
 pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))
 }
@@ -133,6 +158,7 @@ fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model::train, m)?)?;
     m.add_function(wrap_pyfunction!(classify_sums, m)?)?;
     m.add_function(wrap_pyfunction!(spec_from_faiss, m)?)?;
+    m.add_function(wrap_pyfunction!(larger_is_better, m)?)?;
     // The warning an open that fell back raises, here too (the one class of `codedb._errors`),
     // so code holding the native module (`codedb.distributed`) can subclass it.
     let errors = m.py().import("codedb._errors")?;

@@ -32,6 +32,9 @@ pub fn columns(k: usize, available: u64) -> usize {
     }
 }
 
+/// The return type of a k-NN query: `(D, I)`.
+pub type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 /// A k-NN query's Python arguments, counts already checked.
 pub struct QueryArgs<'a, 'py> {
     pub k: usize,
@@ -42,6 +45,29 @@ pub struct QueryArgs<'a, 'py> {
     pub threads: usize,
     /// `auto`, `on` or `off`, as the CLI's `search --mih`.
     pub mih: &'a str,
+    pub filter: FilterArgs<'a>,
+}
+
+/// `where=` and `ids=`: which rows a query may return (docs/filtering.md). Both given: a row
+/// must pass both, as the CLI's `--where` with `--ids`.
+pub struct FilterArgs<'a> {
+    pub expression: Option<&'a str>,
+    /// `ids=` as ids, read while the GIL is held; `Some(empty)` passes no row.
+    pub ids: Option<Vec<u64>>,
+}
+
+impl<'a> FilterArgs<'a> {
+    pub fn new(expression: Option<&'a str>, ids: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        Ok(FilterArgs {
+            expression,
+            ids: ids.map(|i| arrays::id_set(i, "ids")).transpose()?,
+        })
+    }
+
+    /// The engine's filter, its expression parsed and checked against `snap`'s columns.
+    fn filter(&self, snap: &Snapshot) -> PyResult<Option<engine::RowFilter>> {
+        engine::row_filter(snap, self.expression, self.ids.clone()).py_err()
+    }
 }
 
 impl<'a, 'py> QueryArgs<'a, 'py> {
@@ -56,6 +82,8 @@ impl<'a, 'py> QueryArgs<'a, 'py> {
         classes: Option<&'a Bound<'py, PyAny>>,
         threads: i128,
         mih: &'a str,
+        expression: Option<&'a str>,
+        ids: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         Ok(QueryArgs {
             k: arrays::count(k, "k", 1)?,
@@ -65,6 +93,7 @@ impl<'a, 'py> QueryArgs<'a, 'py> {
             classes,
             threads: arrays::count(threads, "threads", 0)?,
             mih,
+            filter: FilterArgs::new(expression, ids)?,
         })
     }
 
@@ -77,6 +106,7 @@ impl<'a, 'py> QueryArgs<'a, 'py> {
             lists: self.classes.map(|c| list_ids(snap, c)).transpose()?,
             threads: self.threads,
             mih: mih_choice(self.mih)?,
+            filter: self.filter.filter(snap)?,
         })
     }
 }
@@ -87,28 +117,21 @@ fn mih_choice(name: &str) -> PyResult<MihChoice> {
         .ok_or_else(|| invalid("mih", format!("{name:?}: expected auto, on or off")))
 }
 
-/// `classes=[...]`: names or class ids → list ids.
+/// `classes=[...]`: names (str) or class ids (int) → list ids ([`engine::class_ids`]).
 fn list_ids(snap: &Snapshot, classes: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
-    let table = engine::classes(snap);
-    let mut out = Vec::new();
+    let mut refs = Vec::new();
     for item in classes.try_iter()? {
         let item = item?;
-        if let Ok(name) = item.extract::<String>() {
-            match table.iter().find(|c| c.1 == name) {
-                Some(c) => out.push(c.0),
-                None => return Err(invalid("classes", format!("no class is named {name:?}"))),
-            }
+        refs.push(if let Ok(name) = item.extract::<String>() {
+            engine::ClassRef::Name(name)
         } else {
-            let id: u32 = item
-                .extract()
-                .map_err(|_| invalid("classes", "expected class names or class ids"))?;
-            if !table.is_empty() && !table.iter().any(|c| c.0 == id) {
-                return Err(invalid("classes", format!("no class has id {id}")));
-            }
-            out.push(id);
-        }
+            engine::ClassRef::Id(
+                item.extract()
+                    .map_err(|_| invalid("classes", "expected class names or class ids"))?,
+            )
+        });
     }
-    Ok(out)
+    engine::class_ids(snap, &refs).py_err()
 }
 
 /// `queries=`: one string or a list of strings.
@@ -240,6 +263,37 @@ pub enum NegativesArg<'py> {
     PerSet(Bound<'py, PyAny>),
     Random(usize),
     Default,
+}
+
+/// `search_examples`' negatives (`negatives=` or `random_negatives=`, not both) and SVM
+/// (`seed=`, `svm_c=`), checked and named.
+pub fn example_args<'py>(
+    negatives: Option<&Bound<'py, PyAny>>,
+    random_negatives: Option<i128>,
+    seed: i128,
+    svm_c: Option<f64>,
+) -> PyResult<(NegativesArg<'py>, engine::Svm)> {
+    let seed = arrays::seed(seed, "seed")?;
+    if let Some(c) = svm_c
+        && !(c.is_finite() && c > 0.0)
+    {
+        return Err(invalid("svm_c", format!("{c}, expected a finite C > 0")));
+    }
+    let negatives = match (negatives, random_negatives) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "random_negatives",
+                "give negatives or random_negatives, not both",
+            ));
+        }
+        (Some(n), None) if n.is_instance_of::<PyList>() || n.is_instance_of::<PyTuple>() => {
+            NegativesArg::PerSet(n.clone())
+        }
+        (Some(n), None) => NegativesArg::Given(arrays::rows(n, "negatives")?),
+        (None, Some(n)) => NegativesArg::Random(arrays::count(n, "random_negatives", 1)?),
+        (None, None) => NegativesArg::Default,
+    };
+    Ok((negatives, engine::Svm { seed, c: svm_c }))
 }
 
 /// A query by examples: `(D, I)` of shape `(1, k)`, larger scores better; with `examples` a
@@ -379,15 +433,17 @@ pub fn search_radius<'py>(
     snap: &Snapshot,
     q: &Bound<'py, PyAny>,
     radius: u32,
+    filter: &FilterArgs<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let rows = arrays::rows(q, "q")?;
     let view = rows.view()?;
+    let filter = filter.filter(snap)?;
     let hits = if view.nrows() == 0 {
         check_empty_width(snap, "q", view.ncols())?;
         Vec::new()
     } else {
         interrupt::run(py, &Progress::Off, |cancel, _| {
-            engine::search_radius(snap, view, radius, cancel)
+            engine::search_radius(snap, view, radius, filter.as_ref(), cancel)
         })?
     };
     let mut lims = Vec::with_capacity(hits.len() + 1);
@@ -504,4 +560,15 @@ pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSu
         });
     }
     Ok(out)
+}
+
+/// The stored vectors of rows `ids` (float32, `(len(ids), d)`).
+pub fn reconstruct<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    ids: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ids = arrays::ids(ids, "ids")?;
+    let (values, dim) = py.detach(|| engine::reconstruct(snap, &ids)).py_err()?;
+    arrays::matrix(py, values, ids.len(), dim)
 }

@@ -6,13 +6,11 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::arrays;
 use crate::engine;
 use crate::errors::{self, IntoPy};
 use crate::model::PyModel;
-use crate::query::{self, NegativesArg, QueryArgs};
+use crate::query_methods::query_methods;
 
 /// One committed version of an index, pinned until closed.
 ///
@@ -32,14 +30,16 @@ pub struct PySnapshot {
     snap: RwLock<Option<Arc<engine::Snapshot>>>,
 }
 
-/// The return type of a k-NN query: `(D, I)`.
-type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
-
 impl PySnapshot {
     pub fn new(snap: engine::Snapshot) -> PySnapshot {
         PySnapshot {
             snap: RwLock::new(Some(Arc::new(snap))),
         }
+    }
+
+    /// The version this snapshot's queries read (its pinned one), or `ClosedError`.
+    fn queried(&self) -> PyResult<Arc<engine::Snapshot>> {
+        self.get()
     }
 
     fn get(&self) -> PyResult<Arc<engine::Snapshot>> {
@@ -56,607 +56,144 @@ pub fn skipped<'py>(py: Python<'py>, snap: &engine::Snapshot) -> PyResult<Bound<
     crate::json_loads(py, &text)
 }
 
-#[pymethods]
-impl PySnapshot {
-    /// Opens the newest committed version of the index at ``path``, read-only (no lock).
-    ///
-    /// When the newest manifest(s) do not read, it opens the newest version that does and says so:
-    /// a :class:`codedb.FallbackWarning` (the CLI's warning text, naming ``path``), and
-    /// ``skipped_manifests`` lists what was skipped.
-    ///
-    /// Parameters
-    /// ----------
-    /// path : str or os.PathLike
-    ///     The index directory.
-    /// version : int, optional, default None
-    ///     Open this version rather than the newest (it must still be on disk; no fallback):
-    ///     how a sharded index's readers pin the versions a cut names.
-    ///
-    /// Returns
-    /// -------
-    /// Snapshot
-    ///
-    /// Raises
-    /// ------
-    /// NotFoundError
-    ///     ``path`` is not an index.
-    /// InvalidArgument
-    ///     ``version`` is not on disk.
-    /// CorruptError
-    ///     No manifest reads, or a file of the version does not match its checksums.
-    /// UnsupportedVersionError
-    ///     A format version this codedb does not read.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> codedb.Snapshot.open(path).skipped_manifests
-    /// []
-    #[staticmethod]
-    #[pyo3(signature = (path, version=None))]
-    fn open(py: Python<'_>, path: PathBuf, version: Option<i128>) -> PyResult<PySnapshot> {
-        let version = version
-            .map(|v| {
-                u64::try_from(v).map_err(|_| {
-                    errors::invalid("version", format!("{v}: expected a version number ≥ 0"))
+query_methods!(
+    PySnapshot,
+    {
+        /// Opens the newest committed version of the index at ``path``, read-only (no lock).
+        ///
+        /// When the newest manifest(s) do not read, it opens the newest version that does and says so:
+        /// a :class:`codedb.FallbackWarning` (the CLI's warning text, naming ``path``), and
+        /// ``skipped_manifests`` lists what was skipped.
+        ///
+        /// Parameters
+        /// ----------
+        /// path : str or os.PathLike
+        ///     The index directory.
+        /// version : int, optional, default None
+        ///     Open this version rather than the newest (it must still be on disk; no fallback):
+        ///     how a sharded index's readers pin the versions a cut names.
+        ///
+        /// Returns
+        /// -------
+        /// Snapshot
+        ///
+        /// Raises
+        /// ------
+        /// NotFoundError
+        ///     ``path`` is not an index.
+        /// InvalidArgument
+        ///     ``version`` is not on disk.
+        /// CorruptError
+        ///     No manifest reads, or a file of the version does not match its checksums.
+        /// UnsupportedVersionError
+        ///     A format version this codedb does not read.
+        ///
+        /// Examples
+        /// --------
+        /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
+        /// >>> codedb.Snapshot.open(path).skipped_manifests
+        /// []
+        #[staticmethod]
+        #[pyo3(signature = (path, version=None))]
+        fn open(py: Python<'_>, path: PathBuf, version: Option<i128>) -> PyResult<PySnapshot> {
+            let version = version
+                .map(|v| {
+                    u64::try_from(v).map_err(|_| {
+                        errors::invalid("version", format!("{v}: expected a version number ≥ 0"))
+                    })
                 })
-            })
-            .transpose()?;
-        let snap = py
-            .detach(|| match version {
-                Some(v) => engine::open_snapshot_version(&path, v),
-                None => engine::open_snapshot(&path),
-            })
-            .py_err()?;
-        errors::warn_fell_back(py, &path, snap.version(), snap.skipped_manifests())?;
-        Ok(PySnapshot::new(snap))
-    }
-
-    /// k-NN search: the k best live rows per query row, as FAISS's ``search`` returns them.
-    ///
-    /// Parameters
-    /// ----------
-    /// q : array_like, shape (nq, d)
-    ///     Query descriptors (float32; float64, float16 and uint8 are converted). An empty batch
-    ///     (nq = 0) gives ``(0, k)`` arrays.
-    /// k : int, default 10
-    ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
-    ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// mode : str, optional, default None
-    ///     How queries are compared with rows: "hamming", "asym", "adc", "adc-ip", "float",
-    ///     "float-ip", "exact", "exact-ip" (None: the natural mode of the index's codes).
-    /// rerank : int, optional, default None
-    ///     Re-score the R best by the mode's score exactly against the stored vectors and keep the
-    ///     k best (R ≥ k; the index must store vectors).
-    /// nprobe : int, optional, default None
-    ///     IVF: per query, scan the lists of the n nearest class means (ivf:K models: of the n
-    ///     nearest k-means centroids).
-    /// classes : iterable of str or int, optional, default None
-    ///     Scan only the inverted lists of these classes (names or class ids).
-    /// threads : int, default 1
-    ///     Scan threads (0: every core).
-    /// mih : str, default "auto"
-    ///     Hamming k-NN through the segments' multi-index hashing tables: "auto", "on" or "off".
-    ///
-    /// Returns
-    /// -------
-    /// D : numpy.ndarray, shape (nq, k)
-    ///     Scores, best first: int32 Hamming distances (padding 2**31-1), or float32 (padding +inf
-    ///     when smaller is better, -inf for the -ip modes).
-    /// I : numpy.ndarray of int64, shape (nq, k)
-    ///     Ids, ties by smaller id; -1 pads. Each id's 64 bits: ``I.view(numpy.uint64)`` gives ids
-    ///     at or above 2**63 exactly.
-    ///
-    /// Raises
-    /// ------
-    /// InvalidArgument
-    ///     Wrong width, NaN, k < 1, rerank < k, an unknown mode or class, a count out of range
-    ///     (``k=-1``, ``k=2**64``), a mode that does not apply to the codes.
-    /// TypeError
-    ///     Input that is not a numeric array (names the argument).
-    /// ClosedError
-    ///     The index or snapshot was closed.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> D, I = idx.search(x[:2], k=3)
-    /// >>> D.shape, I.dtype, int(I[0, 0]), int(D[0, 0])
-    /// ((2, 3), dtype('int64'), 0, 0)
-    /// >>> idx.search(x[:0], k=3)[1].shape
-    /// (0, 3)
-    #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
-    #[allow(clippy::too_many_arguments)]
-    pub fn search<'py>(
-        &self,
-        py: Python<'py>,
-        q: &Bound<'py, PyAny>,
-        k: i128,
-        mode: Option<&str>,
-        rerank: Option<i128>,
-        nprobe: Option<i128>,
-        classes: Option<&Bound<'py, PyAny>>,
-        threads: i128,
-        mih: &str,
-    ) -> PyResult<Pair<'py>> {
-        let args = QueryArgs::new(k, mode, rerank, nprobe, classes, threads, mih)?;
-        query::search(py, &*self.get()?, q, &args)
-    }
-
-    /// Text queries ranked by the model's text head (PAMIR; ``train(captions=...)``).
-    ///
-    /// Words the head does not know are ignored with a ``UserWarning`` naming them; a query with no
-    /// known word is an error.
-    ///
-    /// Parameters
-    /// ----------
-    /// queries : str or list of str
-    ///     One query, or several (an empty list gives ``(0, k)`` arrays).
-    /// k : int, default 10
-    ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
-    ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// mode : str, optional, default None
-    ///     How queries are compared with rows: "hamming", "asym", "adc", "adc-ip", "float",
-    ///     "float-ip", "exact", "exact-ip" (None: the natural mode of the index's codes).
-    /// rerank : int, optional, default None
-    ///     Re-score the R best by the mode's score exactly against the stored vectors and keep the
-    ///     k best (R ≥ k; the index must store vectors).
-    /// nprobe : int, optional, default None
-    ///     IVF: per query, scan the lists of the n nearest class means (ivf:K models: of the n
-    ///     nearest k-means centroids).
-    /// classes : iterable of str or int, optional, default None
-    ///     Scan only the inverted lists of these classes (names or class ids).
-    /// threads : int, default 1
-    ///     Scan threads (0: every core).
-    /// mih : str, default "auto"
-    ///     Accepted for symmetry with ``search`` (text queries scan linearly).
-    ///
-    /// Returns
-    /// -------
-    /// D : numpy.ndarray of float32, shape (nq, k)
-    ///     Scores, larger is better (padding -inf).
-    /// I : numpy.ndarray of int64, shape (nq, k)
-    ///     Ids (-1 pads), as ``search``.
-    ///
-    /// Raises
-    /// ------
-    /// ModelError
-    ///     The model has no text head.
-    /// InvalidArgument
-    ///     A query with no known word; counts or modes as ``search``.
-    ///
-    /// Examples
-    /// --------
-    /// >>> m = codedb.train(x, "pca-itq:16", seed=3, captions=[["red"] if v else ["blue"] for v in y == 0], pamir_iterations=2000)
-    /// >>> idx = codedb.Index.build(path, m, x)
-    /// >>> D, I = idx.search_text("red", k=5)
-    /// >>> I.shape, D.dtype
-    /// ((1, 5), dtype('float32'))
-    #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto"))]
-    #[allow(clippy::too_many_arguments)]
-    pub fn search_text<'py>(
-        &self,
-        py: Python<'py>,
-        queries: &Bound<'py, PyAny>,
-        k: i128,
-        mode: Option<&str>,
-        rerank: Option<i128>,
-        nprobe: Option<i128>,
-        classes: Option<&Bound<'py, PyAny>>,
-        threads: i128,
-        mih: &str,
-    ) -> PyResult<Pair<'py>> {
-        let args = QueryArgs::new(k, mode, rerank, nprobe, classes, threads, mih)?;
-        query::search_text(py, &*self.get()?, queries, &args)
-    }
-
-    /// Query by examples: rows ranked by a linear SVM learned at query time (PiCoDes, Bergamo et
-    /// al. NIPS 2011; the CLI's ``search --examples``).
-    ///
-    /// The examples are encoded with the index's model and decoded (``Model.decode``); the SVM
-    /// (squared hinge, each class weighted to half the total cost) learns w and b against the
-    /// negatives, and every live row scores ``b + w·decode(code)``.
-    ///
-    /// Parameters
-    /// ----------
-    /// examples : array_like, shape (n, d), or list of them
-    ///     Positive examples (descriptors). A list (or tuple) of arrays is a batch: one example
-    ///     set per array, one result row per set, each equal to a call with that set alone (the
-    ///     CLI's ``--example-groups``).
-    /// k : int, default 10
-    ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
-    ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// negatives : array_like, shape (m, d), or list of them, optional, default None
-    ///     Negative examples. Default: random live rows (``random_negatives``). With a batch of
-    ///     example sets: one array shared by every set, or a list of one array per set.
-    /// random_negatives : int, optional, default None
-    ///     Draw this many live rows as negatives (default 1000, at most the live rows).
-    /// seed : int, default 1234
-    ///     Seed of the random negatives and of the SVM's visiting order (``codedb``'s one default
-    ///     seed, as ``train``'s and the CLI's).
-    /// svm_c : float, optional, default None
-    ///     The SVM's cost C (None: 1).
-    /// mode : str, optional, default None
-    ///     How queries are compared with rows: "hamming", "asym", "adc", "adc-ip", "float",
-    ///     "float-ip", "exact", "exact-ip" (None: the natural mode of the index's codes).
-    /// rerank : int, optional, default None
-    ///     Re-score the R best by the mode's score exactly against the stored vectors and keep the
-    ///     k best (R ≥ k; the index must store vectors).
-    /// nprobe : int, optional, default None
-    ///     IVF: per query, scan the lists of the n nearest class means (ivf:K models: of the n
-    ///     nearest k-means centroids).
-    /// classes : iterable of str or int, optional, default None
-    ///     Scan only the inverted lists of these classes (names or class ids).
-    /// threads : int, default 1
-    ///     Scan threads (0: every core).
-    ///
-    /// Returns
-    /// -------
-    /// D : numpy.ndarray of float32, shape (1, k) (a batch: (sets, k))
-    ///     Scores, larger is better (padding -inf).
-    /// I : numpy.ndarray of int64, shape (1, k) (a batch: (sets, k))
-    ///     Ids (-1 pads).
-    ///
-    /// Raises
-    /// ------
-    /// InvalidArgument
-    ///     Examples of the wrong width or NaN, both negatives and random_negatives, more random
-    ///     negatives than live rows, an exact mode, counts as ``search``.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> D, I = idx.search_examples(x[:5], k=10, random_negatives=100, seed=1)
-    /// >>> I.shape, bool((y[I[0]] == 0).all())
-    /// ((1, 10), True)
-    #[pyo3(signature = (
-        examples, k=10, negatives=None, random_negatives=None, seed=1234, svm_c=None, mode=None,
-        rerank=None, nprobe=None, classes=None, threads=1,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    pub fn search_examples<'py>(
-        &self,
-        py: Python<'py>,
-        examples: &Bound<'py, PyAny>,
-        k: i128,
-        negatives: Option<&Bound<'py, PyAny>>,
-        random_negatives: Option<i128>,
-        seed: i128,
-        svm_c: Option<f64>,
-        mode: Option<&str>,
-        rerank: Option<i128>,
-        nprobe: Option<i128>,
-        classes: Option<&Bound<'py, PyAny>>,
-        threads: i128,
-    ) -> PyResult<Pair<'py>> {
-        let args = QueryArgs::new(k, mode, rerank, nprobe, classes, threads, "auto")?;
-        let seed = arrays::seed(seed, "seed")?;
-        if let Some(c) = svm_c
-            && !(c.is_finite() && c > 0.0)
-        {
-            return Err(errors::invalid(
-                "svm_c",
-                format!("{c}, expected a finite C > 0"),
-            ));
+                .transpose()?;
+            let snap = py
+                .detach(|| match version {
+                    Some(v) => engine::open_snapshot_version(&path, v),
+                    None => engine::open_snapshot(&path),
+                })
+                .py_err()?;
+            errors::warn_fell_back(py, &path, snap.version(), snap.skipped_manifests())?;
+            Ok(PySnapshot::new(snap))
         }
-        let negatives = match (negatives, random_negatives) {
-            (Some(_), Some(_)) => {
-                return Err(errors::invalid(
-                    "random_negatives",
-                    "give negatives or random_negatives, not both",
-                ));
+    },
+    {
+        /// How the live rows split between inverted lists and no list: ``(listed, unlisted)``.
+        ///
+        /// A list-restricted search (``classes=``, ``nprobe=``) scans the rows of its lists and
+        /// every unlisted row; ``codedb.distributed`` asks each shard, so that a shard holding none
+        /// of a query's probed lists still answers with its unlisted rows (or with nothing).
+        ///
+        /// Returns
+        /// -------
+        /// tuple of (int, int)
+        ///
+        /// Examples
+        /// --------
+        /// >>> idx = codedb.Index.build(path, model, x, labels=y, lists="label")
+        /// >>> idx.snapshot().list_coverage()
+        /// (600, 0)
+        pub fn list_coverage(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+            let snap = self.get()?;
+            let c = py
+                .detach(|| snap.list_coverage())
+                .map_err(engine::Error::from)
+                .py_err()?;
+            Ok((c.listed_rows, c.unlisted_rows))
+        }
+
+        /// Live rows of this version.
+        pub fn __len__(&self) -> PyResult<usize> {
+            Ok(engine::live_rows(&*self.get()?) as usize)
+        }
+
+        /// The descriptors' dimension.
+        #[getter]
+        pub fn d(&self) -> PyResult<usize> {
+            engine::input_dim(&*self.get()?).py_err()
+        }
+
+        /// This version's number.
+        #[getter]
+        pub fn version(&self) -> PyResult<u64> {
+            Ok(engine::version(&*self.get()?))
+        }
+
+        /// The model this version's codes were made with.
+        #[getter]
+        pub fn model(&self) -> PyResult<PyModel> {
+            let model = engine::snapshot_model(&*self.get()?).py_err()?;
+            Ok(PyModel::new(model))
+        }
+
+        /// Unpins the version (its files may then be collected). Idempotent.
+        ///
+        /// Examples
+        /// --------
+        /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
+        /// >>> snap = idx.snapshot(); snap.close(); snap.closed
+        /// True
+        fn close(&self) {
+            self.snap.write().take();
+        }
+
+        /// Whether ``close`` was called.
+        #[getter]
+        fn closed(&self) -> bool {
+            self.snap.read().is_none()
+        }
+
+        fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+            slf
+        }
+
+        #[pyo3(signature = (*_args))]
+        fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+            self.close();
+            false
+        }
+
+        fn __repr__(&self) -> String {
+            match self.get() {
+                Ok(s) => format!("Snapshot(version={})", engine::version(&s)),
+                Err(_) => "Snapshot(closed)".into(),
             }
-            (Some(n), None) if n.is_instance_of::<PyList>() || n.is_instance_of::<PyTuple>() => {
-                NegativesArg::PerSet(n.clone())
-            }
-            (Some(n), None) => NegativesArg::Given(arrays::rows(n, "negatives")?),
-            (None, Some(n)) => NegativesArg::Random(arrays::count(n, "random_negatives", 1)?),
-            (None, None) => NegativesArg::Default,
-        };
-        let svm = engine::Svm { seed, c: svm_c };
-        query::search_examples(py, &*self.get()?, examples, negatives, &svm, &args)
-    }
-
-    /// Rows ranked by a given linear classifier of their codes (the CLI's ``search --classifier``).
-    ///
-    /// Parameters
-    /// ----------
-    /// classifier : array_like of float, shape (D + 1,)
-    ///     The weights over the decoded code (``Model.decode``'s columns), then the bias.
-    /// k : int, default 10
-    ///     Results per query. ``I`` has k columns, padded with -1 past the rows found (as FAISS);
-    ///     a k above both the live rows and 65,536 is capped at the live rows (the CLI's rule).
-    /// mode : str, optional, default None
-    ///     How queries are compared with rows: "hamming", "asym", "adc", "adc-ip", "float",
-    ///     "float-ip", "exact", "exact-ip" (None: the natural mode of the index's codes).
-    /// rerank : int, optional, default None
-    ///     Re-score the R best by the mode's score exactly against the stored vectors and keep the
-    ///     k best (R ≥ k; the index must store vectors).
-    /// nprobe : int, optional, default None
-    ///     IVF: per query, scan the lists of the n nearest class means (ivf:K models: of the n
-    ///     nearest k-means centroids).
-    /// classes : iterable of str or int, optional, default None
-    ///     Scan only the inverted lists of these classes (names or class ids).
-    /// threads : int, default 1
-    ///     Scan threads (0: every core).
-    ///
-    /// Returns
-    /// -------
-    /// D : numpy.ndarray of float32, shape (1, k)
-    ///     Scores ``bias + w·decode(code)``, larger is better (padding -inf).
-    /// I : numpy.ndarray of int64, shape (1, k)
-    ///     Ids (-1 pads).
-    ///
-    /// Raises
-    /// ------
-    /// InvalidArgument
-    ///     A classifier of the wrong length or non-finite; re-ranking binary codes; counts as
-    ///     ``search``.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> w = np.append(model.decode(model.encode(x[:1]))[0], 0.0)
-    /// >>> D, I = idx.search_classifier(w, k=3)
-    /// >>> int(I[0, 0]), int(D[0, 0])
-    /// (0, 16)
-    #[pyo3(signature = (classifier, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1))]
-    #[allow(clippy::too_many_arguments)]
-    pub fn search_classifier<'py>(
-        &self,
-        py: Python<'py>,
-        classifier: &Bound<'py, PyAny>,
-        k: i128,
-        mode: Option<&str>,
-        rerank: Option<i128>,
-        nprobe: Option<i128>,
-        classes: Option<&Bound<'py, PyAny>>,
-        threads: i128,
-    ) -> PyResult<Pair<'py>> {
-        let args = QueryArgs::new(k, mode, rerank, nprobe, classes, threads, "auto")?;
-        query::search_classifier(py, &*self.get()?, classifier, &args)
-    }
-
-    /// Every live row within Hamming ``radius`` of each query's code, as FAISS's ``range_search``.
-    ///
-    /// Parameters
-    /// ----------
-    /// q : array_like, shape (nq, d)
-    ///     Query descriptors.
-    /// radius : int
-    ///     0, 1 or 2 (binary codes of at most 32 bits: a hash-table lookup, ITQ §4.5).
-    ///
-    /// Returns
-    /// -------
-    /// lims : numpy.ndarray of int64, shape (nq + 1,)
-    ///     Query i's results are ``D[lims[i]:lims[i+1]]``, ``I[lims[i]:lims[i+1]]``.
-    /// D : numpy.ndarray of int32
-    ///     Hamming distances, nearest first.
-    /// I : numpy.ndarray of int64
-    ///     Ids (their 64 bits, as ``search``).
-    ///
-    /// Raises
-    /// ------
-    /// InvalidArgument
-    ///     A radius above 2, codes that are not binary or wider than 32 bits, a wrong width.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> lims, D, I = idx.search_radius(x[:2], 0)
-    /// >>> lims.shape, int(I[lims[0]])
-    /// ((3,), 0)
-    pub fn search_radius<'py>(
-        &self,
-        py: Python<'py>,
-        q: &Bound<'py, PyAny>,
-        radius: i128,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let radius = arrays::small(radius, "radius", u32::MAX)?;
-        query::search_radius(py, &*self.get()?, q, radius)
-    }
-
-    /// The ``top`` nearest class means per row (NCM, Mensink et al. TPAMI 2013, eq. 9).
-    ///
-    /// Parameters
-    /// ----------
-    /// x : array_like, shape (n, d)
-    ///     Descriptors (an empty batch gives ``(0, top)`` arrays).
-    /// top : int, default 5
-    ///     Classes per row; ids -1 past the last class (a top above both the classes and 65,536 is
-    ///     capped at the classes).
-    ///
-    /// Returns
-    /// -------
-    /// scores : numpy.ndarray of float32, shape (n, top)
-    ///     Larger is better (padding -inf).
-    /// ids : numpy.ndarray of int64, shape (n, top)
-    ///     Class ids, best first; names via ``classes``.
-    ///
-    /// Raises
-    /// ------
-    /// NotFoundError
-    ///     The index has no classes.
-    /// InvalidArgument
-    ///     Wrong width, NaN, top < 1.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> scores, cls = idx.classify(x[[0, 300, 599]], top=2)
-    /// >>> cls[:, 0].tolist()
-    /// [0, 1, 2]
-    #[pyo3(signature = (x, top=5))]
-    pub fn classify<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        top: i128,
-    ) -> PyResult<Pair<'py>> {
-        let top = arrays::count(top, "top", 1)?;
-        query::classify(py, &*self.get()?, x, top)
-    }
-
-    /// The stored vectors of rows, by id (FAISS's ``reconstruct`` / ``reconstruct_n``).
-    ///
-    /// Parameters
-    /// ----------
-    /// ids : array_like of int
-    ///     Live row ids (uint64, or non-negative int64).
-    ///
-    /// Returns
-    /// -------
-    /// numpy.ndarray of float32, shape (len(ids), d)
-    ///     The vectors as stored (f16 vectors come back rounded).
-    ///
-    /// Raises
-    /// ------
-    /// InvalidArgument
-    ///     The index stores no vectors (``store_vectors=None``: decode its codes with the model), or
-    ///     a negative id.
-    /// NotFoundError
-    ///     An id that is not a live row.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> bool((idx.reconstruct([0, 5]) == x[[0, 5]]).all())
-    /// True
-    pub fn reconstruct<'py>(
-        &self,
-        py: Python<'py>,
-        ids: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let ids = arrays::ids(ids, "ids")?;
-        let snap = self.get()?;
-        let (values, dim) = py.detach(|| engine::reconstruct(&snap, &ids)).py_err()?;
-        arrays::matrix(py, values, ids.len(), dim)
-    }
-
-    /// The committed classes: ``{class id: name}``.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> sorted(idx.classes)
-    /// [0, 1, 2]
-    #[getter]
-    pub fn classes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        query::classes(py, &*self.get()?)
-    }
-
-    /// The class table as counts and sums: ``(dim, [{"id", "name", "parent", "count", "sum"}])``.
-    ///
-    /// What ``codedb.distributed`` adds up over shards (the table is additive); ``dim`` is 0 without
-    /// a class table.
-    ///
-    /// Returns
-    /// -------
-    /// tuple of (int, list of dict)
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> dim, table = idx.class_sums()
-    /// >>> dim, [c["count"] for c in table]
-    /// (32, [200, 200, 200])
-    pub fn class_sums<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
-        query::class_sums(py, &*self.get()?)
-    }
-
-    /// How the live rows split between inverted lists and no list: ``(listed, unlisted)``.
-    ///
-    /// A list-restricted search (``classes=``, ``nprobe=``) scans the rows of its lists and
-    /// every unlisted row; ``codedb.distributed`` asks each shard, so that a shard holding none
-    /// of a query's probed lists still answers with its unlisted rows (or with nothing).
-    ///
-    /// Returns
-    /// -------
-    /// tuple of (int, int)
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, lists="label")
-    /// >>> idx.snapshot().list_coverage()
-    /// (600, 0)
-    pub fn list_coverage(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
-        let snap = self.get()?;
-        let c = py
-            .detach(|| snap.list_coverage())
-            .map_err(engine::Error::from)
-            .py_err()?;
-        Ok((c.listed_rows, c.unlisted_rows))
-    }
-
-    /// Manifests newer than the served version that did not read: ``[{"version", "file",
-    /// "error"}]`` (as ``inspect()["skipped_manifests"]``). Empty unless the open fell back (then a
-    /// :class:`codedb.FallbackWarning` was raised, and writes raise :class:`codedb.FellBackError`).
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> idx.skipped_manifests
-    /// []
-    #[getter]
-    pub fn skipped_manifests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        skipped(py, &*self.get()?)
-    }
-
-    /// Live rows of this version.
-    pub fn __len__(&self) -> PyResult<usize> {
-        Ok(engine::live_rows(&*self.get()?) as usize)
-    }
-
-    /// The descriptors' dimension.
-    #[getter]
-    pub fn d(&self) -> PyResult<usize> {
-        engine::input_dim(&*self.get()?).py_err()
-    }
-
-    /// This version's number.
-    #[getter]
-    pub fn version(&self) -> PyResult<u64> {
-        Ok(engine::version(&*self.get()?))
-    }
-
-    /// The model this version's codes were made with.
-    #[getter]
-    pub fn model(&self) -> PyResult<PyModel> {
-        let model = engine::snapshot_model(&*self.get()?).py_err()?;
-        Ok(PyModel::new(model))
-    }
-
-    /// Unpins the version (its files may then be collected). Idempotent.
-    ///
-    /// Examples
-    /// --------
-    /// >>> idx = codedb.Index.build(path, model, x, labels=y, store_vectors="f32")
-    /// >>> snap = idx.snapshot(); snap.close(); snap.closed
-    /// True
-    fn close(&self) {
-        self.snap.write().take();
-    }
-
-    /// Whether ``close`` was called.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.snap.read().is_none()
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
-    }
-
-    fn __repr__(&self) -> String {
-        match self.get() {
-            Ok(s) => format!("Snapshot(version={})", engine::version(&s)),
-            Err(_) => "Snapshot(closed)".into(),
         }
     }
-}
+);

@@ -40,6 +40,15 @@ impl VectorDType {
             VectorDType::F16 => "f16",
         }
     }
+
+    /// The type named `name` (its [`VectorDType::name`]: "f32" or "f16"), or `None`: the one
+    /// place the stored-vector type is chosen by name (the CLI's `--store-vectors`, Python's
+    /// `store_vectors=`).
+    pub fn parse(name: &str) -> Option<VectorDType> {
+        [VectorDType::F32, VectorDType::F16]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
 }
 
 /// What a segment holds: row count, code layout, the model that encoded it.

@@ -117,9 +117,10 @@ pub use supervised::{
     SupervisedOptions, choose_cca_rho, fit_attributes, fit_cca, fit_cca_pair, fit_jscl, fit_metric,
 };
 pub use text::{
-    MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy, PAMIR_DEFAULT_ITERATIONS,
-    PamirCheckpoint, PamirOptions, PamirReport, PamirStop, PamirTrial, RankingMetrics, TextHead,
-    TextQuery, TextVector, Vocabulary, tokenize, train_pamir,
+    MARGIN_NAMES, MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy,
+    PAMIR_DEFAULT_ITERATIONS, PamirCheckpoint, PamirOptions, PamirReport, PamirStop, PamirTrial,
+    RankingMetrics, TextHead, TextQuery, TextVector, UnknownMargin, Vocabulary, tokenize,
+    train_pamir,
 };
 pub use train::{
     DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,

@@ -6,13 +6,18 @@
 
 use ndarray::ArrayView2;
 
+use crate::classes::ClassRef;
 use crate::storage::Snapshot;
 
+use super::error::invalid;
 use super::filter::{RowFilter, Schema};
 use super::{
     Hit, ListCoverage, SearchError, SearchParams, VectorSource, list_coverage, probe,
     radius_snapshot, search_snapshot, snapshot_schema,
 };
+
+/// The list id no row is filed under (`u32::MAX`: a row without a list), never a class.
+const NO_LIST: u32 = u32::MAX;
 
 impl Snapshot {
     /// The `params.k` best live rows of this snapshot for each query row (raw descriptors of
@@ -74,6 +79,57 @@ impl Snapshot {
         nprobe: usize,
     ) -> Result<Vec<Vec<u32>>, SearchError> {
         probe::probe_lists(self, queries, nprobe)
+    }
+
+    /// The list ids of `classes` for a list-restricted search ([`SearchParams::lists`]): the
+    /// one place a front end's class names become list ids (the CLI's `--classes`, Python's
+    /// `classes=`). A [`ClassRef::Name`] is a class name of this version's class table, or
+    /// else a decimal class id; a [`ClassRef::Id`] an id. With a class table an id must be one
+    /// of its classes; without one (rows filed under lists by label alone) classes are given
+    /// by id, unchecked. A class that cannot be resolved is [`SearchError::InvalidArgument`]
+    /// for `classes`, its detail starting with the class as given.
+    pub fn class_ids(&self, classes: &[ClassRef]) -> Result<Vec<u32>, SearchError> {
+        let table = self.classes();
+        let known = |id: u32| table.is_none_or(|t| t.classes.iter().any(|c| c.id == id));
+        classes
+            .iter()
+            .map(|class| {
+                let (item, id) = match class {
+                    ClassRef::Name(name) => {
+                        if let Some(c) =
+                            table.and_then(|t| t.classes.iter().find(|c| c.name == *name))
+                        {
+                            return Ok(c.id);
+                        }
+                        match name.parse::<u32>() {
+                            Ok(id) if id != NO_LIST => (name.clone(), id),
+                            _ => {
+                                return Err(invalid(
+                                    "classes",
+                                    format!(
+                                        "{name}: {}",
+                                        if table.is_some() {
+                                            "no class has this name (and it is not a class id)"
+                                        } else {
+                                            "the index has no class table, so classes are \
+                                             given by id"
+                                        }
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                    ClassRef::Id(id) => (id.to_string(), *id),
+                };
+                if id == NO_LIST || !known(id) {
+                    return Err(invalid(
+                        "classes",
+                        format!("{item}: no class has this name or id"),
+                    ));
+                }
+                Ok(id)
+            })
+            .collect()
     }
 
     /// How many live rows have a list id and how many have none (a list-restricted search

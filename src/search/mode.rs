@@ -104,6 +104,13 @@ impl SearchMode {
             .map_or("?", |(n, _)| n)
     }
 
+    /// Whether a larger score ranks first (the inner-product modes) — what a merge of
+    /// several indexes' results (a sharded index) sorts by; [`SearchMode::direction`] as a
+    /// flag.
+    pub fn larger_is_better(self) -> bool {
+        self.direction() == Direction::LargerIsBetter
+    }
+
     /// Which way scores rank.
     pub fn direction(self) -> Direction {
         match self {

@@ -67,9 +67,10 @@ fn load_model(path: &Path) -> Result<Model> {
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let store_vectors = match a.store_vectors.as_deref() {
         None => None,
-        Some("f32") => Some(VectorDType::F32),
-        Some("f16") => Some(VectorDType::F16),
-        Some(other) => bail!("--store-vectors {other}: expected f16 or f32"),
+        Some(name) => match VectorDType::parse(name) {
+            Some(t) => Some(t),
+            None => bail!("--store-vectors {name}: expected f16 or f32"),
+        },
     };
     let lists = inputs::lists(a.lists.as_deref())?;
     let model = load_model(&a.model)?;

@@ -103,7 +103,7 @@ pub struct EvalArgs {
     pub text_queries: Option<PathBuf>,
     /// Text task: PAMIR margin policies to evaluate each SPEC with (comma-separated; the
     /// default is `codedb train`'s).
-    #[arg(long, value_delimiter = ',', default_value = "constant", value_parser = ["constant", "caption"])]
+    #[arg(long, value_delimiter = ',', default_value = "constant", value_parser = clap::builder::PossibleValuesParser::new(codedb::model::MARGIN_NAMES.iter().map(|m| m.0)))]
     pub margins: Vec<String>,
     /// Text task: aggressiveness values C tried on the validation part of the training rows.
     #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,1,10")]

@@ -16,10 +16,8 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
     let margins: Vec<MarginPolicy> = a
         .margins
         .iter()
-        .map(|m| match m.as_str() {
-            "caption" => MarginPolicy::Caption,
-            _ => MarginPolicy::Constant,
-        })
+        // clap's value_parser admits only MARGIN_NAMES, so the parse cannot fail.
+        .map(|m| m.parse().unwrap_or(MarginPolicy::Constant))
         .collect();
     let rankers = match TextRanker::parse_list(&a.pipelines, &margins) {
         Ok(r) => r,

@@ -10,7 +10,9 @@ use clap::Args;
 use clap::builder::PossibleValuesParser;
 use codedb::MihChoice;
 use codedb::Snapshot;
-use codedb::{Hit, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams};
+use codedb::{
+    ClassRef, Hit, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams,
+};
 use ndarray::{ArrayView2, s};
 
 use crate::args::{self, usage};
@@ -300,36 +302,14 @@ fn read_ids(path: &std::path::Path) -> Result<Vec<u64>> {
         .collect()
 }
 
-/// List ids of `--classes`: each item a class name, or else a decimal class id. With a class
-/// table, an id must be a class of it; without one, only ids are accepted.
+/// List ids of `--classes` (each item a class name, or else a decimal class id:
+/// [`Snapshot::class_ids`]).
 pub(crate) fn resolve_classes(snap: &Snapshot, items: &[String]) -> Result<Vec<u32>> {
-    let table = snap.classes();
-    items
-        .iter()
-        .map(|item| {
-            let item = item.trim();
-            if let Some(c) = table.and_then(|t| t.classes.iter().find(|c| c.name == item)) {
-                return Ok(c.id);
-            }
-            let id: u32 = match item.parse() {
-                Ok(id) if id != u32::MAX => id,
-                _ => bail!(
-                    "--classes {item}: {}",
-                    if table.is_some() {
-                        "no class has this name (and it is not a class id)"
-                    } else {
-                        "the index has no class table, so classes are given by id"
-                    }
-                ),
-            };
-            if let Some(t) = table
-                && !t.classes.iter().any(|c| c.id == id)
-            {
-                bail!("--classes {item}: no class has this name or id");
-            }
-            Ok(id)
-        })
-        .collect()
+    let refs: Vec<ClassRef> = items.iter().map(|i| ClassRef::from(i.trim())).collect();
+    snap.class_ids(&refs).map_err(|e| match e {
+        SearchError::InvalidArgument { detail, .. } => anyhow::anyhow!("--classes {detail}"),
+        other => anyhow::Error::new(other).context("--classes"),
+    })
 }
 
 /// Queries per search call when a progress bar is shown: enough that each call still shares

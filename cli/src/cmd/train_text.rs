@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use clap::builder::PossibleValuesParser;
 use codedb::model::{
-    MarginPolicy, PAMIR_DEFAULT_ITERATIONS, PamirOptions, PamirReport, PamirStop, train_pamir,
+    MARGIN_NAMES, MarginPolicy, PAMIR_DEFAULT_ITERATIONS, PamirOptions, PamirReport, PamirStop,
 };
 use codedb::model::{Model, ProgressFn};
 use ndarray::ArrayView2;
@@ -23,7 +24,7 @@ pub struct TextTrainArgs {
     pub captions: Option<PathBuf>,
     /// Text-head margin: constant (ε = --epsilon, default 1) or caption (ε_k = max(ε, text score
     /// difference of the two captions), default ε = 0.1).
-    #[arg(long, default_value = "constant", value_parser = ["constant", "caption"], requires = "captions")]
+    #[arg(long, default_value = "constant", value_parser = PossibleValuesParser::new(MARGIN_NAMES.iter().map(|m| m.0)), requires = "captions")]
     pub margin: String,
     /// The margin ε (constant) or its floor (caption); default 1 or 0.1.
     #[arg(long, requires = "captions")]
@@ -66,18 +67,9 @@ impl TextTrainArgs {
         progress: Option<ProgressFn>,
         verbose: bool,
     ) -> PamirOptions {
-        let margin = if self.margin == "caption" {
-            MarginPolicy::Caption
-        } else {
-            MarginPolicy::Constant
-        };
-        let default_eps = match margin {
-            MarginPolicy::Caption => 0.1,
-            MarginPolicy::Constant => 1.0,
-        };
+        // clap's value_parser admits only MARGIN_NAMES, so the parse cannot fail.
+        let margin: MarginPolicy = self.margin.parse().unwrap_or(MarginPolicy::Constant);
         PamirOptions {
-            margin,
-            epsilon: self.epsilon.unwrap_or(default_eps),
             c_grid: self.pamir_c.clone(),
             iterations: self.pamir_iterations,
             patience: self.pamir_patience,
@@ -89,6 +81,7 @@ impl TextTrainArgs {
             verbose,
             ..PamirOptions::default()
         }
+        .with_margin(margin, self.epsilon)
     }
 }
 
@@ -106,14 +99,14 @@ pub fn attach(
     };
     let captions = codedb_cli::io::read_captions(path, x.nrows())?;
     let groups = read_groups(a.pamir_validation_groups.as_deref(), x.nrows())?;
-    let p = model.project(x.view())?;
     let opts = a.options(seed, groups, progress, verbose);
-    let (head, report) = train_pamir(p.view(), &captions, &opts)
+    let (model, report) = model
+        .with_trained_text_head(x.view(), &captions, &opts)
         .with_context(|| format!("training the text head on {}", path.display()))?;
     if let Some(note) = report.cap_note() {
         errln!("note: {note}");
     }
-    Ok((model.with_text_head(head)?, Some(report)))
+    Ok((model, Some(report)))
 }
 
 /// `--pamir-validation-groups FILE`: one integer per row, or an error naming the file.

@@ -30,9 +30,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Error;
 use codedb::model::{
-    CCA_RHO_GRID, CcaFit, MarginPolicy, Model, PamirOptions, PamirStop, PipelineSpec,
-    RankingMetrics, TextVector, TrainOptions, Vocabulary, fit_cca_pair, tokenize, train,
-    train_pamir,
+    CCA_RHO_GRID, CcaFit, MarginPolicy, PamirOptions, PamirStop, PipelineSpec, RankingMetrics,
+    TextVector, TrainOptions, Vocabulary, fit_cca_pair, tokenize, train,
 };
 use codedb::{BuildOptions, Index, SearchMode, SearchParams};
 
@@ -432,10 +431,7 @@ pub fn text_eval(
                 )?
             }
             TextRanker::Pamir(spec, margin) => {
-                row.margin = Some(match margin {
-                    MarginPolicy::Constant => "constant",
-                    MarginPolicy::Caption => "caption",
-                });
+                row.margin = Some(margin.name());
                 pamir_rankings(
                     data,
                     spec,
@@ -754,7 +750,6 @@ fn pamir_rankings(
         topts.supervised.cca_rho = rho;
     }
     let (model, _) = train(spec, xtr.view(), &topts)?;
-    let p = model.project(xtr.view())?;
     let caps: Vec<Vec<String>> = train_rows
         .iter()
         .map(|&r| data.captions[r].clone())
@@ -766,18 +761,14 @@ fn pamir_rankings(
         .validation_groups
         .map(|g| train_rows.iter().map(|&r| g[r]).collect());
     if opts.default_epsilon {
-        popts.epsilon = match margin {
-            MarginPolicy::Constant => 1.0,
-            MarginPolicy::Caption => 0.1,
-        };
+        popts.epsilon = margin.default_epsilon();
     }
-    let (head, report) = train_pamir(p.view(), &caps, &popts)?;
+    let (model, report) = model.with_trained_text_head(xtr.view(), &caps, &popts)?;
     row.c = Some(report.c);
     row.iterations = Some(report.iterations);
     row.selected_iterations = Some(report.selected_iterations);
     row.stopped = report.stopped.map(PamirStop::name);
     row.vocabulary = Some(report.vocabulary);
-    let model: Model = model.with_text_head(head)?;
     row.bits = model.code_bytes() * 8;
     row.train_s = t.elapsed().as_secs_f64();
 

@@ -36,6 +36,8 @@ def _op_search(
     mih: str = "auto",
     nprobe: int | None = None,
     probes: npt.NDArray[np.int64] | None = None,
+    where: str | None = None,
+    ids: Any = None,
 ) -> tuple[_Result, _Result | None]:
     """A shard's part of a k-NN query: its k best; with ``rerank=R`` its R best by code score
     and the same R re-scored exactly (what `_merge.merge_reranked` needs). ``mih`` as
@@ -52,6 +54,10 @@ def _op_search(
         kw["mih"] = mih
     if nprobe is not None:
         kw["nprobe"] = nprobe
+    if where is not None:
+        kw["where"] = where
+    if ids is not None:
+        kw["ids"] = ids
     if probes is None:
         return _search_pair(target, q, k, rerank, kw)
     return _search_probed(target, q, k, rerank, kw, probes)
@@ -114,7 +120,7 @@ def _search_probed(
 
 def _blank(part: tuple[_Result, _Result | None], mode: str | None) -> tuple[_Result, _Result | None]:
     """``part`` with every hit removed: ids −1, scores the padding one index uses."""
-    larger = mode in _merge.LARGER_IS_BETTER
+    larger = _merge.larger_is_better(mode)
 
     def blank(r: _Result) -> _Result:
         d, i = r

@@ -71,10 +71,16 @@ class ShardedSearcher:
         threads: int = 1,
         allow_partial: bool = False,
         mih: str = "auto",
+        where: str | None = None,
+        ids: Any = None,
     ) -> Any:
         """k-NN over every shard: ``(D, I)`` as :meth:`Index.search` returns them (a
         :class:`Partial` with ``allow_partial=True``). ``threads`` is per shard; ``mih``
-        ("auto", "on", "off") as :meth:`Index.search`, in every shard. A shard that fell back
+        ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``where`` and ``ids``
+        (docs/filtering.md) go to every shard, so the merge is the k best passing rows of one
+        index holding every row; not with ``nprobe``, whose one-index rule (a query whose
+        probed lists hold fewer than k passing rows is searched again over every list) counts
+        the passing rows of all shards together. A shard that fell back
         to an older version answers from it, with a :class:`ShardFallbackWarning` naming it.
 
         ``nprobe`` probes exactly as one index holding every row: an IVF model's coarse
@@ -92,8 +98,15 @@ class ShardedSearcher:
             raise InvalidArgument(f"nprobe: {nprobe}, must be at least 1")
         if nprobe is not None and classes is not None:
             raise InvalidArgument("nprobe: not with classes=[...] (each picks the lists to scan)")
+        if nprobe is not None and (where is not None or ids is not None):
+            raise InvalidArgument(
+                "nprobe: not with where=/ids= on a sharded index (a probed filtered search falls "
+                "back to every list by the passing rows of all shards together)"
+            )
         qa = np.ascontiguousarray(q, dtype=np.float32)
         cls = list(classes) if classes is not None else None
+        if ids is not None and not isinstance(ids, np.ndarray):
+            ids = list(ids)  # an iterator is read once, here, and sent to every shard
         if mih not in ("auto", "on", "off"):
             raise InvalidArgument(f"mih: {mih!r}, expected 'auto', 'on' or 'off'")
         shard_nprobe, probes = None, None
@@ -105,15 +118,17 @@ class ShardedSearcher:
         lists, model = self._partition() if shard_nprobe is not None else (None, None)
         if lists is not None and model is not None and qa.ndim == 2 and len(qa):
             ok, missing = self._search_routed(
-                qa, lists, model, (k, mode, rerank, cls, threads, mih, shard_nprobe, None),
+                qa, lists, model,
+                (k, mode, rerank, cls, threads, mih, shard_nprobe, None, where, ids),
                 allow_partial,
             )
         else:
             ok, missing = self._gather(
-                "search", (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes),
+                "search",
+                (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes, where, ids),
                 allow_partial,
             )
-        larger = mode in _merge.LARGER_IS_BETTER
+        larger = _merge.larger_is_better(mode)
         if not ok:  # partitioned by list, every shard asked failed
             first = missing[0]
             raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
@@ -259,7 +274,7 @@ def _scatter(
 ) -> tuple[Any, Any]:
     """A shard's answer to the queries ``rows`` as an answer to all ``nq``: the others blank
     (ids −1, the padding score), which the merge skips."""
-    larger = mode in _merge.LARGER_IS_BETTER
+    larger = _merge.larger_is_better(mode)
 
     def widen(r: Any) -> Any:
         if r is None:

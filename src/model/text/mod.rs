@@ -15,8 +15,8 @@ mod tokenize;
 mod vocabulary;
 
 pub use pamir::{
-    MarginPolicy, PAMIR_DEFAULT_ITERATIONS, PamirCheckpoint, PamirOptions, PamirReport, PamirStop,
-    PamirTrial, train_pamir,
+    MARGIN_NAMES, MarginPolicy, PAMIR_DEFAULT_ITERATIONS, PamirCheckpoint, PamirOptions,
+    PamirReport, PamirStop, PamirTrial, UnknownMargin, train_pamir,
 };
 pub use ranking_metrics::RankingMetrics;
 pub use text_head::{TextHead, TextQuery};

@@ -35,6 +35,7 @@ use rand_chacha::ChaCha8Rng;
 use super::super::error::{ModelError, Result};
 use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, par};
+use super::super::pipeline::Model;
 use super::super::random::{derive_seed, rng};
 use super::super::train::{ProgressFn, TrainEvent};
 use super::ranking_metrics::RankingMetrics;
@@ -49,6 +50,51 @@ pub enum MarginPolicy {
     Constant,
     /// `ε_k = max(ε, F_text(q, c⁺) − F_text(q, c⁻))`.
     Caption,
+}
+
+/// The margin policies by name: the CLI's `--margin` and `eval --margins`, Python's
+/// `margin=`.
+pub const MARGIN_NAMES: [(&str, MarginPolicy); 2] = [
+    ("constant", MarginPolicy::Constant),
+    ("caption", MarginPolicy::Caption),
+];
+
+/// A margin name [`MARGIN_NAMES`] does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected \"constant\" or \"caption\"")]
+pub struct UnknownMargin(pub String);
+
+impl MarginPolicy {
+    /// The policy's name in [`MARGIN_NAMES`].
+    pub fn name(self) -> &'static str {
+        match self {
+            MarginPolicy::Constant => "constant",
+            MarginPolicy::Caption => "caption",
+        }
+    }
+
+    /// ε when none is given: 1 for constant-ε (Grangier et al. §2.3, the hinge of eq. 4);
+    /// 0.1, a floor, for caption-ε, whose tf-idf-norm text score differences are at most 1
+    /// (eq. 2), so a floor of 1 would make every margin constant.
+    pub fn default_epsilon(self) -> f32 {
+        match self {
+            MarginPolicy::Constant => 1.0,
+            MarginPolicy::Caption => 0.1,
+        }
+    }
+}
+
+impl std::str::FromStr for MarginPolicy {
+    type Err = UnknownMargin;
+
+    /// A name of [`MARGIN_NAMES`]: the one place a margin is chosen by name.
+    fn from_str(s: &str) -> std::result::Result<MarginPolicy, UnknownMargin> {
+        MARGIN_NAMES
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| UnknownMargin(s.to_string()))
+    }
 }
 
 /// PAMIR training parameters.
@@ -98,6 +144,18 @@ pub struct PamirOptions {
 
 /// [`PamirOptions::iterations`]' default.
 pub const PAMIR_DEFAULT_ITERATIONS: usize = 10_000_000;
+
+impl PamirOptions {
+    /// These options with `margin` and its ε: `epsilon`, or the policy's
+    /// [`MarginPolicy::default_epsilon`].
+    pub fn with_margin(self, margin: MarginPolicy, epsilon: Option<f32>) -> PamirOptions {
+        PamirOptions {
+            margin,
+            epsilon: epsilon.unwrap_or(margin.default_epsilon()),
+            ..self
+        }
+    }
+}
 
 impl Default for PamirOptions {
     fn default() -> Self {
@@ -602,6 +660,23 @@ fn split_rows(
     val.sort_unstable();
     train.sort_unstable();
     Ok((val, train, count))
+}
+
+impl Model {
+    /// The same model with a PAMIR text head trained on the projection of `x` (what the
+    /// index's codes encode, so the head scores them, Grangier et al. §2.2) and the rows'
+    /// captions, and what the training did: the one word for "train a text head" that the
+    /// CLI's `train --captions`, `eval --task text` and Python's `train(captions=...)` use.
+    pub fn with_trained_text_head(
+        self,
+        x: ArrayView2<f32>,
+        captions: &[Vec<String>],
+        opts: &PamirOptions,
+    ) -> Result<(Model, PamirReport)> {
+        let p = self.project(x)?;
+        let (head, report) = train_pamir(p.view(), captions, opts)?;
+        Ok((self.with_text_head(head)?, report))
+    }
 }
 
 /// Trains a text head on projected rows `p` (n × D: what the index's codes encode) and their
