@@ -359,6 +359,7 @@ fn killed_writers_never_lose_acknowledged_commits() {
     let sides = tempfile::tempdir().unwrap();
     let options = CreateOptions {
         store_vectors: Some(VectorSpec::new(VectorDType::F16, VDIM as u32)),
+        ..CreateOptions::default()
     };
     drop(Index::create_with(dir.path(), &model(), &options, crash_config()).unwrap());
     let exe = std::env::current_exe().unwrap();
