@@ -14,13 +14,20 @@ Holidays / UKB. Here, with `--set openclipart` (the default):
 - **Learning set**: every other drawing's export row (`hogcolor.npy`) with its sub-folder label
   (`labels_sub.npy`), leaving out sub-folders with fewer than `--min-class-rows` (10) rows, too
   few for the validation splits of metric / JSCL: no instance drawing is learned from.
+- **Validation instances**: `--val-instances` (250) further drawings, rendered in the same 4
+  variants, learned from with their sub-folder labels and passed to `codedb train --groups`
+  (one group per drawing, -1 for learning rows): `cca:R` with `--cca-rho auto` (the default)
+  chooses ρ by the instance mAP of these groups (Gordo et al. §7.4 tune ρ for instances on
+  another instance set). Every method trains on the same rows.
 - **Measures**: every variant is a query against the 4 × N variants (itself included, as UKB
   counts it): **4×recall@4** (UKB's score: how many of the drawing's 4 variants are in the first
   4, 4 = perfect) and **mAP** Holidays-style (the query itself left out, 3 relevant images, over
   the first `--depth` results). With `--distractors`, every learning-set row is added to the
   database too (the paper's Fig. 3 adds Flickr images; these are the learning images themselves,
   the only other openclipart rows).
-- **Pipelines**: `pca:R`, `metric:R`, `attributes:R`, `cca:R` (one-hot labels: R < classes) and
+- **Pipelines**: `pca:R`, `metric:R`, `attributes:R`, `cca:R` (one-hot labels: R < classes;
+  `--cca-rho each:0.0001,auto` adds a row at the fixed ρ = 1e-4, `classes` one chosen by
+  class precision) and
   `jscl:R`, each before `float` (uncompressed) and `pq:(R/8)x8` (the paper's 8-D sub-vectors ×
   8 bits: R bits per image), trained by `codedb train --labels` on the learning set.
 
@@ -30,13 +37,14 @@ With `--set fashion_mnist` (`--export` = its export directory): the instance set
 (3) rotated by a random 5-15 degrees with its brightness scaled by 0.7-1.3 — and described
 with the export's recipe (`--feature hog`: `_common.hog_gray`, 7-pixel cells, 288-D; or
 `pixels`, 784-D). The learning set is the 60,000 training images (`--learn-rows` samples
-fewer, seeded) with their 10 class labels; the distractors are the other test images. With 10
+fewer, seeded) with their 10 class labels, plus `--val-instances` other training images in the
+same 4 variants as validation groups; the distractors are the other test images. With 10
 classes `cca:R` needs R ≤ 9 and `attributes:R` R ≤ 10, so `--dims 8,16,32,64` suits it.
 
 Usage (the export takes minutes, once):
     DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh openclipart
     python3 tools/instance_retrieval.py --export /tmp/datasets/openclipart \\
-        --instances 1000 --dims 16,32,64,128 --seed 1 [--distractors] [--json out.json]
+        --instances 1000 --dims 16,32,64 --seed 1 [--distractors] [--json out.json]
     DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh fashion_mnist
     python3 tools/instance_retrieval.py --set fashion_mnist --export /tmp/datasets/fashion_mnist \\
         --instances 1000 --dims 8,16,32,64 --learn-rows 20000 --seed 1 --distractors
@@ -80,9 +88,10 @@ def args():
     ap.add_argument("--dims", default="16,32,64,128", help="R values, comma-separated")
     ap.add_argument("--methods", default=",".join(METHODS), help="projections, comma-separated")
     ap.add_argument("--cca-rho", default="auto",
-                    help="--cca-rho of cca:R: auto (chosen on the validation instances), a value, "
+                    help="--cca-rho of cca:R: auto (chosen on the validation instances), "
+                         "classes (auto without --groups: chosen by class precision), a value, "
                          "or several comma-separated runs prefixed by 'each:' "
-                         "(each:0.0001,100: one row per ρ)")
+                         "(each:0.0001,auto: one row per ρ)")
     ap.add_argument("--val-instances", type=int, default=250,
                     help="drawings / images rendered in 4 variants as validation instance "
                          "groups, learned from with their labels (codedb train --groups)")
@@ -422,7 +431,10 @@ def main():
                             else [a.cca_rho])
                 for rho in rhos:
                     extra = []
-                    if rho:
+                    if rho == "classes":
+                        # ρ chosen by held-out class precision (no --groups), for comparison.
+                        extra = ["--cca-rho", "auto"]
+                    elif rho:
                         extra = ["--cca-rho", rho]
                         if rho == "auto" or "," in rho:
                             extra += ["--groups", os.path.join(work, "learn_groups.npy")]
