@@ -18,7 +18,8 @@
 //!   (Euclidean in the projected space, leave-one-out), and the ρ with the best mean average
 //!   precision (its group's other rows relevant) wins. Held out: every grouped row when some
 //!   rows have no group (−1), so the groups are a separate validation set, as Holidays is
-//!   for UKB; otherwise a seeded `validation_fraction` of the groups, whole.
+//!   for UKB; otherwise a seeded `validation_fraction` of the groups, whole. Either way at
+//!   most `max_validation_rows` rows (whole groups, seeded; at least 2 groups).
 //! - **categories** (no groups): the labelled rows are split (stratified, seeded, the
 //!   `SupervisedOptions` validation fraction) and each ρ is scored by the leave-one-out class
 //!   precision@k of the held-out rows (the score of metric learning's early stopping). This
