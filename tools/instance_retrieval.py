@@ -14,13 +14,20 @@ Holidays / UKB. Here, with `--set openclipart` (the default):
 - **Learning set**: every other drawing's export row (`hogcolor.npy`) with its sub-folder label
   (`labels_sub.npy`), leaving out sub-folders with fewer than `--min-class-rows` (10) rows, too
   few for the validation splits of metric / JSCL: no instance drawing is learned from.
+- **Validation instances**: `--val-instances` (250) further drawings, rendered in the same 4
+  variants, learned from with their sub-folder labels and passed to `codedb train --groups`
+  (one group per drawing, -1 for learning rows): `cca:R` with `--cca-rho auto` (the default)
+  chooses ρ by the instance mAP of these groups (Gordo et al. §7.4 tune ρ for instances on
+  another instance set). Every method trains on the same rows.
 - **Measures**: every variant is a query against the 4 × N variants (itself included, as UKB
   counts it): **4×recall@4** (UKB's score: how many of the drawing's 4 variants are in the first
   4, 4 = perfect) and **mAP** Holidays-style (the query itself left out, 3 relevant images, over
   the first `--depth` results). With `--distractors`, every learning-set row is added to the
   database too (the paper's Fig. 3 adds Flickr images; these are the learning images themselves,
   the only other openclipart rows).
-- **Pipelines**: `pca:R`, `metric:R`, `attributes:R`, `cca:R` (one-hot labels: R < classes) and
+- **Pipelines**: `pca:R`, `metric:R`, `attributes:R`, `cca:R` (one-hot labels: R < classes;
+  `--cca-rho each:0.0001,auto` adds a row at the fixed ρ = 1e-4, `classes` one chosen by
+  class precision) and
   `jscl:R`, each before `float` (uncompressed) and `pq:(R/8)x8` (the paper's 8-D sub-vectors ×
   8 bits: R bits per image), trained by `codedb train --labels` on the learning set.
 
@@ -30,13 +37,14 @@ With `--set fashion_mnist` (`--export` = its export directory): the instance set
 (3) rotated by a random 5-15 degrees with its brightness scaled by 0.7-1.3 — and described
 with the export's recipe (`--feature hog`: `_common.hog_gray`, 7-pixel cells, 288-D; or
 `pixels`, 784-D). The learning set is the 60,000 training images (`--learn-rows` samples
-fewer, seeded) with their 10 class labels; the distractors are the other test images. With 10
+fewer, seeded) with their 10 class labels, plus `--val-instances` other training images in the
+same 4 variants as validation groups; the distractors are the other test images. With 10
 classes `cca:R` needs R ≤ 9 and `attributes:R` R ≤ 10, so `--dims 8,16,32,64` suits it.
 
 Usage (the export takes minutes, once):
     DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh openclipart
     python3 tools/instance_retrieval.py --export /tmp/datasets/openclipart \\
-        --instances 1000 --dims 16,32,64,128 --seed 1 [--distractors] [--json out.json]
+        --instances 1000 --dims 16,32,64 --seed 1 [--distractors] [--json out.json]
     DATASETS_OUT=/tmp/datasets bash ../shared/datasets/export.sh fashion_mnist
     python3 tools/instance_retrieval.py --set fashion_mnist --export /tmp/datasets/fashion_mnist \\
         --instances 1000 --dims 8,16,32,64 --learn-rows 20000 --seed 1 --distractors
@@ -79,8 +87,14 @@ def args():
     ap.add_argument("--instances", type=int, default=1000, help="drawings in the instance set")
     ap.add_argument("--dims", default="16,32,64,128", help="R values, comma-separated")
     ap.add_argument("--methods", default=",".join(METHODS), help="projections, comma-separated")
-    ap.add_argument("--cca-rho", default="",
-                    help="ρ values of cca:R, comma-separated (default: codedb's, 1e-4)")
+    ap.add_argument("--cca-rho", default="auto",
+                    help="--cca-rho of cca:R: auto (chosen on the validation instances), "
+                         "classes (auto without --groups: chosen by class precision), a value, "
+                         "or several comma-separated runs prefixed by 'each:' "
+                         "(each:0.0001,auto: one row per ρ)")
+    ap.add_argument("--val-instances", type=int, default=250,
+                    help="drawings / images rendered in 4 variants as validation instance "
+                         "groups, learned from with their labels (codedb train --groups)")
     ap.add_argument("--min-class-rows", type=int, default=10,
                     help="leave sub-folders with fewer learning rows out of the learning set")
     ap.add_argument("--depth", type=int, default=100, help="results ranked per query (mAP depth)")
@@ -148,40 +162,64 @@ def build_sets(a, work):
     png_root = a.png_root or os.path.join(exp, "..", "_src", "deb", "openclipart-png",
                                           "root", "usr", "share", "openclipart", "png")
     rng = np.random.default_rng(a.seed)
-    chosen = []
+    eligible = []
     Image.MAX_IMAGE_PIXELS = None
     for i in rng.permutation(len(items)):
         path = os.path.join(png_root, items[i].split("|")[0])
         with Image.open(path) as im:
             if im.size[0] * im.size[1] > MAX_PNG_PIXELS:
                 continue
-        chosen.append(int(i))
-        if len(chosen) == a.instances:
+        eligible.append(int(i))
+        if len(eligible) == a.instances + a.val_instances:
             break
-    chosen.sort()
-    rgba, groups = [], []
+    chosen = sorted(eligible[:a.instances])
+    val = sorted(eligible[a.instances:])
     t = time.time()
-    for g, i in enumerate(chosen):
-        for v in variants(os.path.join(png_root, items[i].split("|")[0]), rng, common):
-            rgba.append(v)
-            groups.append(g)
-    inst = common.colour_features(np.stack(rgba))["hogcolor"].astype(np.float32)
+
+    def render(drawings):
+        rgba, groups = [], []
+        for g, i in enumerate(drawings):
+            for v in variants(os.path.join(png_root, items[i].split("|")[0]), rng, common):
+                rgba.append(v)
+                groups.append(g)
+        feats4 = common.colour_features(np.stack(rgba))["hogcolor"].astype(np.float32)
+        return feats4, np.array(groups, dtype=np.int64)
+
+    inst, groups = render(chosen)
     print(f"instance set: {len(chosen)} drawings x 4 variants, {time.time() - t:.0f} s",
           file=sys.stderr)
     keep = np.ones(len(items), dtype=bool)
     keep[chosen] = False
+    keep[val] = False
     # Sub-folders with too few rows for a validation split are left out of the learning set.
     counts = np.bincount(labels[keep], minlength=labels.max() + 1)
     keep &= counts[labels] >= a.min_class_rows
+    # Validation drawings of a left-out sub-folder have no label to learn from: dropped.
+    val = [i for i in val if counts[labels[i]] >= a.min_class_rows]
     learn, learn_labels = feats[keep], labels[keep]
+    if val:
+        val_feats, val_groups = render(val)
+        val_labels = np.repeat(labels[val], 4)
+    else:
+        val_feats, val_groups, val_labels = np.zeros((0, feats.shape[1]), np.float32), \
+            np.zeros(0, np.int64), np.zeros(0, np.int64)
+    print(f"validation instances: {len(val)} drawings x 4 variants", file=sys.stderr)
     # Labels as dense 0..C-1 over the learning set (a sub-folder may lose all its rows).
-    _, learn_labels = np.unique(learn_labels, return_inverse=True)
-    np.save(os.path.join(work, "learn.npy"), learn)
-    np.save(os.path.join(work, "learn_labels.npy"), learn_labels.astype(np.int64))
+    _, dense = np.unique(np.concatenate([learn_labels, val_labels]), return_inverse=True)
+    save_learning(work, learn, val_feats, dense, val_groups)
     np.save(os.path.join(work, "inst.npy"), inst)
-    np.save(os.path.join(work, "inst_groups.npy"), np.array(groups, dtype=np.int64))
+    np.save(os.path.join(work, "inst_groups.npy"), groups)
     np.save(os.path.join(work, "db_distract.npy"), np.concatenate([inst, learn]))
-    return inst, np.array(groups), learn, learn_labels, len(learn)
+    return inst, groups, learn, dense, len(learn)
+
+
+def save_learning(work, learn, val_feats, labels, val_groups):
+    """The training rows (the learning set, then the validation instances' variants), their
+    labels and their groups (-1 for learning rows)."""
+    np.save(os.path.join(work, "learn.npy"), np.concatenate([learn, val_feats]).astype(np.float32))
+    np.save(os.path.join(work, "learn_labels.npy"), labels.astype(np.int64))
+    np.save(os.path.join(work, "learn_groups.npy"),
+            np.concatenate([np.full(len(learn), -1, np.int64), val_groups]).astype(np.int64))
 
 
 def fmnist_variants(img, rng):
@@ -249,8 +287,28 @@ def build_sets_fmnist(a, work):
         learn_rows = np.sort(rng.choice(learn_rows, size=a.learn_rows, replace=False))
     learn, learn_labels = feats[learn_rows], labels[learn_rows]
     others = np.setdiff1d(test_rows, test_rows[chosen])
-    np.save(os.path.join(work, "learn.npy"), learn)
-    np.save(os.path.join(work, "learn_labels.npy"), learn_labels)
+    # Validation instances: training images outside the learning rows, in 4 variants each.
+    train_rows = np.flatnonzero(split == 0)
+    train_imgs = read_idx(os.path.join(raw, "train-images-idx3-ubyte.gz"))
+    if len(train_rows) != len(train_imgs):
+        sys.exit(f"{len(train_rows)} train rows in the export, {len(train_imgs)} raw train images")
+    spare = np.setdiff1d(np.arange(len(train_rows)), np.searchsorted(train_rows, learn_rows))
+    val = np.sort(rng.choice(spare, size=min(a.val_instances, len(spare)), replace=False))
+    vimgs, vgroups = [], []
+    for g, i in enumerate(val):
+        for v in fmnist_variants(train_imgs[i], rng):
+            vimgs.append(v)
+            vgroups.append(g)
+    if len(val):
+        vimgs = np.stack(vimgs)
+        vfeats = (common.hog_gray(vimgs.astype(np.float64) / 255.0, ppc=7, orientations=8)
+                  if a.feature == "hog" else common.pixels(vimgs)).astype(np.float32)
+    else:
+        vfeats = np.zeros((0, feats.shape[1]), np.float32)
+    print(f"validation instances: {len(val)} training images x 4 variants", file=sys.stderr)
+    save_learning(work, learn, vfeats,
+                  np.concatenate([learn_labels, np.repeat(labels[train_rows[val]], 4)]),
+                  np.array(vgroups, dtype=np.int64))
     np.save(os.path.join(work, "inst.npy"), inst)
     np.save(os.path.join(work, "inst_groups.npy"), np.array(groups, dtype=np.int64))
     np.save(os.path.join(work, "db_distract.npy"), np.concatenate([inst, feats[others]]))
@@ -267,8 +325,8 @@ def run(cmd):
 
 
 def train(a, work, spec, extra=()):
-    """Trains `spec` on the learning set; the model's path, the seconds it took and the ρ a
-    `--cca-rho auto` / list chose (None otherwise)."""
+    """Trains `spec` on the learning set (with the validation instances); the model's path,
+    the seconds it took and the ρ a `--cca-rho auto` / list chose (None otherwise)."""
     model = os.path.join(work, "m.model")
     t = time.time()
     out = run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
@@ -339,7 +397,8 @@ def main():
     a = args()
     work = a.work or tempfile.mkdtemp(prefix="codedb-instances-")
     os.makedirs(work, exist_ok=True)
-    names = ["inst.npy", "inst_groups.npy", "learn.npy", "learn_labels.npy", "db_distract.npy"]
+    names = ["inst.npy", "inst_groups.npy", "learn.npy", "learn_labels.npy", "learn_groups.npy",
+             "db_distract.npy"]
     if a.reuse and all(os.path.exists(os.path.join(work, f)) for f in names):
         groups = np.load(os.path.join(work, "inst_groups.npy"))
         learn = np.load(os.path.join(work, "learn.npy"))
@@ -366,9 +425,20 @@ def main():
             quants = ["float"] + ([] if a.no_pq or r % 8 else [f"pq:{r // 8}x8"])
             for qz in quants:
                 spec = f"{m}:{r},{qz}"
-                rhos = a.cca_rho.split(",") if m == "cca" and a.cca_rho else [None]
+                rhos = [None]
+                if m == "cca":
+                    rhos = (a.cca_rho[len("each:"):].split(",") if a.cca_rho.startswith("each:")
+                            else [a.cca_rho])
                 for rho in rhos:
-                    model, ts, chosen = train(a, work, spec, ["--cca-rho", rho] if rho else [])
+                    extra = []
+                    if rho == "classes":
+                        # ρ chosen by held-out class precision (no --groups), for comparison.
+                        extra = ["--cca-rho", "auto"]
+                    elif rho:
+                        extra = ["--cca-rho", rho]
+                        if rho == "auto" or "," in rho:
+                            extra += ["--groups", os.path.join(work, "learn_groups.npy")]
+                    model, ts, chosen = train(a, work, spec, extra)
                     label = f"{spec} (ρ = {rho})" if rho else spec
                     if chosen is not None:
                         print(f"{spec}: --cca-rho {rho} chose ρ = {chosen:g}", file=sys.stderr)

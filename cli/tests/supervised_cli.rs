@@ -191,3 +191,82 @@ fn cca_rho_auto_is_chosen_and_reported() {
         "'x'",
     );
 }
+
+/// `--groups` with `--cca-rho auto`: ρ chosen by the instance mAP of held-out groups and
+/// reported as such; groups of the wrong length or without a grid fail with exit 1 naming
+/// them and write nothing.
+#[test]
+fn cca_rho_is_chosen_on_instance_groups() {
+    let (x, y) = digits();
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m.model");
+    // The digits' rows in pairs of the same class stand in for two views of one item; the
+    // first 797 rows have no group.
+    let labels: Vec<i64> = codedb_cli::io::load_labels(&y).unwrap();
+    let mut groups = vec![-1i64; labels.len()];
+    let mut open: std::collections::HashMap<i64, usize> = Default::default();
+    let mut next = 0i64;
+    for i in 797..labels.len() {
+        match open.remove(&labels[i]) {
+            Some(j) => {
+                groups[j] = next;
+                groups[i] = next;
+                next += 1;
+            }
+            None => {
+                open.insert(labels[i], i);
+            }
+        }
+    }
+    let g = tmp.path().join("groups.npy");
+    write_labels(&g, &groups);
+    let train = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "train",
+            "--data",
+            s(&x),
+            "--labels",
+            s(&y),
+            "--pipeline",
+            "cca:8,float",
+            "--out",
+            s(&m),
+            "--json",
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+        a.extend(extra.iter().map(|v| v.to_string()));
+        a
+    };
+    let a = train(&["--groups", s(&g), "--cca-rho", "0.0001,1,100"]);
+    let v = json(&ok(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    let c = &v["cca_rho_choice"];
+    assert_eq!(c["validation"], "instances", "{v}");
+    assert_eq!(c["validation_groups"].as_u64().unwrap(), next as u64, "{v}");
+    assert_eq!(c["train_rows"], 1797 - 2 * next, "{v}");
+    let trials = c["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 3);
+    let best = trials
+        .iter()
+        .map(|t| t["instance_map"].as_f64().unwrap())
+        .fold(f64::MIN, f64::max);
+    let kept = trials.iter().find(|t| t["rho"] == c["rho"]).unwrap();
+    assert_eq!(kept["instance_map"].as_f64().unwrap(), best, "{v}");
+    std::fs::remove_file(&m).unwrap();
+    let run = |a: Vec<String>, needle: &str| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fails(&a, 1, needle);
+        assert!(!m.exists(), "{a:?} wrote the model");
+    };
+    run(
+        train(&["--groups", s(&g)]),
+        "instance groups choose ρ from a grid",
+    );
+    let short = tmp.path().join("short.npy");
+    write_labels(&short, &[0, 0, 1]);
+    run(
+        train(&["--groups", s(&short), "--cca-rho", "auto"]),
+        "3 group ids for 1797 rows",
+    );
+}

@@ -47,8 +47,9 @@ use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
-    CcaView, RhoChoice, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho, fit_attributes,
-    fit_cca, fit_classemes, fit_jscl, fit_metric, fit_picodes,
+    CcaView, RhoChoice, RhoValidation, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho,
+    choose_cca_rho_by_groups, fit_attributes, fit_cca, fit_classemes, fit_jscl, fit_metric,
+    fit_picodes,
 };
 use super::supervised::{PicodesFit, PicodesStop};
 
@@ -108,6 +109,12 @@ pub struct TrainOptions {
     /// A second view for `cca:R` (one row per input row, any columns, e.g. text embeddings);
     /// `None`: CCA uses the one-hot `labels`. Rows sampled for training keep their view rows.
     pub view: Option<Arc<ndarray::Array2<f32>>>,
+    /// Instance groups, one id per input row (negative: none): rows sharing an id are views
+    /// of one item (renderings, crops, near-duplicates). With a ρ grid, `cca:R` chooses ρ by
+    /// instance retrieval on held-out groups instead of class precision (Gordo et al. §7.4
+    /// tune ρ for the instance task; `supervised/cca_rho.rs`). Rows sampled for training
+    /// keep their ids.
+    pub groups: Option<Arc<[i64]>>,
     /// Settings of `metric:R`, `attributes:R`, `cca:R`, `jscl:R`.
     pub supervised: SupervisedOptions,
 }
@@ -126,6 +133,7 @@ impl Default for TrainOptions {
             verbose: false,
             labels: None,
             view: None,
+            groups: None,
             supervised: SupervisedOptions::default(),
         }
     }
@@ -145,6 +153,7 @@ impl fmt::Debug for TrainOptions {
             .field("verbose", &self.verbose)
             .field("labels", &self.labels.as_ref().map(|l| l.len()))
             .field("view", &self.view.as_ref().map(|v| v.dim()))
+            .field("groups", &self.groups.as_ref().map(|g| g.len()))
             .field("supervised", &self.supervised)
             .finish()
     }
@@ -259,6 +268,8 @@ struct State<'a> {
     labels: Option<Vec<i64>>,
     /// The second view of the sampled rows (row-major) and its width (`cca:R`).
     view: Option<(Vec<f32>, usize)>,
+    /// Instance groups of the sampled rows (`cca:R`'s ρ validation).
+    groups: Option<Vec<i64>>,
     dim: usize,
     stages: Vec<Stage>,
     applied: usize,
@@ -489,12 +500,24 @@ fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx)
 }
 
 /// `cca:R` (Gordo et al. eq. 6-8; CCA-ITQ when `scaled`) with the view or the one-hot labels;
-/// ρ fixed, or chosen on held-out rows from `SupervisedOptions::cca_rho_grid` (`cca_rho.rs`).
+/// ρ fixed, or chosen from `SupervisedOptions::cca_rho_grid` on held-out instance groups
+/// (`TrainOptions::groups`) or, without groups, held-out labelled rows (`cca_rho.rs`).
 fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let name = format!("cca:{r}");
     let dim = state.out_dim();
     let sup = ctx.opts.supervised.clone();
-    let labels = match (&state.view, sup.cca_rho_grid.is_empty()) {
+    let groups = state.groups.clone();
+    if groups.is_some() && sup.cca_rho_grid.is_empty() {
+        return Err(ModelError::invalid(
+            "groups",
+            format!(
+                "{name}: instance groups choose ρ from a grid; give one (--cca-rho auto, \
+                 SupervisedOptions::cca_rho_grid) or leave the groups out for a fixed ρ"
+            ),
+        ));
+    }
+    // Labels: the one-hot view, or the category validation of ρ.
+    let labels = match (&state.view, sup.cca_rho_grid.is_empty() || groups.is_some()) {
         (Some(_), true) => None,
         _ => Some(need_labels(state, &name)?),
     };
@@ -512,8 +535,15 @@ fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut 
         };
         let mut rho = sup.cca_rho;
         let mut choice = None;
-        if let Some(l) = labels.as_deref().filter(|_| !sup.cca_rho_grid.is_empty()) {
-            let c = choose_cca_rho(x, dim, v, l, r, scaled, &sup.cca_rho_grid, &sup, seed)?;
+        if !sup.cca_rho_grid.is_empty() {
+            let grid = &sup.cca_rho_grid;
+            let c = match (&groups, &labels) {
+                (Some(g), _) => {
+                    choose_cca_rho_by_groups(x, dim, v, g, r, scaled, grid, &sup, seed)?
+                }
+                (None, Some(l)) => choose_cca_rho(x, dim, v, l, r, scaled, grid, &sup, seed)?,
+                (None, None) => unreachable!("labels were required above"),
+            };
             rho = c.rho;
             choice = Some(c);
         }
@@ -524,12 +554,18 @@ fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut 
     ctx.progress(&name, "steps", 1, 1);
     if let Some(c) = &choice {
         for t in &c.trials {
-            match (t.validation_precision, &t.error) {
-                (Some(p), _) => ctx.message(format!(
+            match (t.validation_precision, t.instance_map, &t.error) {
+                (Some(p), _, _) => ctx.message(format!(
                     "{name}: rho {:e}: held-out precision@{} {p:.4}",
                     t.rho, sup.validation_k
                 )),
-                (None, e) => ctx.message(format!(
+                (_, Some(m), _) => ctx.message(format!(
+                    "{name}: rho {:e}: held-out instance mAP {m:.4}, same-group rows in the \
+                     first 4 {:.3}",
+                    t.rho,
+                    t.instance_top4.unwrap_or(f64::NAN)
+                )),
+                (None, None, e) => ctx.message(format!(
                     "{name}: rho {:e}: not fitted ({})",
                     t.rho,
                     e.as_deref().unwrap_or("?")
@@ -784,6 +820,14 @@ pub fn train(
             format!("{} labels for {n} training rows", l.len()),
         ));
     }
+    if let Some(g) = &opts.groups
+        && g.len() != n
+    {
+        return Err(ModelError::invalid(
+            "groups",
+            format!("{} group ids for {n} training rows", g.len()),
+        ));
+    }
     if let Some(v) = &opts.view {
         if v.nrows() != n {
             return Err(ModelError::invalid(
@@ -831,15 +875,30 @@ pub fn train(
         },
     };
     let view = view_rows(sampled.as_deref());
+    let groups = opts.groups.as_ref().map(|g| match sampled.as_deref() {
+        Some(idx) => idx.iter().map(|&i| g[i]).collect(),
+        None => g.to_vec(),
+    });
     let state = State {
         data: sample,
         labels,
         view,
+        groups,
         dim: d,
         stages: Vec::new(),
         applied: 0,
     };
-    finish_training(state, spec, 0, ctx, t_all)
+    let (model, mut report) = finish_training(state, spec, 0, ctx, t_all)?;
+    let used = report
+        .cca_rho_choice
+        .as_ref()
+        .is_some_and(|c| c.validation == RhoValidation::Instances);
+    if opts.groups.is_some() && !used {
+        report.notes.push(
+            "the instance groups were not used: only a cca:R step validates ρ on them".into(),
+        );
+    }
+    Ok((model, report))
 }
 
 /// Continues [`train`] after its first `done` steps were fitted elsewhere on the same sample
@@ -868,6 +927,7 @@ pub(crate) fn train_after(
         data: Cow::Owned(data),
         labels,
         view: None,
+        groups: None,
         dim,
         stages,
         applied,

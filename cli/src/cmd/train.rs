@@ -46,6 +46,12 @@ pub struct TrainArgs {
     /// --data, e.g. text embeddings); without it CCA uses the one-hot --labels.
     #[arg(long, conflicts_with = "from_index")]
     pub view: Option<PathBuf>,
+    /// Instance groups of --data (.npy of integers, one per row; -1 = none): rows sharing an
+    /// id are views of one item (renderings, crops, near-duplicates). With --cca-rho auto or
+    /// a list, `cca:R` chooses ρ by the instance mAP of held-out groups instead of class
+    /// precision: the recipe for instance retrieval.
+    #[arg(long, conflicts_with = "from_index")]
+    pub groups: Option<PathBuf>,
     /// Train on the decoded PQ codes (and labels) of this index instead of --data
     /// (Mensink et al. §5.1); the model keeps the index's transforms in front.
     #[arg(long)]
@@ -67,8 +73,9 @@ pub struct TrainArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
     pub sample: Option<usize>,
     /// CCA's regularisation ρ, relative to each view's mean variance (`cca:R`; default 1e-4).
-    /// `auto` chooses it from 1e-4, 1e-3, …, 1e3 by the class precision@10 of held-out rows
-    /// (needs --labels); a comma-separated list chooses among its values the same way.
+    /// `auto` chooses it from 1e-4, 1e-3, …, 1e3 by the instance mAP of held-out --groups,
+    /// or without groups by the class precision@10 of held-out rows (needs --labels); a
+    /// comma-separated list chooses among its values the same way.
     #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
     pub cca_rho: Option<args::CcaRho>,
     /// PiCoDes' λ (eq. 4): the SVMs of `picodes:C` and `classemes:C` cost λ/N per row, N the
@@ -100,6 +107,7 @@ enum TrainSource {
         data: PathBuf,
         labels: Option<PathBuf>,
         view: Option<PathBuf>,
+        groups: Option<PathBuf>,
     },
     /// The decoded PQ codes and labels of an index.
     Index(PathBuf),
@@ -144,6 +152,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             data,
             labels: a.labels,
             view: a.view,
+            groups: a.groups,
         },
         (None, None) => usage!("train: pass --data or --from-index"),
     };
@@ -185,7 +194,12 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     };
     let mut text_report = None;
     let (model, report) = match &source {
-        TrainSource::Data { data, labels, view } => {
+        TrainSource::Data {
+            data,
+            labels,
+            view,
+            groups,
+        } => {
             let x = codedb_cli::io::load_vectors(data)?;
             let labels = labels
                 .as_deref()
@@ -212,6 +226,21 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                     Ok(Arc::new(v))
                 })
                 .transpose()?;
+            let groups = groups
+                .as_deref()
+                .map(|p| -> Result<Arc<[i64]>> {
+                    let g = codedb_cli::io::load_labels(p)?;
+                    if g.len() != x.nrows() {
+                        bail!(
+                            "--groups {}: {} group ids for {} rows of --data",
+                            p.display(),
+                            g.len(),
+                            x.nrows()
+                        );
+                    }
+                    Ok(g.into())
+                })
+                .transpose()?;
             if spec.needs_labels(view.is_some()) && labels.is_none() {
                 usage!("--pipeline {pipeline}: learns from class labels: pass --labels");
             }
@@ -222,6 +251,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                 &TrainOptions {
                     labels,
                     view,
+                    groups,
                     ..opts
                 },
             )

@@ -26,7 +26,9 @@ mod triplet_sgd;
 
 pub use attributes::fit_attributes;
 pub use cca::{CcaFit, CcaPair, CcaView, fit_cca, fit_cca_pair};
-pub use cca_rho::{CCA_RHO_GRID, RhoChoice, RhoTrial, choose_cca_rho};
+pub use cca_rho::{
+    CCA_RHO_GRID, RhoChoice, RhoTrial, RhoValidation, choose_cca_rho, choose_cca_rho_by_groups,
+};
 pub use classemes::{ClassemesFit, fit_classemes};
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
