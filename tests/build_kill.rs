@@ -3,7 +3,7 @@
 //!
 //! The build runs in a child process (this test binary re-run with `--ignored --exact
 //! build_kill_child`), killed after a seeded random delay spread over a build's lifetime; the
-//! parent then reruns the same build and checks the rows.
+//! parent then reruns the same build and checks the rows and their attribute columns.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use codedb::format::ModelFile;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::{BuildOptions, Index, Snapshot, StorageError};
+use codedb::{Attributes, BuildOptions, Column, Index, Snapshot, StorageError, Value};
 use ndarray::Array2;
 
 const ROWS: usize = 60_000;
@@ -43,11 +43,35 @@ fn ids() -> Vec<u64> {
     (0..ROWS as u64).map(|i| i * 3 + 1).collect()
 }
 
+/// Row `r`'s attribute values: `year` and one tag.
+fn year(r: usize) -> i64 {
+    1990 + (r % 37) as i64
+}
+
+fn attributes() -> Attributes {
+    Attributes::new(
+        ROWS,
+        vec![
+            ("year".into(), Column::Int((0..ROWS).map(year).collect())),
+            (
+                "tags".into(),
+                Column::tags(
+                    &(0..ROWS)
+                        .map(|r| vec![format!("t{}", r % 5)])
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+        ],
+    )
+    .unwrap()
+}
+
 /// The build under test, as `codedb build` and `Index.build` run it.
 fn build(dir: &Path, model: &Model) -> Result<Index, StorageError> {
     let x = rows();
     let ids = ids();
     let labels: Vec<u32> = (0..ROWS as u32).map(|i| i % 7).collect();
+    let attrs = attributes();
     Index::build(
         dir,
         model,
@@ -55,6 +79,7 @@ fn build(dir: &Path, model: &Model) -> Result<Index, StorageError> {
         &BuildOptions {
             ids: Some(&ids),
             labels: Some(&labels),
+            attributes: Some(&attrs),
             ..BuildOptions::default()
         },
         &mut |_| {},
@@ -101,6 +126,20 @@ fn check_full(dir: &Path) {
     assert_eq!(classes.classes.len(), 7);
     let counted: u64 = classes.classes.iter().map(|c| c.count).sum();
     assert_eq!(counted, ROWS as u64);
+    // Every row carries its attribute columns.
+    let v = snap.attribute_values(&ids(), &["year", "tags"]).unwrap();
+    for r in 0..ROWS {
+        assert_eq!(
+            v.column(0).unwrap().value(r),
+            Some(Value::Int(year(r))),
+            "row {r}"
+        );
+        assert_eq!(
+            v.column(1).unwrap().value(r),
+            Some(Value::Tags(vec![format!("t{}", r % 5)])),
+            "row {r}"
+        );
+    }
 }
 
 #[test]

@@ -938,10 +938,19 @@ fn check_distinct_tags(v: ColumnData<'_>) -> std::result::Result<(), (usize, Str
         offsets, values, ..
     } = v
     {
+        let mut sorted = Vec::new();
         for r in 0..v.rows() {
             let s = &values[offsets[r] as usize..offsets[r + 1] as usize];
-            let mut seen = std::collections::HashSet::with_capacity(s.len());
-            if let Some(c) = s.iter().find(|c| !seen.insert(**c)) {
+            // Rows hold a few tags: compare pairwise; sort a copy of long ones.
+            let twice = if s.len() <= 16 {
+                (1..s.len()).find_map(|i| s[..i].contains(&s[i]).then_some(s[i]))
+            } else {
+                sorted.clear();
+                sorted.extend_from_slice(s);
+                sorted.sort_unstable();
+                sorted.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+            };
+            if let Some(c) = twice {
                 return Err((r, format!("tag code {c} listed twice")));
             }
         }
