@@ -14,9 +14,9 @@
 //!   ([`Config::fs`](crate::Config::fs); [`StdFs`] by default).
 
 pub use crate::storage::inspect::{
-    ActiveLogReport, ClassReport, Contents, FileReport, IndexReport, LogReport,
-    ManifestSegmentReport, ModelSummary, SectionReport, StageReport, TensorReport, VersionReport,
-    inspect_dir, inspect_file,
+    ActiveLogReport, AttributeColumnReport, ClassReport, Contents, FileReport, IndexReport,
+    LogReport, ManifestSegmentReport, ModelSummary, SectionReport, StageReport, TensorReport,
+    VersionReport, attribute_columns, inspect_dir, inspect_file,
 };
 pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::shard_layout::{

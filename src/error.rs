@@ -71,6 +71,12 @@ impl From<crate::storage::StorageError> for Error {
     }
 }
 
+impl From<crate::format::AttributeError> for Error {
+    fn from(e: crate::format::AttributeError) -> Self {
+        Error::Search(e.into())
+    }
+}
+
 impl From<crate::search::SearchError> for Error {
     fn from(e: crate::search::SearchError) -> Self {
         if e.is_cancelled() {

@@ -118,8 +118,9 @@ pub use model::{
 };
 pub use scan::ScanError;
 pub use search::filter::{
-    Attributes, Column, ColumnData, ColumnType, FilterError, ID_COLUMN, IdSelector,
-    MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Predicate, RowFilter, Schema, parse_timestamp,
+    AttributeError, Attributes, AttributesBuilder, Column, ColumnBuilder, ColumnData, ColumnType,
+    FilterError, ID_COLUMN, IdSelector, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Predicate, RowFilter,
+    Schema, Value, parse_timestamp,
 };
 pub use search::{
     AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,

@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.6); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.7); older
 //! folders are never rewritten.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
@@ -19,7 +19,7 @@ use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
     golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h, golden_v1_6_ivf as g16i,
-    golden_v1_6_mih as g16m,
+    golden_v1_6_mih as g16m, golden_v1_7 as g17,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -52,35 +52,14 @@ fn bless_or_read_v1_5() -> PathBuf {
     g15::dir()
 }
 
-/// The current version's folder (v1.6), written first when `CODEDB_BLESS` is set.
+/// A v1.6 folder (never rewritten: the current version is 1.7).
 fn bless_or_read_v1_6() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g16::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g16::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
+    g16::dir()
 }
 
-/// The 1.6 folder's IVF files (v1.6, 16003 and 16004), written first when `CODEDB_BLESS` is
-/// set.
+/// A v1.6 folder (never rewritten: the current version is 1.7).
 fn bless_or_read_v1_6_ivf() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g16i::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g16i::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
+    g16i::dir()
 }
 
 #[test]
@@ -288,15 +267,15 @@ fn v1_5_values_written_by_this_build_change_only_the_minor_version() {
 }
 
 #[test]
-fn current_writer_reproduces_v1_6_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+fn v1_6_values_change_only_the_minor_version() {
+    // Format 1.7 changed no byte of these files but the minor version.
     let dir = bless_or_read_v1_6();
     for (name, bytes) in g16::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 6, &[]);
         assert!(
-            on_disk == bytes,
-            "{name} differs from what this build writes"
+            with_minor(bytes, 6) == on_disk,
+            "{name}: this build's bytes differ from 1.6 beyond the minor version"
         );
     }
 }
@@ -1039,45 +1018,35 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
 }
 
-/// The v1.6 folder's hom model, written first when `CODEDB_BLESS` is set.
+/// A v1.6 folder (never rewritten: the current version is 1.7).
 fn bless_or_read_v1_6_hom() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g16h::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g16h::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
+    g16h::dir()
 }
 
 #[test]
-fn current_writer_reproduces_v1_6_hom_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+fn v1_6_hom_values_change_only_the_minor_version() {
+    // Format 1.7 changed no byte of these files but the minor version.
     let dir = bless_or_read_v1_6_hom();
     for (name, bytes) in g16h::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 6, &[]);
         assert!(
-            on_disk == bytes,
-            "{name} differs from what this build writes"
+            with_minor(bytes, 6) == on_disk,
+            "{name}: this build's bytes differ from 1.6 beyond the minor version"
         );
     }
 }
 
 #[test]
-fn current_writer_reproduces_v1_6_ivf_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.6 and add a new folder.
+fn v1_6_ivf_values_change_only_the_minor_version() {
+    // Format 1.7 changed no byte of these files but the minor version.
     let dir = bless_or_read_v1_6_ivf();
     for (name, bytes) in g16i::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 6, &[]);
         assert!(
-            on_disk == bytes,
-            "{name} differs from what this build writes"
+            with_minor(bytes, 6) == on_disk,
+            "{name}: this build's bytes differ from 1.6 beyond the minor version"
         );
     }
 }
@@ -1173,29 +1142,20 @@ fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
     );
 }
 
-/// The v1.6 multi-index hashing folder, written first when `CODEDB_BLESS` is set.
+/// A v1.6 folder (never rewritten: the current version is 1.7).
 fn bless_or_read_v1_6_mih() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g16m::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g16m::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
+    g16m::dir()
 }
 
 #[test]
-fn current_writer_reproduces_v1_6_mih_bytes() {
+fn v1_6_mih_values_change_only_the_minor_version() {
     let dir = bless_or_read_v1_6_mih();
     for (name, bytes) in g16m::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        same_but_added_sections(&name, &bytes, &on_disk, 6, &[]);
         assert!(
-            on_disk == bytes,
-            "{name} differs from what this build writes"
+            with_minor(bytes, 6) == on_disk,
+            "{name}: this build's bytes differ from 1.6 beyond the minor version"
         );
     }
 }
@@ -1360,4 +1320,105 @@ fn malformed_mih_tables_are_refused_naming_the_section() {
         matches!(e, FormatError::Corrupt { ref section, .. } if section == "mih"),
         "{e}"
     );
+}
+
+/// The current version's folder (v1.7), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_7() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g17::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g17::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+#[test]
+fn current_writer_reproduces_v1_7_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.7 and add a new folder.
+    let dir = bless_or_read_v1_7();
+    for (name, bytes) in g17::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+/// Every value of `a`'s columns equals `b`'s (NaN equal to NaN).
+fn same_attributes(a: &codedb::Attributes, b: &codedb::Attributes) {
+    assert_eq!(a.rows(), b.rows());
+    assert_eq!(a.schema().columns(), b.schema().columns());
+    for c in 0..a.schema().len() {
+        for r in 0..a.rows() {
+            assert_eq!(
+                a.column(c).unwrap().value(r),
+                b.column(c).unwrap().value(r),
+                "column {c} row {r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn v1_7_golden_attribute_columns_read_with_their_values() {
+    let dir = bless_or_read_v1_7();
+    let seg_path = dir.join(golden::name("seg", g17::SEG_ID, "seg"));
+    let seg = std::fs::read(&seg_path).unwrap();
+    let r = SegmentReader::from_bytes(&seg, &seg_path).unwrap();
+    same_attributes(
+        r.attributes().unwrap().unwrap(),
+        &g17::attributes(g17::ROWS),
+    );
+    let m = Manifest::from_bytes(
+        &std::fs::read(dir.join("v00000000000000000001.manifest")).unwrap(),
+        Path::new("m"),
+    )
+    .unwrap();
+    assert_eq!(m.attributes, g17::schema());
+    let log_path = dir.join(golden::name("log", g17::LOG_ID, "log"));
+    let log = append_log::read_log(&std::fs::read(&log_path).unwrap(), &log_path, None).unwrap();
+    assert_eq!(log.batches.len(), 1);
+    same_attributes(
+        log.batches[0].attributes.as_ref().unwrap(),
+        &g17::attributes(3),
+    );
+    // The same files labelled 1.6 are refused: kind 11 and 69 are unknown required sections
+    // there.
+    for (what, bytes) in [
+        ("segment", with_minor(seg.clone(), 6)),
+        (
+            "manifest",
+            with_minor(g17::manifest().to_bytes().unwrap(), 6),
+        ),
+    ] {
+        let e = if what == "segment" {
+            SegmentReader::from_bytes(&bytes, Path::new("s")).map(|_| ())
+        } else {
+            Manifest::from_bytes(&bytes, Path::new("m")).map(|_| ())
+        };
+        assert!(
+            matches!(e, Err(FormatError::UnknownRequiredSection { .. })),
+            "{what}: {e:?}"
+        );
+    }
+    // Every flipped byte of the section is refused, naming it.
+    let c = codedb::format::Container::from_slice(&seg, &seg_path, None).unwrap();
+    let e = *c
+        .entries()
+        .iter()
+        .find(|e| e.kind == section_kind::SEG_ATTRIBUTES)
+        .unwrap();
+    for i in e.offset..e.offset + e.stored_len {
+        let mut bad = seg.clone();
+        bad[i as usize] ^= 0x01;
+        let err = SegmentReader::from_bytes(&bad, &seg_path).unwrap_err();
+        assert!(err.to_string().contains("attributes"), "{err}");
+    }
 }

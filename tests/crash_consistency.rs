@@ -3,12 +3,13 @@
 //! `killed_writers_never_lose_acknowledged_commits`: a child process (this test binary,
 //! re-invoked on the ignored `crash_child` test) runs a seeded random workload — adds with
 //! automatic and explicit ids, upserts, deletes, class records, commits (a fifth of them
-//! `commit_sealed`), compactions, garbage collections — against one index that stores f16 vectors, most batches with list ids, and
+//! `commit_sealed`), compactions, garbage collections — against one index that stores f16 vectors
+//! and attribute columns (every row's values written in its log record), most batches with list ids, and
 //! the parent SIGKILLs it at a random instant. Before each
 //! commit the child appends the digest of the state that commit would publish to a side file
 //! (`try`), and after `commit()` returns, the digest again (`ack`). After every kill the parent
 //! reopens the index and requires: it opens; `verify` is clean; its rows and classes are exactly
-//! the last acknowledged state (codes, labels, list ids and stored vectors), or exactly the
+//! the last acknowledged state (codes, labels, list ids, stored vectors and attribute values), or exactly the
 //! state of the commit in flight when the child died — never anything in between. The next child continues on the same index, so crashes
 //! during recovery are exercised too (15% of the kills land right after the spawn). 240 kill points by default; `CODEDB_CRASH_ITERATIONS`
 //! sets the count (10 000 for the long run).
@@ -25,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codedb::EncodedOptions;
 use codedb::admin::verify_path;
 use codedb::format::{LogBatch, LogMeta, Manifest, VectorDType, VectorSpec};
+use codedb::{Attributes, Column, EncodedOptions, Schema, Value};
 use codedb::{
     CompactionPolicy, Config, CreateOptions, Index, Retention, RowBatch, Snapshot, StorageError,
 };
@@ -56,6 +57,8 @@ struct State {
     rows: RowMap,
     /// List id and stored vector per live row.
     extras: Extras,
+    /// Attribute values per live row: `gen` and `tag`.
+    attrs: BTreeMap<u64, (i64, Vec<String>)>,
     classes: BTreeMap<u32, (String, u64, Vec<u64>)>,
 }
 
@@ -63,6 +66,7 @@ fn state_of(s: &Snapshot) -> State {
     State {
         rows: rows_of(s),
         extras: extras_of(s),
+        attrs: attrs_of(s),
         classes: s
             .classes()
             .map(|t| {
@@ -76,6 +80,35 @@ fn state_of(s: &Snapshot) -> State {
             })
             .unwrap_or_default(),
     }
+}
+
+/// Every live row's attribute values (each row must have them: a row without its record's
+/// columns would read the defaults, 0 and no tags, which no write stores).
+fn attrs_of(s: &Snapshot) -> BTreeMap<u64, (i64, Vec<String>)> {
+    let ids: Vec<u64> = s.rows().unwrap().map(|r| r.id).collect();
+    let v = s.attribute_values(&ids, &["gen", "tag"]).unwrap();
+    ids.iter()
+        .enumerate()
+        .map(|(r, &id)| {
+            let g = match v.column(0).unwrap().value(r) {
+                Some(Value::Int(g)) => g,
+                other => panic!("id {id}: gen {other:?}"),
+            };
+            let t = match v.column(1).unwrap().value(r) {
+                Some(Value::Tags(t)) => t,
+                other => panic!("id {id}: tag {other:?}"),
+            };
+            (id, (g, t))
+        })
+        .collect()
+}
+
+/// The attribute values a write of generation `generation` gives its row `k`.
+fn attr_values(k: u64, generation: u64) -> (i64, Vec<String>) {
+    (
+        1 + (k + 3 * generation) as i64,
+        vec![format!("t{}", (k + generation) % 3)],
+    )
 }
 
 /// A 128-bit FNV-1a digest of a state (two offsets): compared, never trusted for anything else.
@@ -100,6 +133,15 @@ fn digest(s: &State) -> String {
         eat(&list.map_or(u64::MAX, |l| l as u64).to_le_bytes());
         for x in v.iter().flatten() {
             eat(&x.to_bits().to_le_bytes());
+        }
+    }
+    eat(b"attrs");
+    for (id, (g, tags)) in &s.attrs {
+        eat(&id.to_le_bytes());
+        eat(&g.to_le_bytes());
+        for t in tags {
+            eat(t.as_bytes());
+            eat(b"\0");
         }
     }
     eat(b"classes");
@@ -148,13 +190,31 @@ fn add_rows(
         lists: lists.then_some(&list_ids[..]),
         vectors: Some(v.view()),
     };
+    let vals: Vec<(i64, Vec<String>)> = (0..n as u64).map(|k| attr_values(k, generation)).collect();
+    let attrs = Attributes::new(
+        n,
+        vec![
+            (
+                "gen".into(),
+                Column::Int(vals.iter().map(|v| v.0).collect()),
+            ),
+            (
+                "tag".into(),
+                Column::tags(&vals.iter().map(|v| v.1.clone()).collect::<Vec<_>>()),
+            ),
+        ],
+    )
+    .unwrap();
+    let write = EncodedOptions {
+        attributes: Some(&attrs),
+        ..EncodedOptions::default()
+    };
     let out = match ids {
         Some(ids) => {
-            idx.upsert_encoded(&batch, &EncodedOptions::default())
-                .unwrap();
+            idx.upsert_encoded(&batch, &write).unwrap();
             ids.to_vec()
         }
-        None => idx.add_encoded(&batch, &EncodedOptions::default()).unwrap(),
+        None => idx.add_encoded(&batch, &write).unwrap(),
     };
     for (k, &id) in out.iter().enumerate() {
         let label = labels.map(|l| l[k]);
@@ -168,6 +228,7 @@ fn add_rows(
                 Some(stored_vector(k as u64, generation).to_vec()),
             ),
         );
+        model.attrs.insert(id, attr_values(k as u64, generation));
     }
     out
 }
@@ -259,6 +320,7 @@ fn crash_child() {
             for id in ids {
                 model.rows.remove(&id);
                 model.extras.remove(&id);
+                model.attrs.remove(&id);
             }
         } else if roll < 67 {
             // Class ids apart from row labels (0-4, 7): these raw records count no row.
@@ -359,6 +421,7 @@ fn killed_writers_never_lose_acknowledged_commits() {
     let sides = tempfile::tempdir().unwrap();
     let options = CreateOptions {
         store_vectors: Some(VectorSpec::new(VectorDType::F16, VDIM as u32)),
+        attributes: Schema::parse("gen:int,tag:tags").unwrap(),
     };
     drop(Index::create_with(dir.path(), &model(), &options, crash_config()).unwrap());
     let exe = std::env::current_exe().unwrap();

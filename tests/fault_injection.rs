@@ -115,6 +115,7 @@ const VDIM: usize = 2;
 fn vector_options() -> CreateOptions {
     CreateOptions {
         store_vectors: Some(VectorSpec::new(VectorDType::F32, VDIM as u32)),
+        ..CreateOptions::default()
     }
 }
 

@@ -149,6 +149,10 @@ fn manifest_round_trips() {
             codedb::format::VectorDType::F32,
             7,
         )),
+        attributes: codedb::Schema::parse("year:int,tags:tags")
+            .unwrap()
+            .with_default("tags", codedb::Value::Tags(vec!["none".into()]))
+            .unwrap(),
     };
     assert_eq!(
         Manifest::from_bytes(&m.to_bytes().unwrap(), Path::new("t")).unwrap(),
@@ -168,6 +172,7 @@ fn manifest_refuses_paths_outside_the_index() {
             segments: vec![],
             class_files: vec![],
             vectors: None,
+            attributes: Default::default(),
         };
         let err = m.to_bytes().unwrap_err();
         assert!(

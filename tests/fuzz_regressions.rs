@@ -240,7 +240,9 @@ fn model_writer_refuses_what_the_reader_refuses() {
 fn all_golden_files() -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("format/golden");
     let mut out = Vec::new();
-    for v in ["v1.0", "v1.1", "v1.2", "v1.3", "v1.4", "v1.5", "v1.6"] {
+    for v in [
+        "v1.0", "v1.1", "v1.2", "v1.3", "v1.4", "v1.5", "v1.6", "v1.7",
+    ] {
         let mut names: Vec<_> = std::fs::read_dir(root.join(v))
             .unwrap()
             .map(|e| e.unwrap().path())

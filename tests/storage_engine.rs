@@ -771,6 +771,7 @@ fn row_batches_are_checked_column_by_column_before_anything_is_written() {
     let dir = scratch_dir();
     let options = CreateOptions {
         store_vectors: Some(VectorSpec::new(VectorDType::F16, 2)),
+        ..CreateOptions::default()
     };
     let idx = Index::create_with(dir.path(), &model(), &options, Config::default()).unwrap();
     assert_eq!(idx.vector_spec(), options.store_vectors);
@@ -860,6 +861,7 @@ fn row_batches_are_checked_column_by_column_before_anything_is_written() {
         &model(),
         &CreateOptions {
             store_vectors: Some(VectorSpec::new(VectorDType::F32, 0)),
+            ..CreateOptions::default()
         },
         Config::default(),
     )

@@ -198,6 +198,7 @@ fn add_extra(
 fn create(dir: &std::path::Path, vectors: bool) -> Index {
     let options = CreateOptions {
         store_vectors: vectors.then(|| VectorSpec::new(VectorDType::F16, DIM as u32)),
+        ..CreateOptions::default()
     };
     Index::create_with(dir, &model(), &options, config()).unwrap()
 }

@@ -8,7 +8,14 @@ no filter, and with filters passing 0.1 %, 1 %, 10 % and 50 % of the rows: rando
 search also runs on BIN (another build of codedb) in the same loop, so the two are compared under
 the same load. Prints a Markdown table.
 
-    python3 tools/bench_filter.py --codedb target/release/codedb --dir /tmp/fb [--peer OTHER]
+With --columns, the same rows are also built with attribute columns (a JSON-lines file: `year`,
+an int uniform in 0..999, and `tags`, one or two of 1,000 tags drawn from a Zipf law,
+P(tag i) ∝ 1/(i+1), seeded), and a second table gives what carrying them costs — index bytes,
+build time, unfiltered search with and without columns in the same loop — and filtered search
+on the stored columns: `year < n` at 0.1 %, 1 %, 10 % and 50 % (beside the id range of the same
+selectivity, whose filter reads no column) and `tags HAS` tags of Zipf ranks 0, 9 and 99.
+
+    python3 tools/bench_filter.py --codedb target/release/codedb --dir /tmp/fb [--peer OTHER] [--columns]
 """
 
 import argparse
@@ -48,6 +55,7 @@ def main():
     p.add_argument("--queries", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--columns", action="store_true")
     a = p.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     rng = random.Random(a.seed)
@@ -91,6 +99,72 @@ def main():
     ]
     for name, t in rows:
         print(f"| {name} | {t:.4f} | {a.queries / t:,.0f} | {best['none'] / t:.2f}× |")
+    if a.columns:
+        columns(a, data, model, q)
+
+
+def dir_bytes(d):
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+               if os.path.isfile(os.path.join(d, f)))
+
+
+def columns(a, data, model, q):
+    """The cost of attribute columns and filters on them (see the module doc)."""
+    rng = random.Random(a.seed + 7)
+    ntags = 1000
+    weights = [1.0 / (i + 1) for i in range(ntags)]
+    attrs = os.path.join(a.dir, "attrs.jsonl")
+    counts = [0] * ntags
+    with open(attrs, "w") as f:
+        for _ in range(a.rows):
+            tags = set(rng.choices(range(ntags), weights, k=rng.choice((1, 2))))
+            for t in tags:
+                counts[t] += 1
+            f.write('{"year": %d, "tags": [%s]}\n'
+                    % (rng.randrange(1000), ", ".join('"t%d"' % t for t in sorted(tags))))
+    built = {}
+    for name, extra in (("plain", []), ("columns", ["--attributes", attrs])):
+        d = os.path.join(a.dir, "idx-" + name)
+        if os.path.exists(d):
+            subprocess.run(["rm", "-rf", d], check=True)
+        t0 = time.perf_counter()
+        subprocess.run([a.codedb, "build", d, "--model", model, "--data", data, *extra],
+                       check=True, capture_output=True)
+        built[name] = (d, time.perf_counter() - t0, dir_bytes(d))
+    plain, cols = built["plain"][0], built["columns"][0]
+    base = ["--queries", q, "-k", "10", "--threads", "1"]
+    cases = [("unfiltered, no columns", plain, []), ("unfiltered, with columns", cols, [])]
+    for sel in (0.001, 0.01, 0.1, 0.5):
+        n = int(1000 * sel) if sel >= 0.001 else 1
+        cases.append((f"{sel:.1%} `year < {n}`", cols, ["--where", f"year < {n}"]))
+        cases.append((f"{sel:.1%} `id < {int(a.rows * sel)}`", cols,
+                      ["--where", f"id < {int(a.rows * sel)}"]))
+    for rank in (0, 9, 99):
+        frac = counts[rank] / a.rows
+        cases.append((f"{frac:.2%} `tags HAS 't{rank}'`", cols, ["--where", f"tags HAS 't{rank}'"]))
+    best = {}
+    for _ in range(a.repeats):
+        for name, d, extra in cases:
+            t = search_seconds(a.codedb, [d] + base + extra)
+            best[name] = min(best.get(name, t), t)
+    load = os.getloadavg()[0]
+    print()
+    print(f"With attribute columns: {a.rows} rows, year (int) and Zipf tags (1,000 tags, 1-2 per "
+          f"row); best of {a.repeats}; load average {load:.1f}; "
+          f"{time.strftime('%Y-%m-%d', time.gmtime())}")
+    print()
+    print("| index | bytes | build s (rows/s) |")
+    print("|---|---|---|")
+    for name in ("plain", "columns"):
+        _, t, b = built[name]
+        print(f"| {name} | {b:,} | {t:.1f} ({a.rows / t:,.0f}) |")
+    print()
+    print("| search | search s | queries/s | vs unfiltered with columns |")
+    print("|---|---|---|---|")
+    ref = best["unfiltered, with columns"]
+    for name, _, _ in cases:
+        t = best[name]
+        print(f"| {name} | {t:.4f} | {a.queries / t:,.0f} | {ref / t:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
     ./test.sh --python            # or: a venv with `pip install ./python[ray]`
     target/py-venv/bin/python tools/bench_sharded.py --rows 1000000 --shards 1,2,4 \\
         --specs pq:16x8,ivf:1024,pq:16x8 --queries 1,64 --dir /tmp/codedb-shards
+    target/py-venv/bin/python tools/bench_sharded.py --rows 1000000 --fanout 4,16,64 \\
+        --fanout-nprobe 1,4,16 --dir /tmp/codedb-fanout
 
 Generates --rows clustered 96-D descriptors (a mixture of 1 000 Gaussians, seeded; ids
 0..n-1, routed by codedb.distributed.shard_of) saved as .npy, trains each --specs model on a
@@ -25,13 +27,14 @@ Generates --rows clustered 96-D descriptors (a mixture of 1 000 Gaussians, seede
   time of that add (the driver revives the writer, replays the staged writes, retries) against
   the same add undisturbed.
 
-With ``--fanout K1,K2,...`` it measures instead what partitioning shards by inverted list
-(not implemented: shards are partitioned by id hash, so every query reaches every shard) would
-save: one index of the rows with their cluster as label (``lists="label"``: 1 000 class lists),
-the ``nprobe`` class lists each of 1 000 queries probes (``Index.classify(q, top=nprobe)``: the
-probe's own NCM ranking), and for K shards holding whole lists — list c on shard ``c mod K``,
-or lists placed largest first on the least-loaded shard — the mean number of shards a query
-reaches, and the skew: the largest shard's rows and the busiest shard's queries over the mean.
+With ``--fanout K1,K2,...`` it compares instead the two partitions of K shards on 10^6
+clustered rows (1 000 Gaussians of Zipf-like sizes) under an ``ivf:--fanout-lists,pq:16x8``
+model: ``partition="id"`` (rows by id hash; every query reaches every shard) and
+``partition="list"`` (whole inverted lists per shard, placed largest first on the shard with
+the fewest rows; a query reaches the shards holding its probed lists). Per K and nprobe: the
+mean number of shards a query reaches, the row skew (largest shard over the mean), the query
+skew (the busiest shard's queries over the mean), and the time of single queries (nq = 1)
+through ``ShardedSearcher(ThreadShards)`` — answers checked equal to one index first.
 
 Prints one line per case; `--json` prints objects. The last line gives the load average.
 """
@@ -92,6 +95,12 @@ def main() -> None:
     ap.add_argument("--fanout", default="",
                     help="shard counts: measure list-partitioned fan-out and skew only")
     ap.add_argument("--fanout-nprobe", default="1,4,16", help="nprobe values for --fanout")
+    ap.add_argument("--fanout-lists", type=int, default=1000,
+                    help="inverted lists (ivf:L,pq:16x8) for --fanout")
+    ap.add_argument("--fanout-queries", type=int, default=1000,
+                    help="queries whose fan-out and skew --fanout counts")
+    ap.add_argument("--fanout-timed", type=int, default=200,
+                    help="of those, single queries (nq = 1) timed per case, best of 3 passes")
     ap.add_argument("--json", action="store_true", help="print JSON objects, one per line")
     a = ap.parse_args()
     if a.fanout:
@@ -219,46 +228,65 @@ def main() -> None:
 
 
 def fanout(a: argparse.Namespace) -> None:
-    """Fan-out and skew of shards partitioned by class list (see the module doc)."""
+    """Shards partitioned by inverted list against shards partitioned by id (see the module
+    doc)."""
+    from codedb.distributed import ThreadShards
+    from codedb.distributed._route import query_shards
+
     root = pathlib.Path(a.dir)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     rng = np.random.default_rng(0)
     centres = rng.normal(scale=4.0, size=(1000, a.dim)).astype(np.float32)
-    # Cluster sizes vary as real lists do (Zipf-like weights), so placement matters.
+    # Cluster sizes vary as real data's do (Zipf-like weights), so list sizes vary too.
     weights = 1.0 / np.arange(1, 1001) ** 0.7
     y = rng.choice(1000, size=a.rows, p=weights / weights.sum())
     x = (centres[y] + rng.normal(size=(a.rows, a.dim))).astype(np.float32)
-    model = codedb.train(x[:50_000], "pq:16x8", seed=1)
-    one = codedb.Index.build(root / "one", model, x, ids=np.arange(a.rows), labels=y,
-                             lists="label")
-    yq = rng.choice(1000, size=1000, p=weights / weights.sum())
-    q = (centres[yq] + rng.normal(size=(1000, a.dim))).astype(np.float32)
-    sizes = np.bincount(y, minlength=1000)
+    ids = np.arange(a.rows, dtype=np.int64)
+    model = codedb.train(x[:50_000], f"ivf:{a.fanout_lists},pq:16x8", seed=1)
+    one = codedb.Index.build(root / "one", model, x, ids=ids)
+    yq = rng.choice(1000, size=a.fanout_queries, p=weights / weights.sum())
+    q = (centres[yq] + rng.normal(size=(len(yq), a.dim))).astype(np.float32)
     for k in [int(v) for v in a.fanout.split(",")]:
-        by_mod = np.arange(1000) % k
-        by_size = np.empty(1000, np.int64)
-        load = np.zeros(k)
-        for c in np.argsort(-sizes, kind="stable"):
-            s = int(np.argmin(load))
-            by_size[c] = s
-            load[s] += sizes[c]
-        for nprobe in [int(v) for v in a.fanout_nprobe.split(",")]:
-            probes = one.classify(q, top=nprobe)[1]
-            for name, place in (("list mod K", by_mod), ("largest first", by_size)):
-                touched = [set(place[row].tolist()) for row in probes]
-                fan = float(np.mean([len(t) for t in touched]))
-                rows = np.bincount(place, weights=sizes, minlength=k)
-                hits = np.bincount([s for t in touched for s in t], minlength=k)
-                print(json.dumps({
-                    "case": "fanout", "shards": k, "nprobe": nprobe, "placement": name,
+        for partition in ("id", "list"):
+            paths = [root / f"{partition}-{k}-{i}" for i in range(k)]
+            t = time.perf_counter()
+            sh = ShardedIndex.build(paths, model, x, ids=ids, threads=2, partition=partition)
+            built = time.perf_counter() - t
+            rows = np.array([h["rows"] for h in sh.health()], dtype=np.float64)
+            placement = sh.list_shards
+            sh.close()
+            searcher = ShardedSearcher(ThreadShards.open(paths, threads=2))
+            for nprobe in [int(v) for v in a.fanout_nprobe.split(",")]:
+                want = one.search(q[:50], k=10, nprobe=nprobe)
+                got = searcher.search(q[:50], k=10, nprobe=nprobe)
+                assert np.array_equal(got[1], want[1]) and np.array_equal(got[0], want[0])
+                if placement is None:
+                    fan, hits = float(k), np.full(k, len(q), dtype=np.float64)
+                else:
+                    asked = query_shards(placement, model, q, nprobe, k)
+                    hits = np.array([len(r) for r in asked], dtype=np.float64)
+                    fan = float(hits.sum() / len(q))
+                singles = q[: a.fanout_timed]
+                s = best(lambda: [searcher.search(qq[None], k=10, nprobe=nprobe)
+                                  for qq in singles], 3)
+                emit_json({
+                    "case": "fanout", "partition": partition, "shards": k, "nprobe": nprobe,
                     "mean_shards_per_query": round(fan, 2),
-                    "of_shards": k,
                     "row_skew": round(float(rows.max() / rows.mean()), 2),
                     "query_skew": round(float(hits.max() / hits.mean()), 2),
-                }), flush=True)
+                    "ms_per_query_nq1": round(s * 1e3 / len(singles), 3),
+                    "build_s": round(built, 1),
+                })
+            searcher.close()
+            for p in paths:
+                shutil.rmtree(p, ignore_errors=True)
     one.close()
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()}", flush=True)
+
+
+def emit_json(r: dict[str, Any]) -> None:
+    print(json.dumps(r), flush=True)
 
 
 if __name__ == "__main__":

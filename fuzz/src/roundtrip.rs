@@ -71,6 +71,21 @@ fn exercise_segment(r: &SegmentReader) {
         assert_eq!(l.len(), r.rows(), "lists view length");
     }
     r.check_id_range().expect("ids were range-checked on open");
+    // Attribute columns (format 1.7): what decodes re-encodes to a fixed point.
+    if let Ok(Some(a)) = r.attributes() {
+        assert_eq!(a.rows(), r.rows(), "attribute rows");
+        let bytes =
+            codedb::format::attribute_columns::encode(a).expect("attributes that decoded encode");
+        let back = codedb::format::attribute_columns::decode(
+            &bytes,
+            a.rows() as u64,
+            Path::new(REWRITTEN),
+            "attributes",
+        )
+        .expect("re-encoded attributes must decode");
+        let again = codedb::format::attribute_columns::encode(&back).expect("second encoding");
+        assert!(again == bytes, "attributes: encoding is not a fixed point");
+    }
     if let (Ok(Some(v)), Some((_, dim))) = (r.vectors(), m.vectors) {
         let n = match &v {
             VectorsView::F32(x) => x.len(),

@@ -164,7 +164,8 @@ impl PyModel {
     ///
     /// Examples
     /// --------
-    /// >>> ivf_model.assign_lists(x[:3]).shape
+    /// >>> ivf = codedb.train(x, "ivf:4,pq:4x8", seed=1)
+    /// >>> ivf.assign_lists(x[:3]).shape
     /// (3,)
     fn assign_lists<'py>(
         &self,
@@ -202,7 +203,8 @@ impl PyModel {
     ///
     /// Examples
     /// --------
-    /// >>> ivf_model.probe_lists(x[:2], 3).shape
+    /// >>> ivf = codedb.train(x, "ivf:4,pq:4x8", seed=1)
+    /// >>> ivf.probe_lists(x[:2], 3).shape
     /// (2, 3)
     fn probe_lists<'py>(
         &self,

@@ -19,6 +19,7 @@
 
 use std::path::Path;
 
+use super::attribute_columns::{self, Attributes};
 use super::container::{FileId, FileKind, FormatVersion, HEADER_LEN, Header};
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, to_usize};
@@ -41,7 +42,11 @@ pub const BATCH_FLAG_LISTS: u32 = 2;
 /// Batch flag (format 1.1): the payload holds stored vectors; set exactly when the log meta
 /// declares them.
 pub const BATCH_FLAG_VECTORS: u32 = 4;
-const KNOWN_FLAGS: u32 = BATCH_FLAG_LABELS | BATCH_FLAG_LISTS | BATCH_FLAG_VECTORS;
+/// Batch flag (format 1.7): the payload ends with the rows' attribute columns (the bytes of
+/// FORMAT.md §3.7), after the fixed-width columns and their padding.
+pub const BATCH_FLAG_ATTRIBUTES: u32 = 8;
+const KNOWN_FLAGS: u32 =
+    BATCH_FLAG_LABELS | BATCH_FLAG_LISTS | BATCH_FLAG_VECTORS | BATCH_FLAG_ATTRIBUTES;
 /// Most rows one record may hold: bounds what a reader allocates before the payload CRC is
 /// checked. Writers split larger batches.
 pub const MAX_BATCH_ROWS: u32 = 1 << 20;
@@ -166,6 +171,8 @@ pub struct LogBatch {
     pub lists: Option<Vec<u32>>,
     /// `rows × dim` values of the log meta's vector type.
     pub vectors: Option<VectorBuf>,
+    /// The rows' attribute columns (format 1.7), when the index has any.
+    pub attributes: Option<Attributes>,
 }
 
 impl LogBatch {
@@ -235,8 +242,21 @@ impl LogBatch {
         }
         let has_labels = self.labels.is_some();
         let has_lists = self.lists.is_some();
-        let payload_len = LogBatch::payload_len(rows as u64, meta, has_labels, has_lists)
+        let attrs = match &self.attributes {
+            None => None,
+            Some(a) if a.rows() != rows => {
+                return Err(bad(format!(
+                    "{} rows of attributes for {rows} rows",
+                    a.rows()
+                )));
+            }
+            Some(a) => Some(
+                attribute_columns::encode(a).map_err(|e| attribute_columns::invalid(path, e))?,
+            ),
+        };
+        let fixed_len = LogBatch::payload_len(rows as u64, meta, has_labels, has_lists)
             .ok_or_else(|| bad("record size overflows".into()))?;
+        let payload_len = fixed_len + attrs.as_ref().map_or(0, |a| a.len() as u64);
         let mut payload = Vec::with_capacity(payload_len as usize);
         for id in &self.ids {
             payload.extend_from_slice(&id.to_le_bytes());
@@ -250,11 +270,19 @@ impl LogBatch {
         if let Some(v) = &self.vectors {
             payload.extend_from_slice(v.as_slice().as_bytes());
         }
-        payload.resize(payload_len as usize, 0);
+        payload.resize(fixed_len as usize, 0);
+        if let Some(a) = &attrs {
+            payload.extend_from_slice(a);
+        }
         let flags = if has_labels { BATCH_FLAG_LABELS } else { 0 }
             | if has_lists { BATCH_FLAG_LISTS } else { 0 }
             | if self.vectors.is_some() {
                 BATCH_FLAG_VECTORS
+            } else {
+                0
+            }
+            | if attrs.is_some() {
+                BATCH_FLAG_ATTRIBUTES
             } else {
                 0
             };
@@ -303,6 +331,20 @@ pub struct LogContents {
     pub rows: u64,
     /// What follows the records read.
     pub tail: LogTail,
+}
+
+/// What is wrong with a record's attribute block, for its fault's detail (the record's
+/// reader names the record and its offset; the block's decoder names only its part).
+fn attribute_fault(e: &FormatError) -> String {
+    match e {
+        FormatError::Corrupt {
+            section, detail, ..
+        }
+        | FormatError::Truncated {
+            section, detail, ..
+        } => format!("attribute block, {section}: {detail}"),
+        other => format!("attribute block: {other}"),
+    }
 }
 
 /// Why a record could not be read, and whether more bytes could have completed it.
@@ -366,8 +408,15 @@ fn parse_record(
     }
     let has_labels = flags & BATCH_FLAG_LABELS != 0;
     let has_lists = flags & BATCH_FLAG_LISTS != 0;
+    let has_attrs = flags & BATCH_FLAG_ATTRIBUTES != 0;
     let want = LogBatch::payload_len(rows as u64, meta, has_labels, has_lists);
-    if want != Some(payload_len) {
+    // With attributes the payload continues past the fixed columns' padding with at least the
+    // attribute block's 16-byte header; its own lengths then account for every byte.
+    let fits = match want {
+        Some(w) if has_attrs => payload_len >= w.saturating_add(16) && payload_len % 8 == 0,
+        w => w == Some(payload_len),
+    };
+    if !fits {
         return Err(fault(
             false,
             format!("payload length {payload_len} does not match {rows} rows"),
@@ -390,7 +439,13 @@ fn parse_record(
     let labels_end = codes_end + if has_labels { n * 4 } else { 0 };
     let lists_end = labels_end + if has_lists { n * 4 } else { 0 };
     let vectors_end = lists_end + meta.vectors.map_or(0, |v| n * v.row_bytes() as usize);
-    if payload[vectors_end..].iter().any(|&b| b != 0) {
+    let fixed_end = vectors_end.div_ceil(8) * 8;
+    let (pad_end, attr_bytes) = if has_attrs {
+        (fixed_end, Some(&payload[fixed_end..]))
+    } else {
+        (payload.len(), None)
+    };
+    if payload[vectors_end..pad_end].iter().any(|&b| b != 0) {
         return Err(fault(false, "record padding is not zero".into()));
     }
     let vectors = meta
@@ -404,6 +459,15 @@ fn parse_record(
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
     };
+    // The attribute block is checked whole (structure, UTF-8, codes in range) even when only
+    // checking records, so a committed record never holds columns a reader would refuse.
+    let attributes = match attr_bytes {
+        None => None,
+        Some(b) => Some(
+            attribute_columns::decode(b, rows as u64, Path::new("log record"), "attributes")
+                .map_err(|e| fault(false, attribute_fault(&e)))?,
+        ),
+    };
     let batch = decode.then(|| LogBatch {
         ids: payload[..n * 8]
             .chunks_exact(8)
@@ -413,6 +477,7 @@ fn parse_record(
         labels: has_labels.then(|| u32s(&payload[codes_end..labels_end])),
         lists: has_lists.then(|| u32s(&payload[labels_end..lists_end])),
         vectors,
+        attributes,
     });
     Ok((
         batch,
@@ -600,6 +665,7 @@ mod tests {
             labels: labels.then(|| ids.iter().map(|&i| i as u32 * 3).collect()),
             lists: None,
             vectors: None,
+            attributes: None,
         }
     }
 

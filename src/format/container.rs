@@ -71,15 +71,21 @@ pub enum FormatVersion {
     /// Also in 1.6: binary segments may carry multi-index hashing tables (optional section 10,
     /// `mih`, FORMAT.md §3.6); a 1.5 reader skips the section and scans linearly.
     V1_6,
+    /// 1.7: attribute columns (FORMAT.md §3.7, §7.4, §10.2): segments may carry the rows'
+    /// typed attribute values (section 11, `attributes`, REQUIRED), append-log records the
+    /// same bytes (record flag bit 3), and manifests the index's schema (section 69,
+    /// `attribute_schema`, REQUIRED). A 1.6 reader refuses such files (an unknown required
+    /// section, a reserved record flag); every 1.6 file is a valid 1.7 file.
+    V1_7,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::V1_6;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_7;
     /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
     /// Newest minor version this build understands.
-    pub const MINOR: u16 = 6;
+    pub const MINOR: u16 = 7;
 
     /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
@@ -91,6 +97,7 @@ impl FormatVersion {
             FormatVersion::V1_4 => (1, 4),
             FormatVersion::V1_5 => (1, 5),
             FormatVersion::V1_6 => (1, 6),
+            FormatVersion::V1_7 => (1, 7),
         }
     }
 }

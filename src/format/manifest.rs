@@ -6,6 +6,7 @@
 //! its section is written only when the index has an active log: a manifest without one keeps
 //! exactly the bytes of the golden 1.0 files.
 
+use super::attribute_columns::{self, Schema};
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
@@ -17,7 +18,8 @@ use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::le::{LeReader, LeWriter, checked_mul};
 use super::section_kind::{
-    MAN_ACTIVE_LOG, MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, MAN_VECTORS, META,
+    MAN_ACTIVE_LOG, MAN_ATTRIBUTE_SCHEMA, MAN_CLASS_FILES, MAN_SEGMENTS, MAN_STRINGS, MAN_VECTORS,
+    META,
 };
 use super::segment_meta::VectorDType;
 use super::segment_vectors::VectorSpec;
@@ -73,6 +75,9 @@ pub struct Manifest {
     /// The vectors every row of the index stores beside its code (format 1.1, §7.3), fixed
     /// when the index is created; `None`: the index stores none.
     pub vectors: Option<VectorSpec>,
+    /// The index's attribute columns: names, types and defaults (format 1.7, §7.4), fixed
+    /// when the index is created, grown by `Index::add_column`; empty: no columns.
+    pub attributes: Schema,
 }
 
 /// The active append log of a version (FORMAT.md §10.4): rows not yet sealed into a segment.
@@ -292,6 +297,11 @@ impl Manifest {
             debug_assert_eq!(b.buf.len(), VECTORS_LEN);
             w.section(MAN_VECTORS, true, &b.buf)?;
         }
+        if !self.attributes.is_empty() {
+            let b = attribute_columns::encode_schema(&self.attributes)
+                .map_err(|e| attribute_columns::invalid(path, e))?;
+            w.section(MAN_ATTRIBUTE_SCHEMA, true, &b)?;
+        }
         w.finish()
     }
 
@@ -460,6 +470,23 @@ impl Manifest {
                 Some(VectorSpec::new(dtype, dim))
             }
         };
+        let attributes = match c.find_one(MAN_ATTRIBUTE_SCHEMA)? {
+            None => Schema::default(),
+            // Kind 69 is unknown to 1.0-1.6, so a file that says so is read as they would.
+            Some(_) if c.version() < (1, 7) => {
+                return Err(FormatError::UnknownRequiredSection {
+                    path: path.to_path_buf(),
+                    section: format!("section kind {MAN_ATTRIBUTE_SCHEMA}"),
+                });
+            }
+            Some(i) => {
+                let s = attribute_columns::decode_schema(c.stored(i), path, "attribute_schema")?;
+                if s.is_empty() {
+                    return Err(c.corrupt("attribute_schema", "a schema of no columns"));
+                }
+                s
+            }
+        };
         let active_log = match c.find_one(MAN_ACTIVE_LOG)? {
             None => None,
             Some(i) => {
@@ -512,6 +539,7 @@ impl Manifest {
             segments,
             class_files,
             vectors,
+            attributes,
         };
         m.validate(active_log.as_ref(), path, "manifest")?;
         Ok((m, active_log))
@@ -544,6 +572,7 @@ mod tests {
             }],
             class_files: vec![],
             vectors: None,
+            attributes: Schema::default(),
         }
     }
 

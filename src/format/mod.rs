@@ -15,6 +15,7 @@
 compile_error!("codedb's zero-copy column views require a little-endian target");
 
 pub mod append_log;
+pub mod attribute_columns;
 pub mod block_checksums;
 pub(crate) mod class_table;
 pub(crate) mod container;
@@ -38,6 +39,10 @@ pub(crate) mod segment_writer;
 pub mod stage_kind;
 
 pub use append_log::{LogBatch, LogContents, LogMeta, LogTail};
+pub use attribute_columns::{
+    AttributeError, Attributes, AttributesBuilder, Column, ColumnBuilder, ColumnData, ColumnType,
+    Schema, Value,
+};
 pub use class_table::{Centroid, ClassRecord, ClassTable, class_name_problem};
 pub use container::{
     Codec, FileId, FileKind, FormatVersion, HEADER_LEN, Header, MAGIC, SECTION_ENTRY_LEN,

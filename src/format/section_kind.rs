@@ -31,6 +31,9 @@ pub const SEG_BLOCK_CHECKSUMS: u32 = 9;
 /// Multi-index hashing tables of a binary segment (format 1.6, optional: a reader that does
 /// not know it scans the segment linearly; FORMAT.md §3.6).
 pub const SEG_MIH: u32 = 10;
+/// The rows' attribute columns (format 1.7, required: a reader that does not know it would
+/// drop the columns on compaction; FORMAT.md §3.7).
+pub const SEG_ATTRIBUTES: u32 = 11;
 
 // model (§4)
 /// One model stage; one section per stage, in pipeline order (FORMAT.md §4.2).
@@ -68,6 +71,9 @@ pub const MAN_ACTIVE_LOG: u32 = 67;
 /// The index's stored-vector setting (format 1.1, required): present only when the index
 /// stores vectors, so other manifests keep their 1.0 layout.
 pub const MAN_VECTORS: u32 = 68;
+/// The index's attribute schema: names, types and defaults (format 1.7, required; present only
+/// when the index has attribute columns, FORMAT.md §7.4).
+pub const MAN_ATTRIBUTE_SCHEMA: u32 = 69;
 
 /// The name of a section kind inside a file kind, or `None` when this build does not know it.
 pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
@@ -82,6 +88,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_CODES_FASTSCAN) => "codes_fastscan",
         (FileKind::Segment, SEG_BLOCK_CHECKSUMS) => "block_checksums",
         (FileKind::Segment, SEG_MIH) => "mih",
+        (FileKind::Segment, SEG_ATTRIBUTES) => "attributes",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",
@@ -95,6 +102,7 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Manifest, MAN_CLASS_FILES) => "class_files",
         (FileKind::Manifest, MAN_ACTIVE_LOG) => "active_log",
         (FileKind::Manifest, MAN_VECTORS) => "vectors",
+        (FileKind::Manifest, MAN_ATTRIBUTE_SCHEMA) => "attribute_schema",
         _ => return None,
     };
     Some(n)

@@ -40,6 +40,10 @@ use super::section_kind::{
 };
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
+use super::{
+    attribute_columns::{self, Attributes},
+    section_kind::SEG_ATTRIBUTES,
+};
 
 /// One entry of a segment's list index (FORMAT.md §3.3): the rows of list `list` start at
 /// `first_row` and run to the next entry's first row (or the end of the segment).
@@ -132,6 +136,10 @@ pub struct SegmentReader {
     mih: Option<usize>,
     /// The tables' first-use check (checksum, offsets, row bounds): `Err((checksum, detail))`.
     mih_checked: OnceLock<std::result::Result<(), (bool, String)>>,
+    /// The attribute columns' section (format 1.7), if any.
+    attributes: Option<usize>,
+    /// The columns, decoded and checked on first touch: `Err((checksum, section, detail))`.
+    attributes_read: OnceLock<std::result::Result<Attributes, (bool, String, String)>>,
 }
 
 impl SegmentReader {
@@ -251,6 +259,20 @@ impl SegmentReader {
             }
             found => found,
         };
+        let attributes = match c.find_one(SEG_ATTRIBUTES)? {
+            // A file that says 1.0-1.6 is read as such a reader would: kind 11 is unknown
+            // there, refused when required and skipped when not.
+            Some(i) if c.version() < (1, 7) => {
+                if c.entries()[i].required() {
+                    return Err(FormatError::UnknownRequiredSection {
+                        path: path.clone(),
+                        section: format!("section kind {SEG_ATTRIBUTES}"),
+                    });
+                }
+                None
+            }
+            found => found,
+        };
         let checks = column_checks(
             &c,
             [
@@ -275,6 +297,8 @@ impl SegmentReader {
             checks,
             mih,
             mih_checked: OnceLock::new(),
+            attributes,
+            attributes_read: OnceLock::new(),
         };
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
@@ -295,6 +319,7 @@ impl SegmentReader {
             r.vectors()?;
             r.check_code_padding(true)?;
             r.check_mih()?;
+            r.attributes()?;
         } else {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
             r.check_code_padding(false)?;
@@ -478,6 +503,57 @@ impl SegmentReader {
             }),
             Err((false, detail)) => Err(self.c.corrupt("mih", detail)),
         }
+    }
+
+    /// The rows' attribute columns (format 1.7, FORMAT.md §3.7), `None` when the segment has
+    /// none. The first call checks the section's checksum, decodes it and checks it (lengths,
+    /// UTF-8, dictionary codes and tag offsets in range: [`ColumnData::check`](
+    /// super::attribute_columns::ColumnData::check)) — on first touch, like a code block — and
+    /// remembers the outcome: a damaged section is [`FormatError::ChecksumMismatch`] or
+    /// [`FormatError::Corrupt`] naming the file and the section `attributes` on every call.
+    pub fn attributes(&self) -> Result<Option<&Attributes>> {
+        let Some(i) = self.attributes else {
+            return Ok(None);
+        };
+        let first = self.attributes_read.get_or_init(|| {
+            if self.c.verify_section(i).is_err() {
+                return Err((true, "attributes".into(), String::new()));
+            }
+            match attribute_columns::decode(
+                self.c.stored(i),
+                self.meta.rows,
+                self.path(),
+                "attributes",
+            ) {
+                Ok(a) => Ok(a),
+                Err(
+                    FormatError::Corrupt {
+                        section, detail, ..
+                    }
+                    | FormatError::Truncated {
+                        section, detail, ..
+                    },
+                ) => Err((false, section, detail)),
+                Err(e) => Err((false, "attributes".into(), e.to_string())),
+            }
+        });
+        match first {
+            Ok(a) => Ok(Some(a)),
+            Err((true, _, _)) => Err(FormatError::ChecksumMismatch {
+                path: self.path().to_path_buf(),
+                section: "attributes".into(),
+            }),
+            Err((false, section, detail)) => Err(FormatError::Corrupt {
+                path: self.path().to_path_buf(),
+                section: section.clone(),
+                detail: detail.clone(),
+            }),
+        }
+    }
+
+    /// Whether the segment stores attribute columns (nothing read).
+    pub fn has_attributes(&self) -> bool {
+        self.attributes.is_some()
     }
 
     fn parse_mih(&self, i: usize, deep: bool) -> Result<MihTables<'_>> {

@@ -15,6 +15,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::attribute_columns::{self, Attributes};
 use super::block_checksums::{self, BLOCK_BYTES, MAX_BLOCK_BYTES, MIN_BLOCK_BYTES};
 use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
@@ -22,6 +23,7 @@ use super::error::{FormatError, Result};
 use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
 use super::mih_tables::{BUILD_BYTES, MihBuild, MihShape};
 use super::model_file::CodeKind;
+use super::section_kind::SEG_ATTRIBUTES;
 use super::section_kind::{
     META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX,
     SEG_LISTS, SEG_MIH, SEG_VECTORS,
@@ -59,6 +61,7 @@ enum Column {
     Labels,
     Lists,
     Vectors,
+    Attributes,
     Mih,
 }
 
@@ -440,6 +443,33 @@ impl<W: Write> SegmentWriter<W> {
         self.w.write(values.as_bytes())
     }
 
+    /// Writes the rows' attribute columns (section `attributes`, format 1.7, FORMAT.md §3.7),
+    /// after the row columns and before the multi-index hashing tables: `attrs` holds one
+    /// value per row written, in row order. Checked on first touch by readers (section CRC,
+    /// structure, dictionary codes), like the code blocks.
+    pub fn attributes(&mut self, attrs: &Attributes) -> Result<()> {
+        self.require_codes("attributes")?;
+        if self.column >= Column::Attributes {
+            return Err(self.bad("attributes", "written after the tables or twice".into()));
+        }
+        if self.column != Column::Vectors || self.vectors_streaming {
+            self.close_column()?;
+        }
+        self.column = Column::Attributes;
+        let rows = self.rows.unwrap_or(0);
+        if attrs.rows() as u64 != rows {
+            return Err(self.bad(
+                "attributes",
+                format!("{} rows of attributes for {rows} rows", attrs.rows()),
+            ));
+        }
+        let bytes = attribute_columns::encode(attrs)
+            .map_err(|e| attribute_columns::invalid(&self.path, e))?;
+        self.w.begin_section(SEG_ATTRIBUTES, true)?;
+        self.w.write(&bytes)?;
+        self.w.end_section()
+    }
+
     /// Writes the multi-index hashing tables of the codes written (section `mih`, format 1.6,
     /// optional; [`super::mih_tables`]), after every column. `rescan(sink)` must feed the code
     /// column again to `sink`, whole codes in row order: it is called once to count and once
@@ -468,7 +498,9 @@ impl<W: Write> SegmentWriter<W> {
                 )
                 .into());
         }
-        if self.column != Column::Vectors || self.vectors_streaming {
+        if self.column < Column::Attributes
+            && (self.column != Column::Vectors || self.vectors_streaming)
+        {
             self.close_column()?;
         }
         self.column = Column::Mih;

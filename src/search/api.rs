@@ -10,10 +10,10 @@ use crate::classes::ClassRef;
 use crate::storage::Snapshot;
 
 use super::error::invalid;
-use super::filter::{RowFilter, Schema};
+use super::filter::RowFilter;
 use super::{
     Hit, ListCoverage, SearchError, SearchParams, VectorSource, list_coverage, probe,
-    radius_snapshot, search_snapshot, snapshot_schema,
+    radius_snapshot, search_snapshot,
 };
 
 /// The list id no row is filed under (`u32::MAX`: a row without a list), never a class.
@@ -63,12 +63,6 @@ impl Snapshot {
         filter: &RowFilter,
     ) -> Result<Vec<Vec<Hit>>, SearchError> {
         radius_snapshot(self, queries, radius, Some(filter))
-    }
-
-    /// The columns a filter expression may name besides `id` ([`RowFilter`]): the index's
-    /// attribute columns (none until segments store them, so expressions test the row id).
-    pub fn attribute_schema(&self) -> Schema {
-        snapshot_schema(self)
     }
 
     /// The ids of the `nprobe` inverted lists a search with [`SearchParams::nprobe`] scans for

@@ -83,6 +83,18 @@ pub enum SearchError {
 }
 
 /// Shorthand for [`SearchError::InvalidArgument`].
+impl From<crate::format::AttributeError> for SearchError {
+    fn from(e: crate::format::AttributeError) -> SearchError {
+        SearchError::InvalidArgument {
+            argument: format!("attributes column {}", e.column),
+            detail: match e.row {
+                Some(r) => format!("row {r}: {}", e.detail),
+                None => e.detail,
+            },
+        }
+    }
+}
+
 pub(crate) fn invalid(argument: &str, detail: impl Into<String>) -> SearchError {
     SearchError::InvalidArgument {
         argument: argument.into(),

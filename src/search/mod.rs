@@ -77,7 +77,7 @@ pub use radius::{HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES};
 pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 
 use error::invalid;
-use filter::{BlockFilter, RowFilter, Schema, filter_ranges};
+use filter::{BlockFilter, RowFilter, filter_ranges};
 use float_codes::FloatColumn;
 pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
@@ -262,7 +262,7 @@ pub(crate) fn search_rows(
     let filters: Option<Vec<BlockFilter>> = match &params.filter {
         None => None,
         Some(f) => {
-            let c = f.compile(&snapshot_schema(snapshot))?;
+            let c = f.compile(snapshot.attribute_schema())?;
             Some(
                 all_blocks
                     .iter()
@@ -304,12 +304,6 @@ pub(crate) fn search_rows(
         }
     }
     Ok(hits)
-}
-
-/// The attribute schema of `snapshot` a filter is checked against: the row id, and the
-/// attribute columns once segments store them (none yet, so only `id` can be named).
-fn snapshot_schema(_snapshot: &Snapshot) -> Schema {
-    Schema::default()
 }
 
 /// A snapshot's blocks as one search sees them: with the rows its filter rejects hidden, and
@@ -881,7 +875,7 @@ pub(crate) fn radius_snapshot(
     let table = match filter {
         None => HammingTable::from_snapshot(snapshot)?,
         Some(f) => {
-            let c = f.compile(&snapshot_schema(snapshot))?;
+            let c = f.compile(snapshot.attribute_schema())?;
             let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
             let fs: Vec<BlockFilter> = blocks
                 .iter()

@@ -123,12 +123,17 @@ impl Config {
 
 /// Settings fixed when an index is created ([`super::Index::create_with`]) and kept in every
 /// manifest (FORMAT.md §7.3): opening an index reads them back, they never change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CreateOptions {
     /// Store a vector beside every row's code (for re-ranking), of this type and dimension.
     /// Every added row must then carry one ([`super::RowBatch::vectors`]); `None` (default):
     /// no row may.
     pub store_vectors: Option<VectorSpec>,
+    /// The index's attribute columns — names, types, defaults — that writes may give
+    /// (`AddOptions::attributes`) and filters test (docs/filtering.md). Default: none.
+    /// Columns can be added later with [`super::Index::add_column`] (older rows take the
+    /// default); never removed or retyped.
+    pub attributes: crate::format::Schema,
 }
 
 /// Which segments a compaction merges (size-tiered, FORMAT.md §11.4).

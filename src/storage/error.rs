@@ -179,6 +179,19 @@ impl StorageError {
         move |source| StorageError::Io { path, op, source }
     }
 
+    /// [`StorageError::InvalidArgument`] for attributes a write was handed, naming the column
+    /// (argument `attributes column NAME`) and the row (in the detail).
+    pub(crate) fn attributes(dir: &Path, e: crate::format::AttributeError) -> StorageError {
+        StorageError::InvalidArgument {
+            dir: dir.to_path_buf(),
+            argument: format!("attributes column {}", e.column),
+            detail: match e.row {
+                Some(r) => format!("row {r}: {}", e.detail),
+                None => e.detail,
+            },
+        }
+    }
+
     pub(crate) fn invalid(dir: &Path, argument: &str, detail: impl Into<String>) -> StorageError {
         StorageError::InvalidArgument {
             dir: dir.to_path_buf(),

@@ -180,6 +180,8 @@ pub enum Contents {
         segments: Vec<ManifestSegmentReport>,
         /// Class-table file names, base first.
         class_files: Vec<String>,
+        /// The index's attribute columns (format 1.7, §7.4).
+        attributes: Vec<AttributeColumnReport>,
     },
 }
 
@@ -473,6 +475,7 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                     })
                     .collect(),
                 class_files: m.class_files.iter().map(|c| c.file.name.clone()).collect(),
+                attributes: attribute_columns(&m.attributes),
             }
         }
     })
@@ -547,10 +550,41 @@ pub struct IndexReport {
     pub bytes: u64,
     /// The newest version's active log, if any (its rows are included in `rows`/`deleted`).
     pub active_log: Option<ActiveLogReport>,
+    /// The attribute columns of the version readers open (its schema), in order.
+    pub attributes: Vec<AttributeColumnReport>,
     /// Every retained version whose manifest reads, oldest first.
     pub versions: Vec<VersionReport>,
     /// Every file in the directory that has a readable container.
     pub files: Vec<FileReport>,
+}
+
+/// One attribute column of an index's schema (FORMAT.md §7.4), as `inspect` shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttributeColumnReport {
+    /// The column's name.
+    pub name: String,
+    /// Its type: `int`, `float`, `timestamp`, `bool`, `string` or `tags`.
+    #[serde(rename = "type")]
+    pub column_type: &'static str,
+    /// The value of rows that do not give it (as text: a number, `true`, a quoted string, a
+    /// list of quoted tags).
+    pub default: String,
+}
+
+/// The columns of `schema`, for reports.
+pub fn attribute_columns(schema: &crate::format::Schema) -> Vec<AttributeColumnReport> {
+    schema
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(i, (name, t))| AttributeColumnReport {
+            name: name.clone(),
+            column_type: t.name(),
+            default: schema
+                .default_value(i)
+                .map_or(String::new(), |v| v.to_string()),
+        })
+        .collect()
 }
 
 /// Reports on an index directory: the version readers open (and the newer manifests that do
@@ -627,6 +661,7 @@ pub fn inspect_dir(dir: &Path) -> Result<IndexReport, FormatError> {
         rows: newest.live_rows_with(newest_log.as_ref()),
         deleted: newest.deleted_rows_with(newest_log.as_ref()),
         segments: newest.segments.len(),
+        attributes: attribute_columns(&newest.attributes),
         classes,
         model: ModelSummary {
             file: newest.model.name.clone(),

@@ -12,11 +12,12 @@
 //! order (within a budget, [`RecordedOrder`]); every later column replays it, copying runs of
 //! rows straight out of the mapped sources.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::format::{
-    SegmentReader, VectorBuf, VectorSlice, VectorSpec,
+    Attributes, AttributesBuilder, Schema, SegmentReader, VectorBuf, VectorSlice, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
 
@@ -428,12 +429,17 @@ pub(crate) struct Merger<'a> {
     has_lists: bool,
     sorted: bool,
     columns: SegmentColumns,
+    /// The merged segment's attribute schema, and every source's columns as its (a source
+    /// written before a column was added takes the default).
+    schema: Schema,
+    attributes: Vec<Cow<'a, Attributes>>,
 }
 
 impl<'a> Merger<'a> {
     /// Checks every column of the sources (not checked at open), and whether their rows are
-    /// sorted. `dir` names the index in errors.
-    pub fn new(dir: &Path, slots: &[&'a SegmentSlot]) -> Result<Merger<'a>> {
+    /// sorted. `dir` names the index in errors; `schema` is the index's attribute schema, the
+    /// merged segment's columns.
+    pub fn new(dir: &Path, slots: &[&'a SegmentSlot], schema: &Schema) -> Result<Merger<'a>> {
         let readers: Vec<&SegmentReader> = slots.iter().map(|s| s.seg.reader()).collect();
         let has_lists = readers.iter().all(|r| r.lists().is_some());
         let mut sorted = true;
@@ -453,7 +459,24 @@ impl<'a> Merger<'a> {
             labels: readers.iter().any(|r| r.labels().is_some()),
             lists: has_lists,
             vectors,
+            attributes: !schema.is_empty(),
         };
+        let mut attributes = Vec::new();
+        if !schema.is_empty() {
+            for r in &readers {
+                // Checked (checksum, structure, codes) before anything is rewritten.
+                let a = super::attributes::conformed(schema, r.attributes()?, r.rows()).map_err(
+                    |e| {
+                        StorageError::Format(crate::format::FormatError::Corrupt {
+                            path: r.path().to_path_buf(),
+                            section: "attributes".into(),
+                            detail: e.to_string(),
+                        })
+                    },
+                )?;
+                attributes.push(a);
+            }
+        }
         Ok(Merger {
             dir: dir.to_path_buf(),
             slots: slots.to_vec(),
@@ -461,6 +484,8 @@ impl<'a> Merger<'a> {
             has_lists,
             sorted,
             columns,
+            schema: schema.clone(),
+            attributes,
         })
     }
 
@@ -593,6 +618,20 @@ impl ColumnFill<'_, '_> {
             }
             return Ok(());
         }
+        if col == Column::Attributes {
+            // The columns are built in memory in the merged order, re-coding dictionaries,
+            // then written as one section (FORMAT.md §3.7).
+            let mut b = AttributesBuilder::new(&m.schema);
+            let progress = |rows| (self.progress)(col.name(), rows);
+            if self.order.overflow {
+                let mut rs = Cursor::new(m.sources(), m.sorted);
+                gather_attributes(&mut rs, &m.attributes, &mut b, n, &self.cancel, &progress)?;
+            } else {
+                let mut rs = Replay::new(&self.replay_sources, &self.order.runs);
+                gather_attributes(&mut rs, &m.attributes, &mut b, n, &self.cancel, &progress)?;
+            }
+            return Ok(out.attributes(&b.finish())?);
+        }
         let copy = ColumnCopy {
             readers: &m.readers,
             vectors: &self.vectors,
@@ -652,6 +691,30 @@ fn sorted_by_list_then_id(r: &SegmentReader) -> bool {
     (1..ids.len()).all(|i| (lists[i - 1], ids[i - 1]) < (lists[i], ids[i]))
 }
 
+/// Appends the merged rows' attributes, in the order `rs` gives, to `b`; `cancel` is checked
+/// and `progress(rows)` told after every `n` rows.
+fn gather_attributes<'x>(
+    rs: &mut impl RunSource,
+    attrs: &'x [Cow<'_, Attributes>],
+    b: &mut AttributesBuilder<'x>,
+    n: u64,
+    cancel: &Cancel,
+    progress: &dyn Fn(u64),
+) -> Result<()> {
+    let mut written = 0;
+    loop {
+        let rows = rs.next_chunk(n, |s, a, len| {
+            b.push(&attrs[s], a as usize..(a + len) as usize)
+        });
+        if rows == 0 {
+            return Ok(());
+        }
+        cancel.check()?;
+        written += rows;
+        progress(written);
+    }
+}
+
 /// Copies one non-id column of the merged segment, in the order a [`RunSource`] gives.
 struct ColumnCopy<'a, 'b> {
     readers: &'b [&'a SegmentReader],
@@ -705,7 +768,7 @@ impl ColumnCopy<'_, '_> {
     ) -> Result<()> {
         let n = self.n;
         match col {
-            Column::Ids => Ok(()),
+            Column::Ids | Column::Attributes => Ok(()),
             Column::Codes => self.codes(rs, |buf| Ok(out.codes(buf)?)),
             Column::Labels | Column::Lists => {
                 let (cols, fill): (Vec<Option<&[u32]>>, u32) = if col == Column::Labels {

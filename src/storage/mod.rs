@@ -11,6 +11,7 @@
 //! sorted row sources into a new segment (it knows nothing of the policy), and
 //! `index/compact.rs` applies the one with the other and publishes the result.
 
+mod attributes;
 pub mod config;
 pub mod error;
 pub mod fs;

@@ -16,6 +16,8 @@ pub(crate) struct SegmentColumns {
     pub labels: bool,
     pub lists: bool,
     pub vectors: Option<VectorSpec>,
+    /// The segment stores attribute columns (the index has a schema).
+    pub attributes: bool,
 }
 
 /// A segment column, in the order they are written.
@@ -26,6 +28,7 @@ pub(crate) enum Column {
     Labels,
     Lists,
     Vectors,
+    Attributes,
 }
 
 impl Column {
@@ -37,6 +40,7 @@ impl Column {
             Column::Labels => "labels",
             Column::Lists => "lists",
             Column::Vectors => "vectors",
+            Column::Attributes => "attributes",
         }
     }
 }

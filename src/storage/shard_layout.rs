@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 /// The layout record's file name in a shard directory.
 pub const SHARD_LAYOUT_FILE: &str = "SHARD.json";
-/// Layout version of [`ShardLayout`] records.
-pub const SHARD_LAYOUT_FORMAT: u32 = 1;
+/// Layout version of [`ShardLayout`] records: 1 (rows partitioned by id) or 2 (by inverted
+/// list: `partition` and `list_shards`).
+pub const SHARD_LAYOUT_FORMAT: u32 = 2;
 
 /// A shard's place in its sharded index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardLayout {
-    /// The record's format (1).
+    /// The record's format (1, or 2 for a sharded index partitioned by list).
     pub format: u32,
     /// The sharded index's identity: 32 lowercase hex digits, the same in every shard.
     pub layout: String,
@@ -29,6 +30,12 @@ pub struct ShardLayout {
     pub shards: u64,
     /// The model's file id (32 hex digits), the same in every shard.
     pub model: String,
+    /// Format 2: `"list"` — every inverted list of the model lives whole on one shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Format 2: the shard of every inverted list (`list_shards[l]` holds list `l`'s rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_shards: Option<Vec<u64>>,
 }
 
 /// Why a layout record does not read.
@@ -71,11 +78,23 @@ fn checked_body(bytes: &[u8]) -> Result<&str, ShardLayoutError> {
 /// each line ending in `\n`. The error says what is wrong.
 pub fn parse_shard_layout(bytes: &[u8]) -> Result<ShardLayout, ShardLayoutError> {
     let r: ShardLayout = serde_json::from_str(checked_body(bytes)?)?;
-    if r.format != SHARD_LAYOUT_FORMAT {
-        return Err(ShardLayoutError::Invalid(format!(
-            "format {}, this build reads {SHARD_LAYOUT_FORMAT}",
-            r.format
-        )));
+    let invalid = |s: String| Err(ShardLayoutError::Invalid(s));
+    match (r.format, r.partition.as_deref(), &r.list_shards) {
+        (1, None, None) => {}
+        (1, _, _) => return invalid("format 1 has no partition or list_shards".into()),
+        (2, Some("list"), Some(l)) if !l.is_empty() && l.iter().all(|&s| s < r.shards) => {}
+        (2, Some("list"), _) => {
+            return invalid(format!(
+                "list_shards is not one shard (0 ≤ s < {}) per list",
+                r.shards
+            ));
+        }
+        (2, p, _) => return invalid(format!("partition {p:?}, expected \"list\"")),
+        (f, _, _) => {
+            return invalid(format!(
+                "format {f}, this build reads 1 and {SHARD_LAYOUT_FORMAT}"
+            ));
+        }
     }
     if r.shard >= r.shards {
         return Err(ShardLayoutError::Invalid(format!(
@@ -188,6 +207,25 @@ mod tests {
         assert!(parse_shard_layout(&record(&out_of_range)).is_err());
         let upper = BODY.replace("abcdef0", "ABCDEF0");
         assert!(parse_shard_layout(&record(&upper)).is_err());
+    }
+
+    #[test]
+    fn a_list_partitioned_record_reads_and_a_bad_placement_is_refused() {
+        let body = BODY
+            .replace("\"format\":1", "\"format\":2")
+            .replace("}", ",\"partition\":\"list\",\"list_shards\":[0,3,1,2,0]}");
+        let r = parse_shard_layout(&record(&body)).unwrap();
+        assert_eq!(r.list_shards.as_deref(), Some(&[0u64, 3, 1, 2, 0][..]));
+        for bad in [
+            body.replace("[0,3,1,2,0]", "[0,4]"),
+            body.replace("[0,3,1,2,0]", "[]"),
+            body.replace("\"list\",", "\"id\","),
+            body.replace("\"format\":2", "\"format\":1"),
+            body.replace("\"format\":2", "\"format\":3"),
+            BODY.replace("\"format\":1", "\"format\":2"),
+        ] {
+            assert!(parse_shard_layout(&record(&bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

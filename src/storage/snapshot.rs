@@ -18,8 +18,8 @@ use std::sync::Arc;
 use crate::classes::{ClassError, ClassMeans};
 use crate::format::fastscan_layout::{BLOCK_ROWS, block_bytes};
 use crate::format::{
-    ActiveLogEntry, ClassTable, DeletionBitmap, FormatError, ListEntry, Manifest, ModelFile,
-    RowColumn, SegmentReader, VectorSlice, VectorSpec,
+    ActiveLogEntry, Attributes, ClassTable, ColumnBuilder, DeletionBitmap, FormatError, ListEntry,
+    Manifest, ModelFile, RowColumn, Schema, SegmentReader, Value, VectorSlice, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
 use crate::model::{Model, ModelError};
@@ -76,6 +76,8 @@ pub struct Block<'a> {
     /// Rows a filtered search hides (bit `i % 64` of word `i / 64` = row `i`, aligned to the
     /// block's first row): to that search they are deleted rows (see [`Block::hiding`]).
     hidden: Option<&'a [u64]>,
+    /// A log batch's attribute columns (a segment's are read through `segment`).
+    log_attributes: Option<&'a Attributes>,
 }
 
 /// A run of a fast-scan code column: whole 32-row groups starting at row `first_row` (a
@@ -235,6 +237,20 @@ impl<'a> Block<'a> {
         Block {
             hidden: Some(hidden),
             ..self
+        }
+    }
+
+    /// The block's stored attribute columns, one value per row (format 1.7, FORMAT.md §3.7):
+    /// `None` when the block stores none (written before the index had columns; every column
+    /// then holds its default). They may lack columns added to the index after the block was
+    /// written (those hold their defaults too). A segment's columns are checked on first touch
+    /// — section checksum, structure, dictionary codes and tag offsets in range — and the
+    /// outcome remembered, like a code block: a damaged section is an error naming the file
+    /// and the section `attributes`. A log batch's were checked when the log was read.
+    pub fn attributes(&self) -> std::result::Result<Option<&'a Attributes>, FormatError> {
+        match self.segment {
+            Some(r) => r.attributes(),
+            None => Ok(self.log_attributes),
         }
     }
 
@@ -724,6 +740,7 @@ impl Snapshot {
             row_offset: 0,
             segment: Some(r),
             hidden: None,
+            log_attributes: None,
         }
     }
 
@@ -745,6 +762,7 @@ impl Snapshot {
             row_offset: b.first_row,
             segment: None,
             hidden: None,
+            log_attributes: b.batch.attributes.as_ref(),
         }
     }
 
@@ -794,6 +812,62 @@ impl Snapshot {
                 Some((self.log_block(l, b), (row - b.first_row) as usize))
             }),
         })
+    }
+
+    /// The index's attribute columns in this version (names, types, defaults; FORMAT.md §7.4):
+    /// what a filter may name besides `id`, and what [`Snapshot::attribute_values`] reads.
+    pub fn attribute_schema(&self) -> &Schema {
+        &self.v.manifest.attributes
+    }
+
+    /// Columns `columns` of the live rows `ids`, one row per id in `ids`' order (what
+    /// `search --with` shows beside the hits). A row stored before a column was added holds
+    /// the column's default. A name the schema lacks is [`StorageError::InvalidArgument`]
+    /// naming it; an id that is not live is [`StorageError::UnknownId`]; a damaged attribute
+    /// section is the format error naming its file.
+    pub fn attribute_values(&self, ids: &[u64], columns: &[&str]) -> Result<Attributes> {
+        let schema = self.attribute_schema();
+        let mut cols = Vec::with_capacity(columns.len());
+        for &name in columns {
+            let (i, t) = schema.find(name).ok_or_else(|| {
+                StorageError::invalid(
+                    self.dir(),
+                    "columns",
+                    format!("no attribute column {name:?} (columns: {})", schema.known()),
+                )
+            })?;
+            cols.push((name, i, t));
+        }
+        let mut builders: Vec<ColumnBuilder<'_>> = cols
+            .iter()
+            .map(|&(_, _, t)| ColumnBuilder::new(t))
+            .collect();
+        for &id in ids {
+            let (b, row) = self.locate(id)?.ok_or_else(|| StorageError::UnknownId {
+                dir: self.dir().to_path_buf(),
+                id,
+            })?;
+            let stored = b.attributes()?;
+            for (k, &(name, i, t)) in cols.iter().enumerate() {
+                let v = stored
+                    .and_then(|a| a.column_named(name))
+                    .filter(|c| c.column_type() == t)
+                    .and_then(|c| c.value(row));
+                match v {
+                    Some(v) => builders[k].push_value(&v),
+                    None => {
+                        let d = schema.default_value(i).cloned().unwrap_or(Value::zero(t));
+                        builders[k].push_value(&d)
+                    }
+                }
+            }
+        }
+        let named = cols
+            .iter()
+            .zip(builders)
+            .map(|(&(name, _, _), b)| (name.to_owned(), b.finish()))
+            .collect();
+        Attributes::new(ids.len(), named).map_err(|e| StorageError::attributes(self.dir(), e))
     }
 
     /// The stored vector of the live row `id`, widened to f32 (`None`: no such live row, or the

@@ -231,6 +231,7 @@ fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(
                 r.vectors()?;
                 r.check_code_padding(true)?;
                 r.check_mih()?;
+                r.attributes()?;
                 let mut seen = HashSet::with_capacity(r.rows());
                 if let Some(pos) = r.ids().iter().position(|id| !seen.insert(*id)) {
                     return Err(r

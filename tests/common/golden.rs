@@ -225,6 +225,7 @@ pub fn manifest() -> Manifest {
             },
         ],
         vectors: None,
+        attributes: Default::default(),
     }
 }
 

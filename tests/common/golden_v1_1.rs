@@ -89,6 +89,7 @@ pub fn log_batches() -> Vec<LogBatch> {
             SPEC.dtype,
             ids.iter().flat_map(|&i| vector(i)),
         )),
+        attributes: None,
     };
     vec![
         batch(&[50, 52, 51], Some(vec![1, 1, 2]), vec![0, 0, 4]),
@@ -134,6 +135,7 @@ pub fn manifest() -> Manifest {
         }],
         class_files: vec![],
         vectors: Some(SPEC),
+        attributes: Default::default(),
     }
 }
 

@@ -378,6 +378,7 @@ pub fn run_ivf_bench(
             store_vectors: b
                 .rerank
                 .map(|_| VectorSpec::new(VectorDType::F16, b.dim as u32)),
+            ..CreateOptions::default()
         };
         let index = Index::create_with(&path, &model.to_model_file(), &create, config)?;
         let qflat: Vec<f32> = qx.iter().copied().collect();

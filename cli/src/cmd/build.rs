@@ -5,11 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb::BuildOptions;
 use codedb::Index;
 use codedb::format::{ModelFile, VectorDType};
 use codedb::model::Model;
+use codedb::{BuildOptions, Schema};
 
+use crate::args::usage;
 use crate::inputs;
 use crate::out::outln;
 use crate::progress;
@@ -29,6 +30,15 @@ label's inverted list; --lists nearest under the class whose mean is nearest (ne
 here, since the class table comes from them). Rows grouped by list let search --classes and \
 --nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
 exact modes).
+
+--attributes F stores attribute columns with the rows, for search --where and --with: a JSON \
+lines file, one object per row in row order ({\"year\": 2010, \"tags\": [\"cat\"]}; a column \
+absent from a row takes its default). --schema year:int,taken:timestamp,licence:string,tags:tags \
+fixes the index's columns (types int, float, timestamp, bool, string, tags; defaults 0, false, \
+the empty string, no tags); without it the columns and their types are inferred from the file's \
+first value of each (integer, number, boolean, string, array of strings) and printed. A value \
+that does not fit its column (1.5 in an int column, say) fails naming the line and the column, \
+before anything is written.
 
 A build publishes its first version only with every row: killed at any instant, it leaves no \
 index (run the same command again) or the whole one.";
@@ -57,6 +67,13 @@ pub struct BuildArgs {
     /// Inverted-list id of each row: its label, or its nearest class mean.
     #[arg(long, value_parser = ["label", "nearest"])]
     pub lists: Option<String>,
+    /// Attribute columns of the rows: a JSON-lines file, one object per row, in row order.
+    #[arg(long, value_name = "F")]
+    pub attributes: Option<PathBuf>,
+    /// The index's attribute columns, name:type,… (int, float, timestamp, bool, string, tags);
+    /// default: inferred from --attributes.
+    #[arg(long, value_name = "SPEC")]
+    pub schema: Option<String>,
 }
 
 fn load_model(path: &Path) -> Result<Model> {
@@ -82,6 +99,25 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     )?;
     let labels = inputs::labels(a.labels.as_deref())?;
     let ids = inputs::ids(a.ids.as_deref())?;
+    let schema = match a.schema.as_deref() {
+        None => None,
+        Some(text) => match Schema::parse(text) {
+            Ok(s) => Some(s),
+            Err(e) => usage!("--schema {text:?}: {e}"),
+        },
+    };
+    let (attrs, schema) = match &a.attributes {
+        None => (None, schema),
+        Some(path) => {
+            let (attrs, s) = codedb_cli::io::attributes::read_jsonl(
+                "--attributes",
+                path,
+                x.nrows(),
+                schema.as_ref(),
+            )?;
+            (Some(attrs), Some(s))
+        }
+    };
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
     let index = Index::build(
         &a.dir,
@@ -92,6 +128,8 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             labels: labels.as_deref(),
             store_vectors,
             lists,
+            schema: schema.as_ref(),
+            attributes: attrs.as_ref(),
             ..BuildOptions::default()
         },
         &mut |n| bar.set_position(n as u64),
@@ -99,14 +137,25 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     .with_context(|| format!("building {}", a.dir.display()))?;
     bar.finish_and_clear();
     let snap = index.snapshot();
+    let columns: Vec<String> = snap
+        .attribute_schema()
+        .columns()
+        .iter()
+        .map(|(n, t)| format!("{n}:{}", t.name()))
+        .collect();
     outln!(
-        "built {}: version {}, {} rows{}",
+        "built {}: version {}, {} rows{}{}",
         a.dir.display(),
         index.version(),
         snap.live_rows(),
         match snap.classes() {
             Some(t) => format!(", {} classes", t.classes.len()),
             None => String::new(),
+        },
+        if columns.is_empty() {
+            String::new()
+        } else {
+            format!(", attributes {}", columns.join(","))
         }
     );
     Ok(ExitCode::SUCCESS)

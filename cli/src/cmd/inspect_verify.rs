@@ -93,8 +93,16 @@ fn print_index(r: &IndexReport) {
         );
     }
     if let Some(l) = &r.shard_layout {
+        let partition = match &l.list_shards {
+            None => "rows by id".to_string(),
+            Some(ls) => format!(
+                "rows by inverted list: {} of the {} lists here",
+                ls.iter().filter(|&&s| s == l.shard).count(),
+                ls.len()
+            ),
+        };
         outln!(
-            "shard      {} of {} (sharded index {}, model {})",
+            "shard      {} of {} (sharded index {}, model {}; {partition})",
             l.shard,
             l.shards,
             l.layout,
@@ -104,6 +112,16 @@ fn print_index(r: &IndexReport) {
     outln!("rows       {} live, {} deleted", r.rows, r.deleted);
     outln!("segments   {}", r.segments);
     outln!("classes    {}", r.classes);
+    if r.attributes.is_empty() {
+        outln!("attributes none");
+    } else {
+        let cols: Vec<String> = r
+            .attributes
+            .iter()
+            .map(|c| format!("{}:{} (default {})", c.name, c.column_type, c.default))
+            .collect();
+        outln!("attributes {}", cols.join(", "));
+    }
     let m = &r.model;
     match (m.code_kind, m.code_bytes, m.code_bits, m.input_dim) {
         (Some(kind), Some(bytes), Some(bits), Some(dim)) => outln!(
@@ -322,7 +340,15 @@ fn print_contents(c: &Contents, indent: &str) {
             deleted_rows,
             segments,
             class_files,
+            attributes,
         } => {
+            if !attributes.is_empty() {
+                let cols: Vec<String> = attributes
+                    .iter()
+                    .map(|c| format!("{}:{} (default {})", c.name, c.column_type, c.default))
+                    .collect();
+                p("attributes", cols.join(", "));
+            }
             p("version", version.to_string());
             p(
                 "created",

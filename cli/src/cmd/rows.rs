@@ -49,6 +49,10 @@ pub struct AddArgs {
     /// Inverted-list id of each row: its label, or its nearest class mean.
     #[arg(long, value_parser = ["label", "nearest"])]
     pub lists: Option<String>,
+    /// Attribute columns of the rows (JSON lines, one object per row in row order; a column
+    /// absent from a row takes its default; an upsert's row replaces the old row's values).
+    #[arg(long, value_name = "F")]
+    pub attributes: Option<PathBuf>,
     /// Print {added, ids, replaced, version} as JSON.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +115,18 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
     )?;
     let labels = inputs::labels(a.labels.as_deref())?;
     let ids = inputs::ids(a.ids.as_deref())?;
+    let attrs = match &a.attributes {
+        None => None,
+        Some(path) => Some(
+            codedb_cli::io::attributes::read_jsonl(
+                "--attributes",
+                path,
+                x.nrows(),
+                Some(&index.attribute_schema()),
+            )?
+            .0,
+        ),
+    };
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
     let report = |n: usize| bar.set_position(n as u64);
     let opts = AddOptions {
@@ -119,6 +135,7 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
         lists,
         class_stats: class_stats(a.keep_class_stats),
         progress: Some(&report),
+        attributes: attrs.as_ref(),
         ..AddOptions::default()
     };
     let added = if a.upsert {

@@ -59,7 +59,8 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             start.elapsed().as_secs_f64()
         );
     }
-    if let Err(e) = write_hits(&hits, &a.format) {
+    let with = super::search::with_values(&snap, &hits, &a)?;
+    if let Err(e) = write_hits(&hits, &a.format, with.as_ref()) {
         crate::out::failed(&e);
     }
     Ok(ExitCode::SUCCESS)

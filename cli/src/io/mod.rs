@@ -10,6 +10,7 @@
 //! - nothing is memory-mapped (this module has no `unsafe`): large files are read in chunks
 //!   through [`RowSource`].
 
+pub mod attributes;
 pub mod captions;
 pub mod elements;
 pub mod error;

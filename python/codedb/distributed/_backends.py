@@ -12,7 +12,7 @@ from codedb._errors import CodedbError, InvalidArgument
 from codedb.distributed._errors import ShardError, _skipped, _warn_fallback
 from codedb.distributed._layout import ShardLayout, _check_paths, _check_shards
 from codedb.distributed._cut import CUT_FILE, Cut
-from codedb.distributed._ops import _OPS
+from codedb.distributed._ops import _OPS, Args, _args
 from codedb.distributed._placement import ActorOptions, describe, options_for
 from codedb.distributed._shard_writer import _ShardReader, open_pinned
 
@@ -23,7 +23,10 @@ class Backend(Protocol):
 
     paths: list[str]
 
-    def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]: ...
+    def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
+        """``op`` on each of ``shards``: with ``args``, or ``args(s)`` when it is a function of
+        the shard; per shard its result or its exception."""
+        ...
 
     def refresh(self) -> list[int]: ...
 
@@ -84,9 +87,9 @@ class ThreadShards:
             _warn_fallback(s, shards.paths[s], version, skipped, "opened at")
         return shards
 
-    def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
+    def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
         fn = _OPS[op]
-        futures = [self._pool.submit(fn, self.targets[s], *args) for s in shards]
+        futures = [self._pool.submit(fn, self.targets[s], *_args(args, s)) for s in shards]
         out: list[Any] = []
         for f in futures:
             try:
@@ -240,12 +243,12 @@ class RayShards:
         self.cut = cut
         self.pins = list(cut.versions)
 
-    def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
+    def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
         ray = self._ray
         refs: list[Any] = []
         for s in shards:
             try:
-                refs.append(self.actors[s].run_at.remote(self.pins[s], op, *args))
+                refs.append(self.actors[s].run_at.remote(self.pins[s], op, *_args(args, s)))
             except Exception as e:  # a dead handle
                 refs.append(e)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout

@@ -18,28 +18,35 @@ _Path = str | os.PathLike[str]
 
 #: The layout record's file name in a shard directory.
 LAYOUT_FILE = "SHARD.json"
-_LAYOUT_FORMAT = 1
+#: Format 1: rows partitioned by id; format 2: by inverted list (``partition``, ``list_shards``).
+_LAYOUT_FORMATS = (1, 2)
 
 
 class ShardLayout(NamedTuple):
     """A shard's layout record: it is shard ``shard`` of ``shards`` of the sharded index
-    ``layout`` (32 hex digits, made at create), whose rows are encoded by model ``model``."""
+    ``layout`` (32 hex digits, made at create), whose rows are encoded by model ``model``.
+    ``lists``: ``None`` when rows are partitioned by id (``splitmix64(id) mod shards``), else
+    the shard of every inverted list of the model's coarse quantiser (``lists[l]``: the shard
+    holding list l's rows)."""
 
     layout: str
     shard: int
     shards: int
     model: str
+    lists: tuple[int, ...] | None = None
 
     def to_bytes(self) -> bytes:
-        return _record.encode(
-            {
-                "format": _LAYOUT_FORMAT,
-                "layout": self.layout,
-                "shard": self.shard,
-                "shards": self.shards,
-                "model": self.model,
-            }
-        )
+        fields: dict[str, object] = {
+            "format": 1 if self.lists is None else 2,
+            "layout": self.layout,
+            "shard": self.shard,
+            "shards": self.shards,
+            "model": self.model,
+        }
+        if self.lists is not None:
+            fields["partition"] = "list"
+            fields["list_shards"] = list(self.lists)
+        return _record.encode(fields)
 
     @staticmethod
     def from_bytes(data: bytes, path: str) -> ShardLayout:
@@ -48,14 +55,28 @@ class ShardLayout(NamedTuple):
         def bad(why: str) -> CorruptError:
             return _record.bad(path, "shard layout record", why)
 
-        rec = _record.decode(data, path, "shard layout record", _LAYOUT_FORMAT)
+        rec = _record.decode(data, path, "shard layout record", _LAYOUT_FORMATS)
         layout, shard, shards, model = (rec.get(k) for k in ("layout", "shard", "shards", "model"))
         if not (type(shards) is int and type(shard) is int and 0 <= shard < shards):
             raise bad(f"shard {shard!r} of {shards!r}")
         for name, v in (("layout", layout), ("model", model)):
             if not _record.is_hex32(v):
                 raise bad(f"{name} {v!r} is not 32 hex digits")
-        return ShardLayout(str(layout), shard, shards, str(model))
+        lists = None
+        if rec["format"] == 2:
+            if rec.get("partition") != "list":
+                raise bad(f"partition {rec.get('partition')!r}, expected 'list'")
+            ls = rec.get("list_shards")
+            if (not isinstance(ls, list) or not ls
+                    or not all(type(v) is int and 0 <= v < shards for v in ls)):
+                raise bad(f"list_shards is not one shard (0 ≤ s < {shards}) per list")
+            lists = tuple(ls)
+        return ShardLayout(str(layout), shard, shards, str(model), lists)
+
+    @property
+    def partition(self) -> str:
+        """How rows are partitioned: ``"id"`` or ``"list"``."""
+        return "id" if self.lists is None else "list"
 
     @staticmethod
     def read(path: _Path) -> ShardLayout | None:
@@ -126,6 +147,13 @@ def check_layout(
             raise ShardError(
                 s, paths[s],
                 f"its layout record names model {r.model}, but the shard holds model {models[s]}",
+            )
+        if r.lists != ref.lists:
+            raise ShardError(
+                s, paths[s],
+                f"its layout record partitions rows by {r.partition}"
+                + (" with another list placement" if r.partition == ref.partition else "")
+                + f" than shard 0's ({paths[0]}, by {ref.partition})",
             )
     return []
 

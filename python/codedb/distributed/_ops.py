@@ -17,6 +17,14 @@ from codedb.distributed._layout import ShardLayout
 
 _Result = tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
 
+#: A shard operation's arguments: the same for every shard, or a function of the shard.
+Args = tuple[Any, ...] | Callable[[int], tuple[Any, ...]]
+
+
+def _args(args: Args, s: int) -> tuple[Any, ...]:
+    return args(s) if callable(args) else args
+
+
 def _op_search(
     target: Any,
     q: npt.NDArray[np.float32],
@@ -188,7 +196,13 @@ def _op_info(target: Any, path: str = "") -> dict[str, Any]:
     }
 
 
+def _op_model(target: Any) -> Any:
+    """The shard's model (it pickles, so it travels from an actor)."""
+    return target.model
+
+
 _OPS: dict[str, Callable[..., Any]] = {
+    "model": _op_model,
     "search": _op_search,
     "class_sums": _op_class_sums,
     "classify_sums": _op_classify_sums,

@@ -18,9 +18,9 @@ def encode(fields: dict[str, Any]) -> bytes:
     return body + b"\n" + f"crc32 {zlib.crc32(body):08x}\n".encode()
 
 
-def decode(data: bytes, path: str, what: str, fmt: int) -> dict[str, Any]:
-    """The fields of a record of format ``fmt``; a damaged or other-format record is a
-    :class:`CorruptError` naming ``path`` and ``what`` it is."""
+def decode(data: bytes, path: str, what: str, fmt: int | tuple[int, ...]) -> dict[str, Any]:
+    """The fields of a record of format ``fmt`` (or one of several); a damaged or
+    other-format record is a :class:`CorruptError` naming ``path`` and ``what`` it is."""
     lines = data.split(b"\n")
     if len(lines) != 3 or lines[2] != b"" or not lines[1].startswith(b"crc32 "):
         raise bad(path, what, "expected a JSON line and a crc32 line")
@@ -34,9 +34,11 @@ def decode(data: bytes, path: str, what: str, fmt: int) -> dict[str, Any]:
         rec = json.loads(lines[0])
     except ValueError as e:
         raise bad(path, what, f"not JSON ({e})") from None
-    if not isinstance(rec, dict) or rec.get("format") != fmt:
+    fmts = (fmt,) if isinstance(fmt, int) else fmt
+    if not isinstance(rec, dict) or rec.get("format") not in fmts:
         got = rec.get("format") if isinstance(rec, dict) else rec
-        raise bad(path, what, f"format {got!r}, this codedb reads {fmt}")
+        reads = " or ".join(str(f) for f in fmts)
+        raise bad(path, what, f"format {got!r}, this codedb reads {reads}")
     return rec
 
 

@@ -9,7 +9,11 @@ import numpy.typing as npt
 
 from codedb import _merge
 from codedb._errors import CodedbError, InvalidArgument
+from codedb._codedb import Model
 from codedb.distributed._backends import Backend
+from codedb.distributed._layout import ShardLayout
+from codedb.distributed._ops import Args
+from codedb.distributed._route import query_shards
 from codedb.distributed._errors import Missing, Partial, ShardError, _describe, _warn_fallback
 
 class ShardedSearcher:
@@ -17,27 +21,36 @@ class ShardedSearcher:
     what one index holding every row gives. With ``allow_partial=True`` a failed shard is left
     out and named in the result (:class:`Partial`) instead of raising :class:`ShardError`."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(
+        self, backend: Backend, lists: tuple[int, ...] | None = None, model: Model | None = None
+    ) -> None:
+        """``lists`` and ``model``: a writer's own searcher over a sharded index partitioned
+        by list says so here; any other searcher reads the partition from shard 0's layout
+        record the first time a query with ``nprobe`` needs it."""
         self.backend = backend
+        if lists is not None:
+            self._route: tuple[tuple[int, ...] | None, Model | None] = (lists, model)
 
     @property
     def paths(self) -> list[str]:
         return list(self.backend.paths)
 
     def _gather(
-        self, op: str, args: tuple[Any, ...], allow_partial: bool
+        self, op: str, args: Args, allow_partial: bool, shards: Sequence[int] | None = None
     ) -> tuple[list[tuple[int, Any]], list[Missing]]:
-        n = len(self.backend.paths)
-        results = self.backend.run(op, args, range(n))
+        shards = range(len(self.backend.paths)) if shards is None else shards
+        results = self.backend.run(op, args, shards)
         ok: list[tuple[int, Any]] = []
         missing: list[Missing] = []
-        for s, r in enumerate(results):
+        for s, r in zip(shards, results):
             if isinstance(r, BaseException):
                 if not allow_partial or isinstance(r, InvalidArgument):
                     raise ShardError(s, self.backend.paths[s], r) from r
                 missing.append(Missing(s, self.backend.paths[s], _describe(r)))
             else:
                 ok.append((s, r))
+        if not ok and not missing:
+            return ok, missing  # no shard was asked
         if not ok:
             first = missing[0]
             raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
@@ -74,7 +87,9 @@ class ShardedSearcher:
         centroids are in the model, the same in every shard, so every shard probes the cells
         one index would; class lists are probed by the class means of the *merged* class table
         (per class, the shards' counts and sums added: FORMAT.md §5), chosen here on the driver
-        and sent to every shard with the query."""
+        and sent to every shard with the query. On a sharded index partitioned by list a query
+        with ``nprobe`` goes only to the shards holding one of its probed lists (each
+        list is whole on one shard), with the same answer."""
         if k < 1:
             raise InvalidArgument(f"k: {k}, must be at least 1")
         if rerank is not None and rerank < k:
@@ -100,11 +115,23 @@ class ShardedSearcher:
                 shard_nprobe = nprobe
             else:
                 probes = self._class_probes(qa, nprobe, allow_partial)
-        ok, missing = self._gather(
-            "search", (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes, where, ids),
-            allow_partial,
-        )
+        lists, model = self._partition() if shard_nprobe is not None else (None, None)
+        if lists is not None and model is not None and qa.ndim == 2 and len(qa):
+            ok, missing = self._search_routed(
+                qa, lists, model,
+                (k, mode, rerank, cls, threads, mih, shard_nprobe, None, where, ids),
+                allow_partial,
+            )
+        else:
+            ok, missing = self._gather(
+                "search",
+                (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes, where, ids),
+                allow_partial,
+            )
         larger = _merge.larger_is_better(mode)
+        if not ok:  # partitioned by list, every shard asked failed
+            first = missing[0]
+            raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
         if rerank is None:
             d, i = _merge.merge_topk([r[0] for _, r in ok], k, larger)
         else:
@@ -112,6 +139,44 @@ class ShardedSearcher:
                 [r[0] for _, r in ok], [r[1] for _, r in ok], k, rerank, larger
             )
         return Partial(d, i, missing) if allow_partial else (d, i)
+
+    def _partition(self) -> tuple[tuple[int, ...] | None, Model | None]:
+        """The list placement of a sharded index partitioned by list and its model (read once,
+        from shard 0's layout record); ``(None, None)`` when partitioned by id."""
+        if not hasattr(self, "_route"):
+            paths = self.backend.paths
+            info = self.backend.run("info", lambda s: (paths[s],), [0])[0]
+            if isinstance(info, BaseException):
+                raise ShardError(0, paths[0], info) from info
+            rec = None if info["layout"] is None else ShardLayout(*info["layout"])
+            if rec is None or rec.lists is None:
+                self._route = (None, None)
+            else:
+                model = self.backend.run("model", (), [0])[0]
+                if isinstance(model, BaseException):
+                    raise ShardError(0, paths[0], model) from model
+                self._route = (rec.lists, model)
+        return self._route
+
+    def _search_routed(
+        self,
+        qa: npt.NDArray[np.float32],
+        lists: tuple[int, ...],
+        model: Model,
+        rest: tuple[Any, ...],
+        allow_partial: bool,
+    ) -> tuple[list[tuple[int, Any]], list[Missing]]:
+        """Each shard searched for the queries with a probed list on it only; the parts put
+        back in query order, blank (no hit) for the queries a shard was not asked."""
+        n = len(self.backend.paths)
+        nprobe = rest[6]
+        asked = query_shards(lists, model, qa, nprobe, n)
+        shards = [s for s in range(n) if asked[s].size]
+        ok, missing = self._gather(
+            "search", lambda s: (qa[asked[s]], *rest), allow_partial, shards
+        )
+        mode = rest[1]
+        return [(s, _scatter(part, asked[s], len(qa), mode)) for s, part in ok], missing
 
     def _ivf_lists(self) -> int | None:
         """The model's coarse cells (``Model.ivf_lists``), from the first shard that answers
@@ -182,6 +247,20 @@ class ShardedSearcher:
         assert last is not None
         raise ShardError(ok[-1][0], self.backend.paths[ok[-1][0]], last) from last
 
+    def fanout(self, q: npt.ArrayLike, nprobe: int) -> list[int]:
+        """Per query, how many shards a search with ``nprobe`` asks: every shard partitioned by
+        id, the shards holding one of its probed lists partitioned by list."""
+        qa = np.ascontiguousarray(q, dtype=np.float32)
+        n = len(self.backend.paths)
+        lists, model = self._partition()
+        if lists is None or model is None:
+            return [n] * len(qa)
+        asked = query_shards(lists, model, qa, nprobe, n)
+        count = np.zeros(len(qa), dtype=np.int64)
+        for rows in asked:
+            count[rows] += 1
+        return [int(c) for c in count]
+
     def refresh(self) -> list[int]:
         """Every shard pins its newest committed version; returns the versions."""
         return self.backend.refresh()
@@ -190,3 +269,21 @@ class ShardedSearcher:
         self.backend.close()
 
 
+def _scatter(
+    part: tuple[Any, Any], rows: npt.NDArray[np.int64], nq: int, mode: str | None
+) -> tuple[Any, Any]:
+    """A shard's answer to the queries ``rows`` as an answer to all ``nq``: the others blank
+    (ids −1, the padding score), which the merge skips."""
+    larger = _merge.larger_is_better(mode)
+
+    def widen(r: Any) -> Any:
+        if r is None:
+            return None
+        d, i = r
+        dd = np.full((nq, d.shape[1]), _merge._pad(d.dtype, larger), dtype=d.dtype)
+        ii = np.full((nq, i.shape[1]), -1, dtype=np.int64)
+        dd[rows] = d
+        ii[rows] = i
+        return dd, ii
+
+    return widen(part[0]), widen(part[1])

@@ -25,10 +25,10 @@ import numpy.typing as npt
 
 from codedb._codedb import Index, Model, Snapshot
 from codedb._errors import CodedbError, CorruptError, InvalidArgument
-from codedb._merge import shard_of
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import _skipped
 from codedb.distributed._layout import ShardLayout, _with_record
+from codedb.distributed._route import route_rows
 from codedb.distributed._ops import _OPS, _node, _op_info
 
 
@@ -96,7 +96,7 @@ class _ShardWriter:
             "version": None if self.ix is None else int(self.ix.version),
         }
 
-    def create(self, record: tuple[str, int, int, str], model: Model,
+    def create(self, record: tuple[Any, ...], model: Model,
                store_vectors: str | None) -> dict[str, Any]:
         layout = ShardLayout(*record)
         if self.ix is not None and ShardLayout.read(self.path) == layout:
@@ -108,18 +108,20 @@ class _ShardWriter:
 
     def build(
         self,
-        record: tuple[str, int, int, str],
+        record: tuple[Any, ...],
         model: Model,
         x: Any,
         ids: Any,
         labels: Any,
         store_vectors: str | None,
         lists: str | None,
-        select: bool,
+        select: Any,
     ) -> dict[str, Any]:
         """Builds the shard in one commit (:meth:`Index.build`). With ``select``, ``x``,
         ``ids`` and ``labels`` are the whole input (arrays or ``.npy`` paths) and this shard
-        keeps its rows, ``shard_of(id) == shard``; else they are this shard's rows already.
+        keeps its rows: ``select=True``, those with ``shard_of(id) == shard``; an array (or
+        its Ray reference), those row numbers (partitioned by list: the driver assigned every
+        row to its list once); else they are this shard's rows already.
         A build that already went through (this is a retry after the writer died just after
         it) is not repeated: the index exists at the same path with this layout."""
         if self.ix is not None:
@@ -128,13 +130,14 @@ class _ShardWriter:
                 return self.hello()
             self.close()  # another index is there: the build below refuses it, naming it
         xa, ia, la = _load(x), _load(ids), _load(labels)
-        if select:
+        layout = ShardLayout(*record)
+        if select is not False:
             ia = np.asarray(ia)
-            rows = np.flatnonzero(shard_of(ia, self.n_shards) == self.shard)
+            rows = (np.asarray(_load(select)) if select is not True else
+                    np.flatnonzero(route_rows(self.n_shards, None, model, xa, ia) == self.shard))
             xa = np.asarray(xa[rows])
             ia = ia[rows]
             la = None if la is None else np.asarray(la[rows])
-        layout = ShardLayout(*record)
         self.ix = _with_record(
             self.path, layout,
             lambda: Index.build(self.path, model, xa, ids=ia, labels=la,
@@ -145,7 +148,7 @@ class _ShardWriter:
     def model(self) -> Model:
         return self._index().model
 
-    def adopt_layout(self, record: tuple[str, int, int, str]) -> None:
+    def adopt_layout(self, record: tuple[Any, ...]) -> None:
         """Records the layout in a shard made before layout records (under its writer lock)."""
         self._index()
         ShardLayout(*record).write(self.path)

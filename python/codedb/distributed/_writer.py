@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codedb._codedb import Index, Model
-from codedb._errors import CodedbError, InvalidArgument
+from codedb._errors import CodedbError, InvalidArgument, NotFoundError
 from codedb._merge import shard_of
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import ShardError, _warn_fallback
@@ -32,6 +32,13 @@ from codedb.distributed._layout import (
     _new_layout_id,
 )
 from codedb.distributed._placement import ActorOptions
+from codedb.distributed._route import (
+    assign_all,
+    check_partition,
+    place_lists,
+    round_robin,
+    route_rows,
+)
 from codedb.distributed._searcher import ShardedSearcher
 from codedb.distributed._writers import RayWriters, ThreadWriters
 
@@ -67,18 +74,22 @@ class ShardedIndex:
     shard's newest committed version; serve readers from :class:`RayShards` /
     :class:`ThreadShards`, which pin the published cut."""
 
-    def __init__(self, writers: Writers, model: Model, layout: str, cut: Cut | None) -> None:
+    def __init__(
+        self, writers: Writers, model: Model, layout: str, cut: Cut | None,
+        lists: tuple[int, ...] | None = None,
+    ) -> None:
         self._w = writers
         self.paths = list(writers.paths)
         self._model = model
         self._layout = layout
         self._cut = cut
+        self._lists = lists
         n = len(self.paths)
         self._inc: list[str | None] = [None] * n
         self._committed: list[int] = [0] * n
         self._journal: list[list[tuple[str, dict[str, Any]]]] = [[] for _ in range(n)]
         self.retries = 3
-        self._searcher = ShardedSearcher(writers)
+        self._searcher = ShardedSearcher(writers, lists=lists, model=model)
 
     # ---- making one ------------------------------------------------------------------------
 
@@ -89,6 +100,7 @@ class ShardedIndex:
         store_vectors: str | None = None,
         threads: int = 2,
         *,
+        partition: str = "id",
         ray: bool = False,
         actor_options: ActorOptions = None,
         max_restarts: int = 3,
@@ -96,14 +108,21 @@ class ShardedIndex:
     ) -> ShardedIndex:
         """Creates an empty index with ``model`` at every path (shard s = ``paths[s]``), each
         with its layout record (shard s of N, a new layout id, the model id) written before the
-        shard's first manifest, by the shard's writer."""
+        shard's first manifest, by the shard's writer.
+
+        ``partition="list"`` (IVF models) keeps each inverted list whole on one shard, list l
+        on shard ``l mod N`` (:meth:`build` balances the lists by their rows instead), so a
+        query with ``nprobe`` goes only to the shards holding its probed lists."""
         _check_paths(paths)
+        check_partition(partition, model)
         layout = _new_layout_id(paths, model.id)
         n = len(paths)
+        lists = round_robin(int(model.ivf_lists), n) if partition == "list" else None  # type: ignore[arg-type]
         w = _writers(paths, threads, ray, actor_options, max_restarts, start_timeout)
         return ShardedIndex._made(
-            w, model, layout,
-            "create", lambda s: (tuple(ShardLayout(layout, s, n, model.id)), model, store_vectors),
+            w, model, layout, lists,
+            "create",
+            lambda s: (tuple(ShardLayout(layout, s, n, model.id, lists)), model, store_vectors),
         )
 
     @staticmethod
@@ -117,6 +136,7 @@ class ShardedIndex:
         threads: int = 2,
         lists: str | None = None,
         *,
+        partition: str = "id",
         ray: bool = False,
         actor_options: ActorOptions = None,
         max_restarts: int = 3,
@@ -130,13 +150,28 @@ class ShardedIndex:
 
         ``x``, ``ids`` and ``labels`` are arrays (the driver routes the rows and sends each
         writer its own) or paths of ``.npy`` files every writer reads itself, memory-mapped,
-        keeping its rows — on a cluster, files every node can read (or a copy on each)."""
+        keeping its rows — on a cluster, files every node can read (or a copy on each).
+
+        ``partition="list"`` (IVF models) keeps each inverted list whole on one shard: the
+        lists are counted over ``x`` (a file is read a chunk at a time) and placed largest
+        first on the shard with the fewest rows, and each row goes to its list's shard; a query
+        with ``nprobe`` then goes only to the shards holding its probed lists."""
         _check_paths(paths)
         _check_lists(lists)
+        check_partition(partition, model)
         layout = _new_layout_id(paths, model.id)
         n = len(paths)
-        w = _writers(paths, threads, ray, actor_options, max_restarts, start_timeout)
         files = isinstance(x, (str, os.PathLike))
+        placed: tuple[int, ...] | None = None
+        where: npt.NDArray[np.int64] | None = None
+        if partition == "list":
+            # Every row's list, once: the lists' sizes place them, and the rows follow.
+            source = (np.load(os.fspath(x), mmap_mode="r", allow_pickle=False)  # type: ignore[arg-type]
+                      if files else np.asarray(x))
+            assigned = assign_all(model, source)
+            placed = place_lists(np.bincount(assigned, minlength=int(model.ivf_lists)), n)  # type: ignore[arg-type]
+            where = np.asarray(placed, dtype=np.int64)[assigned]
+        w = _writers(paths, threads, ray, actor_options, max_restarts, start_timeout)
         if files:
             if not isinstance(ids, (str, os.PathLike)) or not (
                 labels is None or isinstance(labels, (str, os.PathLike))
@@ -144,25 +179,34 @@ class ShardedIndex:
                 w.close()
                 raise InvalidArgument("ids: with x a file, ids (and labels) are .npy files too")
             parts = [(x, ids, labels)] * n
+            # Partitioned by list, each writer gets its row numbers (the driver assigned the
+            # rows once); by id, each selects its rows by the ids' hash.
+            select: list[Any] = ([True] * n if where is None else
+                                 [_put(w, (np.flatnonzero(where == s),))[0] for s in range(n)])
         else:
             try:
                 xa, ia, la = _rows(x, ids, labels)  # type: ignore[arg-type]
             except InvalidArgument:
                 w.close()
                 raise
-            where = shard_of(ia, n)
+            if where is None:
+                where = route_rows(n, None, model, xa, ia)
+            select = [False] * n
             parts = []
             for s in range(n):
                 rows = np.flatnonzero(where == s)
                 parts.append(_put(w, (xa[rows], ia[rows], None if la is None else la[rows])))
         return ShardedIndex._made(
-            w, model, layout, "build",
-            lambda s: (tuple(ShardLayout(layout, s, n, model.id)), model, *parts[s],
-                       store_vectors, lists, files),
+            w, model, layout, placed, "build",
+            lambda s: (tuple(ShardLayout(layout, s, n, model.id, placed)), model, *parts[s],
+                       store_vectors, lists, select[s]),
         )
 
     @staticmethod
-    def _made(w: Writers, model: Model, layout: str, method: str, args_of: Any) -> ShardedIndex:
+    def _made(
+        w: Writers, model: Model, layout: str, lists: tuple[int, ...] | None, method: str,
+        args_of: Any,
+    ) -> ShardedIndex:
         """Runs ``create`` or ``build`` on every writer; a writer that died is restarted and
         asked again (a build that went through is not repeated). Then the first cut."""
         n = len(w.paths)
@@ -178,7 +222,7 @@ class ShardedIndex:
             if isinstance(r, BaseException):
                 w.close()
                 raise ShardError(s, w.paths[s], r) from r
-        sh = ShardedIndex(w, model, layout, None)
+        sh = ShardedIndex(w, model, layout, None, lists)
         for s, h in enumerate(results):
             sh._inc[s], sh._committed[s] = h["incarnation"], int(h["version"])
         sh._publish_cut()
@@ -246,7 +290,8 @@ class ShardedIndex:
         except (ShardError, CodedbError):
             w.close()
             raise
-        sh = ShardedIndex(w, model, layout, cut)
+        sh = ShardedIndex(w, model, layout, cut,
+                          None if records[0] is None else records[0].lists)
         for s, h in enumerate(hellos):
             sh._inc[s], sh._committed[s] = h["incarnation"], int(h["version"])
         for s, version, skipped in w.fallbacks():
@@ -361,14 +406,16 @@ class ShardedIndex:
         labels: npt.ArrayLike | None = None,
         lists: str | None = None,
     ) -> npt.NDArray[np.int64]:
-        """Stages the rows of ``x`` with ``ids`` (required: the id is the routing key, and ids
-        must be unique across shards), each in shard ``shard_of(id)``, encoded by that shard's
-        writer; visible at the next :meth:`commit`. Returns the shard of each row. Not atomic
-        across shards: if shard s refuses its rows (say, an id it already has), the other
-        shards have staged theirs (nothing is visible before the commit)."""
+        """Stages the rows of ``x`` with ``ids`` (required, and unique across shards), each in
+        its shard — ``shard_of(id)``, or its inverted list's shard when partitioned by list —
+        encoded by that shard's writer; visible at the next :meth:`commit`. Returns the shard
+        of each row. Not atomic across shards: if shard s refuses its rows (say, an id it
+        already has), the other shards have staged theirs (nothing is visible before the
+        commit). Partitioned by list, an id is checked only against its row's shard: add a row
+        again with :meth:`upsert`."""
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
-        where = shard_of(ia, self.n_shards)
+        where = self._route(xa, ia)
         per: dict[int, dict[str, Any]] = {}
         for s in range(self.n_shards):
             rows = np.flatnonzero(where == s)
@@ -387,10 +434,13 @@ class ShardedIndex:
         lists: str | None = None,
     ) -> int:
         """Stages rows that replace the rows with the same ids (or are added), each in its
-        owning shard (:meth:`Index.upsert`); returns how many rows they replaced."""
+        owning shard (:meth:`Index.upsert`); returns how many rows they replaced. Partitioned
+        by list, a row's new vector may fall in a list of another shard than its old one: the
+        old row is deleted wherever it is (every other shard stages the deletion of these ids,
+        missing ones ignored), so the id stays unique."""
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
-        where = shard_of(ia, self.n_shards)
+        where = self._route(xa, ia)
         per: dict[int, dict[str, Any]] = {}
         for s in range(self.n_shards):
             rows = np.flatnonzero(where == s)
@@ -398,13 +448,31 @@ class ShardedIndex:
                 xs, ids_s, ls = _put(self._w, (xa[rows], ia[rows],
                                               None if la is None else la[rows]))
                 per[s] = {"x": xs, "ids": ids_s, "labels": ls, "lists": lists}
-        return int(sum(self._write("upsert", per).values()))
+        moved = 0
+        if self._lists is not None:
+            gone = {s: {"ids": ia[where != s], "ignore_missing": True}
+                    for s in range(self.n_shards) if (where != s).any()}
+            moved = int(sum(self._write("delete", gone).values()))
+        return moved + int(sum(self._write("upsert", per).values()))
 
     def delete(self, ids: npt.ArrayLike, ignore_missing: bool = False) -> int:
         """Stages the deletion of these ids, each in its owning shard (an id no shard has is a
         ``ShardError`` wrapping ``NotFoundError`` from the shard it routes to, unless
-        ``ignore_missing``); returns how many rows were deleted. Not atomic across shards."""
+        ``ignore_missing``); returns how many rows were deleted. Not atomic across shards.
+        Partitioned by list, an id's shard is not known from the id: every shard stages the
+        deletion of the ids it holds, and ids no shard held are then a ``NotFoundError``
+        naming how many (unless ``ignore_missing``)."""
         ia = np.asarray(ids)
+        if self._lists is not None:
+            uniq = np.unique(ia)
+            per_all = {s: {"ids": uniq, "ignore_missing": True} for s in range(self.n_shards)}
+            deleted = int(sum(self._write("delete", per_all).values()))
+            if deleted < len(uniq) and not ignore_missing:
+                raise NotFoundError(
+                    f"ids: {len(uniq) - deleted} of the {len(uniq)} ids are held by no shard "
+                    "(the other deletions are staged, as with ignore_missing=True)"
+                )
+            return deleted
         where = shard_of(ia, self.n_shards)
         per = {s: {"ids": ia[where == s], "ignore_missing": ignore_missing}
                for s in range(self.n_shards) if (where == s).any()}
@@ -482,6 +550,20 @@ class ShardedIndex:
             raise ShardError(0, self.paths[0], f"publishing cut {cut.cut}: {r}") from r
         self._cut = cut
         return cut
+
+    def _route(self, xa: npt.NDArray[Any], ia: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        return route_rows(self.n_shards, self._lists, self._model, xa, ia)
+
+    @property
+    def partition(self) -> str:
+        """How rows are partitioned: ``"id"`` (by a hash of the id) or ``"list"`` (whole
+        inverted lists per shard)."""
+        return "id" if self._lists is None else "list"
+
+    @property
+    def list_shards(self) -> tuple[int, ...] | None:
+        """Partitioned by list: the shard of every inverted list (``None`` by id)."""
+        return self._lists
 
     # ---- operating -------------------------------------------------------------------------
 

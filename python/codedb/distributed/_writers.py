@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from codedb._errors import CodedbError
 from codedb.distributed._errors import ShardError
+from codedb.distributed._ops import Args, _args
 from codedb.distributed._placement import ActorOptions, describe, options_for
 from codedb.distributed._shard_writer import StaleWriter, _ShardWriter
 
@@ -53,8 +54,8 @@ class ThreadWriters:
             self.writers[shard] = _ShardWriter(self.paths[shard], shard, len(self.paths))
 
     # The searcher's backend protocol.
-    def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
-        return self.call(shards, "run", lambda s: (op, *args))
+    def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
+        return self.call(shards, "run", lambda s: (op, *_args(args, s)))
 
     def refresh(self) -> list[int]:
         return [int(h["version"]) for h in self.call(range(len(self.paths)), "hello", lambda s: ())]
@@ -165,8 +166,8 @@ class RayWriters:
             pass  # already gone
         self.actors[shard] = self._start(shard)
 
-    def run(self, op: str, args: tuple[Any, ...], shards: Sequence[int]) -> list[Any]:
-        return self.call(shards, "run", lambda s: (op, *args))
+    def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
+        return self.call(shards, "run", lambda s: (op, *_args(args, s)))
 
     def refresh(self) -> list[int]:
         self._fallbacks: list[tuple[int, Any, list[str]]] | None = None

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
+use super::ColumnData;
 use super::check::Expr;
-use super::columns::ColumnData;
 use super::parse::{CmpOp, HasHow};
 
 /// Words for `rows` rows with every bit set (tail bits clear).

@@ -17,7 +17,6 @@
 //! included.
 
 mod check;
-mod columns;
 mod error;
 mod eval;
 mod parse;
@@ -25,7 +24,9 @@ mod schema;
 
 use std::ops::Range;
 
-pub use columns::{Attributes, Column, ColumnData};
+pub use crate::format::attribute_columns::{
+    AttributeError, Attributes, AttributesBuilder, Column, ColumnBuilder, ColumnData, Value,
+};
 pub use error::FilterError;
 pub use parse::{MAX_DEPTH as MAX_FILTER_DEPTH, MAX_FILTER_BYTES};
 pub use schema::{ColumnType, ID_COLUMN, Schema, parse_timestamp};
@@ -153,6 +154,7 @@ impl RowFilter {
         Ok(CompiledFilter {
             expr,
             ids: self.ids.as_ref().map(|s| s.ids.as_slice()),
+            schema: schema.clone(),
         })
     }
 
@@ -181,6 +183,8 @@ impl RowFilter {
 pub(crate) struct CompiledFilter<'f> {
     expr: Option<Expr>,
     ids: Option<&'f [u64]>,
+    /// The schema the expression was checked against: its column `i` is what `eval` reads.
+    schema: Schema,
 }
 
 /// What a filter makes of one block: its pass bitmap and hidden-row mask (the complement, what
@@ -226,8 +230,44 @@ impl CompiledFilter<'_> {
     /// The filter over `block` (its ids checked first).
     pub(crate) fn block(&self, block: &Block<'_>) -> Result<BlockFilter, SearchError> {
         let ids = block.ids()?;
-        // Blocks carry no attribute columns yet: an expression over the schema reads only ids.
-        let pass = self.pass_words(ids, &|_| None)?;
+        let rows = ids.len();
+        // The block's stored columns (checked on first touch), found by name: a block written
+        // before a column was added lacks it, and its rows hold the column's default, made
+        // only if the expression reads it.
+        let stored = match &self.expr {
+            Some(_) if !self.schema.is_empty() => block.attributes()?,
+            _ => None,
+        };
+        let mut views: Vec<Option<ColumnData<'_>>> = Vec::with_capacity(self.schema.len());
+        for (name, t) in self.schema.columns() {
+            let v = stored.and_then(|a| a.column_named(name));
+            if let Some(v) = v
+                && (v.column_type() != *t || v.rows() != rows)
+            {
+                return Err(invalid(
+                    "filter",
+                    format!(
+                        "a block stores column {name} as {} of {} rows, the index as {} of {rows}",
+                        v.column_type().name(),
+                        v.rows(),
+                        t.name()
+                    ),
+                ));
+            }
+            views.push(v);
+        }
+        let defaults: Vec<std::cell::OnceCell<Column>> =
+            (0..self.schema.len()).map(|_| Default::default()).collect();
+        let column = |i: usize| -> Option<ColumnData<'_>> {
+            match views.get(i)? {
+                Some(v) => Some(*v),
+                None => {
+                    let d = self.schema.default_value(i)?;
+                    Some(defaults[i].get_or_init(|| Column::filled(d, rows)).view())
+                }
+            }
+        };
+        let pass = self.pass_words(ids, &column)?;
         let all = eval::all_words(ids.len());
         let hidden: Vec<u64> = pass.iter().zip(&all).map(|(p, a)| !p & a).collect();
         let deleted = block.deleted_words();

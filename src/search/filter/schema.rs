@@ -1,109 +1,9 @@
-//! The types a filter can test and the columns an expression may name: the row id (always)
-//! and the attribute columns of a schema.
+//! The columns an expression may name — the row id (always) and the attribute columns of a
+//! schema ([`Schema`], stored with the index: `format/attribute_columns.rs`) — and the
+//! timestamp literals a `timestamp` column is compared with.
 
 use super::error::FilterError;
-use crate::search::error::{SearchError, invalid};
-
-/// The name of the row id in the filter language: always present, an unsigned 64-bit integer.
-pub const ID_COLUMN: &str = "id";
-
-/// The type of an attribute column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ColumnType {
-    /// Signed 64-bit integers; compared with integer literals.
-    Int,
-    /// 64-bit floats; compared with integer or float literals (IEEE: a NaN value satisfies
-    /// only `!=`).
-    Float,
-    /// Microseconds since 1970-01-01T00:00:00Z, signed 64-bit; compared with `TIMESTAMP '…'`,
-    /// a quoted ISO-8601 date or date-time (UTC), or an integer count of microseconds.
-    Timestamp,
-    /// `TRUE` / `FALSE`; tested bare (`flag`, `NOT flag`) or with `=` / `!=`.
-    Bool,
-    /// Strings, dictionary-encoded; tested with `=`, `!=`, `IN`, `NOT IN`.
-    Str,
-    /// Sets of strings per row (tags); tested with `HAS`, `HAS ANY`, `HAS ALL`.
-    Tags,
-}
-
-impl ColumnType {
-    /// The type's name in schemas and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ColumnType::Int => "int",
-            ColumnType::Float => "float",
-            ColumnType::Timestamp => "timestamp",
-            ColumnType::Bool => "bool",
-            ColumnType::Str => "string",
-            ColumnType::Tags => "tags",
-        }
-    }
-
-    /// Parses a type name as [`ColumnType::name`] writes it.
-    pub fn parse(s: &str) -> Option<ColumnType> {
-        [
-            ColumnType::Int,
-            ColumnType::Float,
-            ColumnType::Timestamp,
-            ColumnType::Bool,
-            ColumnType::Str,
-            ColumnType::Tags,
-        ]
-        .into_iter()
-        .find(|t| t.name() == s)
-    }
-}
-
-/// The attribute columns of an index (names and types, in order), besides the row id.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Schema {
-    columns: Vec<(String, ColumnType)>,
-}
-
-impl Schema {
-    /// A schema of these columns. Names are `[A-Za-z_][A-Za-z0-9_]*`, unique, and not `id`.
-    pub fn new(columns: Vec<(String, ColumnType)>) -> Result<Schema, SearchError> {
-        for (i, (name, _)) in columns.iter().enumerate() {
-            let mut chars = name.chars();
-            let ok = chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-            let bad = |why: &str| Err(invalid("schema", format!("column name {name:?}: {why}")));
-            if !ok {
-                return bad("use letters, digits and '_', not starting with a digit");
-            }
-            if name == ID_COLUMN {
-                return bad("the row id's");
-            }
-            if columns[..i].iter().any(|(n, _)| n == name) {
-                return bad("given twice");
-            }
-        }
-        Ok(Schema { columns })
-    }
-
-    /// The columns, in order.
-    pub fn columns(&self) -> &[(String, ColumnType)] {
-        &self.columns
-    }
-
-    /// The position and type of column `name`.
-    pub fn find(&self, name: &str) -> Option<(usize, ColumnType)> {
-        self.columns
-            .iter()
-            .position(|(n, _)| n == name)
-            .map(|i| (i, self.columns[i].1))
-    }
-
-    /// Every name an expression may use, for messages.
-    pub(crate) fn known(&self) -> String {
-        std::iter::once(ID_COLUMN)
-            .chain(self.columns.iter().map(|(n, _)| n.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
+pub use crate::format::attribute_columns::{ColumnType, ID_COLUMN, Schema};
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -227,22 +127,5 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn schema_names_are_checked() {
-        let s = |n: &str| Schema::new(vec![(n.into(), ColumnType::Int)]);
-        assert!(s("year").is_ok());
-        assert!(s("_x1").is_ok());
-        for bad in ["id", "1a", "a-b", ""] {
-            assert!(s(bad).is_err(), "{bad}");
-        }
-        assert!(
-            Schema::new(vec![
-                ("a".into(), ColumnType::Int),
-                ("a".into(), ColumnType::Str)
-            ])
-            .is_err()
-        );
     }
 }

@@ -7,8 +7,10 @@ use ndarray::ArrayView2;
 
 use crate::classes::label_sums::class_records_stored;
 use crate::classes::{ListAssignment, assign_lists};
+use crate::format::{Attributes, Schema};
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
 use crate::model::{Cancel, Model};
+use crate::storage::attributes::conform_write;
 use crate::storage::row_batch::check_batch;
 use crate::storage::{Config, CreateOptions, RowBatch, StorageError};
 
@@ -110,6 +112,13 @@ pub struct BuildOptions<'a> {
     /// classification and `nprobe` search work right after the build. **Default true**; it
     /// has no effect without labels.
     pub classes_from_labels: bool,
+    /// The new index's attribute columns (names, types, defaults; fixed at create, see
+    /// [`CreateOptions::attributes`]). `None`: the columns of `attributes`, with the types'
+    /// zero defaults (or none).
+    pub schema: Option<&'a Schema>,
+    /// The rows' attribute columns, one value per row in `data`'s row order; a column of the
+    /// schema left out takes its default. Checked before the directory is touched.
+    pub attributes: Option<&'a Attributes>,
     /// The new index's configuration.
     pub config: Config,
     /// Stops the build with [`ModelError::Cancelled`](crate::model::ModelError::Cancelled)
@@ -125,6 +134,8 @@ impl Default for BuildOptions<'_> {
             store_vectors: None,
             lists: None,
             classes_from_labels: true,
+            schema: None,
+            attributes: None,
             config: Config::default(),
             cancel: None,
         }
@@ -228,6 +239,13 @@ impl Index {
         // Ids, labels, list ids and stored vectors are checked as the add will check them, before
         // the directory is touched.
         let checked = check_batch(dir, &model_file, spec, &batch)?;
+        let schema = match (opts.schema, opts.attributes) {
+            (Some(s), _) => s.clone(),
+            (None, Some(a)) => a.schema().clone(),
+            (None, None) => Schema::default(),
+        };
+        // Checked (and conformed) now, so bad columns fail before the index exists.
+        let attrs = conform_write(dir, &schema, opts.attributes, n)?;
         // The point of no return: past it the index is written.
         if let Some(c) = opts.cancel {
             c.commit()?;
@@ -241,10 +259,11 @@ impl Index {
                 &model_file,
                 &CreateOptions {
                     store_vectors: spec,
+                    attributes: schema.clone(),
                 },
                 opts.config.clone(),
             )?;
-            index.add_checked_rows(&batch, checked, &classes)?;
+            index.add_checked_rows(&batch, checked, &classes, attrs.as_ref())?;
             // One sealed segment, not a log: sorted rows (grouped by list), the fast-scan layout
             // for pq4 codes, memory-mapped rather than held in memory.
             index.commit_sealed()?;

@@ -91,10 +91,12 @@ impl Index {
         let mut seal = false;
         let mut log_view = None;
         let mut log_deletions = None;
+        // The schema this commit publishes: the sealed segment stores its columns.
+        let schema = w.schema().clone();
         if let Some(log) = w.log.as_mut() {
             if force_seal || log.len >= config.seal_bytes || log.deleted_count == log.rows {
                 seal = true;
-                if let Some(slot) = self.seal(log)? {
+                if let Some(slot) = self.seal(log, &schema)? {
                     slots.push(slot);
                     dir_dirty = true;
                 }
@@ -202,6 +204,7 @@ impl Index {
             segments: slots.iter().map(|s| s.entry.clone()).collect(),
             class_files,
             vectors: old.manifest.vectors,
+            attributes: schema,
         };
         self.publish_manifest(&manifest, log_view.as_ref().map(|l| &l.entry))?;
 

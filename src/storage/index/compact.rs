@@ -302,7 +302,7 @@ impl Index {
             reason,
         } = planned;
         let slots: Vec<&SegmentSlot> = group.iter().map(|&i| &base.segments[i]).collect();
-        let merger = Merger::new(&self.shared.dir, &slots)?;
+        let merger = Merger::new(&self.shared.dir, &slots, &base.manifest.attributes)?;
         let live = merger.live_rows();
         let mut report = MergeReport {
             reason,
@@ -489,6 +489,7 @@ impl Index {
             segments: segments.iter().map(|s| s.entry.clone()).collect(),
             class_files,
             vectors: cur.manifest.vectors,
+            attributes: cur.manifest.attributes.clone(),
         };
         let log = cur.log.clone();
         publish(

@@ -50,6 +50,10 @@ pub struct AddOptions<'a> {
     /// Called with the number of rows encoded so far, after each chunk of rows (on the
     /// calling thread), so a front end can draw progress in rows. `None`: no reports.
     pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
+    /// The rows' attribute columns, one value per row in `x`'s row order (see
+    /// [`EncodedOptions::attributes`]: a column left out takes its default; a column the
+    /// index lacks, of another type or another length is refused naming it, nothing staged).
+    pub attributes: Option<&'a crate::format::Attributes>,
 }
 
 impl std::fmt::Debug for AddOptions<'_> {
@@ -59,6 +63,7 @@ impl std::fmt::Debug for AddOptions<'_> {
             .field("labels", &self.labels)
             .field("lists", &self.lists)
             .field("class_stats", &self.class_stats)
+            .field("attributes", &self.attributes.map(|a| a.schema().known()))
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.map(|_| "Fn(usize)"))
             .finish()
@@ -79,6 +84,7 @@ impl Index {
         let write = EncodedOptions {
             classes: &p.deltas,
             class_stats: opts.class_stats,
+            attributes: opts.attributes,
         };
         self.add_encoded(&p.batch(self, &x, opts), &write)
     }
@@ -96,6 +102,7 @@ impl Index {
         let write = EncodedOptions {
             classes: &p.deltas,
             class_stats: opts.class_stats,
+            attributes: opts.attributes,
         };
         let replaced = self.upsert_encoded(&p.batch(self, &x, opts), &write)?;
         Ok((ids.to_vec(), replaced))

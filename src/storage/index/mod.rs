@@ -26,6 +26,7 @@
 
 mod build;
 mod classes;
+mod columns;
 mod commit;
 mod compact;
 mod descriptors;

@@ -96,6 +96,7 @@ impl Index {
             segments: Vec::new(),
             class_files: Vec::new(),
             vectors: options.store_vectors,
+            attributes: options.attributes.clone(),
         };
         if publish_version_1 {
             publish(fs, dir, &manifest_file_name(1), |out, path| {

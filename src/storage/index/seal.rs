@@ -10,7 +10,9 @@ use crate::format::{
 };
 
 use super::{Index, LogWriter};
-use crate::storage::error::Result;
+use crate::format::{AttributesBuilder, Schema};
+use crate::storage::attributes::conformed;
+use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::data_file_name;
 use crate::storage::open_segment::OpenSegment;
 use crate::storage::publish::publish;
@@ -23,7 +25,7 @@ const SEAL_CHUNK: usize = 64 * 1024;
 impl Index {
     /// Writes the log's live rows as a new segment (`None` if none is live): sorted by id, or
     /// by (list id, id) when any row has a list id (rows without one get [`NO_LIST`], last).
-    pub(super) fn seal(&self, log: &LogWriter) -> Result<Option<SegmentSlot>> {
+    pub(super) fn seal(&self, log: &LogWriter, schema: &Schema) -> Result<Option<SegmentSlot>> {
         let has_lists = log.batches.iter().any(|b| b.batch.lists.is_some());
         let mut order: Vec<(u32, u64, u32, u32)> = Vec::with_capacity(log.rows as usize);
         for (bi, b) in log.batches.iter().enumerate() {
@@ -46,6 +48,18 @@ impl Index {
             labels: log.batches.iter().any(|b| b.batch.labels.is_some()),
             lists: has_lists,
             vectors: self.shared.vectors,
+            attributes: !schema.is_empty(),
+        };
+        // Every batch's columns as the schema's (a batch written before a column was added
+        // lacks it: it takes the default).
+        let attrs = if schema.is_empty() {
+            Vec::new()
+        } else {
+            log.batches
+                .iter()
+                .map(|b| conformed(schema, b.batch.attributes.as_ref(), b.batch.rows()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| StorageError::attributes(&self.shared.dir, e))?
         };
         let batch = |b: u32| &log.batches[b as usize].batch;
         let w = log.meta.code_bytes as usize;
@@ -68,8 +82,28 @@ impl Index {
                     return Ok(());
                 }
             };
+            if col == Column::Attributes {
+                // Runs of consecutive rows of one batch are copied at once.
+                let mut b = AttributesBuilder::new(schema);
+                let mut run: Option<(u32, u32, u32)> = None; // (batch, first row, end row)
+                for &(_, _, bi, r) in &order {
+                    run = match run {
+                        Some((rb, a, e)) if rb == bi && e == r => Some((rb, a, e + 1)),
+                        Some((rb, a, e)) => {
+                            b.push(&attrs[rb as usize], a as usize..e as usize);
+                            Some((bi, r, r + 1))
+                        }
+                        None => Some((bi, r, r + 1)),
+                    };
+                }
+                if let Some((rb, a, e)) = run {
+                    b.push(&attrs[rb as usize], a as usize..e as usize);
+                }
+                return Ok(out.attributes(&b.finish())?);
+            }
             for chunk in order.chunks(SEAL_CHUNK) {
                 match col {
+                    Column::Attributes => {}
                     Column::Ids => out.ids(&chunk.iter().map(|c| c.1).collect::<Vec<_>>())?,
                     Column::Codes => {
                         let mut buf = Vec::new();
@@ -144,6 +178,9 @@ impl Index {
             }
             if cols.vectors.is_some() {
                 fill(Fill::Column(Column::Vectors, &mut sw))?;
+            }
+            if cols.attributes {
+                fill(Fill::Column(Column::Attributes, &mut sw))?;
             }
             let mih = match layout.code_kind {
                 CodeKind::Binary if self.shared.config.mih_tables => {

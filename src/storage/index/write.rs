@@ -8,11 +8,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::format::{
-    ClassRecord, FileId, FileKind, FileRef, LogBatch, LogMeta, VectorBuf,
+    Attributes, ClassRecord, FileId, FileKind, FileRef, LogBatch, LogMeta, VectorBuf,
     append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS},
 };
 
 use super::{ClassStats, Index, LogWriter, WLoc, Writer};
+use crate::storage::attributes::conform_write;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, tmp_name};
 use crate::storage::log_rows::LogBatchEntry;
@@ -31,6 +32,13 @@ pub struct EncodedOptions<'a> {
     /// What an upsert does to the classes of the rows it replaces ([`ClassStats`]; an add
     /// replaces nothing and ignores it).
     pub class_stats: ClassStats,
+    /// The rows' attribute columns, one value per row, in the batch's row order (any subset
+    /// of the index's columns, in any order: a column left out takes its default; see
+    /// [`crate::CreateOptions::attributes`]). `None`: every column takes its default. A column
+    /// the index lacks, of another type or of another length is refused naming it, and
+    /// nothing is staged. An upsert's new row carries its own attributes, replacing the old
+    /// row's.
+    pub attributes: Option<&'a Attributes>,
 }
 
 impl Index {
@@ -50,7 +58,7 @@ impl Index {
             self.shared.vectors,
             batch,
         )?;
-        self.add_checked_rows(batch, checked, opts.classes)
+        self.add_checked_rows(batch, checked, opts.classes, opts.attributes)
     }
 
     /// [`Index::add_encoded`] of a batch [`check_batch`] already passed against this
@@ -60,10 +68,12 @@ impl Index {
         batch: &RowBatch<'_>,
         checked: CheckedRows,
         classes: &[ClassRecord],
+        attributes: Option<&Attributes>,
     ) -> Result<Vec<u64>> {
         let rows = checked.rows;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        let attrs = conform_write(&self.shared.dir, w.schema(), attributes, rows)?;
         self.check_labels_counted(&w, batch.labels, classes)?;
         let staged_classes = if classes.is_empty() {
             None
@@ -91,7 +101,13 @@ impl Index {
                 (first..end).collect()
             }
         };
-        self.append_locked(&mut w, &ids, batch, checked.vectors.as_ref())?;
+        self.append_locked(
+            &mut w,
+            &ids,
+            batch,
+            checked.vectors.as_ref(),
+            attrs.as_ref(),
+        )?;
         if let Some(t) = staged_classes {
             w.pending.classes = Some(t);
         }
@@ -116,6 +132,7 @@ impl Index {
         )?;
         let mut w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
+        let attrs = conform_write(&self.shared.dir, w.schema(), opts.attributes, checked.rows)?;
         let mut found = Vec::new();
         for &id in ids {
             if let Some(loc) = w.find(id)? {
@@ -131,7 +148,7 @@ impl Index {
             Some(self.stage_classes(&w, &records)?)
         };
         Self::stage_deletes(&mut w, &found);
-        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref())?;
+        self.append_locked(&mut w, ids, batch, checked.vectors.as_ref(), attrs.as_ref())?;
         if let Some(t) = staged_classes {
             w.pending.classes = Some(t);
         }
@@ -227,8 +244,9 @@ impl Index {
         ids: &[u64],
         batch: &RowBatch<'_>,
         vectors: Option<&VectorBuf>,
+        attrs: Option<&Attributes>,
     ) -> Result<()> {
-        let r = self.append_inner(w, ids, batch, vectors);
+        let r = self.append_inner(w, ids, batch, vectors, attrs);
         if let Err(e) = &r {
             w.poison(e);
         }
@@ -241,6 +259,7 @@ impl Index {
         ids: &[u64],
         batch: &RowBatch<'_>,
         vectors: Option<&VectorBuf>,
+        attrs: Option<&Attributes>,
     ) -> Result<()> {
         let dir = &self.shared.dir;
         let fs = &*self.shared.config.fs;
@@ -322,6 +341,7 @@ impl Index {
                 labels: batch.labels.map(|l| order.iter().map(|&r| l[r]).collect()),
                 lists: batch.lists.map(|l| order.iter().map(|&r| l[r]).collect()),
                 vectors: vecs,
+                attributes: attrs.map(|a| a.take(&order)),
             };
             let batch = record_batch;
             let record = batch.encode(&log.meta, &log.path)?;

@@ -88,6 +88,8 @@ pub(crate) struct Pending {
     pub segment_deletes: HashSet<u64>,
     /// Class records added since the last commit, merged per class id.
     pub classes: Option<ClassTable>,
+    /// The schema with the columns added since the last commit (`Index::add_column`).
+    pub schema: Option<crate::format::Schema>,
     pub changed: bool,
 }
 
@@ -108,6 +110,15 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    /// The attribute schema writes are checked against: the committed one, with the columns
+    /// added since.
+    pub(crate) fn schema(&self) -> &crate::format::Schema {
+        self.pending
+            .schema
+            .as_ref()
+            .unwrap_or(&self.committed.manifest.attributes)
+    }
+
     /// Refuses a write on a handle that fell back from damaged manifests ([`StorageError::FellBack`])
     /// or that an earlier failure poisoned ([`StorageError::Poisoned`]).
     pub(crate) fn check_poisoned(&self, dir: &Path) -> Result<()> {
