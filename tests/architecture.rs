@@ -1,7 +1,9 @@
 //! The rules between rooms (ARCHITECTURE.md, "Rules") still hold: every `crate::…` path in a
 //! room's files names only rooms below it, the engine keeps no process-global mutable state,
 //! `unsafe` is allowed only where Cargo.toml's lint policy says, and the engine does not depend
-//! on the CLI's crates. Plain text checks over `src/`, so they run in `cargo test` without tools.
+//! on the CLI's crates, and the front ends (`cli/`, `python/`) call the engine's query words
+//! instead of spelling them again. Plain text checks over the sources, so they run in
+//! `cargo test` without tools.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
@@ -229,4 +231,66 @@ fn the_engine_does_not_depend_on_the_cli_crates() {
             "the engine depends on {cli_only}, which only the CLI needs"
         );
     }
+}
+
+/// Code of the front ends' files (`cli/src`, `python/src`, `python/codedb`), with `#` and `//`
+/// comments left out.
+fn front_end_code() -> Vec<(PathBuf, usize, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = rust_files(&root.join("cli/src"));
+    files.extend(rust_files(&root.join("python/src")));
+    for e in std::fs::read_dir(root.join("python/codedb")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "py") {
+            files.push(p);
+        }
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let python = f.extension().is_some_and(|x| x == "py");
+        for (i, line) in text.lines().enumerate() {
+            let c = if python {
+                line.split('#').next().unwrap_or("")
+            } else {
+                code(line)
+            };
+            out.push((f.clone(), i + 1, c.to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_front_ends_do_not_spell_the_engines_query_words() {
+    // Each word has one engine spelling the CLI and Python call (issue 31, item 1).
+    let words = [
+        (
+            "MarginPolicy::Caption =>",
+            "MarginPolicy::from_str / default_epsilon",
+        ),
+        (
+            "MarginPolicy::Constant =>",
+            "MarginPolicy::from_str / default_epsilon",
+        ),
+        ("Some(\"f16\")", "VectorDType::parse"),
+        ("Some(\"f32\")", "VectorDType::parse"),
+        ("train_pamir(", "Model::with_trained_text_head"),
+        ("kernels::Direction", "SearchMode::larger_is_better"),
+        ("\"adc-ip\", \"float-ip\"", "SearchMode::larger_is_better"),
+        ("Some(\"hamming\")", "SearchMode::resolve"),
+    ];
+    let mut found = Vec::new();
+    for (file, line, c) in front_end_code() {
+        for (word, engine) in words {
+            if c.contains(word) {
+                found.push(format!("{}:{line}: {word} (use {engine})", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "front ends spelling engine words:\n{}",
+        found.join("\n")
+    );
 }

@@ -162,8 +162,10 @@ fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::ListAssignment>
 pub fn create(dir: &Path, model: &Model, store_vectors: Option<&str>) -> Result<Index> {
     let spec = vector_dtype(store_vectors)?
         .map(|t| codedb::format::VectorSpec::new(t, model.input_dim() as u32));
+    // Attribute columns are not taken from Python yet: an index made here has none.
     let opts = CreateOptions {
         store_vectors: spec,
+        attributes: codedb::format::Schema::default(),
     };
     Ok(Index::create_with(
         dir,
@@ -229,6 +231,7 @@ impl Adding<'_> {
             class_stats: class_stats(self.keep_class_stats),
             cancel: Some(cancel),
             progress: Some(self.progress),
+            attributes: None,
         })
     }
 }
@@ -355,7 +358,7 @@ pub fn row_filter(
             detail: format!("{text:?}: {e}"),
         };
         let p = codedb::Predicate::parse(text).map_err(refused)?;
-        p.check(&snap.attribute_schema()).map_err(refused)?;
+        p.check(snap.attribute_schema()).map_err(refused)?;
         filter.predicate = Some(p);
     }
     if let Some(ids) = ids {

@@ -822,16 +822,6 @@ query_methods!(
             self.open.read().is_none()
         }
 
-        fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-            slf
-        }
-
-        #[pyo3(signature = (*_args))]
-        fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-            self.close();
-            false
-        }
-
         fn __repr__(&self) -> String {
             let state = if self.closed() { ", closed" } else { "" };
             format!("Index({:?}{state})", self.path.display().to_string())

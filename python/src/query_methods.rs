@@ -1,7 +1,8 @@
 //! The query methods `Index` and `Snapshot` share, written once: [`query_methods!`] puts them
 //! into a class's one `#[pymethods]` block among its own methods. A class supplies
 //! `queried(&self) -> PyResult<Arc<engine::Snapshot>>`, the version its queries read (a
-//! snapshot: its pinned version; an index: its newest committed one).
+//! snapshot: its pinned version; an index: its newest committed one), and `close(&self)`,
+//! which the shared `__exit__` calls.
 
 /// `#[pymethods] impl $class { <its own methods> <the shared query methods> <its own> }`
 /// (two groups, so the query methods keep their place in the class's documentation).
@@ -517,6 +518,17 @@ macro_rules! query_methods {
             }
 
             $($after)*
+
+            /// A `with` block closes the handle at its end (`close`: the class's own).
+            fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+                slf
+            }
+
+            #[pyo3(signature = (*_args))]
+            fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+                self.close();
+                false
+            }
 
         }
     };

@@ -179,16 +179,6 @@ query_methods!(
             self.snap.read().is_none()
         }
 
-        fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-            slf
-        }
-
-        #[pyo3(signature = (*_args))]
-        fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-            self.close();
-            false
-        }
-
         fn __repr__(&self) -> String {
             match self.get() {
                 Ok(s) => format!("Snapshot(version={})", engine::version(&s)),

@@ -185,3 +185,18 @@ def test_ray_shard_that_fell_back_is_named(ray_cluster: Any, tmp_path: pathlib.P
             searcher.search(x[:3], k=5)
     finally:
         searcher.close()
+
+
+@pytest.mark.parametrize(("kind", "mode", "rerank"), [("pca-itq", None, None), ("pq", "adc-ip", None),
+                                                      ("pq", None, 25)])
+def test_ray_shards_filter_as_one_index(searchers: Any, pair: dict[str, Any], kind: str,
+                                        mode: str | None, rerank: int | None) -> None:
+    single = pair[kind][0]
+    q = pair["x"][::53] + np.float32(0.01)
+    _, ids = single.search(pair["x"][:1], k=len(single))
+    some = ids[0][ids[0] >= 0][::5]
+    for kw in ({"where": "id >= 5000"}, {"ids": some}, {"where": "id < 7000", "ids": some.tolist()}):
+        assert_same(searchers[kind].search(q, k=25, mode=mode, rerank=rerank, **kw),
+                    single.search(q, k=25, mode=mode, rerank=rerank, **kw))
+    with pytest.raises(ShardError, match="where"):
+        searchers[kind].search(q, k=5, where="id >= ")

@@ -183,6 +183,14 @@ def test_classifier_and_examples_rank_only_passing_rows(built, data, model):
     Def, Ief = built.search_examples(x[:5], k=10, random_negatives=100, seed=1, ids=range(200, 600))
     want = [(i, d) for i, d in whole if 200 <= i < 600][:10]
     assert [(int(i), float(d)) for d, i in zip(Def[0], Ief[0])] == want
+    # A batch of example sets: each set's row equals its own filtered call.
+    sets = [x[:5], x[300:305]]
+    Db, Ib = built.search_examples(sets, k=7, random_negatives=100, seed=1, where="id < 250")
+    for si, pos in enumerate(sets):
+        D1, I1 = built.search_examples(pos, k=7, random_negatives=100, seed=1, where="id < 250")
+        np.testing.assert_array_equal(Ib[si], I1[0])
+        np.testing.assert_array_equal(Db[si], D1[0])
+        assert (Ib[si] < 250).all()
 
 
 def test_text_queries_filter(tmp_path, data):

@@ -114,19 +114,12 @@ impl TextRanker {
     /// (`pca:256,pq:32x8 caption-eps`), or the baseline.
     pub fn name(&self) -> String {
         match self {
-            TextRanker::Pamir(s, m) => format!("{s} {}", margin_name(*m)),
+            TextRanker::Pamir(s, m) => format!("{s} {}-eps", m.name()),
             TextRanker::Random => "random".into(),
             TextRanker::Oracle => "oracle (tags)".into(),
             TextRanker::Cca(None) => "cca (embeddings)".into(),
             TextRanker::Cca(Some(r)) => format!("cca:{r} (embeddings)"),
         }
-    }
-}
-
-fn margin_name(m: MarginPolicy) -> &'static str {
-    match m {
-        MarginPolicy::Constant => "constant-eps",
-        MarginPolicy::Caption => "caption-eps",
     }
 }
 
