@@ -214,6 +214,38 @@ fn hamming_threads_and_batches_match_reference() {
     }
 }
 
+/// The fixed-width AVX2 and AVX-512 kernels take 4 to 32 rows per step and leave the rest to
+/// the scalar twin: every tail length of every step size, at every fixed width, one query and
+/// several, against the reference.
+#[test]
+fn hamming_step_tails_match_reference() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x7a11);
+    for &w in &[8usize, 16, 32, 64] {
+        for n in (0usize..=41).chain(250..=262) {
+            let codes = gen_codes(&mut rng, n, w, Data::FewValues);
+            let ids = gen_ids(&mut rng, n);
+            let rows = CodeRows::new(&codes, w, &ids, None).unwrap();
+            let queries: Vec<u8> = (0..3 * w).map(|_| rng.random()).collect();
+            for k in [1usize, 5, n + 1] {
+                let want: Vec<Vec<(u32, u64)>> = queries
+                    .chunks_exact(w)
+                    .map(|q| reference_hamming(&codes, w, &ids, None, q, k))
+                    .collect();
+                for d in available_dispatches() {
+                    let opts = ScanOptions {
+                        dispatch: d,
+                        threads: 1,
+                    };
+                    let one = hamming_topk_batch(&rows, &queries[..w], k, opts).unwrap();
+                    assert_eq!(one, want[..1], "w={w} n={n} k={k} {d:?}");
+                    let all = hamming_topk_batch(&rows, &queries, k, opts).unwrap();
+                    assert_eq!(all, want, "w={w} n={n} k={k} {d:?} nq=3");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn hamming_within_matches_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
@@ -664,9 +696,9 @@ fn dense_topk_matches_reference() {
 
 /// Fast-scan filters with quantised u8 tables but re-scores exactly, so its lists must equal the
 /// plain LUT-4 kernel's bit for bit — including tables with a wide dynamic range, where the
-/// quantisation is coarse and the bound's slack matters. Query counts cycle through 1, 2, 5 and
-/// 9 (the AVX-512 kernel scores groups of up to 4 queries: one group, a full group plus one,
-/// two plus one), and M through widths whose blocks end in a half chunk of two tables (M2 ≡ 2
+/// quantisation is coarse and the bound's slack matters. Query counts cycle through 1, 2, 3, 4,
+/// 5 and 9 (the AVX-512 kernel scores groups of up to 4 queries, the AVX2 one of up to 2: every
+/// group width, full groups plus one), and M through widths whose blocks end in a half chunk of two tables (M2 ≡ 2
 /// mod 4) and widths of 2, 4, 6 and 8 whole 64-byte chunks (M2 = 8, 16, 24, 32: the AVX-512
 /// kernels with the chunk count fixed at compile time; 31 with a padding table).
 #[test]
@@ -693,7 +725,7 @@ fn fastscan_equals_plain_lut4() {
                     let rows = CodeRows::new(&codes, cb, &ids, del.as_deref()).unwrap();
                     let packed = pack_fastscan(&codes, m).unwrap();
                     let fs = FastScanRows::new(&packed, m, &ids, del.as_deref()).unwrap();
-                    let nq = [1usize, 2, 5, 9][case % 4];
+                    let nq = [1usize, 2, 3, 4, 5, 9][case % 6];
                     case += 1;
                     let mut luts = random_lut(&mut rng, nq * m, 16, data);
                     if matches!(data, Data::Random) {

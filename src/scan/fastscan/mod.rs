@@ -233,8 +233,8 @@ fn scan_scalar<S: Sink>(
 }
 
 /// Scans `rows` for every query (`quant[q]` collects into `sinks[q]`). AVX-512 scores up to
-/// four queries per pass over the codes (one split of the nibbles serves them all); AVX2 and
-/// the scalar twin run one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
+/// four queries per pass over the codes, AVX2 two (one split of the nibbles serves them all);
+/// the scalar twin runs one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
 /// than the AVX2 one at every M and nq measured (BENCHMARKS.md), so `Auto` uses it wherever
 /// the CPU has it.
 fn scan_queries<S: Sink>(
@@ -373,7 +373,11 @@ mod tests {
     }
 
     /// Every kernel filters the same rows as the plain integer sums: the block sums of the AVX2
-    /// (bytes added before widening) and AVX-512 kernels are exact, not only safe.
+    /// (bytes added before widening, one nibble plane at a time) and AVX-512 kernels are exact,
+    /// not only safe. Covers every query-group width of both kernels (AVX2: 1 and 2, AVX-512: 1
+    /// to 4; 5 and 9 split into groups), the fixed-load kernels (M = 8, 16, 24, 32) and the
+    /// generic ones, whole and partial last blocks (1,000 rows: 8 rows in the last block; 95
+    /// rows: 31).
     #[test]
     fn every_kernel_passes_exactly_the_rows_whose_quantised_sum_is_in_the_bound() {
         use crate::scan::dispatch::available_dispatches;
@@ -384,13 +388,26 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for m in [1usize, 2, 5, 8, 9, 16, 17, 32, 64, 200] {
-            let n = 1_000;
+        for (m, n) in [
+            (1usize, 1_000usize),
+            (2, 1_000),
+            (5, 1_000),
+            (8, 1_000),
+            (8, 95),
+            (9, 1_000),
+            (16, 1_000),
+            (16, 95),
+            (17, 1_000),
+            (24, 1_000),
+            (32, 1_000),
+            (32, 95),
+            (64, 1_000),
+            (200, 1_000),
+        ] {
             let cb = m.div_ceil(2);
             let codes: Vec<u8> = (0..n * cb).map(|_| next() as u8).collect();
             let packed = pack_fastscan(&codes, m).unwrap();
-            // Three queries: the AVX2 kernel scores two per pass, then one.
-            let exact: Vec<Vec<[f32; 16]>> = (0..3)
+            let exact: Vec<Vec<[f32; 16]>> = (0..9)
                 .map(|_| {
                     (0..m)
                         .map(|_| core::array::from_fn(|_| (next() % 1_000) as f32 * 0.01))
@@ -423,11 +440,16 @@ mod tests {
                 }
                 for d in available_dispatches() {
                     let isa = d.resolve().unwrap();
-                    let mut sinks: Vec<Result<Record>> =
-                        keys.iter().map(|&k| Ok(Record(k, Vec::new()))).collect();
-                    scan_queries(isa, &packed, m, 0..n, &qls, &mut sinks);
-                    let got: Vec<Vec<usize>> = sinks.into_iter().map(|s| s.unwrap().1).collect();
-                    assert_eq!(got, want, "m={m} quantile={quantile} {d:?}");
+                    for nq in [1, 2, 3, 4, 5, 9] {
+                        let mut sinks: Vec<Result<Record>> = keys[..nq]
+                            .iter()
+                            .map(|&k| Ok(Record(k, Vec::new())))
+                            .collect();
+                        scan_queries(isa, &packed, m, 0..n, &qls[..nq], &mut sinks);
+                        let got: Vec<Vec<usize>> =
+                            sinks.into_iter().map(|s| s.unwrap().1).collect();
+                        assert_eq!(got, want[..nq], "m={m} n={n} nq={nq} q={quantile} {d:?}");
+                    }
                 }
             }
         }

@@ -3,8 +3,9 @@
 //! **AVX2**: per block of 32 rows, each pair of sub-quantisers is one 32-byte load; its low and
 //! high nibble planes index the pair's two u8 tables (one register, one table per 128-bit lane)
 //! with `vpshufb`; the lookups of four loads are added as bytes before they are widened into
-//! u16 accumulators (as the AVX-512 kernel does, below), and the 32 sums are compared with the
-//! quantised bound in registers.
+//! u16 accumulators (as the AVX-512 kernel does, below). The kernel takes one nibble plane
+//! (16 rows) at a time for up to [`GROUP_AVX2`] = 2 queries, so every accumulator stays in the
+//! 16 ymm registers, and compares the sums with the quantised bounds in registers.
 //!
 //! **AVX-512 (BW)**: four sub-quantisers per 64-byte load, their four tables in one register
 //! (one per 128-bit lane, so `vpshufb zmm` looks all four up at once). The lookups of up to
@@ -32,84 +33,104 @@ fn load(a: &[u8; 32]) -> __m256i {
     unsafe { _mm256_loadu_si256(a.as_ptr().cast()) }
 }
 
-/// The quantised sums of one block: rows 0-15 and rows 16-31, u16 lanes in row order.
+/// Which rows of one nibble plane of a block (rows 0-15: low nibbles, `HI` = false; rows
+/// 16-31: high nibbles) have a quantised sum `<= t[i]`, for each of the `Q` queries.
 ///
-/// Each 32-byte load is a pair of sub-quantisers (lane = which one), its low nibbles rows
-/// 0-15 and its high nibbles rows 16-31. The lookups of up to four loads (8 sub-quantisers)
-/// are added as bytes — entries are at most [`super::LEVELS`] = 63, so four sum to at most
-/// 252 — and only then widened, as u16 words (`even row + 256·odd row`) and, shifted right
-/// by 8, as the odd rows alone; the even rows are `words − 256·odd` at the end, exact in u16
-/// arithmetic because the true sums stay below 2¹⁶ (the AVX-512 kernel's trick, and FAISS's).
-/// Per load that is 2 shuffles, 2 byte adds and 3 bit operations; widening every lookup
-/// instead costs 4 more unpacks (shuffle-port µops, the bottleneck) and 4 u16 adds.
+/// Each 32-byte load is a pair of sub-quantisers (lane = which one); its nibble plane indexes
+/// the pair's two u8 tables (one register, one table per 128-bit lane) with `vpshufb`. The
+/// lookups of up to four loads (8 sub-quantisers) are added as bytes — entries are at most
+/// [`super::LEVELS`] = 63, so four sum to at most 252 — and only then widened, as u16 words
+/// (`even row + 256·odd row`) and, shifted right by 8, as the odd rows alone; the even rows
+/// are `words − 256·odd` at the end, exact in u16 arithmetic because the true sums stay below
+/// 2¹⁶ (the AVX-512 kernel's trick, and FAISS's). Per load and query that is 1 shuffle and 1
+/// byte add, and per four loads 1 shift and 2 word adds; the nibble split is shared by the
+/// queries.
 ///
-/// `Q` queries share each load and its nibble split: each query's tables index the same planes.
+/// One plane at a time, not both: a query then needs 3 registers (two u16 accumulators and
+/// the byte sum) instead of 6, so the accumulators of a group stay in registers; with both
+/// planes at once 2 queries already filled the 16 ymm registers and LLVM spilled in the inner
+/// loop (perf annotate on AMD Zen 4). The codes are loaded twice per block instead, from L1.
+/// Measured from cache on Zen 4 (M = 32 / 16, cycles per row and query): both planes, 2
+/// queries 1.11 / 0.66; one plane, 2 queries 0.98 / 0.57; one plane, 3 or 4 queries 1.08-1.12
+/// / 0.61-0.65 (partly unrolled, spilling again). So [`GROUP_AVX2`] = 2.
+///
+/// Returns per query the `vpmovmskb` of the packed compare: bits 0-7 = rows 0, 2, …, 14 of
+/// the plane, bits 16-23 = rows 1, 3, …, 15 (the other bits cleared); [`row_order`] turns the
+/// two planes' masks into row order.
+///
+/// `C` = 0: any number of loads per block; otherwise exactly `C` (the loops then unroll). The
+/// codes' and tables' addresses go through [`core::hint::black_box`] once per plane: without
+/// it LLVM hoisted the loop-invariant table loads and the other plane's nibble split out of
+/// the block loop and spilled them to the stack (perf annotate, AMD Zen 4: a quarter of the
+/// cycles on stack stores and reloads), which is slower than reloading the tables from L1. A
+/// block whose loads do not match `C` (never produced by [`group_avx2`]) passes every row,
+/// which re-scoring then decides exactly.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn block_sums<const Q: usize>(blk: &[[u8; 32]], q: [&[[u8; 32]]; Q]) -> [(__m256i, __m256i); Q] {
+fn plane_masks<const Q: usize, const HI: bool, const C: usize>(
+    blk: &[[u8; 32]],
+    tabs: &[[[u8; 32]; Q]],
+    t: &[__m256i; Q],
+) -> [u32; Q] {
+    let (blk, tabs) = core::hint::black_box((blk, tabs));
+    let n = if C != 0 { C } else { blk.len() };
+    let (Some(blk), Some(tabs)) = (blk.get(..n), tabs.get(..n)) else {
+        return [u32::MAX; Q];
+    };
     let low = _mm256_set1_epi8(0x0f);
     let zero = _mm256_setzero_si256();
-    // u16 words `even + 256·odd` (mod 2¹⁶) and the odd rows alone, rows 0-15 and 16-31.
-    let (mut lo, mut lo_odd, mut hi, mut hi_odd) = ([zero; Q], [zero; Q], [zero; Q], [zero; Q]);
-    for (c, vs) in blk.chunks(4).enumerate() {
-        let (mut blo, mut bhi) = ([zero; Q], [zero; Q]);
-        for (j, v) in vs.iter().enumerate() {
-            let v = load(v);
-            let vl = _mm256_and_si256(v, low);
-            let vh = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low);
+    // u16 words `even + 256·odd` (mod 2¹⁶) and the odd rows alone.
+    let (mut words, mut odd) = ([zero; Q], [zero; Q]);
+    for g in 0..n.div_ceil(4) {
+        let mut bytes = [zero; Q];
+        for j in 4 * g..(4 * g + 4).min(n) {
+            let v = load(&blk[j]);
+            let idx = if HI {
+                _mm256_and_si256(_mm256_srli_epi16::<4>(v), low)
+            } else {
+                _mm256_and_si256(v, low)
+            };
             for i in 0..Q {
-                let t = load(&q[i][4 * c + j]);
-                blo[i] = _mm256_add_epi8(blo[i], _mm256_shuffle_epi8(t, vl));
-                bhi[i] = _mm256_add_epi8(bhi[i], _mm256_shuffle_epi8(t, vh));
+                bytes[i] = _mm256_add_epi8(bytes[i], _mm256_shuffle_epi8(load(&tabs[j][i]), idx));
             }
         }
         for i in 0..Q {
-            lo[i] = _mm256_add_epi16(lo[i], blo[i]);
-            lo_odd[i] = _mm256_add_epi16(lo_odd[i], _mm256_srli_epi16::<8>(blo[i]));
-            hi[i] = _mm256_add_epi16(hi[i], bhi[i]);
-            hi_odd[i] = _mm256_add_epi16(hi_odd[i], _mm256_srli_epi16::<8>(bhi[i]));
+            words[i] = _mm256_add_epi16(words[i], bytes[i]);
+            odd[i] = _mm256_add_epi16(odd[i], _mm256_srli_epi16::<8>(bytes[i]));
         }
     }
     core::array::from_fn(|i| {
-        (
-            rows_in_order(lo[i], lo_odd[i]),
-            rows_in_order(hi[i], hi_odd[i]),
-        )
+        // Lane L of `even` / `odd`: the even / odd rows over the sub-quantisers j ≡ L (mod 2).
+        let even = _mm256_sub_epi16(words[i], _mm256_slli_epi16::<8>(odd[i]));
+        // [even rows | odd rows], each summed over both lanes' sub-quantisers.
+        let sums = _mm256_add_epi16(
+            _mm256_permute2x128_si256::<0x20>(even, odd[i]),
+            _mm256_permute2x128_si256::<0x31>(even, odd[i]),
+        );
+        let le = _mm256_cmpeq_epi16(_mm256_min_epu16(sums, t[i]), sums);
+        // Bytes [words 0-7, words 0-7 | words 8-15, words 8-15]: one bit per row.
+        _mm256_movemask_epi8(_mm256_packs_epi16(le, le)) as u32 & 0x00ff_00ff
     })
 }
 
-/// The 16 row sums of one nibble plane in row order, from its accumulators: `words` (u16 word
-/// `w` of lane `L` = rows `2w` + 256 × `2w + 1` over the sub-quantisers `j ≡ L mod 2`) and
-/// `odd` (rows `2w + 1` alone).
+/// Bits 0-7 of `x` moved to the even bits 0, 2, …, 14.
 #[inline]
-#[target_feature(enable = "avx2")]
-fn rows_in_order(words: __m256i, odd: __m256i) -> __m256i {
-    let even = _mm256_sub_epi16(words, _mm256_slli_epi16::<8>(odd));
-    // Per lane: rows 0-7 and rows 8-15, interleaved even/odd.
-    let a = _mm256_unpacklo_epi16(even, odd);
-    let b = _mm256_unpackhi_epi16(even, odd);
-    // The two lanes' sub-quantisers added: [rows 0-7 | rows 8-15].
-    _mm256_add_epi16(
-        _mm256_permute2x128_si256::<0x20>(a, b),
-        _mm256_permute2x128_si256::<0x31>(a, b),
-    )
+fn spread8(x: u32) -> u32 {
+    let x = x & 0xff;
+    let x = (x | (x << 4)) & 0x0f0f;
+    let x = (x | (x << 2)) & 0x3333;
+    (x | (x << 1)) & 0x5555
 }
 
-/// Bit i set when row i of the block (u16 lane i of `x`, rows 0-15, or lane i − 16 of `y`,
-/// rows 16-31) is `<= t`: compares, packs to bytes and gathers the sign bits, no BMI2 (whose
-/// `pext` is microcoded on AMD CPUs before Zen 3).
+/// The block's mask in row order (bit i = row i) from the [`plane_masks`] of the low (rows
+/// 0-15) and high (rows 16-31) nibble planes. Only runs when some row passed.
 #[inline]
-#[target_feature(enable = "avx2")]
-fn le_mask(x: __m256i, y: __m256i, t: __m256i) -> u32 {
-    let lx = _mm256_cmpeq_epi16(_mm256_min_epu16(x, t), x);
-    let ly = _mm256_cmpeq_epi16(_mm256_min_epu16(y, t), y);
-    // Bytes [rows 0-7, 16-23 | rows 8-15, 24-31]; the 64-bit quarters reordered to row order.
-    let packed = _mm256_packs_epi16(lx, ly);
-    _mm256_movemask_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(packed)) as u32
+fn row_order(lo: u32, hi: u32) -> u32 {
+    let plane = |m: u32| spread8(m) | (spread8(m >> 16) << 1);
+    plane(lo) | (plane(hi) << 16)
 }
 
-/// Most queries the AVX2 kernel scores per pass over a block: 6 accumulators each (4 u16, 2
-/// bytes), so 2 queries use 12 of the 16 vector registers next to the codes' nibble planes.
+/// Most queries the AVX2 kernel scores per pass over a block (see [`plane_masks`]).
 pub(crate) const GROUP_AVX2: usize = 2;
 
 /// Scans rows `rows` (start on a block boundary) of the packed column for `Q` queries at once
@@ -122,10 +143,21 @@ pub(crate) fn scan_avx2<S: Sink>(
     qls: &[&QuantLut<'_>],
     sinks: &mut [&mut S],
 ) {
-    match qls.len().min(sinks.len()) {
-        0 => {}
-        1 => group_avx2::<S, 1>(packed, m, rows, qls, sinks),
-        2 => group_avx2::<S, 2>(packed, m, rows, qls, sinks),
+    // Blocks of 4, 8, 12 or 16 loads (M = 8, 16, 24, 32) run a kernel with the load count
+    // fixed at compile time: the loops unroll and no bounds check or counter runs per load.
+    let loads = block_bytes(m) / 32;
+    match (qls.len().min(sinks.len()), loads) {
+        (0, _) => {}
+        (1, 4) => group_avx2::<S, 1, 4>(packed, m, rows, qls, sinks),
+        (1, 8) => group_avx2::<S, 1, 8>(packed, m, rows, qls, sinks),
+        (1, 12) => group_avx2::<S, 1, 12>(packed, m, rows, qls, sinks),
+        (1, 16) => group_avx2::<S, 1, 16>(packed, m, rows, qls, sinks),
+        (2, 4) => group_avx2::<S, 2, 4>(packed, m, rows, qls, sinks),
+        (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, sinks),
+        (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, sinks),
+        (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, sinks),
+        (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, sinks),
+        (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, sinks),
         _ => {
             for (ql, sink) in qls.chunks(GROUP_AVX2).zip(sinks.chunks_mut(GROUP_AVX2)) {
                 scan_avx2(packed, m, rows.clone(), ql, sink);
@@ -134,10 +166,11 @@ pub(crate) fn scan_avx2<S: Sink>(
     }
 }
 
-/// [`scan_avx2`] for exactly `Q` queries.
+/// [`scan_avx2`] for exactly `Q` queries and blocks of `C` 32-byte loads (`C` = 0: any count,
+/// read from `m`). Same sums, same order and same masks for every `C`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn group_avx2<S: Sink, const Q: usize>(
+fn group_avx2<S: Sink, const Q: usize, const C: usize>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
@@ -147,19 +180,33 @@ fn group_avx2<S: Sink, const Q: usize>(
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
     };
-    let bb = block_bytes(m);
-    let q: [&[[u8; 32]]; Q] = core::array::from_fn(|i| qls[i].q.as_chunks::<32>().0);
+    let n = block_bytes(m) / 32;
+    if C != 0 && C != n {
+        return;
+    }
+    let n = if C != 0 { C } else { n };
+    // The group's tables interleaved: entry `j` holds the `Q` queries' tables of load `j`.
+    let mut tabs = vec![[[0u8; 32]; Q]; n];
+    for (i, ql) in qls.iter().enumerate() {
+        let Some(tables) = ql.q.as_chunks::<32>().0.get(..n) else {
+            return;
+        };
+        for (e, t) in tabs.iter_mut().zip(tables) {
+            e[i] = *t;
+        }
+    }
+    let (chunks, _) = packed.as_chunks::<32>();
     let mut tv: [__m256i; Q] =
         core::array::from_fn(|i| _mm256_set1_epi16(qls[i].q_bound(sinks[i].bound()) as i16));
     for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
-        let Some(blk) = packed.get(b * bb..(b + 1) * bb) else {
+        let Some(blk) = chunks.get(b * n..(b + 1) * n) else {
             return;
         };
-        let (blk, _) = blk.as_chunks::<32>();
-        let sums = block_sums::<Q>(blk, q);
+        let lo = plane_masks::<Q, false, C>(blk, &tabs, &tv);
+        let hi = plane_masks::<Q, true, C>(blk, &tabs, &tv);
         for i in 0..Q {
-            let pass = le_mask(sums[i].0, sums[i].1, tv[i]);
-            if pass != 0 {
+            if (lo[i] | hi[i]) != 0 {
+                let pass = row_order(lo[i], hi[i]);
                 let tq = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
                 tv[i] = _mm256_set1_epi16(tq as i16);
             }
