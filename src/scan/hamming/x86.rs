@@ -1,5 +1,6 @@
-//! x86-64 Hamming kernels: AVX2 (nibble-table popcount with `vpshufb`, summed with `vpsadbw`)
-//! and AVX-512 VPOPCNTDQ (`vpopcntq`).
+//! x86-64 Hamming kernels: AVX2 (nibble-table popcount with `vpshufb`, summed with `vpsadbw`;
+//! at 32 bytes a third of the rows use scalar `popcnt` on the integer ALUs meanwhile) and
+//! AVX-512 VPOPCNTDQ (`vpopcntq`).
 //!
 //! Each kernel computes the distances of a group of rows in registers, compares them with the
 //! sink's bound (the current k-th distance) in registers, and only leaves the hot loop when some
