@@ -173,6 +173,7 @@ class Index:
         labels: ArrayLike | None = None,
         store_vectors: str | None = None,
         lists: str | None = None,
+        attributes: Any = None,
         progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> Index: ...
     @staticmethod
@@ -185,6 +186,7 @@ class Index:
         ids: ArrayLike | None = None,
         labels: ArrayLike | None = None,
         lists: str | None = None,
+        attributes: Any = None,
         progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> npt.NDArray[np.uint64]: ...
     def upsert(
@@ -194,6 +196,7 @@ class Index:
         labels: ArrayLike | None = None,
         lists: str | None = None,
         keep_class_stats: bool = False,
+        attributes: Any = None,
         progress: bool | Callable[[str, str, int, int], object] | None = None,
     ) -> int: ...
     def commit(self) -> int: ...

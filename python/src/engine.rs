@@ -181,6 +181,8 @@ pub struct Build<'a> {
     pub labels: Option<&'a [u32]>,
     pub store_vectors: Option<&'a str>,
     pub lists: Option<&'a str>,
+    /// The rows' attribute columns (the index's schema is theirs).
+    pub attributes: Option<&'a codedb::Attributes>,
 }
 
 /// An index built from `x` in one commit, with the class table of `labels`.
@@ -198,6 +200,7 @@ pub fn build(
         store_vectors: vector_dtype(b.store_vectors)?,
         lists: list_assignment(b.lists)?,
         cancel: Some(cancel),
+        attributes: b.attributes,
         ..codedb::BuildOptions::default()
     };
     Ok(Index::build(dir, model, x, &opts, progress)?)
@@ -218,6 +221,8 @@ pub struct Adding<'a> {
     pub labels: Option<&'a [u32]>,
     pub lists: Option<&'a str>,
     pub keep_class_stats: bool,
+    /// The rows' attribute columns (a column left out takes its default).
+    pub attributes: Option<&'a codedb::Attributes>,
     /// Rows encoded so far.
     pub progress: &'a (dyn Fn(usize) + Sync),
 }
@@ -231,7 +236,7 @@ impl Adding<'_> {
             class_stats: class_stats(self.keep_class_stats),
             cancel: Some(cancel),
             progress: Some(self.progress),
-            attributes: None,
+            attributes: self.attributes,
         })
     }
 }

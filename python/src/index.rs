@@ -145,6 +145,11 @@ query_methods!(
         ///     "f32" or "f16": keep the descriptors.
         /// lists : str, optional, default None
         ///     Inverted lists: "label" (each row's label) or "nearest" (its nearest class mean).
+        /// attributes : dict, pandas.DataFrame or pyarrow.Table, optional, default None
+        ///     Attribute columns stored with the rows, one value per row each, for filters
+        ///     (``where=``): numpy bool → ``bool``, integers → ``int``, floats → ``float``,
+        ///     ``datetime64`` → ``timestamp``, strings → ``string``, a list of strings per row
+        ///     → ``tags``. They make the index's schema (docs/filtering.md).
         /// progress : bool or callable, optional, default None
         ///     ``True``: a bar on stderr; a callable: called as ``progress("build", "rows", done,
         ///     total)`` as rows are encoded. Ctrl-C stops the build (``KeyboardInterrupt``) and
@@ -167,7 +172,7 @@ query_methods!(
         /// >>> int(idx.search(x[:1], k=1)[1].view(np.uint64)[0, 0]) == 2**63
         /// True
         #[staticmethod]
-        #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None, progress=None))]
+        #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None, attributes=None, progress=None))]
         #[allow(clippy::too_many_arguments)]
         fn build(
             py: Python<'_>,
@@ -178,6 +183,7 @@ query_methods!(
             labels: Option<&Bound<'_, PyAny>>,
             store_vectors: Option<&str>,
             lists: Option<&str>,
+            attributes: Option<&Bound<'_, PyAny>>,
             progress: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<PyIndex> {
             let progress = Progress::from_arg(progress)?;
@@ -185,12 +191,16 @@ query_methods!(
             let view = rows.view()?;
             let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
             let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
+            let attributes = attributes
+                .map(|a| crate::attributes::attributes(a, view.nrows()))
+                .transpose()?;
             let m = model.model.clone();
             let b = engine::Build {
                 ids: ids.as_deref(),
                 labels: labels.as_deref(),
                 store_vectors,
                 lists,
+                attributes: attributes.as_ref(),
             };
             let total = view.nrows() as u64;
             let index = interrupt::run(py, &progress, |cancel, sink| {
@@ -304,6 +314,9 @@ query_methods!(
         ///     One class id per row (added to its class's mean when the index has a class table).
         /// lists : str, optional, default None
         ///     "label" or "nearest": file the rows under inverted lists.
+        /// attributes : dict, pandas.DataFrame or pyarrow.Table, optional, default None
+        ///     Attribute columns of the rows (as ``Index.build`` takes them); a column of the
+        ///     index left out takes its default, a column it lacks is ``InvalidArgument``.
         /// progress : bool or callable, optional, default None
         ///     ``True``: a bar on stderr; a callable: called as ``progress("add", "rows", done,
         ///     total)`` as rows are encoded. Ctrl-C stops the add (``KeyboardInterrupt``) and stages
@@ -333,7 +346,8 @@ query_methods!(
         /// Traceback (most recent call last):
         /// ...
         /// codedb._errors.InvalidArgument: invalid argument ids: -1 is negative (ids are 0 to 2⁶⁴−2; pass uint64 for ids ≥ 2⁶³)
-        #[pyo3(signature = (x, ids=None, labels=None, lists=None, progress=None))]
+        #[pyo3(signature = (x, ids=None, labels=None, lists=None, attributes=None, progress=None))]
+        #[allow(clippy::too_many_arguments)]
         fn add<'py>(
             &self,
             py: Python<'py>,
@@ -341,6 +355,7 @@ query_methods!(
             ids: Option<&Bound<'py, PyAny>>,
             labels: Option<&Bound<'py, PyAny>>,
             lists: Option<&str>,
+            attributes: Option<&Bound<'py, PyAny>>,
             progress: Option<&Bound<'py, PyAny>>,
         ) -> PyResult<Bound<'py, PyAny>> {
             let progress = Progress::from_arg(progress)?;
@@ -349,6 +364,9 @@ query_methods!(
             let view = rows.view()?;
             let ids = ids.map(|i| arrays::ids(i, "ids")).transpose()?;
             let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
+            let attributes = attributes
+                .map(|a| crate::attributes::attributes(a, view.nrows()))
+                .transpose()?;
             let total = view.nrows() as u64;
             let added = interrupt::run(py, &progress, |cancel, sink| {
                 let heard = |done: usize| sink.send("add", "rows", done as u64, total);
@@ -357,6 +375,7 @@ query_methods!(
                     labels: labels.as_deref(),
                     lists,
                     keep_class_stats: false,
+                    attributes: attributes.as_ref(),
                     progress: &heard,
                 };
                 engine::add(&open.index, view, &adding, cancel)
@@ -379,6 +398,8 @@ query_methods!(
         ///     "label" or "nearest".
         /// keep_class_stats : bool, default False
         ///     Leave replaced rows in their classes' counts and sums (needed without stored vectors).
+        /// attributes : dict, pandas.DataFrame or pyarrow.Table, optional, default None
+        ///     The new rows' attribute columns (as ``add``); they replace the old rows' values.
         /// progress : bool or callable, optional, default None
         ///     ``True``: a bar on stderr; a callable: called as ``progress("upsert", "rows", done,
         ///     total)`` as rows are encoded. Ctrl-C stops the upsert (``KeyboardInterrupt``) and
@@ -404,7 +425,7 @@ query_methods!(
         /// [1, 2]
         /// >>> idx.upsert(x[5:7], ids=[2, 3])
         /// 1
-        #[pyo3(signature = (x, ids, labels=None, lists=None, keep_class_stats=false, progress=None))]
+        #[pyo3(signature = (x, ids, labels=None, lists=None, keep_class_stats=false, attributes=None, progress=None))]
         #[allow(clippy::too_many_arguments)]
         fn upsert(
             &self,
@@ -414,6 +435,7 @@ query_methods!(
             labels: Option<&Bound<'_, PyAny>>,
             lists: Option<&str>,
             keep_class_stats: bool,
+            attributes: Option<&Bound<'_, PyAny>>,
             progress: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<u64> {
             let progress = Progress::from_arg(progress)?;
@@ -422,6 +444,9 @@ query_methods!(
             let view = rows.view()?;
             let ids = arrays::ids(ids, "ids")?;
             let labels = labels.map(|l| arrays::labels(l, "labels")).transpose()?;
+            let attributes = attributes
+                .map(|a| crate::attributes::attributes(a, view.nrows()))
+                .transpose()?;
             let total = view.nrows() as u64;
             interrupt::run(py, &progress, |cancel, sink| {
                 let heard = |done: usize| sink.send("upsert", "rows", done as u64, total);
@@ -430,6 +455,7 @@ query_methods!(
                     labels: labels.as_deref(),
                     lists,
                     keep_class_stats,
+                    attributes: attributes.as_ref(),
                     progress: &heard,
                 };
                 engine::upsert(&open.index, view, &adding, cancel)

@@ -5,6 +5,7 @@
 //! through `engine.rs`, with the GIL released (`py.detach`) while the engine works.
 
 mod arrays;
+mod attributes;
 mod engine;
 mod errors;
 mod index;
