@@ -416,13 +416,7 @@ class ShardedIndex:
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
         where = self._route(xa, ia)
-        per: dict[int, dict[str, Any]] = {}
-        for s in range(self.n_shards):
-            rows = np.flatnonzero(where == s)
-            if rows.size:
-                xs, ids_s, ls = _put(self._w, (xa[rows], ia[rows],
-                                              None if la is None else la[rows]))
-                per[s] = {"x": xs, "ids": ids_s, "labels": ls, "lists": lists}
+        per = self._split(xa, ia, la, where, lists)
         self._write("add", per)
         return where
 
@@ -441,13 +435,7 @@ class ShardedIndex:
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
         where = self._route(xa, ia)
-        per: dict[int, dict[str, Any]] = {}
-        for s in range(self.n_shards):
-            rows = np.flatnonzero(where == s)
-            if rows.size:
-                xs, ids_s, ls = _put(self._w, (xa[rows], ia[rows],
-                                              None if la is None else la[rows]))
-                per[s] = {"x": xs, "ids": ids_s, "labels": ls, "lists": lists}
+        per = self._split(xa, ia, la, where, lists)
         moved = 0
         if self._lists is not None:
             gone = {s: {"ids": ia[where != s], "ignore_missing": True}
@@ -550,6 +538,20 @@ class ShardedIndex:
             raise ShardError(0, self.paths[0], f"publishing cut {cut.cut}: {r}") from r
         self._cut = cut
         return cut
+
+    def _split(
+        self, xa: npt.NDArray[Any], ia: npt.NDArray[Any], la: npt.NDArray[Any] | None,
+        where: npt.NDArray[np.int64], lists: str | None,
+    ) -> dict[int, dict[str, Any]]:
+        """Each shard's part of a batch (rows ``where == s``), as its writer's arguments."""
+        per: dict[int, dict[str, Any]] = {}
+        for s in range(self.n_shards):
+            rows = np.flatnonzero(where == s)
+            if rows.size:
+                xs, ids_s, ls = _put(self._w, (xa[rows], ia[rows],
+                                              None if la is None else la[rows]))
+                per[s] = {"x": xs, "ids": ids_s, "labels": ls, "lists": lists}
+        return per
 
     def _route(self, xa: npt.NDArray[Any], ia: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         return route_rows(self.n_shards, self._lists, self._model, xa, ia)
