@@ -108,6 +108,17 @@ fn user_ids_duplicates_and_auto_ids() {
     assert_eq!(idx.snapshot().manifest().next_auto_id, 1003);
     let ids: Vec<u64> = rows_of(&idx.snapshot()).keys().copied().collect();
     assert_eq!(ids, vec![10, 1000, 1001, 1002]);
+    // `holds` answers the duplicate check without writing: committed, staged, staged deletes.
+    idx.add_encoded(
+        &RowBatch::new(&codes(&[5], 0)).with_ids(&[5]),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
+    idx.delete(&[10]).unwrap();
+    assert_eq!(
+        idx.holds(&[10, 1000, 5, 6]).unwrap(),
+        vec![false, true, true, false]
+    );
 }
 
 #[test]

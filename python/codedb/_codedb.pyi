@@ -203,6 +203,7 @@ class Index:
     def delete(
         self, ids: ArrayLike, ignore_missing: bool = False, keep_class_stats: bool = False
     ) -> int: ...
+    def holds(self, ids: ArrayLike) -> npt.NDArray[np.bool_]: ...
     def compact(
         self,
         full: bool = False,

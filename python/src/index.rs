@@ -534,6 +534,46 @@ query_methods!(
             Ok(deleted)
         }
 
+        /// Whether each id is live as the next commit will see it: committed rows not staged
+        /// for deletion, and staged rows — the check ``add`` makes before refusing a duplicate
+        /// id, asked without writing.
+        ///
+        /// Parameters
+        /// ----------
+        /// ids : array_like of int
+        ///     The ids to look up (non-negative integers).
+        ///
+        /// Returns
+        /// -------
+        /// numpy.ndarray of bool
+        ///     One entry per id, in ``ids``' order.
+        ///
+        /// Raises
+        /// ------
+        /// InvalidArgument
+        ///     An id that is not a non-negative integer.
+        /// ClosedError
+        ///     The index was closed.
+        ///
+        /// Examples
+        /// --------
+        /// >>> idx = codedb.Index.build(path, model, x)
+        /// >>> idx.holds([0, 10**6])
+        /// array([ True, False])
+        fn holds<'py>(
+            &self,
+            py: Python<'py>,
+            ids: &Bound<'py, PyAny>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let open = self.get()?;
+            let ids = arrays::ids(ids, "ids")?;
+            let held = py
+                .detach(|| open.index.holds(&ids))
+                .map_err(codedb::Error::from)
+                .py_err()?;
+            Ok(arrays::vector(py, held))
+        }
+
         /// The CLI's ``codedb compact``: seals the active log into a segment (one commit, if it
         /// holds rows), merges segments by the policy and drops their deleted rows (one commit), then
         /// collects garbage.

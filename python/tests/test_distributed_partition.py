@@ -139,6 +139,39 @@ def test_writes_keep_rows_in_their_lists_shard(tmp_path: pathlib.Path) -> None:
     reader.close()
 
 
+def test_an_id_held_by_another_shard_is_refused_before_anything_is_staged(
+    tmp_path: pathlib.Path,
+) -> None:
+    one, sharded, x, ids = pair(tmp_path)
+    rng = np.random.default_rng(6)
+    where = sharded.add(x[:1], ids=np.array([5_000_000], dtype=np.int64))  # staged, not committed
+    for held in (int(ids[0]), 5_000_000):  # a committed id, a staged one
+        # A vector filed in a list of another shard than the one holding the id.
+        holder = [s for s in range(N_SHARDS)
+                  if sharded.indexes[s].holds(np.array([held], dtype=np.int64))[0]]
+        assert len(holder) == 1
+        far = None
+        for _ in range(200):
+            cand = x[rng.integers(len(x))][None, :]
+            dest = int(sharded._route(cand, np.array([held]))[0])
+            if dest != holder[0]:
+                far = cand
+                break
+        assert far is not None
+        fresh = np.array([held, 6_000_000], dtype=np.int64)
+        with pytest.raises(ShardError, match=f"id {held} is held by shard {holder[0]}") as e:
+            sharded.add(np.vstack([far, x[1:2]]), ids=fresh)
+        assert isinstance(e.value.cause, codedb.AlreadyExistsError)
+        # Nothing of the refused batch was staged: 6,000,000 is held by no shard.
+        assert not any(ix.holds(np.array([6_000_000]))[0] for ix in sharded.indexes)
+    assert where.shape == (1,)
+    sharded.commit()
+    one.add(x[:1], ids=np.array([5_000_000], dtype=np.int64))
+    one.commit()
+    every_search_equal(one, sharded, queries(x))
+    sharded.close()
+
+
 def test_create_empty_places_lists_round_robin_and_build_from_files(tmp_path: pathlib.Path) -> None:
     x, ids = data()
     model = codedb.train(x, SPEC, seed=3)

@@ -201,7 +201,14 @@ def _op_model(target: Any) -> Any:
     return target.model
 
 
+def _op_holds(target: Any, ids: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """Which ids the shard's writer holds, committed or staged (:meth:`Index.holds`)."""
+    held: npt.NDArray[np.bool_] = target.holds(ids)
+    return held
+
+
 _OPS: dict[str, Callable[..., Any]] = {
+    "holds": _op_holds,
     "model": _op_model,
     "search": _op_search,
     "class_sums": _op_class_sums,

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codedb._codedb import Index, Model
-from codedb._errors import CodedbError, InvalidArgument, NotFoundError
+from codedb._errors import AlreadyExistsError, CodedbError, InvalidArgument, NotFoundError
 from codedb._merge import shard_of
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import ShardError, _warn_fallback
@@ -411,14 +411,41 @@ class ShardedIndex:
         encoded by that shard's writer; visible at the next :meth:`commit`. Returns the shard
         of each row. Not atomic across shards: if shard s refuses its rows (say, an id it
         already has), the other shards have staged theirs (nothing is visible before the
-        commit). Partitioned by list, an id is checked only against its row's shard: add a row
-        again with :meth:`upsert`."""
+        commit). Partitioned by list, where an id's shard follows its vector, every shard is
+        first asked whether it holds one of the ids (committed or staged): an id held by
+        another shard than its row's is refused (``AlreadyExistsError`` in a
+        :class:`ShardError` naming that shard) before anything is staged; replace a row with
+        :meth:`upsert`."""
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
         where = self._route(xa, ia)
+        if self._lists is not None:
+            self._refuse_held_elsewhere(ia, where)
         per = self._split(xa, ia, la, where, lists)
         self._write("add", per)
         return where
+
+    def _refuse_held_elsewhere(self, ia: npt.NDArray[Any], where: npt.NDArray[np.int64]) -> None:
+        """Partitioned by list: a ``ShardError`` wrapping ``AlreadyExistsError`` if a shard
+        holds (committed or staged) an id this batch routes to another shard. The row's own
+        shard makes the same check when it stages the row."""
+        shards = list(range(self.n_shards))
+        for s, r in zip(shards, self._w.run("holds", (ia,), shards)):
+            for _ in range(self.retries):
+                if not (isinstance(r, BaseException) and self._w.is_lost(r)):
+                    break
+                self._resync(s)
+                r = self._w.run("holds", (ia,), [s])[0]
+            if isinstance(r, BaseException):
+                raise self._fail(s, r)
+            clash = np.flatnonzero(np.asarray(r, dtype=bool) & (where != s))
+            if clash.size:
+                i = int(clash[0])
+                raise self._fail(s, AlreadyExistsError(
+                    f"ids: id {int(ia[i])} is held by shard {s}, but its row's inverted list "
+                    f"lives on shard {int(where[i])} ({clash.size} such ids; nothing staged; "
+                    "use upsert to move a row)"
+                ))
 
     def upsert(
         self,

@@ -198,6 +198,16 @@ impl Index {
         self.delete_rows(ids, stats, true)
     }
 
+    /// Whether each of `ids` is live as the index will see it at the next commit: committed
+    /// rows not staged for deletion, and staged rows — the check [`Index::add_encoded`] makes
+    /// before refusing a duplicate id, asked without writing. A sharded index partitioned by
+    /// list asks every other shard with it before an add, so an id stays unique across shards.
+    pub fn holds(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        let w = self.shared.writer.lock();
+        w.check_poisoned(&self.shared.dir)?;
+        ids.iter().map(|&id| Ok(w.find(id)?.is_some())).collect()
+    }
+
     /// The delete of [`Index::delete_with`] and [`Index::delete_live`]; returns the ids skipped
     /// (only with `skip_missing`).
     fn delete_rows(&self, ids: &[u64], stats: ClassStats, skip_missing: bool) -> Result<Vec<u64>> {
