@@ -484,3 +484,84 @@ fn older_indexes_read_as_having_no_attributes() {
     assert!((0..ids.len()).all(|r| v.column(0).unwrap().value(r) == Some(Value::Int(1999))));
     assert!(p.check(s.attribute_schema()).is_ok());
 }
+
+/// The segment at `seg` rewritten with its `attributes` section replaced by `attrs` (every
+/// other section byte for byte; the checksums recomputed, so only the cross-check can fail).
+fn rewrite_attributes(seg: &Path, attrs: &Attributes) {
+    let c = Container::open(seg, LoadMode::Read, Some(FileKind::Segment)).unwrap();
+    let mut w = codedb::format::ContainerWriter::new(
+        Vec::new(),
+        FileKind::Segment,
+        c.header().file_id,
+        seg,
+    )
+    .unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let bytes = if e.kind == section_kind::SEG_ATTRIBUTES {
+            codedb::format::attribute_columns::encode(attrs).unwrap()
+        } else {
+            c.stored(i).to_vec()
+        };
+        w.section(e.kind, e.required(), &bytes).unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    drop(c);
+    let mut perm = std::fs::metadata(seg).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)] // the test rewrites a read-only file
+    perm.set_readonly(false);
+    std::fs::set_permissions(seg, perm).unwrap();
+    std::fs::write(seg, &bytes).unwrap();
+}
+
+#[test]
+fn verify_cross_checks_every_segments_columns_against_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = create(dir.path(), small_config(1 << 30));
+    let all: Vec<u64> = (0..50).collect();
+    add(&idx, &all, 0);
+    idx.commit_sealed().unwrap();
+    drop(idx);
+    assert!(codedb::admin::verify_path(dir.path(), &mut |_| {}).ok());
+    let seg = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "seg"))
+        .unwrap();
+    let name = seg.file_name().unwrap().to_string_lossy().to_string();
+    // A column the schema lacks: not even the segment's own checks notice.
+    let one = |c: &str, col: Column| Attributes::new(50, vec![(c.into(), col)]).unwrap();
+    let cases = [
+        (
+            one("yaer", Column::Int(vec![1; 50])),
+            "yaer",
+            "does not have",
+        ),
+        (
+            one("year", Column::Float(vec![1.0; 50])),
+            "year",
+            "as float",
+        ),
+        (
+            one("tags", Column::strings(&["x"; 50])),
+            "tags",
+            "types it tags",
+        ),
+    ];
+    for (attrs, column, says) in cases {
+        rewrite_attributes(&seg, &attrs);
+        let r = codedb::admin::verify_path(dir.path(), &mut |_| {});
+        let p = r
+            .problems
+            .iter()
+            .find(|p| p.section == format!("attributes column {column}"))
+            .unwrap_or_else(|| panic!("{column}: {:?}", r.problems));
+        assert!(
+            p.path.ends_with(&name) && p.message.contains(says),
+            "{column}: {p:?}"
+        );
+    }
+    // A segment lacking a schema column (written before the column was added) is fine.
+    rewrite_attributes(&seg, &one("year", Column::Int(vec![2000; 50])));
+    let r = codedb::admin::verify_path(dir.path(), &mut |_| {});
+    assert!(r.ok(), "{:?}", r.problems);
+}

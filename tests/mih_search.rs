@@ -278,3 +278,87 @@ fn auto_on_a_large_segment_probes_or_scans_and_equals_the_linear_scan() {
     let q = queries(&q, 64);
     assert_same(&s, &q, &[1, 10, 100], "large segment");
 }
+
+/// A broad filter on a segment past `MIH_AUTO_MIN_ROWS`, searched for many queries: `Auto`
+/// probes (stopping only on passing rows) or gives up and scans the passing rows gathered into
+/// one buffer; `Off` gathers them too; masking (one query) and every choice equal the brute
+/// force over the passing rows, ties by id.
+#[test]
+fn a_broad_filter_on_a_large_segment_equals_brute_force_gathered_or_masked() {
+    let rows = codedb::MIH_AUTO_MIN_ROWS + 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::create(dir.path(), &model(64), Config::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(12);
+    let c = codes(&mut rng, rows, 8, &[]);
+    let ids: Vec<u64> = (0..rows as u64).map(|i| 3 * i + 1).collect();
+    idx.add_encoded(
+        &RowBatch::new(&c).with_ids(&ids),
+        &EncodedOptions::default(),
+    )
+    .unwrap();
+    idx.delete(&ids[..rows].iter().copied().step_by(17).collect::<Vec<_>>())
+        .unwrap();
+    idx.commit_sealed().unwrap();
+    let s = idx.snapshot();
+    assert_eq!(with_tables(&s), 1);
+    // 20 stored codes with a bit flipped (near: the tables finish), 20 random (far: give up).
+    let mut qc = c[..8 * 20].to_vec();
+    for q in qc.chunks_exact_mut(8) {
+        q[5] ^= 0x04;
+    }
+    qc.extend(codes(&mut rng, 20, 8, &[]));
+    let q = queries(&qc, 64);
+    let half = codedb::IdSelector::new(ids.iter().copied().filter(|i| i % 2 == 0));
+    type Pass = Box<dyn Fn(u64) -> bool>;
+    let cases: Vec<(codedb::RowFilter, Pass)> = vec![
+        (codedb::RowFilter::ids(half), Box::new(|i| i % 2 == 0)),
+        (
+            codedb::RowFilter::parse("id < 40000 OR id >= 150000").unwrap(),
+            Box::new(|i| !(40_000..150_000).contains(&i)),
+        ),
+        (
+            codedb::RowFilter::parse("id >= 30000").unwrap(),
+            Box::new(|i| i >= 30_000),
+        ),
+    ];
+    let gone: std::collections::HashSet<u64> = ids.iter().copied().step_by(17).collect();
+    let dist =
+        |a: &[u8], b: &[u8]| -> u32 { a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum() };
+    for (filter, pass) in &cases {
+        for k in [1, 10, 50] {
+            let want: Vec<Vec<Hit>> = qc
+                .chunks_exact(8)
+                .map(|qq| {
+                    let mut l: Vec<(u32, u64)> = (0..rows)
+                        .filter(|&r| pass(ids[r]) && !gone.contains(&ids[r]))
+                        .map(|r| (dist(qq, &c[r * 8..r * 8 + 8]), ids[r]))
+                        .collect();
+                    l.sort_unstable();
+                    l.truncate(k);
+                    l.into_iter()
+                        .map(|(d, id)| Hit {
+                            id,
+                            score: d as f32,
+                        })
+                        .collect()
+                })
+                .collect();
+            for mih in [MihChoice::Off, MihChoice::On, MihChoice::Auto] {
+                for threads in [1, 2] {
+                    let p = SearchParams::new(k, SearchMode::Hamming)
+                        .mih(mih)
+                        .threads(threads)
+                        .filter(filter.clone());
+                    assert_eq!(
+                        s.search(q.view(), &p).unwrap(),
+                        want,
+                        "k {k} {mih:?} {threads}"
+                    );
+                    // One query at a time: the rejected rows are masked, not gathered.
+                    let one = s.search(q.slice(ndarray::s![..1, ..]), &p).unwrap();
+                    assert_eq!(one[..], want[..1], "one query, k {k} {mih:?}");
+                }
+            }
+        }
+    }
+}

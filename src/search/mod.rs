@@ -677,23 +677,26 @@ fn scan_prepared(
         {
             continue;
         }
-        // A sparse filter leaves many short runs: gather their live rows' codes into one
-        // buffer and scan it once, rather than start a kernel (and its per-query top-k) per run.
-        if block.is_filtered() && ranges.len() > 1 && !fastscan {
-            let (ids, codes) = gather_live(block, ranges, deleted.as_deref(), cb)?;
-            if ids.is_empty() {
-                continue;
-            }
-            let rows = CodeRows::new(&codes, cb, &ids, None)?;
-            let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
-            for (acc, p) in lists.iter_mut().zip(part) {
-                acc.extend(p.into_iter().map(|(score, id)| Candidate {
-                    score,
-                    id,
-                    block: b,
-                    row: None,
-                }));
-            }
+        // A filtered block is scanned over its passing rows gathered into one buffer when
+        // that pays (see `gather_pays`): a sparse filter's many short runs then cost one kernel
+        // call rather than one per run, and a broad one's kernels read only the passing rows.
+        if block.is_filtered()
+            && !fastscan
+            && (ranges.len() > 1 || gather_pays(ranges, deleted.as_deref(), nq))
+        {
+            for_each_gathered(block, ranges, deleted.as_deref(), cb, |ids, codes| {
+                let rows = CodeRows::new(codes, cb, ids, None)?;
+                let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
+                for (acc, p) in lists.iter_mut().zip(part) {
+                    acc.extend(p.into_iter().map(|(score, id)| Candidate {
+                        score,
+                        id,
+                        block: b,
+                        row: None,
+                    }));
+                }
+                Ok(())
+            })?;
             continue;
         }
         for r in ranges {
@@ -743,27 +746,102 @@ fn scan_prepared(
     Ok(lists)
 }
 
-/// The ids and codes (`cb` bytes each) of the rows of `ranges` that `deleted` (the block's
-/// deletion words, filter included) leaves, in row order.
-fn gather_live(
+/// A scan of a filtered block reads the codes of its passing rows gathered into one buffer
+/// when the kernel work this saves — every query skips the rejected rows — exceeds the
+/// gathering's: one pass copying each passing row's id and code, about as costly as scanning
+/// that row for `GATHER_COST` queries (a gathered row is an 8-byte id and a code appended with
+/// a bit test; the AVX-512 Hamming kernel scans a 64-bit code in about 0.1 ns per query, the
+/// cheapest of the kernels, BENCHMARKS.md "Filtered search"). So a filter passing half of a
+/// block is gathered for 32 queries or more, one passing a fifth for 8 or more; a search of
+/// one query masks the rejected rows in the collector instead.
+const GATHER_COST: u64 = 32;
+
+/// At most this many rows are gathered at once (16 MiB of ids, and their codes): a broad
+/// filter over a large segment is scanned in slices of this many passing rows, each merged
+/// into the queries' lists, so gathering never holds a copy of the whole segment.
+const GATHER_MAX_ROWS: usize = 1 << 21;
+
+/// Whether gathering the live rows of `ranges` (`deleted`: the block's deletion words, filter
+/// included) before scanning them for `nq` queries costs less than masking (see
+/// [`GATHER_COST`]).
+fn gather_pays(ranges: &[Range<usize>], deleted: Option<&[u64]>, nq: usize) -> bool {
+    let Some(d) = deleted else {
+        return false;
+    };
+    let total: usize = ranges.iter().map(|r| r.len()).sum();
+    let gone: usize = ranges.iter().map(|r| count_set(d, r.clone())).sum();
+    let live = (total - gone.min(total)) as u64;
+    (nq as u64).saturating_mul(gone as u64) >= GATHER_COST.saturating_mul(live)
+}
+
+/// Set bits of `words` among rows `r`.
+fn count_set(words: &[u64], r: Range<usize>) -> usize {
+    let mut n = 0;
+    let mut i = r.start;
+    while i < r.end {
+        let (w, b) = (i / 64, i % 64);
+        let take = (64 - b).min(r.end - i);
+        let mask = if take == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << take) - 1) << b
+        };
+        n += (words.get(w).copied().unwrap_or(0) & mask).count_ones() as usize;
+        i += take;
+    }
+    n
+}
+
+/// Calls `f(ids, codes)` on the rows of `ranges` that `deleted` (the block's deletion words,
+/// filter included) leaves, in row order, at most [`GATHER_MAX_ROWS`] at a time: their ids and
+/// codes (`cb` bytes each) copied back to back. Whole live 64-row words are copied in one go.
+fn for_each_gathered(
     block: &Block<'_>,
     ranges: &[Range<usize>],
     deleted: Option<&[u64]>,
     cb: usize,
-) -> Result<(Vec<u64>, Vec<u8>), SearchError> {
-    let gone =
-        |i: usize| deleted.is_some_and(|d| d.get(i / 64).is_some_and(|w| (w >> (i % 64)) & 1 == 1));
+    mut f: impl FnMut(&[u64], &[u8]) -> Result<(), SearchError>,
+) -> Result<(), SearchError> {
     let (mut ids, mut codes) = (Vec::new(), Vec::new());
     for r in ranges {
         let (rid, rcodes) = (block.ids_in(r.clone())?, block.codes_in(r.clone())?);
-        for (j, (id, code)) in rid.iter().zip(rcodes.chunks_exact(cb)).enumerate() {
-            if !gone(r.start + j) {
-                ids.push(*id);
-                codes.extend_from_slice(code);
+        let mut i = r.start;
+        while i < r.end {
+            let (w, b) = (i / 64, i % 64);
+            let take = (64 - b).min(r.end - i);
+            let span = if take == 64 {
+                u64::MAX
+            } else {
+                (1u64 << take) - 1
+            };
+            let gone = deleted.and_then(|d| d.get(w)).map_or(0, |&x| x >> b) & span;
+            let o = i - r.start;
+            if gone == 0 {
+                ids.extend_from_slice(rid.get(o..o + take).unwrap_or(&[]));
+                codes.extend_from_slice(rcodes.get(o * cb..(o + take) * cb).unwrap_or(&[]));
+            } else {
+                let mut live = !gone & span;
+                while live != 0 {
+                    let j = o + live.trailing_zeros() as usize;
+                    live &= live - 1;
+                    if let (Some(&id), Some(c)) = (rid.get(j), rcodes.get(j * cb..(j + 1) * cb)) {
+                        ids.push(id);
+                        codes.extend_from_slice(c);
+                    }
+                }
+            }
+            i += take;
+            if ids.len() >= GATHER_MAX_ROWS {
+                f(&ids, &codes)?;
+                ids.clear();
+                codes.clear();
             }
         }
     }
-    Ok((ids, codes))
+    if !ids.is_empty() {
+        f(&ids, &codes)?;
+    }
+    Ok(())
 }
 
 /// One kernel call over `rows` with the prepared query side: the `k` best per query as
@@ -825,7 +903,15 @@ fn mih_block(
     }
     let (ids, codes) = (block.ids()?, block.codes()?);
     let deleted = block.deleted_words();
-    let budget = (mih == MihChoice::Auto).then_some(n / AUTO_WORK_DIVISOR);
+    // The probing budget is a fraction of what the linear scan it may switch to costs: under a
+    // filter whose passing rows are gathered, a scan of those rows only.
+    let nq = queries.len() / cb.max(1);
+    let gathered = block.is_filtered() && gather_pays(ranges, deleted.as_deref(), nq);
+    let scanned = match (gathered, deleted.as_deref()) {
+        (true, Some(d)) => n - count_set(d, 0..n).min(n),
+        _ => n,
+    };
+    let budget = (mih == MihChoice::Auto).then_some(scanned / AUTO_WORK_DIVISOR);
     let mut linear = Vec::new();
     for (qi, q) in queries.chunks_exact(cb).enumerate() {
         match mih::mih_topk(&t, codes, ids, deleted.as_deref(), q, k, budget)? {
@@ -843,14 +929,25 @@ fn mih_block(
             .flat_map(|&qi| &queries[qi * cb..(qi + 1) * cb])
             .copied()
             .collect();
-        let rows = CodeRows::new(codes, cb, ids, deleted.as_deref())?;
-        for (&qi, p) in linear.iter().zip(hamming_topk_batch(&rows, &sub, k, opts)?) {
-            lists[qi].extend(p.into_iter().map(|(d, id)| Candidate {
-                score: d as f32,
-                id,
-                block: b,
-                row: None,
-            }));
+        let mut scan = |rows: &CodeRows<'_>| -> Result<(), SearchError> {
+            for (&qi, p) in linear.iter().zip(hamming_topk_batch(rows, &sub, k, opts)?) {
+                lists[qi].extend(p.into_iter().map(|(d, id)| Candidate {
+                    score: d as f32,
+                    id,
+                    block: b,
+                    row: None,
+                }));
+            }
+            Ok(())
+        };
+        // A broad filter's queries that give up probing scan only the passing rows when
+        // gathering them pays, as a linear scan of the block would.
+        if gathered && gather_pays(ranges, deleted.as_deref(), linear.len()) {
+            for_each_gathered(block, ranges, deleted.as_deref(), cb, |ids, codes| {
+                scan(&CodeRows::new(codes, cb, ids, None)?)
+            })?;
+        } else {
+            scan(&CodeRows::new(codes, cb, ids, deleted.as_deref())?)?;
         }
     }
     Ok(true)

@@ -585,6 +585,7 @@ fn check_manifest(
                 ),
             );
         }
+        check_segment_schema(&seg, &spath, &m.attributes, report);
         if let Some(d) = &s.deletions {
             let dpath = dir.join(&d.name);
             if let Some(c) = open_container(&d.name, FileKind::DeletionBitmap, report)
@@ -825,5 +826,37 @@ fn check_log(
             }
             row += 1;
         }
+    }
+}
+
+/// A segment's stored attribute columns against the manifest's schema (FORMAT.md §3.7): each
+/// must be a schema column of the same type. A schema column the segment lacks is fine (added
+/// after the segment was written: its rows hold the default). A column the schema lacks or
+/// types otherwise would be refused by a filter that reads it, so it is a problem naming the
+/// file and the column. A damaged section was reported when the file was checked.
+fn check_segment_schema(
+    seg: &SegmentReader,
+    spath: &Path,
+    schema: &crate::format::Schema,
+    report: &mut VerifyReport,
+) {
+    let Ok(Some(attrs)) = seg.attributes() else {
+        return;
+    };
+    for (name, t) in attrs.schema().columns() {
+        let message = match schema.find(name) {
+            None => format!(
+                "stores column {name} ({}), which the index's schema does not have (its columns: {})",
+                t.name(),
+                schema.known()
+            ),
+            Some((_, want)) if want != *t => format!(
+                "stores column {name} as {}, the index's schema types it {}",
+                t.name(),
+                want.name()
+            ),
+            Some(_) => continue,
+        };
+        report.push(spath, &format!("attributes column {name}"), message);
     }
 }

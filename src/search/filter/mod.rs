@@ -11,7 +11,8 @@
 //! - a block with no passing row is not read at all;
 //! - a filter passing few rows of a block (under [`SPARSE_FRACTION`]) scans only the runs of
 //!   64-row words holding a passing row (a prefilter);
-//! - a broad one scans the block's ranges whole, masking rejected rows in the top-k collector.
+//! - a broad one, searched for enough queries, scans its passing rows gathered into one buffer;
+//!   for few queries, the block's ranges whole, masking rejected rows in the top-k collector.
 //!
 //! So without IVF a filtered top-k is the brute-force top-k over the passing rows, ties by id
 //! included.
