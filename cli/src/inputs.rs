@@ -49,3 +49,10 @@ pub fn lists(name: Option<&str>) -> Result<Option<ListAssignment>> {
     })
     .transpose()
 }
+
+/// The `--attributes-format` override (clap has checked the name), or `None`: by extension.
+pub fn attributes_format(
+    name: Option<&str>,
+) -> Option<codedb_cli::io::attributes_input::AttributesFormat> {
+    name.and_then(codedb_cli::io::attributes_input::AttributesFormat::parse)
+}

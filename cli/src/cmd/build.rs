@@ -31,9 +31,14 @@ here, since the class table comes from them). Rows grouped by list let search --
 --nprobe scan only some lists. --store-vectors keeps the input vectors (for --rerank and the \
 exact modes).
 
---attributes F stores attribute columns with the rows, for search --where and --with: a JSON \
-lines file, one object per row in row order ({\"year\": 2010, \"tags\": [\"cat\"]}; a column \
-absent from a row takes its default). --schema year:int,taken:timestamp,licence:string,tags:tags \
+--attributes F stores attribute columns with the rows, for search --where and --with, one value \
+per row in row order: JSON lines (one object per row, {\"year\": 2010, \"tags\": [\"cat\"]}), \
+Parquet (.parquet), Arrow IPC file or stream (.arrow, .feather, .ipc), or a directory of .npy \
+files, one per column, named after it (year.npy; int, float, bool and unicode arrays); \
+--attributes-format names the format when the extension does not. A column absent from a row, or \
+a null, takes its default. Arrow types: integers -> int, floats -> float, Boolean -> bool, \
+strings and dictionaries of strings -> string, lists of strings -> tags, Timestamp (any unit, \
+stored as microseconds) and Date -> timestamp. --schema year:int,taken:timestamp,licence:string,tags:tags \
 fixes the index's columns (types int, float, timestamp, bool, string, tags; defaults 0, false, \
 the empty string, no tags); without it the columns and their types are inferred from the file's \
 first value of each (integer, number, boolean, string, array of strings) and printed. A value \
@@ -67,9 +72,15 @@ pub struct BuildArgs {
     /// Inverted-list id of each row: its label, or its nearest class mean.
     #[arg(long, value_parser = ["label", "nearest"])]
     pub lists: Option<String>,
-    /// Attribute columns of the rows: a JSON-lines file, one object per row, in row order.
+    /// Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC, or a
+    /// directory of .npy files (one per column), by extension.
     #[arg(long, value_name = "F")]
     pub attributes: Option<PathBuf>,
+    /// The format of --attributes when its extension does not say it (default: .parquet/.pq
+    /// Parquet, .arrow/.feather/.ipc Arrow IPC, a directory .npy columns, else JSON lines).
+    #[arg(long, value_name = "FORMAT", requires = "attributes",
+          value_parser = ["jsonl", "parquet", "arrow", "npy"])]
+    pub attributes_format: Option<String>,
     /// The index's attribute columns, name:type,… (int, float, timestamp, bool, string, tags);
     /// default: inferred from --attributes.
     #[arg(long, value_name = "SPEC")]
@@ -109,9 +120,10 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let (attrs, schema) = match &a.attributes {
         None => (None, schema),
         Some(path) => {
-            let (attrs, s) = codedb_cli::io::attributes::read_jsonl(
+            let (attrs, s) = codedb_cli::io::attributes_input::read_attributes(
                 "--attributes",
                 path,
+                inputs::attributes_format(a.attributes_format.as_deref()),
                 x.nrows(),
                 schema.as_ref(),
             )?;

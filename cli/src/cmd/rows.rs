@@ -49,10 +49,16 @@ pub struct AddArgs {
     /// Inverted-list id of each row: its label, or its nearest class mean.
     #[arg(long, value_parser = ["label", "nearest"])]
     pub lists: Option<String>,
-    /// Attribute columns of the rows (JSON lines, one object per row in row order; a column
-    /// absent from a row takes its default; an upsert's row replaces the old row's values).
+    /// Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC or a
+    /// directory of .npy files, as for build (a column absent from a row, or a null, takes its
+    /// default; an upsert's row replaces the old row's values).
     #[arg(long, value_name = "F")]
     pub attributes: Option<PathBuf>,
+    /// The format of --attributes when its extension does not say it (default: .parquet/.pq
+    /// Parquet, .arrow/.feather/.ipc Arrow IPC, a directory .npy columns, else JSON lines).
+    #[arg(long, value_name = "FORMAT", requires = "attributes",
+          value_parser = ["jsonl", "parquet", "arrow", "npy"])]
+    pub attributes_format: Option<String>,
     /// Print {added, ids, replaced, version} as JSON.
     #[arg(long)]
     pub json: bool,
@@ -118,9 +124,10 @@ pub fn add(a: AddArgs) -> Result<ExitCode> {
     let attrs = match &a.attributes {
         None => None,
         Some(path) => Some(
-            codedb_cli::io::attributes::read_jsonl(
+            codedb_cli::io::attributes_input::read_attributes(
                 "--attributes",
                 path,
+                inputs::attributes_format(a.attributes_format.as_deref()),
                 x.nrows(),
                 Some(&index.attribute_schema()),
             )?

@@ -11,6 +11,9 @@
 //!   through [`RowSource`].
 
 pub mod attributes;
+pub mod attributes_arrow;
+pub mod attributes_input;
+pub mod attributes_npy;
 pub mod captions;
 pub mod elements;
 pub mod error;

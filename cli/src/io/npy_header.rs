@@ -115,8 +115,22 @@ fn bad(path: &Path, detail: impl Into<String>) -> IoError {
     }
 }
 
-/// Reads and validates the header; on success the reader is positioned at the first data byte.
-pub fn read_header<R: Read>(r: &mut R, path: &Path) -> Result<NpyHeader> {
+/// A header whose element type is left as numpy wrote it (`descr`, e.g. `|b1`, `<U12`), for
+/// readers of types [`NpyDtype`] does not cover (the attribute columns' booleans and strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawNpyHeader {
+    /// Format version (major, minor): (1,0), (2,0) or (3,0).
+    pub version: (u8, u8),
+    /// The type string, e.g. `<f4`, `|b1`, `<U12`.
+    pub descr: String,
+    pub shape: Vec<usize>,
+    /// Offset of the first data byte from the start of the file.
+    pub data_offset: u64,
+}
+
+/// Reads and validates the header except the element type; on success the reader is
+/// positioned at the first data byte.
+pub fn read_raw_header<R: Read>(r: &mut R, path: &Path) -> Result<RawNpyHeader> {
     let mut start = [0u8; 8];
     read_full(r, &mut start, path, ".npy magic and version")?;
     if &start[..6] != NPY_MAGIC {
@@ -155,13 +169,25 @@ pub fn read_header<R: Read>(r: &mut R, path: &Path) -> Result<NpyHeader> {
         // Latin-1: every byte is the code point of the same value.
         text.iter().map(|&b| char::from(b)).collect()
     };
-    let (dtype, big_endian, shape) = parse_dict(&text, path)?;
-    Ok(NpyHeader {
+    let (descr, shape) = parse_dict(&text, path)?;
+    Ok(RawNpyHeader {
         version,
-        dtype,
-        big_endian,
+        descr,
         shape,
         data_offset: (6 + 2 + len_bytes + header_len) as u64,
+    })
+}
+
+/// Reads and validates the header; on success the reader is positioned at the first data byte.
+pub fn read_header<R: Read>(r: &mut R, path: &Path) -> Result<NpyHeader> {
+    let raw = read_raw_header(r, path)?;
+    let (dtype, big_endian) = parse_descr(&raw.descr, path)?;
+    Ok(NpyHeader {
+        version: raw.version,
+        dtype,
+        big_endian,
+        shape: raw.shape,
+        data_offset: raw.data_offset,
     })
 }
 
@@ -376,8 +402,8 @@ impl LitParser<'_> {
     }
 }
 
-/// Parses the header dictionary into (dtype, big-endian?, shape).
-fn parse_dict(text: &str, path: &Path) -> Result<(NpyDtype, bool, Vec<usize>)> {
+/// Parses the header dictionary into (descr, shape).
+fn parse_dict(text: &str, path: &Path) -> Result<(String, Vec<usize>)> {
     let mut p = LitParser {
         chars: text.chars().collect(),
         pos: 0,
@@ -412,8 +438,8 @@ fn parse_dict(text: &str, path: &Path) -> Result<(NpyDtype, bool, Vec<usize>)> {
     let fortran = fortran.ok_or_else(|| bad(path, "missing header key 'fortran_order'"))?;
     let shape = shape.ok_or_else(|| bad(path, "missing header key 'shape'"))?;
 
-    let (dtype, big_endian) = match descr {
-        Lit::Str(s) => parse_descr(&s, path)?,
+    let descr = match descr {
+        Lit::Str(s) => s,
         Lit::List(_) => {
             return Err(IoError::UnsupportedDtype {
                 path: path.to_path_buf(),
@@ -446,7 +472,7 @@ fn parse_dict(text: &str, path: &Path) -> Result<(NpyDtype, bool, Vec<usize>)> {
             _ => return Err(bad(path, "'shape' has a non-integer entry")),
         }
     }
-    Ok((dtype, big_endian, out))
+    Ok((descr, out))
 }
 
 /// Parses a numpy type string such as `<f4`, `|u1`, `>i8`.
@@ -501,7 +527,10 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<(NpyDtype, bool, Vec<usize>)> {
-        parse_dict(text, Path::new("t.npy"))
+        let path = Path::new("t.npy");
+        let (descr, shape) = parse_dict(text, path)?;
+        let (dtype, big_endian) = parse_descr(&descr, path)?;
+        Ok((dtype, big_endian, shape))
     }
 
     #[test]
