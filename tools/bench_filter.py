@@ -9,11 +9,14 @@ search also runs on BIN (another build of codedb) in the same loop, so the two a
 the same load. Prints a Markdown table.
 
 With --columns, the same rows are also built with attribute columns (a JSON-lines file: `year`,
-an int uniform in 0..999, and `tags`, one or two of 1,000 tags drawn from a Zipf law,
-P(tag i) ∝ 1/(i+1), seeded), and a second table gives what carrying them costs — index bytes,
-build time, unfiltered search with and without columns in the same loop — and filtered search
-on the stored columns: `year < n` at 0.1 %, 1 %, 10 % and 50 % (beside the id range of the same
-selectivity, whose filter reads no column) and `tags HAS` tags of Zipf ranks 0, 9 and 99.
+an int uniform in 0..999; `ts`, a timestamp increasing with the row's id, as images added over
+time, one second apart with a seeded jitter of up to 100 s, so a range of `ts` is a run of rows;
+and `tags`, one or two of 1,000 tags drawn from a Zipf law, P(tag i) ∝ 1/(i+1), seeded), and a
+second table gives what carrying them costs — index bytes, build time, unfiltered search with
+and without columns in the same loop — and filtered search on the stored columns: `year < n` at
+0.1 %, 1 %, 10 % and 50 % (beside the id range of the same selectivity, whose filter reads no
+column), `ts < t` at 1 %, 10 % and 50 % (a run of rows: what per-block minima and maxima would
+skip), and `tags HAS` tags of Zipf ranks 0, 9, 99 and 999.
 
     python3 tools/bench_filter.py --codedb target/release/codedb --dir /tmp/fb [--peer OTHER] [--columns]
 """
@@ -108,6 +111,14 @@ def dir_bytes(d):
                if os.path.isfile(os.path.join(d, f)))
 
 
+TS0 = 1_262_304_000_000_000  # 2010-01-01T00:00:00Z in microseconds
+
+
+def ts_of(row, rng):
+    """Row `row`'s `ts`: one second after the previous row's, give or take up to 100 s."""
+    return TS0 + row * 1_000_000 + rng.randrange(-100_000_000, 100_000_000)
+
+
 def columns(a, data, model, q):
     """The cost of attribute columns and filters on them (see the module doc)."""
     rng = random.Random(a.seed + 7)
@@ -116,14 +127,16 @@ def columns(a, data, model, q):
     attrs = os.path.join(a.dir, "attrs.jsonl")
     counts = [0] * ntags
     with open(attrs, "w") as f:
-        for _ in range(a.rows):
+        for row in range(a.rows):
             tags = set(rng.choices(range(ntags), weights, k=rng.choice((1, 2))))
             for t in tags:
                 counts[t] += 1
-            f.write('{"year": %d, "tags": [%s]}\n'
-                    % (rng.randrange(1000), ", ".join('"t%d"' % t for t in sorted(tags))))
+            f.write('{"year": %d, "ts": %d, "tags": [%s]}\n'
+                    % (rng.randrange(1000), ts_of(row, rng),
+                       ", ".join('"t%d"' % t for t in sorted(tags))))
     built = {}
-    for name, extra in (("plain", []), ("columns", ["--attributes", attrs])):
+    schema = ["--schema", "year:int,ts:timestamp,tags:tags"]
+    for name, extra in (("plain", []), ("columns", ["--attributes", attrs, *schema])):
         d = os.path.join(a.dir, "idx-" + name)
         if os.path.exists(d):
             subprocess.run(["rm", "-rf", d], check=True)
@@ -139,7 +152,10 @@ def columns(a, data, model, q):
         cases.append((f"{sel:.1%} `year < {n}`", cols, ["--where", f"year < {n}"]))
         cases.append((f"{sel:.1%} `id < {int(a.rows * sel)}`", cols,
                       ["--where", f"id < {int(a.rows * sel)}"]))
-    for rank in (0, 9, 99):
+    for sel in (0.01, 0.1, 0.5):
+        t = TS0 + int(a.rows * sel) * 1_000_000
+        cases.append((f"{sel:.1%} `ts < {t}` (time-ordered)", cols, ["--where", f"ts < {t}"]))
+    for rank in (0, 9, 99, 999):
         frac = counts[rank] / a.rows
         cases.append((f"{frac:.2%} `tags HAS 't{rank}'`", cols, ["--where", f"tags HAS 't{rank}'"]))
     best = {}
@@ -149,8 +165,8 @@ def columns(a, data, model, q):
             best[name] = min(best.get(name, t), t)
     load = os.getloadavg()[0]
     print()
-    print(f"With attribute columns: {a.rows} rows, year (int) and Zipf tags (1,000 tags, 1-2 per "
-          f"row); best of {a.repeats}; load average {load:.1f}; "
+    print(f"With attribute columns: {a.rows} rows, year (int), ts (timestamp, time-ordered) and "
+          f"Zipf tags (1,000 tags, 1-2 per row); best of {a.repeats}; load average {load:.1f}; "
           f"{time.strftime('%Y-%m-%d', time.gmtime())}")
     print()
     print("| index | bytes | build s (rows/s) |")
