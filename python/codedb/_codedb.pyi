@@ -2,7 +2,7 @@
 # them against the built module (python/tests/test_stubs.py).
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Literal, Sequence, final
+from typing import Any, Callable, Iterable, Literal, Sequence, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +76,7 @@ def spec_from_faiss(factory: str, d: int | None = None) -> tuple[str, list[str]]
 class Snapshot:
     @staticmethod
     def open(path: _Path, version: int | None = None) -> Snapshot: ...
+    @overload
     def search(
         self,
         q: ArrayLike,
@@ -88,7 +89,44 @@ class Snapshot:
         mih: Literal["auto", "on", "off"] = "auto",
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    @overload
+    def search(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_text(
         self,
         queries: str | Sequence[str],
@@ -101,7 +139,44 @@ class Snapshot:
         mih: Literal["auto", "on", "off"] = "auto",
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_examples(
         self,
         examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
@@ -117,7 +192,50 @@ class Snapshot:
         threads: int = 1,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_examples(
+        self,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
+        k: int = 10,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
+        random_negatives: int | None = None,
+        seed: int = 1234,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_examples(
+        self,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
+        k: int = 10,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
+        random_negatives: int | None = None,
+        seed: int = 1234,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_classifier(
         self,
         classifier: ArrayLike,
@@ -129,14 +247,73 @@ class Snapshot:
         threads: int = 1,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_radius(
         self,
         q: ArrayLike,
         radius: int,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_radius(
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_radius(
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
     def classify(
         self, x: ArrayLike, top: int = 5
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
@@ -220,6 +397,7 @@ class Index:
         id: int | None = None,
         prior_weight: int | None = None,
     ) -> int: ...
+    @overload
     def search(
         self,
         q: ArrayLike,
@@ -232,7 +410,44 @@ class Index:
         mih: Literal["auto", "on", "off"] = "auto",
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    @overload
+    def search(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_text(
         self,
         queries: str | Sequence[str],
@@ -245,7 +460,44 @@ class Index:
         mih: Literal["auto", "on", "off"] = "auto",
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_text(
+        self,
+        queries: str | Sequence[str],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        mih: Literal["auto", "on", "off"] = "auto",
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_examples(
         self,
         examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
@@ -261,7 +513,50 @@ class Index:
         threads: int = 1,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_examples(
+        self,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
+        k: int = 10,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
+        random_negatives: int | None = None,
+        seed: int = 1234,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_examples(
+        self,
+        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
+        k: int = 10,
+        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
+        random_negatives: int | None = None,
+        seed: int = 1234,
+        svm_c: float | None = None,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_classifier(
         self,
         classifier: ArrayLike,
@@ -273,14 +568,73 @@ class Index:
         threads: int = 1,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_classifier(
+        self,
+        classifier: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        classes: Iterable[str | int] | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
+    @overload
     def search_radius(
         self,
         q: ArrayLike,
         radius: int,
         where: str | None = None,
         ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: None = None,
+        as_frame: Literal[False] = False,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search_radius(
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        columns: str | Iterable[str],
+        as_frame: Literal[False] = False,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
+    @overload
+    def search_radius(
+        self,
+        q: ArrayLike,
+        radius: int,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        columns: str | Iterable[str] | None = None,
+        *,
+        as_frame: Literal[True],
+    ) -> Any: ...
     def classify(
         self, x: ArrayLike, top: int = 5
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...

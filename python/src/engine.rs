@@ -881,3 +881,54 @@ pub fn spec_from_faiss(factory: &str, dim: Option<usize>) -> Result<(String, Vec
     let t = PipelineSpec::from_faiss_factory(factory, dim)?;
     Ok((t.spec, t.notes))
 }
+
+/// Ids per lookup of [`attribute_values`] between two checks of the cancel token.
+const VALUES_CHUNK: usize = 4096;
+
+/// Columns `names` of the live rows `ids`, one vector per column in `ids`' order (what
+/// `search(columns=...)` returns beside the hits; the CLI's `search --with`), looked up in
+/// chunks so `cancel` stops a large lookup. An unknown name is refused even without ids.
+pub fn attribute_values(
+    snap: &Snapshot,
+    ids: &[u64],
+    names: &[&str],
+    cancel: &Cancel,
+) -> Result<Vec<Vec<codedb::Value>>> {
+    let mut out: Vec<Vec<codedb::Value>> = vec![Vec::with_capacity(ids.len()); names.len()];
+    let chunks: Vec<&[u64]> = if ids.is_empty() {
+        vec![&[]]
+    } else {
+        ids.chunks(VALUES_CHUNK).collect()
+    };
+    let defaults = attribute_defaults(snap, names);
+    for chunk in chunks {
+        cancel.check()?;
+        let found = snap.attribute_values(chunk, names)?;
+        for (c, col) in out.iter_mut().enumerate() {
+            let data = found.column(c);
+            for r in 0..chunk.len() {
+                // `attribute_values` returns every named column with a value per id; the
+                // default stands in only if that ever changed.
+                let v = data.as_ref().and_then(|d| d.value(r));
+                col.push(v.unwrap_or_else(|| defaults[c].clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Each named column's default (`Value::zero` of its type unless the schema gives one; an
+/// unknown name gets the int zero — [`attribute_values`] refuses it).
+pub fn attribute_defaults(snap: &Snapshot, names: &[&str]) -> Vec<codedb::Value> {
+    let schema = snap.attribute_schema();
+    names
+        .iter()
+        .map(|n| match schema.find(n) {
+            Some((i, t)) => schema
+                .default_value(i)
+                .cloned()
+                .unwrap_or(codedb::Value::zero(t)),
+            None => codedb::Value::Int(0),
+        })
+        .collect()
+}

@@ -13,6 +13,7 @@ mod interrupt;
 mod model;
 mod query;
 mod query_methods;
+mod result_columns;
 mod snapshot;
 
 use pyo3::prelude::*;

@@ -17,6 +17,7 @@ use crate::arrays;
 use crate::engine::{self, MihChoice, Scores, Snapshot};
 use crate::errors::{IntoPy, invalid};
 use crate::interrupt::{self, Progress};
+use crate::result_columns::ResultColumns;
 
 /// Up to this many result columns are padded as FAISS pads; above it (and above the live
 /// rows) `k` is capped at the live rows.
@@ -209,12 +210,13 @@ pub fn search_text<'py>(
     snap: &Snapshot,
     queries: &Bound<'py, PyAny>,
     a: &QueryArgs<'_, 'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     let texts = text_queries(queries)?;
     let query = a.query(snap)?;
     let cols = columns(a.k, engine::live_rows(snap));
     if texts.is_empty() {
-        return shaped(py, &[], 0, cols, Scores::Larger);
+        return out.knn(py, snap, &[], 0, cols, Scores::Larger);
     }
     let (hits, ignored) = interrupt::run(py, &Progress::Off, |cancel, _| {
         engine::search_text(snap, &texts, &query, cancel)
@@ -230,7 +232,7 @@ pub fn search_text<'py>(
             PyErr::warn(py, &py.get_type::<PyUserWarning>(), &msg, 1)?;
         }
     }
-    shaped(py, &hits, texts.len(), cols, Scores::Larger)
+    out.knn(py, snap, &hits, texts.len(), cols, Scores::Larger)
 }
 
 pub fn search<'py>(
@@ -238,7 +240,8 @@ pub fn search<'py>(
     snap: &Snapshot,
     q: &Bound<'py, PyAny>,
     a: &QueryArgs<'_, 'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     let rows = arrays::rows(q, "q")?;
     let view = rows.view()?;
     let nq = view.nrows();
@@ -247,12 +250,12 @@ pub fn search<'py>(
     if nq == 0 {
         check_empty_width(snap, "q", view.ncols())?;
         let scores = engine::search_scores(snap, &query).py_err()?;
-        return shaped(py, &[], 0, cols, scores);
+        return out.knn(py, snap, &[], 0, cols, scores);
     }
     let (hits, scores) = interrupt::run(py, &Progress::Off, |cancel, _| {
         engine::search(snap, view, &query, cancel)
     })?;
-    shaped(py, &hits, nq, cols, scores)
+    out.knn(py, snap, &hits, nq, cols, scores)
 }
 
 /// Where the negatives of a query by examples come from (Python's `negatives=` /
@@ -306,9 +309,10 @@ pub fn search_examples<'py>(
     negatives: NegativesArg<'py>,
     svm: &engine::Svm,
     a: &QueryArgs<'_, 'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     if examples.is_instance_of::<PyList>() || examples.is_instance_of::<PyTuple>() {
-        return search_examples_batch(py, snap, examples, negatives, svm, a);
+        return search_examples_batch(py, snap, examples, negatives, svm, a, out);
     }
     let pos = arrays::rows(examples, "examples")?;
     let pos = pos.view()?;
@@ -332,7 +336,7 @@ pub fn search_examples<'py>(
     let (hits, scores) = py
         .detach(|| engine::search_examples(snap, pos, neg, svm, &query))
         .py_err()?;
-    shaped(py, &[hits], 1, cols, scores)
+    out.knn(py, snap, &[hits], 1, cols, scores)
 }
 
 /// The batch form of [`search_examples`]: `(D, I)` of shape `(sets, k)`.
@@ -343,7 +347,8 @@ fn search_examples_batch<'py>(
     negatives: NegativesArg<'py>,
     svm: &engine::Svm,
     a: &QueryArgs<'_, 'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     let sets: Vec<arrays::Rows<'py>> = examples
         .try_iter()?
         .enumerate()
@@ -393,7 +398,7 @@ fn search_examples_batch<'py>(
     let hits = py
         .detach(|| engine::search_examples_batch(snap, &pos, &per_set, shared, svm, &query))
         .py_err()?;
-    shaped(py, &hits, hits.len(), cols, Scores::Larger)
+    out.knn(py, snap, &hits, hits.len(), cols, Scores::Larger)
 }
 
 /// Rows ranked by a given linear classifier of their codes: `(D, I)` of shape `(1, k)`.
@@ -402,7 +407,8 @@ pub fn search_classifier<'py>(
     snap: &Snapshot,
     classifier: &Bound<'py, PyAny>,
     a: &QueryArgs<'_, 'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     let np = py.import("numpy")?;
     let values = np.call_method1("atleast_2d", (classifier,))?;
     let rows = arrays::rows(&values, "classifier")?;
@@ -425,7 +431,7 @@ pub fn search_classifier<'py>(
     let hits = py
         .detach(|| engine::search_classifier(snap, values, &query))
         .py_err()?;
-    shaped(py, &[hits], 1, cols, Scores::Larger)
+    out.knn(py, snap, &[hits], 1, cols, Scores::Larger)
 }
 
 pub fn search_radius<'py>(
@@ -434,7 +440,8 @@ pub fn search_radius<'py>(
     q: &Bound<'py, PyAny>,
     radius: u32,
     filter: &FilterArgs<'_>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    out: &ResultColumns,
+) -> PyResult<Bound<'py, PyAny>> {
     let rows = arrays::rows(q, "q")?;
     let view = rows.view()?;
     let filter = filter.filter(snap)?;
@@ -446,21 +453,7 @@ pub fn search_radius<'py>(
             engine::search_radius(snap, view, radius, filter.as_ref(), cancel)
         })?
     };
-    let mut lims = Vec::with_capacity(hits.len() + 1);
-    lims.push(0i64);
-    let (mut d, mut i) = (Vec::new(), Vec::new());
-    for row in &hits {
-        for &(id, s) in row {
-            i.push(arrays::id_bits(id));
-            d.push(s as i32);
-        }
-        lims.push(i.len() as i64);
-    }
-    Ok((
-        arrays::vector(py, lims),
-        arrays::vector(py, d),
-        arrays::vector(py, i),
-    ))
+    out.radius(py, snap, &hits)
 }
 
 pub fn classify<'py>(

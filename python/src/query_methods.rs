@@ -43,6 +43,14 @@ macro_rules! query_methods {
             ///     Only rows with these ids: a list, set, range or numpy integer array (uint64, or
             ///     non-negative int64); FAISS's ``IDSelectorBatch``, the CLI's ``--ids``. Given with
             ///     ``where``, a row must pass both.
+            /// columns : str or iterable of str, optional, default None
+            ///     Attribute columns to return beside the hits (the CLI's ``--with``): the result gains a
+            ///     third item, a dict of column name → numpy array shaped like ``I`` (int → int64, float →
+            ///     float64, timestamp → datetime64[us], bool → bool, string → object array of str, tags →
+            ///     object array of lists of str). A padding position (id -1) holds the column's default.
+            /// as_frame : bool, default False
+            ///     Return a pandas DataFrame instead of arrays: one row per hit (padding dropped), columns
+            ///     ``query``, ``rank``, ``id`` (uint64), ``score``, then the ``columns``.
             ///
             /// Returns
             /// -------
@@ -52,6 +60,8 @@ macro_rules! query_methods {
             /// I : numpy.ndarray of int64, shape (nq, k)
             ///     Ids, ties by smaller id; -1 pads. Each id's 64 bits: ``I.view(numpy.uint64)`` gives ids
             ///     at or above 2**63 exactly.
+            /// columns : dict of str to numpy.ndarray
+            ///     Only with ``columns``: each chosen column's value per hit, shaped like ``I``.
             ///
             /// Raises
             /// ------
@@ -77,7 +87,7 @@ macro_rules! query_methods {
             /// >>> D, I = idx.search(x[:1], k=3, where="id >= 300", ids=range(290, 400))
             /// >>> bool(((I >= 300) & (I < 400)).all())
             /// True
-            #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto", r#where=None, ids=None))]
+            #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto", r#where=None, ids=None, columns=None, as_frame=false))]
             #[allow(clippy::too_many_arguments)]
             pub fn search<'py>(
                 &self,
@@ -92,9 +102,12 @@ macro_rules! query_methods {
                 mih: &str,
                 r#where: Option<&str>,
                 ids: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<crate::query::Pair<'py>> {
+                columns: Option<&Bound<'py, PyAny>>,
+                as_frame: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let out = crate::result_columns::ResultColumns::new(columns, as_frame)?;
                 let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, classes, threads, mih, r#where, ids)?;
-                crate::query::search(py, &*self.queried()?, q, &args)
+                crate::query::search(py, &*self.queried()?, q, &args, &out)
             }
 
             /// Text queries ranked by the model's text head (PAMIR; ``train(captions=...)``).
@@ -131,6 +144,14 @@ macro_rules! query_methods {
             ///     Only rows with these ids: a list, set, range or numpy integer array (uint64, or
             ///     non-negative int64); FAISS's ``IDSelectorBatch``, the CLI's ``--ids``. Given with
             ///     ``where``, a row must pass both.
+            /// columns : str or iterable of str, optional, default None
+            ///     Attribute columns to return beside the hits (the CLI's ``--with``): the result gains a
+            ///     third item, a dict of column name → numpy array shaped like ``I`` (int → int64, float →
+            ///     float64, timestamp → datetime64[us], bool → bool, string → object array of str, tags →
+            ///     object array of lists of str). A padding position (id -1) holds the column's default.
+            /// as_frame : bool, default False
+            ///     Return a pandas DataFrame instead of arrays: one row per hit (padding dropped), columns
+            ///     ``query``, ``rank``, ``id`` (uint64), ``score``, then the ``columns``.
             ///
             /// Returns
             /// -------
@@ -138,6 +159,8 @@ macro_rules! query_methods {
             ///     Scores, larger is better (padding -inf).
             /// I : numpy.ndarray of int64, shape (nq, k)
             ///     Ids (-1 pads), as ``search``.
+            /// columns : dict of str to numpy.ndarray
+            ///     Only with ``columns``: each chosen column's value per hit, shaped like ``I``.
             ///
             /// Raises
             /// ------
@@ -156,7 +179,7 @@ macro_rules! query_methods {
             /// >>> D, I = idx.search_text("red", k=5)
             /// >>> I.shape, D.dtype
             /// ((1, 5), dtype('float32'))
-            #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto", r#where=None, ids=None))]
+            #[pyo3(signature = (queries, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, mih="auto", r#where=None, ids=None, columns=None, as_frame=false))]
             #[allow(clippy::too_many_arguments)]
             pub fn search_text<'py>(
                 &self,
@@ -171,9 +194,12 @@ macro_rules! query_methods {
                 mih: &str,
                 r#where: Option<&str>,
                 ids: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<crate::query::Pair<'py>> {
+                columns: Option<&Bound<'py, PyAny>>,
+                as_frame: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let out = crate::result_columns::ResultColumns::new(columns, as_frame)?;
                 let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, classes, threads, mih, r#where, ids)?;
-                crate::query::search_text(py, &*self.queried()?, queries, &args)
+                crate::query::search_text(py, &*self.queried()?, queries, &args, &out)
             }
 
             /// Query by examples: rows ranked by a linear SVM learned at query time (PiCoDes, Bergamo et
@@ -222,6 +248,14 @@ macro_rules! query_methods {
             ///     Only rows with these ids: a list, set, range or numpy integer array (uint64, or
             ///     non-negative int64); FAISS's ``IDSelectorBatch``, the CLI's ``--ids``. Given with
             ///     ``where``, a row must pass both.
+            /// columns : str or iterable of str, optional, default None
+            ///     Attribute columns to return beside the hits (the CLI's ``--with``): the result gains a
+            ///     third item, a dict of column name → numpy array shaped like ``I`` (int → int64, float →
+            ///     float64, timestamp → datetime64[us], bool → bool, string → object array of str, tags →
+            ///     object array of lists of str). A padding position (id -1) holds the column's default.
+            /// as_frame : bool, default False
+            ///     Return a pandas DataFrame instead of arrays: one row per hit (padding dropped), columns
+            ///     ``query``, ``rank``, ``id`` (uint64), ``score``, then the ``columns``.
             ///
             /// Returns
             /// -------
@@ -229,6 +263,8 @@ macro_rules! query_methods {
             ///     Scores, larger is better (padding -inf).
             /// I : numpy.ndarray of int64, shape (1, k) (a batch: (sets, k))
             ///     Ids (-1 pads).
+            /// columns : dict of str to numpy.ndarray
+            ///     Only with ``columns``: each chosen column's value per hit, shaped like ``I``.
             ///
             /// Raises
             /// ------
@@ -247,7 +283,8 @@ macro_rules! query_methods {
             /// ((1, 10), True)
             #[pyo3(signature = (
                 examples, k=10, negatives=None, random_negatives=None, seed=1234, svm_c=None, mode=None,
-                rerank=None, nprobe=None, classes=None, threads=1, r#where=None, ids=None,
+                rerank=None, nprobe=None, classes=None, threads=1, r#where=None, ids=None, columns=None,
+                as_frame=false,
             ))]
             #[allow(clippy::too_many_arguments)]
             pub fn search_examples<'py>(
@@ -266,11 +303,14 @@ macro_rules! query_methods {
                 threads: i128,
                 r#where: Option<&str>,
                 ids: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<crate::query::Pair<'py>> {
+                columns: Option<&Bound<'py, PyAny>>,
+                as_frame: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let out = crate::result_columns::ResultColumns::new(columns, as_frame)?;
                 let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, classes, threads, "auto", r#where, ids)?;
                 let (negatives, svm) =
                     crate::query::example_args(negatives, random_negatives, seed, svm_c)?;
-                crate::query::search_examples(py, &*self.queried()?, examples, negatives, &svm, &args)
+                crate::query::search_examples(py, &*self.queried()?, examples, negatives, &svm, &args, &out)
             }
 
             /// Rows ranked by a given linear classifier of their codes (the CLI's ``search --classifier``).
@@ -302,6 +342,14 @@ macro_rules! query_methods {
             ///     Only rows with these ids: a list, set, range or numpy integer array (uint64, or
             ///     non-negative int64); FAISS's ``IDSelectorBatch``, the CLI's ``--ids``. Given with
             ///     ``where``, a row must pass both.
+            /// columns : str or iterable of str, optional, default None
+            ///     Attribute columns to return beside the hits (the CLI's ``--with``): the result gains a
+            ///     third item, a dict of column name → numpy array shaped like ``I`` (int → int64, float →
+            ///     float64, timestamp → datetime64[us], bool → bool, string → object array of str, tags →
+            ///     object array of lists of str). A padding position (id -1) holds the column's default.
+            /// as_frame : bool, default False
+            ///     Return a pandas DataFrame instead of arrays: one row per hit (padding dropped), columns
+            ///     ``query``, ``rank``, ``id`` (uint64), ``score``, then the ``columns``.
             ///
             /// Returns
             /// -------
@@ -309,6 +357,8 @@ macro_rules! query_methods {
             ///     Scores ``bias + w·decode(code)``, larger is better (padding -inf).
             /// I : numpy.ndarray of int64, shape (1, k)
             ///     Ids (-1 pads).
+            /// columns : dict of str to numpy.ndarray
+            ///     Only with ``columns``: each chosen column's value per hit, shaped like ``I``.
             ///
             /// Raises
             /// ------
@@ -326,7 +376,7 @@ macro_rules! query_methods {
             /// >>> D, I = idx.search_classifier(w, k=3)
             /// >>> int(I[0, 0]), int(D[0, 0])
             /// (0, 16)
-            #[pyo3(signature = (classifier, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, r#where=None, ids=None))]
+            #[pyo3(signature = (classifier, k=10, mode=None, rerank=None, nprobe=None, classes=None, threads=1, r#where=None, ids=None, columns=None, as_frame=false))]
             #[allow(clippy::too_many_arguments)]
             pub fn search_classifier<'py>(
                 &self,
@@ -340,9 +390,12 @@ macro_rules! query_methods {
                 threads: i128,
                 r#where: Option<&str>,
                 ids: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<crate::query::Pair<'py>> {
+                columns: Option<&Bound<'py, PyAny>>,
+                as_frame: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let out = crate::result_columns::ResultColumns::new(columns, as_frame)?;
                 let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, classes, threads, "auto", r#where, ids)?;
-                crate::query::search_classifier(py, &*self.queried()?, classifier, &args)
+                crate::query::search_classifier(py, &*self.queried()?, classifier, &args, &out)
             }
 
             /// Every live row within Hamming ``radius`` of each query's code, as FAISS's ``range_search``.
@@ -360,6 +413,12 @@ macro_rules! query_methods {
             ///     Only rows with these ids: a list, set, range or numpy integer array (uint64, or
             ///     non-negative int64); FAISS's ``IDSelectorBatch``, the CLI's ``--ids``. Given with
             ///     ``where``, a row must pass both.
+            /// columns : str or iterable of str, optional, default None
+            ///     Attribute columns to return beside the hits (the CLI's ``--with``): the result gains a
+            ///     fourth item, a dict of column name → numpy array shaped like ``I`` (dtypes as ``search``).
+            /// as_frame : bool, default False
+            ///     Return a pandas DataFrame instead of arrays: one row per hit, columns ``query``,
+            ///     ``rank``, ``id`` (uint64), ``score`` (int32), then the ``columns``.
             ///
             /// Returns
             /// -------
@@ -369,6 +428,8 @@ macro_rules! query_methods {
             ///     Hamming distances, nearest first.
             /// I : numpy.ndarray of int64
             ///     Ids (their 64 bits, as ``search``).
+            /// columns : dict of str to numpy.ndarray
+            ///     Only with ``columns``: each chosen column's value per hit, shaped like ``I``.
             ///
             /// Raises
             /// ------
@@ -384,7 +445,8 @@ macro_rules! query_methods {
             /// >>> lims, D, I = idx.search_radius(x[:2], 0)
             /// >>> lims.shape, int(I[lims[0]])
             /// ((3,), 0)
-            #[pyo3(signature = (q, radius, r#where=None, ids=None))]
+            #[pyo3(signature = (q, radius, r#where=None, ids=None, columns=None, as_frame=false))]
+            #[allow(clippy::too_many_arguments)]
             pub fn search_radius<'py>(
                 &self,
                 py: Python<'py>,
@@ -392,10 +454,13 @@ macro_rules! query_methods {
                 radius: i128,
                 r#where: Option<&str>,
                 ids: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+                columns: Option<&Bound<'py, PyAny>>,
+                as_frame: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let out = crate::result_columns::ResultColumns::new(columns, as_frame)?;
                 let radius = crate::arrays::small(radius, "radius", u32::MAX)?;
                 let filter = crate::query::FilterArgs::new(r#where, ids)?;
-                crate::query::search_radius(py, &*self.queried()?, q, radius, &filter)
+                crate::query::search_radius(py, &*self.queried()?, q, radius, &filter, &out)
             }
 
             /// The ``top`` nearest class means per row (NCM, Mensink et al. TPAMI 2013, eq. 9).
