@@ -1,4 +1,5 @@
-//! CCA's ρ chosen on held-out rows.
+//! CCA's ρ: the `cca_rho` word of every front end ([`CcaRho`]) and its choice on held-out
+//! rows.
 //!
 //! Gordo et al. (§5, eq. 6-8) call ρ "a small regularization factor usually added to avoid
 //! numerically ill-conditioned situations" and tune it (§7.4) for *instance* retrieval: the
@@ -11,15 +12,14 @@
 //! makes `C_aa` nearly isotropic, so the directions tend to the leading eigenvectors of the
 //! between-class scatter `Σ_ab Σ_bb⁻¹ Σ_ba`, which keep the high-variance detail.
 //!
-//! So ρ is chosen from a grid, one of two ways:
+//! So ρ is chosen from a grid ([`CcaRho::Grid`]; `auto` is [`CCA_RHO_GRID`], and the default
+//! whenever groups are given), one of two ways:
 //! - **instance groups** (`TrainOptions::groups`, the paper's protocol): rows with the same
 //!   group id are views of one item (renderings, crops, near-duplicates). CCA is fitted for
 //!   each ρ on the rows outside the held-out groups, the held-out rows each query the others
 //!   (Euclidean in the projected space, leave-one-out), and the ρ with the best mean average
-//!   precision (its group's other rows relevant) wins. Held out: every grouped row when some
-//!   rows have no group (−1), so the groups are a separate validation set, as Holidays is
-//!   for UKB; otherwise a seeded `validation_fraction` of the groups, whole. Either way at
-//!   most `max_validation_rows` rows (whole groups, seeded; at least 2 groups).
+//!   precision (its group's other rows relevant) wins. Which groups are held out, and the
+//!   score, are `instance_validation.rs`'s, shared with metric learning and JSCL.
 //! - **categories** (no groups): the labelled rows are split (stratified, seeded, the
 //!   `SupervisedOptions` validation fraction) and each ρ is scored by the leave-one-out class
 //!   precision@k of the held-out rows (the score of metric learning's early stopping). This

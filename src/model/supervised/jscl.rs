@@ -76,6 +76,7 @@ impl TripletLearner for Jscl {
 /// validated) and one label per row; η and the epoch validated on held-out instance `groups`
 /// (one id per row, negative = none) when given, else on held-out class precision
 /// (`triplet_sgd.rs`); `on_epoch(η, epoch, loss, validation score)`.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_jscl(
     x: &[f32],
     dim: usize,

@@ -69,6 +69,7 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// label per row; η and the epoch validated on held-out instance `groups` (one id per row,
 /// negative = none) when given, else on held-out class precision (`triplet_sgd.rs`);
 /// `on_epoch(η, epoch, loss, validation score)` after each epoch.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_metric(
     x: &[f32],
     dim: usize,
