@@ -279,6 +279,9 @@ fn the_front_ends_do_not_spell_the_engines_query_words() {
         ("kernels::Direction", "SearchMode::larger_is_better"),
         ("\"adc-ip\", \"float-ip\"", "SearchMode::larger_is_better"),
         ("Some(\"hamming\")", "SearchMode::resolve"),
+        ("eq_ignore_ascii_case(\"auto\")", "CcaRho::from_str"),
+        ("CCA_RHO_GRID", "CcaRho::from_str / CcaRho::auto"),
+        ("cca_rho_grid", "CcaRho"),
     ];
     let mut found = Vec::new();
     for (file, line, c) in front_end_code() {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use codedb::format::ModelFile;
-use codedb::model::{Model, PipelineSpec, Stage, SupervisedOptions, TrainOptions, train};
+use codedb::model::{CcaRho, Model, PipelineSpec, Stage, SupervisedOptions, TrainOptions, train};
 use codedb::{AddOptions, Config, Index, SearchMode, SearchParams};
 use ndarray::{Array2, Axis};
 
@@ -416,7 +416,7 @@ fn cca_rho_is_chosen_on_held_out_rows() {
     let (x, y, _, _) = split();
     let spec = PipelineSpec::parse("cca:8,float").unwrap();
     let mut o = opts(&y);
-    o.supervised.cca_rho_grid = vec![1e-4, 1e-2, 1.0, 100.0];
+    o.supervised.cca_rho = Some(CcaRho::Grid(vec![1e-4, 1e-2, 1.0, 100.0]));
     let (m, report) = train(&spec, x.view(), &o).unwrap();
     let c = report.cca_rho_choice.unwrap();
     assert_eq!(c.trials.len(), 4);
@@ -430,7 +430,7 @@ fn cca_rho_is_chosen_on_held_out_rows() {
     assert!(best > 0.5 && best <= 1.0, "{best}");
     assert!(c.validation_rows >= 2 && c.train_rows + c.validation_rows == x.nrows());
     let mut fixed = opts(&y);
-    fixed.supervised.cca_rho = c.rho;
+    fixed.supervised.cca_rho = Some(CcaRho::Fixed(c.rho));
     assert_eq!(
         train(&spec, x.view(), &fixed).unwrap().0.stages(),
         m.stages()
@@ -439,7 +439,7 @@ fn cca_rho_is_chosen_on_held_out_rows() {
     let mut v = opts(&y);
     v.labels = None;
     v.view = Some(Arc::new(x.slice(ndarray::s![.., ..5]).to_owned()));
-    v.supervised.cca_rho_grid = vec![1e-4, 1.0];
+    v.supervised.cca_rho = Some(CcaRho::Grid(vec![1e-4, 1.0]));
     let e = train(&PipelineSpec::parse("cca:2,float").unwrap(), x.view(), &v)
         .unwrap_err()
         .to_string();

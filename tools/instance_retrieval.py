@@ -16,9 +16,11 @@ Holidays / UKB. Here, with `--set openclipart` (the default):
   few for the validation splits of metric / JSCL: no instance drawing is learned from.
 - **Validation instances**: `--val-instances` (250) further drawings, rendered in the same 4
   variants, learned from with their sub-folder labels and passed to `codedb train --groups`
-  (one group per drawing, -1 for learning rows): `cca:R` with `--cca-rho auto` (the default)
-  chooses ρ by the instance mAP of these groups (Gordo et al. §7.4 tune ρ for instances on
-  another instance set). Every method trains on the same rows.
+  (one group per drawing, -1 for learning rows): with them `cca:R` chooses ρ and `metric:R` /
+  `jscl:R` choose η and the epoch by the instance mAP of these groups, codedb's default with
+  groups (Gordo et al. §7.4 tune their parameters for instances on another instance set);
+  `--sgd-validation classes` / `--cca-rho 0.0001` train as without groups. Every method trains
+  on the same rows.
 - **Measures**: every variant is a query against the 4 × N variants (itself included, as UKB
   counts it): **4×recall@4** (UKB's score: how many of the drawing's 4 variants are in the first
   4, 4 = perfect) and **mAP** Holidays-style (the query itself left out, 3 relevant images, over
@@ -26,7 +28,7 @@ Holidays / UKB. Here, with `--set openclipart` (the default):
   database too (the paper's Fig. 3 adds Flickr images; these are the learning images themselves,
   the only other openclipart rows).
 - **Pipelines**: `pca:R`, `metric:R`, `attributes:R`, `cca:R` (one-hot labels: R < classes;
-  `--cca-rho each:0.0001,auto` adds a row at the fixed ρ = 1e-4, `classes` one chosen by
+  `--cca-rho each:0.0001,default` adds a row at the fixed ρ = 1e-4, `classes` one chosen by
   class precision) and
   `jscl:R`, each before `float` (uncompressed) and `pq:(R/8)x8` (the paper's 8-D sub-vectors ×
   8 bits: R bits per image), trained by `codedb train --labels` on the learning set.
@@ -87,11 +89,16 @@ def args():
     ap.add_argument("--instances", type=int, default=1000, help="drawings in the instance set")
     ap.add_argument("--dims", default="16,32,64,128", help="R values, comma-separated")
     ap.add_argument("--methods", default=",".join(METHODS), help="projections, comma-separated")
-    ap.add_argument("--cca-rho", default="auto",
-                    help="--cca-rho of cca:R: auto (chosen on the validation instances), "
-                         "classes (auto without --groups: chosen by class precision), a value, "
-                         "or several comma-separated runs prefixed by 'each:' "
-                         "(each:0.0001,auto: one row per ρ)")
+    ap.add_argument("--cca-rho", default="default",
+                    help="ρ of cca:R: default (no --cca-rho: with --groups, codedb chooses it "
+                         "on the validation instances), classes (--cca-rho auto without "
+                         "--groups: chosen by class precision), a value (fixed), or several "
+                         "comma-separated runs prefixed by 'each:' (each:0.0001,default: one "
+                         "row per ρ)")
+    ap.add_argument("--sgd-validation", default="instances",
+                    help="what metric:R and jscl:R validate η and the epoch on: instances "
+                         "(--groups, the default recipe), classes (no --groups: held-out class "
+                         "precision), or each:instances,classes (one row per choice)")
     ap.add_argument("--val-instances", type=int, default=250,
                     help="drawings / images rendered in 4 variants as validation instance "
                          "groups, learned from with their labels (codedb train --groups)")
@@ -326,14 +333,22 @@ def run(cmd):
 
 def train(a, work, spec, extra=()):
     """Trains `spec` on the learning set (with the validation instances); the model's path,
-    the seconds it took and the ρ a `--cca-rho auto` / list chose (None otherwise)."""
+    the seconds it took and what validation chose: {"rho": ...} for cca:R with a ρ grid,
+    {"eta": ..., "epoch": ..., "on": ...} for metric:R / jscl:R, else None."""
     model = os.path.join(work, "m.model")
     t = time.time()
-    out = run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"), "--labels",
-         os.path.join(work, "learn_labels.npy"), "--pipeline", spec, "--seed", str(a.seed),
-         "--out", model, "--force", "--json", *extra])
-    choice = json.loads(out).get("cca_rho_choice")
-    return model, time.time() - t, choice["rho"] if choice else None
+    out = json.loads(run([a.codedb, "train", "--data", os.path.join(work, "learn.npy"),
+                          "--labels", os.path.join(work, "learn_labels.npy"), "--pipeline", spec,
+                          "--seed", str(a.seed), "--out", model, "--force", "--json", *extra]))
+    ts = time.time() - t
+    if out.get("cca_rho_choice"):
+        c = out["cca_rho_choice"]
+        return model, ts, {"rho": c["rho"], "on": c["validation"]}
+    if out.get("sgd_choice"):
+        c = out["sgd_choice"]
+        return model, ts, {"eta": c["learning_rate"], "epoch": c["best_epoch"],
+                           "on": c["validation"], "score": c["validation_score"]}
+    return model, ts, None
 
 
 def evaluate(a, work, model, spec, groups, distractors):
@@ -400,14 +415,14 @@ def main():
     names = ["inst.npy", "inst_groups.npy", "learn.npy", "learn_labels.npy", "learn_groups.npy",
              "db_distract.npy"]
     if a.reuse and all(os.path.exists(os.path.join(work, f)) for f in names):
-        groups = np.load(os.path.join(work, "inst_groups.npy"))
+        groups_inst = np.load(os.path.join(work, "inst_groups.npy"))
         learn = np.load(os.path.join(work, "learn.npy"))
         learn_labels = np.load(os.path.join(work, "learn_labels.npy"))
-        n_distract = len(np.load(os.path.join(work, "db_distract.npy"), mmap_mode="r")) - len(groups)
+        n_distract = len(np.load(os.path.join(work, "db_distract.npy"), mmap_mode="r")) - len(groups_inst)
     elif a.set == "fashion_mnist":
-        _, groups, learn, learn_labels, n_distract = build_sets_fmnist(a, work)
+        _, groups_inst, learn, learn_labels, n_distract = build_sets_fmnist(a, work)
     else:
-        _, groups, learn, learn_labels, n_distract = build_sets(a, work)
+        _, groups_inst, learn, learn_labels, n_distract = build_sets(a, work)
     classes = int(learn_labels.max()) + 1
     print(f"learning set: {len(learn)} rows in {classes} classes", file=sys.stderr)
     dims = [int(d) for d in a.dims.split(",")]
@@ -425,29 +440,37 @@ def main():
             quants = ["float"] + ([] if a.no_pq or r % 8 else [f"pq:{r // 8}x8"])
             for qz in quants:
                 spec = f"{m}:{r},{qz}"
-                rhos = [None]
+                groups = ["--groups", os.path.join(work, "learn_groups.npy")]
+                # (row label, extra train arguments) per run.
+                runs = [(None, groups if m != "pca" else [])]
                 if m == "cca":
                     rhos = (a.cca_rho[len("each:"):].split(",") if a.cca_rho.startswith("each:")
                             else [a.cca_rho])
-                for rho in rhos:
-                    extra = []
-                    if rho == "classes":
-                        # ρ chosen by held-out class precision (no --groups), for comparison.
-                        extra = ["--cca-rho", "auto"]
-                    elif rho:
-                        extra = ["--cca-rho", rho]
-                        if rho == "auto" or "," in rho:
-                            extra += ["--groups", os.path.join(work, "learn_groups.npy")]
+                    runs = []
+                    for rho in rhos:
+                        if rho == "default":
+                            runs.append(("ρ default", groups))
+                        elif rho == "classes":
+                            # ρ chosen by held-out class precision (no --groups).
+                            runs.append(("ρ classes", ["--cca-rho", "auto"]))
+                        else:
+                            runs.append((f"ρ = {rho}", ["--cca-rho", rho]))
+                elif m in ("metric", "jscl"):
+                    ons = (a.sgd_validation[len("each:"):].split(",")
+                           if a.sgd_validation.startswith("each:") else [a.sgd_validation])
+                    runs = [(f"η, epoch on {on}", groups if on == "instances" else [])
+                            for on in ons]
+                for what, extra in runs:
                     model, ts, chosen = train(a, work, spec, extra)
-                    label = f"{spec} (ρ = {rho})" if rho else spec
+                    label = f"{spec} ({what})" if what else spec
                     if chosen is not None:
-                        print(f"{spec}: --cca-rho {rho} chose ρ = {chosen:g}", file=sys.stderr)
+                        print(f"{label}: chose {chosen}", file=sys.stderr)
                     for distract in [False, True] if a.distractors else [False]:
-                        s4, mp = evaluate(a, work, model, spec, groups, distract)
+                        s4, mp = evaluate(a, work, model, spec, groups_inst, distract)
                         row = {"pipeline": label, "R": r, "method": m, "quantizer": qz,
                                "distractors": n_distract if distract else 0,
                                "ukb_4xrecall4": round(s4, 4), "map": round(mp, 4),
-                               "train_s": round(ts, 1), "cca_rho_chosen": chosen}
+                               "train_s": round(ts, 1), "chosen": chosen}
                         rows.append(row)
                         print(json.dumps(row), flush=True)
     print_tables(rows, dims)

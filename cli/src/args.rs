@@ -74,15 +74,6 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// clap value parser: a finite number ≥ 0 (regularisers).
-pub fn finite_non_negative(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(_) => Err("must be a finite number >= 0".into()),
-        Err(_) => Err(format!("'{s}' is not a number")),
-    }
-}
-
 /// clap value parser: a finite number > 0 (SVM costs).
 pub fn finite_positive(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -90,33 +81,6 @@ pub fn finite_positive(s: &str) -> Result<f64, String> {
         Ok(_) => Err("must be a finite number > 0".into()),
         Err(_) => Err(format!("'{s}' is not a number")),
     }
-}
-
-/// `--cca-rho`: one ρ, `auto` (chosen on held-out rows from [`codedb::model::CCA_RHO_GRID`]),
-/// or a comma-separated list to choose from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CcaRho(pub Vec<f64>);
-
-impl CcaRho {
-    /// Sets `sup`'s ρ (one value) or ρ grid (several).
-    pub fn apply(&self, sup: &mut codedb::model::SupervisedOptions) {
-        match self.0.as_slice() {
-            [rho] => sup.cca_rho = *rho,
-            grid => sup.cca_rho_grid = grid.to_vec(),
-        }
-    }
-}
-
-/// Parses `--cca-rho`.
-pub fn cca_rho(s: &str) -> Result<CcaRho, String> {
-    if s.trim().eq_ignore_ascii_case("auto") {
-        return Ok(CcaRho(codedb::model::CCA_RHO_GRID.to_vec()));
-    }
-    let v = s
-        .split(',')
-        .map(|p| finite_non_negative(p).map_err(|e| format!("'{}': {e}", p.trim())))
-        .collect::<Result<Vec<f64>, String>>()?;
-    Ok(CcaRho(v))
 }
 
 /// The number of threads `--threads n` runs on: 0 means every core

@@ -192,9 +192,9 @@ fn cca_rho_auto_is_chosen_and_reported() {
     );
 }
 
-/// `--groups` with `--cca-rho auto`: ρ chosen by the instance mAP of held-out groups and
-/// reported as such; groups of the wrong length or without a grid fail with exit 1 naming
-/// them and write nothing.
+/// `--groups` (alone or with a ρ list): ρ chosen by the instance mAP of held-out groups and
+/// reported as such; groups of the wrong length fail with exit 1 naming them and write
+/// nothing.
 #[test]
 fn cca_rho_is_chosen_on_instance_groups() {
     let (x, y) = digits();
@@ -259,10 +259,15 @@ fn cca_rho_is_chosen_on_instance_groups() {
         fails(&a, 1, needle);
         assert!(!m.exists(), "{a:?} wrote the model");
     };
-    run(
-        train(&["--groups", s(&g)]),
-        "instance groups choose ρ from a grid",
-    );
+    // --groups alone: ρ chosen on them from the `auto` grid.
+    let v = json(&ok(&train(&["--groups", s(&g)])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()));
+    let c = &v["cca_rho_choice"];
+    assert_eq!(c["validation"], "instances", "{v}");
+    assert_eq!(c["trials"].as_array().unwrap().len(), 8, "{v}");
+    std::fs::remove_file(&m).unwrap();
     let short = tmp.path().join("short.npy");
     write_labels(&short, &[0, 0, 1]);
     run(

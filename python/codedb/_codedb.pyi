@@ -51,6 +51,8 @@ def train(
     x: ArrayLike,
     spec: str,
     labels: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
+    cca_rho: float | str | Sequence[float] | None = None,
     seed: int = 1234,
     sample: int | None = None,
     captions: Sequence[str | Sequence[str]] | None = None,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ndarray::ArrayView2;
 
+pub use codedb::model::CcaRho;
 pub use codedb::{ClassRef, Error, Index, MihChoice, Model, RowFilter, Snapshot};
 
 use codedb::format::VectorDType;
@@ -21,11 +22,20 @@ type Result<T> = std::result::Result<T, Error>;
 /// One query's results: (id, score) best first.
 pub type Hits = Vec<Vec<(u64, f32)>>;
 
-/// Trains `spec` on `x` (labels for supervised stages).
+/// What supervised training learns from besides the rows: class labels, instance groups
+/// (the CLI's `--groups`) and CCA's ρ (`--cca-rho`; `None`: the engine's default).
+#[derive(Default)]
+pub struct Supervision {
+    pub labels: Option<Vec<i64>>,
+    pub groups: Option<Vec<i64>>,
+    pub cca_rho: Option<CcaRho>,
+}
+
+/// Trains `spec` on `x` (labels, groups and ρ for supervised stages).
 pub fn train(
     x: ArrayView2<f32>,
     spec: &str,
-    labels: Option<Vec<i64>>,
+    sup: Supervision,
     seed: u64,
     sample: Option<usize>,
     cancel: &Cancel,
@@ -35,12 +45,39 @@ pub fn train(
     let opts = TrainOptions {
         seed,
         sample,
-        labels: labels.map(Arc::from),
+        labels: sup.labels.map(Arc::from),
+        groups: sup.groups.map(Arc::from),
+        supervised: codedb::model::SupervisedOptions {
+            cca_rho: sup.cca_rho,
+            ..Default::default()
+        },
         cancel: cancel.clone(),
         progress,
         ..TrainOptions::default()
     };
     Ok(Model::train(&spec, x, &opts)?)
+}
+
+/// `cca_rho=` as a string: the engine's word (`CcaRho::from_str`), its error as the argument's.
+pub fn parse_cca_rho(s: &str) -> Result<CcaRho> {
+    s.parse()
+        .map_err(|e: codedb::model::CcaRhoError| Error::InvalidArgument {
+            argument: "cca_rho".into(),
+            detail: e.to_string(),
+        })
+}
+
+/// `cca_rho=` as a number or a list of numbers, checked as the engine checks the word.
+pub fn cca_rho_values(values: Vec<f64>, one: bool) -> Result<CcaRho> {
+    let r = if one {
+        CcaRho::fixed(values[0])
+    } else {
+        CcaRho::grid(values)
+    };
+    r.map_err(|e| Error::InvalidArgument {
+        argument: "cca_rho".into(),
+        detail: e.to_string(),
+    })
 }
 
 /// A text head to train on top of a model (the CLI's `train --captions`).

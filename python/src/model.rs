@@ -405,6 +405,18 @@ const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 ///     ``"opq:16x8"``, ``"ivf:256,pq:16x8"``, ``"float16"`` (README "Pipelines").
 /// labels : array_like of int, optional, default None
 ///     One class id per row, for supervised stages (``cca``, ``ncmml``, ``picodes``, …).
+/// groups : array_like of int, optional, default None
+///     Instance groups, one id per row (-1: none; the CLI's ``--groups``): rows sharing an id
+///     are views of one item (renderings, crops, near-duplicates). The supervised steps then
+///     validate on the instance mAP of held-out groups instead of class precision (Gordo et
+///     al. CVPR 2012 §7.4): ``cca:R`` chooses ρ (from the ``"auto"`` grid unless ``cca_rho``
+///     fixes it), ``metric:R`` and ``jscl:R`` their step size and epoch.
+/// cca_rho : float, str or sequence of float, optional, default None
+///     CCA's regularisation ρ, relative to each view's mean variance (the CLI's
+///     ``--cca-rho``): a number ≥ 0; ``"auto"`` (chosen from 1e-4 … 1e3 on held-out rows: by
+///     the instance mAP of ``groups``, or without groups by class precision@10); a list, or
+///     a comma-separated string, to choose among. None: ``"auto"`` with ``groups``, else
+///     1e-4. ``model.report["train"]["cca_rho_choice"]`` lists what each ρ scored.
 /// seed : int, default 1234
 ///     Seed of every random choice (sampling, initialisations, rotations).
 /// sample : int, optional, default None
@@ -446,7 +458,8 @@ const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 /// Raises
 /// ------
 /// InvalidArgument
-///     A bad spec, too few rows, NaN, labels of the wrong length, a bad count.
+///     A bad spec, too few rows, NaN, labels or groups of the wrong length, a bad ``cca_rho``,
+///     a bad count.
 /// ModelError
 ///     Training failed (linear algebra, classifier training).
 ///
@@ -459,7 +472,8 @@ const _: () = assert!(codedb::DEFAULT_SEED == 1234);
 /// 4
 #[pyfunction]
 #[pyo3(signature = (
-    x, spec, labels=None, seed=1234, sample=None, captions=None, margin="constant",
+    x, spec, labels=None, groups=None, cca_rho=None, seed=1234, sample=None, captions=None,
+    margin="constant",
     epsilon=None, pamir_c=vec![0.01, 0.1, 1.0, 10.0],
     pamir_iterations=10_000_000, pamir_patience=3,
     pamir_validation=0.2, pamir_validation_groups=None, max_words=100_000, progress=None,
@@ -470,6 +484,8 @@ pub fn train(
     x: &Bound<'_, PyAny>,
     spec: &str,
     labels: Option<&Bound<'_, PyAny>>,
+    groups: Option<&Bound<'_, PyAny>>,
+    cca_rho: Option<&Bound<'_, PyAny>>,
     seed: i128,
     sample: Option<i128>,
     captions: Option<&Bound<'_, PyAny>>,
@@ -498,6 +514,8 @@ pub fn train(
         .map(|l| arrays::labels(l, "labels"))
         .transpose()?
         .map(|l| l.into_iter().map(i64::from).collect());
+    let groups = groups.map(|g| arrays::ints(g, "groups")).transpose()?;
+    let cca_rho = cca_rho.map(cca_rho_arg).transpose()?;
     let text = captions
         .map(|c| {
             Ok::<_, PyErr>(engine::TextTrain {
@@ -514,8 +532,13 @@ pub fn train(
         })
         .transpose()?;
     let (model, report, notes) = interrupt::run(py, &progress, |cancel, sink| {
+        let sup = engine::Supervision {
+            labels,
+            groups,
+            cca_rho,
+        };
         let (model, report) =
-            engine::train(view, spec, labels, seed, sample, cancel, sink.train_fn())?;
+            engine::train(view, spec, sup, seed, sample, cancel, sink.train_fn())?;
         let (model, text) = match &text {
             Some(t) => {
                 let (model, text) = engine::attach_text_head(model, view, t, seed)?;
@@ -543,6 +566,29 @@ pub fn train(
         model: Arc::new(model),
         report: Some(report),
     })
+}
+
+/// `cca_rho=`: a string is the engine's word (a number, a comma-separated list, `auto`); a
+/// number or a sequence of numbers is checked as the engine checks the word.
+fn cca_rho_arg(v: &Bound<'_, PyAny>) -> PyResult<engine::CcaRho> {
+    let r = if let Ok(s) = v.extract::<String>() {
+        engine::parse_cca_rho(&s)
+    } else if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(errors::invalid(
+            "cca_rho",
+            "expected a number, a sequence of numbers or a string, not a bool",
+        ));
+    } else if let Ok(x) = v.extract::<f64>() {
+        engine::cca_rho_values(vec![x], true)
+    } else if let Ok(xs) = v.extract::<Vec<f64>>() {
+        engine::cca_rho_values(xs, false)
+    } else {
+        return Err(errors::invalid(
+            "cca_rho",
+            "expected a number, a sequence of numbers or a string (\"auto\")",
+        ));
+    };
+    r.map_err(errors::to_py)
 }
 
 /// `captions=`: per row a string or a list of tag strings → its words.

@@ -113,9 +113,9 @@ pub use supervised::{
     AttributeClassifier, ClassemesFit, PicodesFit, PicodesStop, fit_classemes, fit_picodes,
 };
 pub use supervised::{
-    CCA_RHO_GRID, CcaFit, CcaPair, CcaView, RhoChoice, RhoTrial, RhoValidation, SgdChoice, SgdFit,
-    SupervisedOptions, choose_cca_rho, choose_cca_rho_by_groups, fit_attributes, fit_cca,
-    fit_cca_pair, fit_jscl, fit_metric,
+    CCA_RHO_GRID, CcaFit, CcaPair, CcaRho, CcaRhoError, CcaView, DEFAULT_CCA_RHO, RhoChoice,
+    RhoTrial, RhoValidation, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho,
+    choose_cca_rho_by_groups, fit_attributes, fit_cca, fit_cca_pair, fit_jscl, fit_metric,
 };
 pub use text::{
     MARGIN_NAMES, MAX_TEXT_WEIGHTS, MAX_VOCABULARY, MAX_WORD_BYTES, MarginPolicy,

@@ -47,9 +47,9 @@ use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
-    CcaView, RhoChoice, RhoValidation, SgdChoice, SgdFit, SupervisedOptions, choose_cca_rho,
-    choose_cca_rho_by_groups, fit_attributes, fit_cca, fit_classemes, fit_jscl, fit_metric,
-    fit_picodes,
+    CcaRho, CcaView, RhoChoice, RhoValidation, SgdChoice, SgdFit, SupervisedOptions,
+    choose_cca_rho, choose_cca_rho_by_groups, fit_attributes, fit_cca, fit_classemes, fit_jscl,
+    fit_metric, fit_picodes,
 };
 use super::supervised::{PicodesFit, PicodesStop};
 
@@ -110,10 +110,12 @@ pub struct TrainOptions {
     /// `None`: CCA uses the one-hot `labels`. Rows sampled for training keep their view rows.
     pub view: Option<Arc<ndarray::Array2<f32>>>,
     /// Instance groups, one id per input row (negative: none): rows sharing an id are views
-    /// of one item (renderings, crops, near-duplicates). With a ρ grid, `cca:R` chooses ρ by
-    /// instance retrieval on held-out groups instead of class precision (Gordo et al. §7.4
-    /// tune ρ for the instance task; `supervised/cca_rho.rs`). Rows sampled for training
-    /// keep their ids.
+    /// of one item (renderings, crops, near-duplicates). The supervised steps then validate
+    /// their free parameters by instance retrieval on held-out groups instead of class
+    /// precision (Gordo et al. §7.4 tune them for the instance task;
+    /// `supervised/instance_validation.rs`): `cca:R` its ρ (from the grid, by default
+    /// [`CCA_RHO_GRID`](super::supervised::CCA_RHO_GRID), unless a fixed ρ is given),
+    /// `metric:R` and `jscl:R` their η and epoch. Rows sampled for training keep their ids.
     pub groups: Option<Arc<[i64]>>,
     /// Settings of `metric:R`, `attributes:R`, `cca:R`, `jscl:R`.
     pub supervised: SupervisedOptions,
@@ -464,35 +466,46 @@ fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx)
     let dim = state.out_dim();
     let sup = ctx.opts.supervised.clone();
     let total = (sup.learning_rates.len() * sup.max_epochs) as u64;
+    let groups_owned = state.groups.clone();
+    let groups = groups_owned.as_deref();
+    let score = if groups.is_some() {
+        "held-out instance mAP"
+    } else {
+        "validation precision"
+    };
     let x = state.materialize();
     let mut done = 0u64;
     let mut on_epoch = |eta: f64, epoch: usize, loss: f64, p: f64| {
         done += 1;
         ctx.progress(&name, "epochs", done.min(total), total);
         ctx.message(format!(
-            "{name} η {eta}: epoch {epoch:>3}: hinge loss {loss:.6}, validation precision {p:.4}"
+            "{name} η {eta}: epoch {epoch:>3}: hinge loss {loss:.6}, {score} {p:.4}"
         ));
     };
     let fit: SgdFit = match step {
-        StepSpec::Metric(r) => fit_metric(x, dim, &labels, r, &sup, seed, &mut on_epoch)?,
+        StepSpec::Metric(r) => fit_metric(x, dim, &labels, groups, r, &sup, seed, &mut on_epoch)?,
         _ => {
             let r = match step {
                 StepSpec::Jscl(r) => r,
                 _ => 0,
             };
-            fit_jscl(x, dim, &labels, r, &sup, seed, &mut on_epoch)?
+            fit_jscl(x, dim, &labels, groups, r, &sup, seed, &mut on_epoch)?
         }
     };
     ctx.progress(&name, "epochs", total, total);
     ctx.message(format!(
-        "{name}: kept η {} epoch {} (validation precision {:.4})",
-        fit.learning_rate, fit.best_epoch, fit.validation_precision
+        "{name}: kept η {} epoch {} ({score} {:.4})",
+        fit.learning_rate, fit.best_epoch, fit.validation_score
     ));
     ctx.report.sgd_choice = Some(SgdChoice {
         step: name,
         learning_rate: fit.learning_rate,
         best_epoch: fit.best_epoch,
-        validation_precision: fit.validation_precision,
+        validation: fit.validation,
+        validation_score: fit.validation_score,
+        train_rows: fit.train_rows,
+        validation_rows: fit.validation_rows,
+        validation_groups: fit.validation_groups,
     });
     let stages = fit.to_stages()?;
     state.stages.extend(stages);
@@ -500,24 +513,24 @@ fn fit_triplet_step(state: &mut State, step: StepSpec, seed: u64, ctx: &mut Ctx)
 }
 
 /// `cca:R` (Gordo et al. eq. 6-8; CCA-ITQ when `scaled`) with the view or the one-hot labels;
-/// ρ fixed, or chosen from `SupervisedOptions::cca_rho_grid` on held-out instance groups
-/// (`TrainOptions::groups`) or, without groups, held-out labelled rows (`cca_rho.rs`).
+/// ρ fixed, or chosen from a grid on held-out instance groups (`TrainOptions::groups`) or,
+/// without groups, held-out labelled rows (`cca_rho.rs`). Unset, ρ is chosen on the groups
+/// when there are some and is `DEFAULT_CCA_RHO` otherwise ([`CcaRho::default_for`]).
 fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut Ctx) -> Result<()> {
     let name = format!("cca:{r}");
     let dim = state.out_dim();
     let sup = ctx.opts.supervised.clone();
     let groups = state.groups.clone();
-    if groups.is_some() && sup.cca_rho_grid.is_empty() {
-        return Err(ModelError::invalid(
-            "groups",
-            format!(
-                "{name}: instance groups choose ρ from a grid; give one (--cca-rho auto, \
-                 SupervisedOptions::cca_rho_grid) or leave the groups out for a fixed ρ"
-            ),
-        ));
-    }
+    let rho_word = sup
+        .cca_rho
+        .clone()
+        .unwrap_or_else(|| CcaRho::default_for(groups.is_some()));
+    let grid: &[f64] = match &rho_word {
+        CcaRho::Fixed(_) => &[],
+        CcaRho::Grid(g) => g,
+    };
     // Labels: the one-hot view, or the category validation of ρ.
-    let labels = match (&state.view, sup.cca_rho_grid.is_empty() || groups.is_some()) {
+    let labels = match (&state.view, grid.is_empty() || groups.is_some()) {
         (Some(_), true) => None,
         _ => Some(need_labels(state, &name)?),
     };
@@ -533,10 +546,9 @@ fn fit_cca_step(state: &mut State, r: usize, scaled: bool, seed: u64, ctx: &mut 
             (None, Some(l)) => CcaView::OneHot(l),
             (None, None) => unreachable!("labels were required above"),
         };
-        let mut rho = sup.cca_rho;
+        let mut rho = rho_word.values()[0];
         let mut choice = None;
-        if !sup.cca_rho_grid.is_empty() {
-            let grid = &sup.cca_rho_grid;
+        if !grid.is_empty() {
             let c = match (&groups, &labels) {
                 (Some(g), _) => {
                     choose_cca_rho_by_groups(x, dim, v, g, r, scaled, grid, &sup, seed)?
@@ -892,10 +904,16 @@ pub fn train(
     let used = report
         .cca_rho_choice
         .as_ref()
-        .is_some_and(|c| c.validation == RhoValidation::Instances);
+        .is_some_and(|c| c.validation == RhoValidation::Instances)
+        || report
+            .sgd_choice
+            .as_ref()
+            .is_some_and(|c| c.validation == RhoValidation::Instances);
     if opts.groups.is_some() && !used {
         report.notes.push(
-            "the instance groups were not used: only a cca:R step validates ρ on them".into(),
+            "the instance groups were not used: cca:R (unless its ρ is fixed), metric:R and \
+             jscl:R validate on them; no other step does"
+                .into(),
         );
     }
     Ok((model, report))

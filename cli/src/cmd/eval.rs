@@ -137,8 +137,8 @@ pub struct EvalArgs {
     /// Retrieve task: also `auto` or a comma-separated list, chosen on held-out database rows
     /// (as `codedb train --cca-rho`); text task: one value, or several (default `auto`)
     /// chosen on a validation part of the training rows.
-    #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
-    pub cca_rho: Option<args::CcaRho>,
+    #[arg(long, value_name = "RHO")]
+    pub cca_rho: Option<codedb::model::CcaRho>,
 }
 
 pub(super) fn load_split(path: &Path, n: usize) -> Result<Vec<bool>> {
@@ -217,11 +217,10 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         train_sample: a.train_sample,
         truth_sample: a.truth_sample,
         supervised: {
-            let mut s = codedb::model::SupervisedOptions::default();
-            if let Some(rho) = &a.cca_rho {
-                rho.apply(&mut s);
+            codedb::model::SupervisedOptions {
+                cca_rho: a.cca_rho.clone(),
+                ..Default::default()
             }
-            s
         },
         ..RetrievalOptions::default()
     };

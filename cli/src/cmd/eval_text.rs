@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use codedb::model::{CCA_RHO_GRID, MarginPolicy, PamirOptions};
+use codedb::model::{CcaRho, MarginPolicy, PamirOptions};
 use codedb_cli::eval::{TextEvalData, TextEvalOptions, TextRanker, text_eval};
 
 use super::eval::{EvalArgs, load_split, random_split};
@@ -62,7 +62,7 @@ pub fn run(a: &EvalArgs) -> Result<ExitCode> {
         cca_rho: a
             .cca_rho
             .as_ref()
-            .map_or_else(|| CCA_RHO_GRID.to_vec(), |r| r.0.clone()),
+            .map_or_else(|| CcaRho::auto().values().to_vec(), |r| r.values().to_vec()),
         cca_powers: a.cca_power.clone(),
         seed: a.seed,
     };

@@ -47,9 +47,10 @@ pub struct TrainArgs {
     #[arg(long, conflicts_with = "from_index")]
     pub view: Option<PathBuf>,
     /// Instance groups of --data (.npy of integers, one per row; -1 = none): rows sharing an
-    /// id are views of one item (renderings, crops, near-duplicates). With --cca-rho auto or
-    /// a list, `cca:R` chooses ρ by the instance mAP of held-out groups instead of class
-    /// precision: the recipe for instance retrieval.
+    /// id are views of one item (renderings, crops, near-duplicates). The supervised steps
+    /// then validate on the instance mAP of held-out groups instead of class precision:
+    /// `cca:R` chooses ρ (from the `auto` grid unless --cca-rho fixes it), `metric:R` and
+    /// `jscl:R` their step size and epoch. The recipe for instance retrieval.
     #[arg(long, conflicts_with = "from_index")]
     pub groups: Option<PathBuf>,
     /// Train on the decoded PQ codes (and labels) of this index instead of --data
@@ -72,12 +73,13 @@ pub struct TrainArgs {
     /// Train on this many rows sampled with the seed (default: all, up to a cap).
     #[arg(long, allow_negative_numbers = true, value_parser = args::count)]
     pub sample: Option<usize>,
-    /// CCA's regularisation ρ, relative to each view's mean variance (`cca:R`; default 1e-4).
-    /// `auto` chooses it from 1e-4, 1e-3, …, 1e3 by the instance mAP of held-out --groups,
-    /// or without groups by the class precision@10 of held-out rows (needs --labels); a
-    /// comma-separated list chooses among its values the same way.
-    #[arg(long, value_name = "RHO", value_parser = args::cca_rho)]
-    pub cca_rho: Option<args::CcaRho>,
+    /// CCA's regularisation ρ, relative to each view's mean variance (`cca:R`). `auto`
+    /// chooses it from 1e-4, 1e-3, …, 1e3 by the instance mAP of held-out --groups, or
+    /// without groups by the class precision@10 of held-out rows (needs --labels); a
+    /// comma-separated list chooses among its values the same way. Default: `auto` with
+    /// --groups, else 1e-4.
+    #[arg(long, value_name = "RHO")]
+    pub cca_rho: Option<codedb::model::CcaRho>,
     /// PiCoDes' λ (eq. 4): the SVMs of `picodes:C` and `classemes:C` cost λ/N per row, N the
     /// training rows (default 100).
     #[arg(long, value_parser = args::finite_positive)]
@@ -93,7 +95,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub verbose: bool,
     /// Print a JSON report (pipeline, dimensions, losses, PCA spectrum, PQ error, PiCoDes
-    /// objective and updates per round, notes).
+    /// objective and updates per round, what ρ / η validation chose and on what, notes).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -168,10 +170,10 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         );
     }
     let (bar, progress) = train_progress();
-    let mut supervised = codedb::model::SupervisedOptions::default();
-    if let Some(rho) = &a.cca_rho {
-        rho.apply(&mut supervised);
-    }
+    let mut supervised = codedb::model::SupervisedOptions {
+        cca_rho: a.cca_rho.clone(),
+        ..Default::default()
+    };
     if let Some(c) = a.picodes_c {
         supervised.picodes_c = c;
     }
@@ -302,10 +304,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
                 "picodes_updated": report.picodes_updated,
                 "picodes_stop": report.picodes_stop,
                 "notes": report.notes,
-                "sgd_choice": report.sgd_choice.as_ref().map(|c| serde_json::json!({
-                    "step": c.step, "learning_rate": c.learning_rate, "best_epoch": c.best_epoch,
-                    "validation_precision": c.validation_precision,
-                })),
+                "sgd_choice": report.sgd_choice,
                 "pq": report.pq.as_ref().map(|q| serde_json::json!({
                     "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
                 })),

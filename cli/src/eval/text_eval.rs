@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Error;
 use codedb::model::{
-    CCA_RHO_GRID, CcaFit, MarginPolicy, PamirOptions, PamirStop, PipelineSpec, RankingMetrics,
+    CcaFit, CcaRho, MarginPolicy, PamirOptions, PamirStop, PipelineSpec, RankingMetrics,
     TextVector, TrainOptions, Vocabulary, fit_cca_pair, tokenize, train,
 };
 use codedb::{BuildOptions, Index, SearchMode, SearchParams};
@@ -152,7 +152,7 @@ impl Default for TextEvalOptions {
         TextEvalOptions {
             pamir: PamirOptions::default(),
             default_epsilon: true,
-            cca_rho: CCA_RHO_GRID.to_vec(),
+            cca_rho: CcaRho::auto().values().to_vec(),
             cca_powers: CCA_POWER_GRID.to_vec(),
             seed: 1234,
         }
@@ -740,7 +740,7 @@ fn pamir_rankings(
         [rho] => Some(rho),
         _ => None,
     }) {
-        topts.supervised.cca_rho = rho;
+        topts.supervised.cca_rho = Some(codedb::model::CcaRho::Fixed(rho));
     }
     let (model, _) = train(spec, xtr.view(), &topts)?;
     let caps: Vec<Vec<String>> = train_rows

@@ -1,4 +1,5 @@
-//! CCA's ρ chosen on held-out rows.
+//! CCA's ρ: the `cca_rho` word of every front end ([`CcaRho`]) and its choice on held-out
+//! rows.
 //!
 //! Gordo et al. (§5, eq. 6-8) call ρ "a small regularization factor usually added to avoid
 //! numerically ill-conditioned situations" and tune it (§7.4) for *instance* retrieval: the
@@ -11,15 +12,14 @@
 //! makes `C_aa` nearly isotropic, so the directions tend to the leading eigenvectors of the
 //! between-class scatter `Σ_ab Σ_bb⁻¹ Σ_ba`, which keep the high-variance detail.
 //!
-//! So ρ is chosen from a grid, one of two ways:
+//! So ρ is chosen from a grid ([`CcaRho::Grid`]; `auto` is [`CCA_RHO_GRID`], and the default
+//! whenever groups are given), one of two ways:
 //! - **instance groups** (`TrainOptions::groups`, the paper's protocol): rows with the same
 //!   group id are views of one item (renderings, crops, near-duplicates). CCA is fitted for
 //!   each ρ on the rows outside the held-out groups, the held-out rows each query the others
 //!   (Euclidean in the projected space, leave-one-out), and the ρ with the best mean average
-//!   precision (its group's other rows relevant) wins. Held out: every grouped row when some
-//!   rows have no group (−1), so the groups are a separate validation set, as Holidays is
-//!   for UKB; otherwise a seeded `validation_fraction` of the groups, whole. Either way at
-//!   most `max_validation_rows` rows (whole groups, seeded; at least 2 groups).
+//!   precision (its group's other rows relevant) wins. Which groups are held out, and the
+//!   score, are `instance_validation.rs`'s, shared with metric learning and JSCL.
 //! - **categories** (no groups): the labelled rows are split (stratified, seeded, the
 //!   `SupervisedOptions` validation fraction) and each ρ is scored by the leave-one-out class
 //!   precision@k of the held-out rows (the score of metric learning's early stopping). This
@@ -30,13 +30,141 @@
 
 use super::super::error::{ModelError, Result};
 use super::super::linalg::a_bt_f32;
-use super::super::random::{permuted_indices, rng};
 use super::SupervisedOptions;
 use super::cca::{CcaFit, CcaView, fit_cca};
+use super::instance_validation::HeldOutGroups;
 use super::triplet_sgd::{Labelled, validation_precision};
 
 /// ρ values `--cca-rho auto` tries: every power of ten from 1e-4 (the ITQ paper's) to 1e3.
 pub const CCA_RHO_GRID: [f64; 8] = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0];
+
+/// CCA's ρ without instance groups or a grid: 1e-4, the ITQ paper's value (Gong et al. TPAMI
+/// 2013 §5.1), relative to each view's mean variance (`C_aa = Σ_aa + ρ·tr(Σ_aa)/D_a·I`,
+/// `cca.rs`), so it means the same on pixels and on unit-norm features. It suits class
+/// retrieval (held-out class precision@10 on openclipart: 0.587 at 1e-4, 0.603 at the best
+/// ρ = 1e-2, 0.471 at 1e3; docs/method-supervised.md); instance retrieval needs ρ chosen on
+/// instances, which is the default when groups are given.
+pub const DEFAULT_CCA_RHO: f64 = 1e-4;
+
+/// The `cca_rho` word of every front end (`codedb train --cca-rho`, Python's
+/// `codedb.train(cca_rho=...)`): one ρ, or a grid to choose it from on held-out rows.
+/// Parsed by [`str::parse`]: a number ≥ 0, a comma-separated list of them, or `auto`
+/// ([`CCA_RHO_GRID`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CcaRho {
+    /// This ρ, no validation.
+    Fixed(f64),
+    /// Chosen from these on held-out rows: by the instance mAP of held-out groups when
+    /// `TrainOptions::groups` are given, else by held-out class precision@k.
+    Grid(Vec<f64>),
+}
+
+impl CcaRho {
+    /// `auto`: the grid [`CCA_RHO_GRID`].
+    pub fn auto() -> CcaRho {
+        CcaRho::Grid(CCA_RHO_GRID.to_vec())
+    }
+
+    /// What `SupervisedOptions::cca_rho = None` means: ρ chosen on instances
+    /// ([`CcaRho::auto`]) when instance groups are given, else [`DEFAULT_CCA_RHO`].
+    pub fn default_for(groups: bool) -> CcaRho {
+        if groups {
+            CcaRho::auto()
+        } else {
+            CcaRho::Fixed(DEFAULT_CCA_RHO)
+        }
+    }
+
+    /// One ρ, checked: finite and ≥ 0.
+    pub fn fixed(rho: f64) -> std::result::Result<CcaRho, CcaRhoError> {
+        check_rho(rho, &rho.to_string())?;
+        Ok(CcaRho::Fixed(rho))
+    }
+
+    /// A grid, checked: not empty, every value finite and ≥ 0.
+    pub fn grid(values: Vec<f64>) -> std::result::Result<CcaRho, CcaRhoError> {
+        if values.is_empty() {
+            return Err(CcaRhoError {
+                input: String::new(),
+                detail: "the ρ grid is empty".into(),
+            });
+        }
+        for &v in &values {
+            check_rho(v, &v.to_string())?;
+        }
+        Ok(CcaRho::Grid(values))
+    }
+
+    /// The values: the one ρ, or the grid.
+    pub fn values(&self) -> &[f64] {
+        match self {
+            CcaRho::Fixed(v) => std::slice::from_ref(v),
+            CcaRho::Grid(g) => g,
+        }
+    }
+}
+
+/// A `cca_rho` that is not a number ≥ 0, a list of them or `auto`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CcaRhoError {
+    /// The offending part of the input (empty for an empty grid).
+    pub input: String,
+    /// What is wrong with it.
+    pub detail: String,
+}
+
+impl std::fmt::Display for CcaRhoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.input.is_empty() {
+            write!(f, "{}", self.detail)?;
+        } else {
+            write!(f, "'{}': {}", self.input, self.detail)?;
+        }
+        write!(
+            f,
+            " (cca_rho is a number >= 0, a comma-separated list of them, or auto)"
+        )
+    }
+}
+
+impl std::error::Error for CcaRhoError {}
+
+fn check_rho(v: f64, text: &str) -> std::result::Result<(), CcaRhoError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(CcaRhoError {
+            input: text.to_string(),
+            detail: "must be a finite number >= 0".into(),
+        })
+    }
+}
+
+impl std::str::FromStr for CcaRho {
+    type Err = CcaRhoError;
+
+    fn from_str(s: &str) -> std::result::Result<CcaRho, CcaRhoError> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(CcaRho::auto());
+        }
+        let values = s
+            .split(',')
+            .map(|p| {
+                let p = p.trim();
+                let v = p.parse::<f64>().map_err(|_| CcaRhoError {
+                    input: p.to_string(),
+                    detail: "not a number".into(),
+                })?;
+                check_rho(v, p)?;
+                Ok(v)
+            })
+            .collect::<std::result::Result<Vec<f64>, CcaRhoError>>()?;
+        match values.as_slice() {
+            [v] => Ok(CcaRho::Fixed(*v)),
+            _ => Ok(CcaRho::Grid(values)),
+        }
+    }
+}
 
 /// What ρ was validated on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -197,7 +325,7 @@ pub fn choose_cca_rho(
     if opts.validation_k == 0 {
         return Err(ModelError::invalid("validation_k", "must be >= 1"));
     }
-    let data = Labelled::new("cca", x, d, labels, opts, 2, seed)?;
+    let data = Labelled::new("cca", x, d, labels, None, opts, 2, seed)?;
     if data.val.len() < 2 {
         return Err(ModelError::invalid(
             "cca_rho",
@@ -238,103 +366,6 @@ pub fn choose_cca_rho(
     })
 }
 
-/// The held-out rows of instance validation (sorted) and how many groups they hold; see
-/// the module doc. `groups`: one id per row, negative = no group.
-fn held_out_groups(
-    groups: &[i64],
-    opts: &SupervisedOptions,
-    seed: u64,
-) -> Result<(Vec<usize>, usize)> {
-    let mut by_group: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
-    for (i, &g) in groups.iter().enumerate().filter(|(_, g)| **g >= 0) {
-        by_group.entry(g).or_default().push(i);
-    }
-    let ids: Vec<&Vec<usize>> = by_group.values().collect();
-    if !ids.iter().any(|rows| rows.len() >= 2) {
-        return Err(ModelError::invalid(
-            "groups",
-            "no instance group has 2 rows: validating ρ on instances needs rows that share a \
-             group id (negative ids mean no group)",
-        ));
-    }
-    let ungrouped = groups.iter().any(|&g| g < 0);
-    let g = ids.len();
-    let want = if ungrouped {
-        g
-    } else {
-        if g < 3 {
-            return Err(ModelError::invalid(
-                "groups",
-                format!(
-                    "every row has a group and there are {g}: holding some out for validation \
-                     needs at least 3 (or rows with no group, id -1, to fit on)"
-                ),
-            ));
-        }
-        ((opts.validation_fraction * g as f64).ceil() as usize).clamp(2, g - 1)
-    };
-    let mut held = Vec::new();
-    let mut taken = 0;
-    for k in permuted_indices(&mut rng(seed), g, g) {
-        if taken == want {
-            break;
-        }
-        if taken >= 2 && held.len() + ids[k].len() > opts.max_validation_rows {
-            continue;
-        }
-        held.extend_from_slice(ids[k]);
-        taken += 1;
-    }
-    held.sort_unstable();
-    Ok((held, taken))
-}
-
-/// Mean average precision and mean same-group count among the 4 nearest (itself included)
-/// of the projected rows `p` (`n × r`, row-major) querying each other, leave-one-out,
-/// Euclidean; only rows with another row of their group are queries.
-fn instance_scores(p: &[f32], r: usize, groups: &[i64]) -> (f64, f64) {
-    let n = groups.len();
-    let norms: Vec<f64> = p
-        .chunks_exact(r)
-        .map(|v| v.iter().map(|a| (*a as f64).powi(2)).sum())
-        .collect();
-    let g = a_bt_f32(p, p, n, r, n, faer::Par::Seq);
-    let (mut ap_sum, mut top4_sum, mut queries) = (0f64, 0f64, 0usize);
-    let mut dist: Vec<(f64, usize)> = Vec::with_capacity(n);
-    for i in 0..n {
-        let relevant = (0..n).filter(|&j| j != i && groups[j] == groups[i]).count();
-        if relevant == 0 {
-            continue;
-        }
-        dist.clear();
-        dist.extend(
-            (0..n)
-                .filter(|&j| j != i)
-                .map(|j| (norms[j] - 2.0 * g[i * n + j] as f64, j)),
-        );
-        dist.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let (mut found, mut ap) = (0usize, 0f64);
-        for (rank, (_, j)) in dist.iter().enumerate() {
-            if groups[*j] == groups[i] {
-                found += 1;
-                ap += found as f64 / (rank + 1) as f64;
-                if found == relevant {
-                    break;
-                }
-            }
-        }
-        ap_sum += ap / relevant as f64;
-        top4_sum += 1.0
-            + dist[..3.min(dist.len())]
-                .iter()
-                .filter(|(_, j)| groups[*j] == groups[i])
-                .count() as f64;
-        queries += 1;
-    }
-    let q = queries.max(1) as f64;
-    (ap_sum / q, top4_sum / q)
-}
-
 /// Chooses ρ from `grid` for `cca:r` of `x` (row-major, `d` columns) with `view` by instance
 /// retrieval on held-out `groups` (one id per row, negative = none; module doc): Gordo et
 /// al. §7.4 tune ρ for the instance task. The caller then fits on all rows with the chosen ρ.
@@ -357,19 +388,14 @@ pub fn choose_cca_rho_by_groups(
             format!("{} group ids for {n} training rows", groups.len()),
         ));
     }
-    let (held, n_groups) = held_out_groups(groups, opts, seed)?;
-    let mut is_held = vec![false; n];
-    for &i in &held {
-        is_held[i] = true;
-    }
-    let fit_rows: Vec<usize> = (0..n).filter(|&i| !is_held[i]).collect();
+    let split = HeldOutGroups::new(groups, opts, seed)?;
+    let (held, fit_rows) = (&split.rows, &split.fit_rows);
     let rows: Vec<f32> = fit_rows
         .iter()
         .flat_map(|&i| &x[i * d..(i + 1) * d])
         .copied()
         .collect();
-    let sub = SubView::new(view, &fit_rows);
-    let held_groups: Vec<i64> = held.iter().map(|&i| groups[i]).collect();
+    let sub = SubView::new(view, fit_rows);
     let (rho, trials) = best_rho(
         grid,
         |rho| {
@@ -385,7 +411,7 @@ pub fn choose_cca_rho_by_groups(
                     .collect();
                 let w: Vec<f32> = fit.weight.iter().copied().collect();
                 let p = a_bt_f32(&xc, &w, held.len(), d, r, faer::Par::Seq);
-                (None, Some(instance_scores(&p, r, &held_groups)))
+                (None, Some(split.scores(&p, r)))
             })
         },
         |t| t.instance_map,
@@ -396,6 +422,6 @@ pub fn choose_cca_rho_by_groups(
         trials,
         train_rows: fit_rows.len(),
         validation_rows: held.len(),
-        validation_groups: n_groups,
+        validation_groups: split.count,
     })
 }

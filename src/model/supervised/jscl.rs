@@ -6,7 +6,8 @@
 //! `w_{y⁺} ← w_{y⁺} + η Uq` (eq. 12), `w_{y⁻} ← w_{y⁻} − η Uq` (eq. 13), all with the values
 //! before the step. U starts from a seeded zero-mean Normal, the classifiers from zero (the
 //! first updates move them along Uq); η and the number of epochs are validated
-//! (`triplet_sgd.rs`) on retrieval precision, the use the projection is for.
+//! (`triplet_sgd.rs`) on retrieval, the use the projection is for: the instance mAP of
+//! held-out groups when the user has them (§7.4), else class precision.
 //!
 //! As in the paper, the classifiers are discarded after learning and only U is kept (stored
 //! as CENTER + LINEAR): `classify` works from class means, which an index keeps anyway.
@@ -72,18 +73,22 @@ impl TripletLearner for Jscl {
 }
 
 /// Learns a rank-`r` JSCL projection from the rows of `x` (row-major, `dim` columns,
-/// validated) and one label per row; `on_epoch(η, epoch, loss, validation precision)`.
+/// validated) and one label per row; η and the epoch validated on held-out instance `groups`
+/// (one id per row, negative = none) when given, else on held-out class precision
+/// (`triplet_sgd.rs`); `on_epoch(η, epoch, loss, validation score)`.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_jscl(
     x: &[f32],
     dim: usize,
     labels: &[i64],
+    groups: Option<&[i64]>,
     r: usize,
     opts: &SupervisedOptions,
     seed: u64,
     mut on_epoch: impl FnMut(f64, usize, f64, f64),
 ) -> Result<SgdFit> {
     check_rank("jscl", r, dim)?;
-    let data = Labelled::new("jscl", x, dim, labels, opts, 1, seed)?;
+    let data = Labelled::new("jscl", x, dim, labels, groups, opts, 1, seed)?;
     let u0 = normal_start(r, dim, seed);
     let k = data.classes;
     fit(

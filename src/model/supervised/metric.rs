@@ -4,7 +4,8 @@
 //! (eq. 3): for a violated triplet, `U ← U + η U (q Δᵀ + Δ qᵀ)` with `Δ = d⁺ − d⁻` (eq. 4).
 //! Triplets come from category labels: d⁺ a uniform other row of q's class, d⁻ a row of a
 //! uniform other class. U starts from a seeded zero-mean Normal, no explicit regulariser, η and
-//! the number of epochs validated (`triplet_sgd.rs`). The projection is `U (x − m)`: centred,
+//! the number of epochs validated (`triplet_sgd.rs`: on held-out instance groups when given,
+//! §7.4). The projection is `U (x − m)`: centred,
 //! so ITQ or PQ can follow.
 
 use rand_chacha::ChaCha8Rng;
@@ -65,11 +66,15 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Learns a rank-`r` metric from the rows of `x` (row-major, `dim` columns, validated) and one
-/// label per row; `on_epoch(η, epoch, loss, validation precision)` after each epoch.
+/// label per row; η and the epoch validated on held-out instance `groups` (one id per row,
+/// negative = none) when given, else on held-out class precision (`triplet_sgd.rs`);
+/// `on_epoch(η, epoch, loss, validation score)` after each epoch.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_metric(
     x: &[f32],
     dim: usize,
     labels: &[i64],
+    groups: Option<&[i64]>,
     r: usize,
     opts: &SupervisedOptions,
     seed: u64,
@@ -77,7 +82,7 @@ pub fn fit_metric(
 ) -> Result<SgdFit> {
     check_rank("metric", r, dim)?;
     // Two training rows per class: a query and its positive.
-    let data = Labelled::new("metric", x, dim, labels, opts, 2, seed)?;
+    let data = Labelled::new("metric", x, dim, labels, groups, opts, 2, seed)?;
     let u0 = normal_start(r, dim, seed);
     fit(
         "metric",

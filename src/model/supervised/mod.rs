@@ -11,6 +11,8 @@
 //! | `jscl.rs` | joint subspace and classifier learning, eq. 9-13 | `jscl:R` |
 //! | `picodes.rs` | PiCoDes basis classifiers, block coordinate descent (Bergamo et al. NIPS 2011, eq. 1-6); stored as LINEAR + BINARIZE | `picodes:C` |
 //! | `triplet_sgd.rs` | what the two SGD learners share: standardisation, split, η grid, early stopping | |
+//! | `cca_rho.rs` | CCA's ρ: the `cca_rho` word ([`CcaRho`]) and its validation on held-out rows | |
+//! | `instance_validation.rs` | the held-out instance groups every step validates on when groups are given (§7.4) | |
 //!
 //! Each learns an affine map `U (x − m)` and is stored as the existing CENTER + LINEAR stages
 //! (FORMAT.md §4.2): nothing new on disk, and every search kernel applies.
@@ -19,6 +21,7 @@ mod attributes;
 mod cca;
 mod cca_rho;
 mod classemes;
+mod instance_validation;
 mod jscl;
 mod metric;
 mod picodes;
@@ -27,7 +30,8 @@ mod triplet_sgd;
 pub use attributes::fit_attributes;
 pub use cca::{CcaFit, CcaPair, CcaView, fit_cca, fit_cca_pair};
 pub use cca_rho::{
-    CCA_RHO_GRID, RhoChoice, RhoTrial, RhoValidation, choose_cca_rho, choose_cca_rho_by_groups,
+    CCA_RHO_GRID, CcaRho, CcaRhoError, DEFAULT_CCA_RHO, RhoChoice, RhoTrial, RhoValidation,
+    choose_cca_rho, choose_cca_rho_by_groups,
 };
 pub use classemes::{ClassemesFit, fit_classemes};
 pub use jscl::fit_jscl;
@@ -44,26 +48,35 @@ pub struct SgdChoice {
     pub learning_rate: f64,
     /// The epoch whose U was kept (0 = the random start).
     pub best_epoch: usize,
-    /// Its validation precision@k (NaN without held-out rows).
-    pub validation_precision: f64,
+    /// What η and the epoch were validated on: held-out class precision@k, or the instance
+    /// mAP of held-out groups (`TrainOptions::groups`).
+    pub validation: RhoValidation,
+    /// Its validation score: class precision@k or instance mAP (NaN without held-out rows).
+    pub validation_score: f64,
+    /// Rows learned on while validating, and rows held out.
+    pub train_rows: usize,
+    /// Held-out rows scored.
+    pub validation_rows: usize,
+    /// Instance validation: the held-out groups (0 for category validation).
+    pub validation_groups: usize,
 }
 
 /// Settings of the supervised steps (`TrainOptions::supervised`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SupervisedOptions {
-    /// CCA's ρ (eq. 6-8), relative to each view's mean variance: `C_aa = Σ_aa + ρ·tr(Σ_aa)/D_a·I`.
-    /// Default 1e-4, the ITQ paper's value (§5.1); relative so that it means the same on pixels
-    /// and on unit-norm features.
-    pub cca_rho: f64,
-    /// When not empty, CCA's ρ is chosen from these on held-out rows (`cca_rho.rs`; needs
-    /// labels) and `cca_rho` is ignored. [`CCA_RHO_GRID`] is `--cca-rho auto`.
-    pub cca_rho_grid: Vec<f64>,
+    /// CCA's ρ (eq. 6-8), relative to each view's mean variance: `C_aa = Σ_aa + ρ·tr(Σ_aa)/D_a·I`
+    /// (`cca.rs`), one value or a grid to choose it from on held-out rows (`cca_rho.rs`).
+    /// `None`, the default: chosen from [`CCA_RHO_GRID`] by the instance mAP of held-out
+    /// groups when `TrainOptions::groups` are given (Gordo et al. §7.4 tune ρ for the
+    /// instance task), else [`DEFAULT_CCA_RHO`] ([`CcaRho::default_for`]).
+    pub cca_rho: Option<CcaRho>,
     /// Step sizes η tried by metric learning and JSCL (the paper validates η); the one with
-    /// the best validation precision is kept.
+    /// the best validation score is kept (held-out class precision@k, or the instance mAP of
+    /// held-out groups when `TrainOptions::groups` are given).
     pub learning_rates: Vec<f64>,
     /// Most passes over the training split per η (each pass: one triplet per training row).
     pub max_epochs: usize,
-    /// Stop a run after this many epochs without a better validation precision.
+    /// Stop a run after this many epochs without a better validation score.
     pub patience: usize,
     /// Fraction of each class held out to validate η and the epoch (early stopping).
     pub validation_fraction: f64,
@@ -101,8 +114,7 @@ pub const DEFAULT_PICODES_LAMBDA: f64 = 100.0;
 impl Default for SupervisedOptions {
     fn default() -> Self {
         SupervisedOptions {
-            cca_rho: 1e-4,
-            cca_rho_grid: Vec::new(),
+            cca_rho: None,
             learning_rates: vec![0.003, 0.03, 0.3],
             max_epochs: 30,
             patience: 5,

@@ -2,15 +2,21 @@
 //! §6): one triplet per SGD step, U ∈ R^{R×D} started from a seeded zero-mean Normal (entries
 //! N(0, 1/D)), no explicit regulariser but early stopping, and "the step size η and the
 //! number of iterations validated" (§7.2, §7.4): every η of the grid is run, each run keeps
-//! its U of best validation precision and stops after `patience` epochs without a better one,
-//! and the run with the best precision wins (ties: the smaller η).
+//! its U of best validation score and stops after `patience` epochs without a better one,
+//! and the run with the best score wins (ties: the smaller η).
 //!
 //! The rows are standardised first, `x' = (x − m) / s` with `s` the root mean squared
 //! distance to the mean, so a grid of η means the same on pixels as on unit-norm features;
 //! the result `U (x − m) / s` is stored as CENTER + LINEAR. Validation: the held-out rows
-//! (stratified, seeded) each query the others, leave-one-out, by Euclidean distance in the
-//! learned space (what a PQ or float index searches with); the score is the precision of the
-//! `k` nearest having the query's class.
+//! each query the others, leave-one-out, by Euclidean distance in the learned space (what a
+//! PQ or float index searches with). Without instance groups they are a stratified, seeded
+//! split and the score is the precision of the `k` nearest having the query's class; with
+//! groups (`TrainOptions::groups`) they are held-out groups and the score is their instance
+//! mAP (`instance_validation.rs`): the paper validates its parameters for the instance task
+//! (§7.4), and the epoch that separates categories best is not the one that keeps the
+//! instances of a category apart. Instance validation holds whole groups out of learning, so
+//! the chosen η is then rerun for the chosen number of epochs on every row (as CCA is
+//! refitted with its chosen ρ).
 //!
 //! Deterministic per seed: the split, the start, every epoch's order and every sampled
 //! triplet come from seeds derived from the step's seed; updates run sequentially.
@@ -28,6 +34,8 @@ use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
 use super::super::stage::Stage;
 use super::SupervisedOptions;
+use super::cca_rho::RhoValidation;
+use super::instance_validation::HeldOutGroups;
 
 /// Rows standardised, with class ids and the validation split.
 pub(crate) struct Labelled {
@@ -42,16 +50,22 @@ pub(crate) struct Labelled {
     pub val: Vec<usize>,
     /// Training rows of each class, sorted.
     pub members: Vec<Vec<usize>>,
+    /// Instance validation: `val` are these held-out groups' rows, scored by instance mAP.
+    pub held: Option<HeldOutGroups>,
 }
 
 impl Labelled {
     /// `x`: validated row-major rows of `dim`; one label per row; each class keeps at least
-    /// `min_train` training rows after the split.
+    /// `min_train` training rows after the split. With `groups` (one id per row, negative =
+    /// none) the held-out rows are instance groups (`instance_validation.rs`), else a
+    /// stratified split.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         method: &str,
         x: &[f32],
         dim: usize,
         labels: &[i64],
+        groups: Option<&[i64]>,
         opts: &SupervisedOptions,
         min_train: usize,
         seed: u64,
@@ -85,19 +99,61 @@ impl Labelled {
                     .map(move |(a, m)| ((*a as f64 - m) * inv) as f32)
             })
             .collect();
-        let (train, val) = stratified_split(
-            method,
-            &ids,
-            &classes,
-            opts.validation_fraction,
-            opts.max_validation_rows,
-            min_train,
-            seed,
-        )
-        .map_err(|e| ModelError::from_classifier(method, e))?;
+        let (train, val, held) = match groups {
+            Some(g) => {
+                if g.len() != n {
+                    return Err(ModelError::invalid(
+                        "groups",
+                        format!("{} group ids for {n} training rows", g.len()),
+                    ));
+                }
+                let held = HeldOutGroups::new(g, opts, seed)?;
+                (held.fit_rows.clone(), held.rows.clone(), Some(held))
+            }
+            None => {
+                let (train, val) = stratified_split(
+                    method,
+                    &ids,
+                    &classes,
+                    opts.validation_fraction,
+                    opts.max_validation_rows,
+                    min_train,
+                    seed,
+                )
+                .map_err(|e| ModelError::from_classifier(method, e))?;
+                (train, val, None)
+            }
+        };
         let mut members = vec![Vec::new(); classes.len()];
         for &i in &train {
             members[ids[i] as usize].push(i);
+        }
+        if held.is_some() {
+            // The rows outside the held-out groups must still pose the triplets.
+            let present = members.iter().filter(|m| !m.is_empty()).count();
+            if present < 2 {
+                return Err(ModelError::invalid(
+                    "groups",
+                    format!(
+                        "{method}: the rows outside the held-out instance groups hold {present}                          class(es); learning needs at least 2"
+                    ),
+                ));
+            }
+            if let Some((c, m)) = members
+                .iter()
+                .enumerate()
+                .find(|(_, m)| !m.is_empty() && m.len() < min_train)
+            {
+                return Err(ModelError::invalid(
+                    "groups",
+                    format!(
+                        "{method}: class {} has {} row(s) outside the held-out instance groups; \
+                         it needs at least {min_train}",
+                        classes.labels()[c],
+                        m.len()
+                    ),
+                ));
+            }
         }
         Ok(Labelled {
             x: xs,
@@ -109,7 +165,30 @@ impl Labelled {
             train,
             val,
             members,
+            held,
         })
+    }
+
+    /// The same rows with every one of them a training row and none held out (the refit
+    /// after instance validation).
+    fn with_every_row_training(&self) -> Labelled {
+        let n = self.ids.len();
+        let mut members = vec![Vec::new(); self.classes];
+        for i in 0..n {
+            members[self.ids[i] as usize].push(i);
+        }
+        Labelled {
+            x: self.x.clone(),
+            dim: self.dim,
+            ids: self.ids.clone(),
+            classes: self.classes,
+            mean: self.mean.clone(),
+            scale: self.scale,
+            train: (0..n).collect(),
+            val: Vec::new(),
+            members,
+            held: None,
+        }
     }
 
     /// Standardised row `i`.
@@ -153,8 +232,17 @@ pub struct SgdFit {
     pub learning_rate: f64,
     /// The epoch whose U was kept (0 = the random start).
     pub best_epoch: usize,
-    /// Validation precision of the kept U (NaN without a validation split).
-    pub validation_precision: f64,
+    /// What η and the epoch were validated on.
+    pub validation: RhoValidation,
+    /// Validation score of the kept U: class precision@k or instance mAP (NaN without a
+    /// validation split).
+    pub validation_score: f64,
+    /// Rows learned on, and rows held out for validation.
+    pub train_rows: usize,
+    /// Held-out rows.
+    pub validation_rows: usize,
+    /// Held-out instance groups (0 without groups).
+    pub validation_groups: usize,
 }
 
 impl SgdFit {
@@ -209,20 +297,33 @@ pub(crate) fn negative(data: &Labelled, q: usize, rng: &mut ChaCha8Rng) -> usize
     }
 }
 
-/// Leave-one-out precision@k of the validation rows under U (Euclidean distance).
-pub(crate) fn validation_precision(data: &Labelled, u: &[f32], r: usize, k: usize) -> f64 {
-    let nv = data.val.len();
-    if nv < 2 {
-        return f64::NAN;
+/// The validation score of U: the instance mAP of the held-out groups when `data` has them,
+/// else the class precision@k of the held-out rows.
+pub(crate) fn validation_score(data: &Labelled, u: &[f32], r: usize, k: usize) -> f64 {
+    match &data.held {
+        Some(held) if data.val.len() >= 2 => held.scores(&project_val(data, u, r), r).0,
+        _ => validation_precision(data, u, r, k),
     }
-    let d = data.dim;
+}
+
+/// The held-out rows under U (`val.len() × r`, row-major).
+fn project_val(data: &Labelled, u: &[f32], r: usize) -> Vec<f32> {
     let xv: Vec<f32> = data
         .val
         .iter()
         .flat_map(|&i| data.row(i))
         .copied()
         .collect();
-    let p = a_bt_f32(&xv, u, nv, d, r, faer::Par::Seq);
+    a_bt_f32(&xv, u, data.val.len(), data.dim, r, faer::Par::Seq)
+}
+
+/// Leave-one-out precision@k of the validation rows under U (Euclidean distance).
+pub(crate) fn validation_precision(data: &Labelled, u: &[f32], r: usize, k: usize) -> f64 {
+    let nv = data.val.len();
+    if nv < 2 {
+        return f64::NAN;
+    }
+    let p = project_val(data, u, r);
     let norms: Vec<f64> = p
         .chunks_exact(r)
         .map(|v| v.iter().map(|a| (*a as f64).powi(2)).sum())
@@ -290,7 +391,7 @@ pub(crate) fn fit<L: TripletLearner>(
     let mut best: Option<(f64, f64, usize, Vec<f32>)> = None;
     for (run, &eta) in grid.iter().enumerate() {
         let mut l = init();
-        let p0 = validation_precision(data, l.u(), r, k);
+        let p0 = validation_score(data, l.u(), r, k);
         let mut run_best = (p0, 0usize, l.u().to_vec());
         let mut since = 0usize;
         for epoch in 1..=opts.max_epochs {
@@ -306,7 +407,7 @@ pub(crate) fn fit<L: TripletLearner>(
                 // This η diverged: its best U so far stands.
                 break;
             }
-            let p = validation_precision(data, l.u(), r, k);
+            let p = validation_score(data, l.u(), r, k);
             on_epoch(&EpochInfo {
                 eta,
                 epoch,
@@ -331,9 +432,33 @@ pub(crate) fn fit<L: TripletLearner>(
             best = Some((run_best.0, eta, run_best.1, run_best.2));
         }
     }
-    let Some((precision, eta, epoch, u)) = best else {
+    let Some((precision, eta, epoch, mut u)) = best else {
         return Err(ModelError::unsupported(method, "no step size was run"));
     };
+    if data.held.is_some() && epoch > 0 {
+        // Instance validation held whole groups out of learning (every grouped row when some
+        // rows have none): as CCA is refitted with its chosen ρ (`cca_rho.rs`), the chosen η
+        // is rerun for the chosen number of epochs on every row, so the groups' views teach
+        // the projection too (the same start and per-epoch seeds).
+        let all = data.with_every_row_training();
+        let run = grid.iter().position(|&v| v == eta).unwrap_or(0);
+        let mut l = init();
+        for e in 1..=epoch {
+            let mut order = all.train.clone();
+            let mut g = rng(derive_seed(seed, ((run as u64) << 32) | e as u64));
+            order.shuffle(&mut g);
+            // A class only the held-out groups hold, in one row, poses no triplet.
+            for &q in order
+                .iter()
+                .filter(|&&q| all.members[all.ids[q] as usize].len() >= 2)
+            {
+                l.step(&all, q, &mut g, eta as f32);
+            }
+        }
+        if l.u().iter().all(|v| v.is_finite()) {
+            u = l.u().to_vec();
+        }
+    }
     let inv = (1.0 / data.scale) as f32;
     let weight = Array2::from_shape_vec((r, data.dim), u.iter().map(|v| v * inv).collect())
         .map_err(|e| ModelError::shape(&format!("{method}: U"), e))?;
@@ -342,7 +467,14 @@ pub(crate) fn fit<L: TripletLearner>(
         weight,
         learning_rate: eta,
         best_epoch: epoch,
-        validation_precision: precision,
+        validation: match data.held {
+            Some(_) => RhoValidation::Instances,
+            None => RhoValidation::Classes,
+        },
+        validation_score: precision,
+        train_rows: data.train.len(),
+        validation_rows: data.val.len(),
+        validation_groups: data.held.as_ref().map_or(0, |h| h.count),
     })
 }
 
