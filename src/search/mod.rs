@@ -687,14 +687,7 @@ fn scan_prepared(
             for_each_gathered(block, ranges, deleted.as_deref(), cb, |ids, codes| {
                 let rows = CodeRows::new(codes, cb, ids, None)?;
                 let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
-                for (acc, p) in lists.iter_mut().zip(part) {
-                    acc.extend(p.into_iter().map(|(score, id)| Candidate {
-                        score,
-                        id,
-                        block: b,
-                        row: None,
-                    }));
-                }
+                extend_candidates(&mut lists, part, b);
                 Ok(())
             })?;
             continue;
@@ -708,14 +701,7 @@ fn scan_prepared(
             if let (true, Prepared::Lut4(l, _)) = (fastscan, prepared) {
                 let part =
                     fastscan_scope(block, deleted.as_deref(), r.clone(), l, direction, k, opts)?;
-                for (acc, p) in lists.iter_mut().zip(part) {
-                    acc.extend(p.into_iter().map(|(score, id)| Candidate {
-                        score,
-                        id,
-                        block: b,
-                        row: None,
-                    }));
-                }
+                extend_candidates(&mut lists, part, b);
                 continue;
             }
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
@@ -723,14 +709,7 @@ fn scan_prepared(
             let codes = block.codes_in(r.clone())?;
             let rows = CodeRows::new(codes, cb, ids, del.as_deref())?;
             let part = scan_rows(&rows, model, prepared, (direction, metric), k, opts)?;
-            for (acc, p) in lists.iter_mut().zip(part) {
-                acc.extend(p.into_iter().map(|(score, id)| Candidate {
-                    score,
-                    id,
-                    block: b,
-                    row: None,
-                }));
-            }
+            extend_candidates(&mut lists, part, b);
         }
     }
     for l in &mut lists {
@@ -760,6 +739,18 @@ const GATHER_COST: u64 = 32;
 /// filter over a large segment is scanned in slices of this many passing rows, each merged
 /// into the queries' lists, so gathering never holds a copy of the whole segment.
 const GATHER_MAX_ROWS: usize = 1 << 21;
+
+/// Appends each query's `(score, id)` hits from block `b` to its candidate list.
+fn extend_candidates(lists: &mut [Vec<Candidate>], part: Vec<Vec<(f32, u64)>>, b: usize) {
+    for (acc, p) in lists.iter_mut().zip(part) {
+        acc.extend(p.into_iter().map(|(score, id)| Candidate {
+            score,
+            id,
+            block: b,
+            row: None,
+        }));
+    }
+}
 
 /// Whether gathering the live rows of `ranges` (`deleted`: the block's deletion words, filter
 /// included) before scanning them for `nq` queries costs less than masking (see
