@@ -54,6 +54,22 @@ def assert_same(a: tuple[Any, Any], b: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(a[0], b[0])
 
 
+def kill_for_good(ray: Any, actor: Any, timeout: float = 60.0) -> None:
+    """``ray.kill(actor, no_restart=True)`` and wait until the actor is gone: the kill is
+    asynchronous, so a call made right after it may still be answered."""
+    import time
+
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=5)
+        except Exception:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the actor still answers {timeout} s after ray.kill")
+
+
 def test_shard_of_is_splitmix64_and_spreads() -> None:
     def splitmix(v: int) -> int:
         m = (1 << 64) - 1

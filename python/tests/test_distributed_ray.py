@@ -12,7 +12,7 @@ import pytest
 
 import codedb
 from codedb.distributed import Partial, RayShards, ShardError, ShardedIndex, ShardedSearcher
-from test_distributed import N_SHARDS, assert_same, corrupt_log, tied_data
+from test_distributed import N_SHARDS, assert_same, corrupt_log, kill_for_good, tied_data
 
 # Up to 16 actors live at once on the 2-CPU cluster (two shared searchers and one per test):
 # a tenth of a CPU each for placement (each scans with one thread).
@@ -97,7 +97,7 @@ def test_past_the_retry_budget_the_error_names_the_shard(ray_cluster: Any,
     searcher = ShardedSearcher(shards)
     q = pair["x"][::50]
     try:
-        ray.kill(shards.actors[3], no_restart=True)
+        kill_for_good(ray, shards.actors[3])
         with pytest.raises(ShardError, match=r"shard 3 \(.*pca-itq-s3\)") as e:
             searcher.search(q, k=5)
         assert e.value.shard == 3

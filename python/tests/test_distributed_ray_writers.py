@@ -21,7 +21,7 @@ from codedb.distributed import (
     ShardedSearcher,
     on_shard_nodes,
 )
-from test_distributed import N_SHARDS, assert_same, tied_data
+from test_distributed import N_SHARDS, assert_same, kill_for_good, tied_data
 
 # A tenth of a CPU each on the 2-CPU test cluster; shard s on the "node" advertising
 # codedb-shard-<s> (the session cluster advertises all four).
@@ -116,7 +116,7 @@ def test_writer_killed_without_restart_is_restarted(ray_cluster: Any,
                              actor_options=PLACED, max_restarts=0)
     try:
         sh.add(x[:500], ids=ids[:500])
-        ray.kill(sh.actors[3], no_restart=True)
+        kill_for_good(ray, sh.actors[3])
         health = sh.health()
         assert not health[3]["alive"] and "error" in health[3]
         assert all(h["alive"] for h in health[:3])
@@ -126,7 +126,7 @@ def test_writer_killed_without_restart_is_restarted(ray_cluster: Any,
         assert time.monotonic() - t0 < 60
         sh.add(x[500:], ids=ids[500:])
         # And a writer gone for good is started again by the next write, without restart().
-        ray.kill(sh.actors[0], no_restart=True)
+        kill_for_good(ray, sh.actors[0])
         sh.commit()
         assert len(sh) == len(x)
         assert_same(sh.search(x[::41], k=10), one.search(x[::41], k=10))
@@ -175,7 +175,7 @@ def test_ray_readers_pin_the_cut_and_refresh(ray_cluster: Any, tmp_path: pathlib
         one = codedb.Index.build(tmp_path / "one", model, x, ids=ids)
         assert_same(searcher.search(x[::29], k=7), one.search(x[::29], k=7))
         # A reader actor killed without restart: restart(shard) brings it back at the cut.
-        ray.kill(shards.actors[2], no_restart=True)
+        kill_for_good(ray, shards.actors[2])
         assert not shards.health()[2]["alive"]
         assert shards.restart(2)["version"] == versions[2]
         assert_same(searcher.search(x[::29], k=7), one.search(x[::29], k=7))
