@@ -38,6 +38,7 @@ from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import (
     Missing,
     Partial,
+    PartialColumns,
     ShardError,
     ShardFallbackWarning,
     ShardLayoutWarning,
@@ -56,6 +57,7 @@ __all__ = [
     "LAYOUT_FILE",
     "Missing",
     "Partial",
+    "PartialColumns",
     "RayShards",
     "ShardCutWarning",
     "ShardError",

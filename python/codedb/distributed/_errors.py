@@ -38,6 +38,17 @@ class Partial(NamedTuple):
     missing: list[Missing]
 
 
+class PartialColumns(NamedTuple):
+    """An ``allow_partial=True`` result with ``columns=``: :class:`Partial`'s ``D`` and ``I``,
+    the hits' attribute ``columns`` (``{name: array shaped like I}``, as
+    :meth:`Index.search` returns them), and the ``missing`` shards."""
+
+    D: npt.NDArray[Any]
+    I: npt.NDArray[np.int64]  # noqa: E741 (FAISS's name)
+    columns: dict[str, npt.NDArray[Any]]
+    missing: list[Missing]
+
+
 class ShardFallbackWarning(FallbackWarning):
     """A shard opened at an older version because its newest manifests do not read (FORMAT.md
     §11.3): its rows committed by those versions are missing from sharded results. The message

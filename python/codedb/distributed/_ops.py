@@ -207,7 +207,17 @@ def _op_holds(target: Any, ids: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
     return held
 
 
+def _op_columns(
+    target: Any, q: npt.NDArray[np.float32], ids: npt.NDArray[np.int64], names: list[str]
+) -> Any:
+    """The attribute columns of the shard's rows ``ids`` (live in the version it answers
+    from): the search one index answers restricted to those ids, with one more result than
+    ids, so the last cell is padding and holds the columns' defaults."""
+    return target.search(q, k=len(ids) + 1, ids=ids, columns=names)
+
+
 _OPS: dict[str, Callable[..., Any]] = {
+    "columns": _op_columns,
     "holds": _op_holds,
     "model": _op_model,
     "search": _op_search,

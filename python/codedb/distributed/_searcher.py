@@ -14,7 +14,15 @@ from codedb.distributed._backends import Backend
 from codedb.distributed._layout import ShardLayout
 from codedb.distributed._ops import Args
 from codedb.distributed._route import query_shards
-from codedb.distributed._errors import Missing, Partial, ShardError, _describe, _warn_fallback
+from codedb.distributed import _attributes
+from codedb.distributed._errors import (
+    Missing,
+    Partial,
+    PartialColumns,
+    ShardError,
+    _describe,
+    _warn_fallback,
+)
 
 class ShardedSearcher:
     """Queries over every shard of a backend, merged exactly: ``search`` and ``classify`` give
@@ -73,9 +81,14 @@ class ShardedSearcher:
         mih: str = "auto",
         where: str | None = None,
         ids: Any = None,
+        columns: str | Sequence[str] | None = None,
+        as_frame: bool = False,
     ) -> Any:
         """k-NN over every shard: ``(D, I)`` as :meth:`Index.search` returns them (a
-        :class:`Partial` with ``allow_partial=True``). ``threads`` is per shard; ``mih``
+        :class:`Partial` with ``allow_partial=True``). ``columns=`` and ``as_frame=`` as
+        :meth:`Index.search`: ``(D, I, columns)`` or a DataFrame, each hit's attribute values
+        asked of the shard that holds it (:class:`PartialColumns`, or a DataFrame whose
+        ``attrs["missing"]`` names the missing shards, with ``allow_partial=True``). ``threads`` is per shard; ``mih``
         ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``where`` and ``ids``
         (docs/filtering.md) go to every shard, so the merge is the k best passing rows of one
         index holding every row; not with ``nprobe``, whose one-index rule (a query whose
@@ -138,7 +151,52 @@ class ShardedSearcher:
             d, i = _merge.merge_reranked(
                 [r[0] for _, r in ok], [r[1] for _, r in ok], k, rerank, larger
             )
-        return Partial(d, i, missing) if allow_partial else (d, i)
+        if columns is None and not as_frame:
+            return Partial(d, i, missing) if allow_partial else (d, i)
+        return self._with_columns(qa, d, i, ok, rerank is not None, columns, as_frame,
+                                  missing if allow_partial else None)
+
+    def _with_columns(
+        self,
+        qa: npt.NDArray[np.float32],
+        d: npt.NDArray[Any],
+        i: npt.NDArray[np.int64],
+        ok: list[tuple[int, Any]],
+        reranked: bool,
+        columns: str | Sequence[str] | None,
+        as_frame: bool,
+        missing: list[Missing] | None,
+    ) -> Any:
+        """The merged hits with their attribute columns: each shard is asked for the columns
+        of the hits it found (src/search's ``ids=`` selector, one search per shard)."""
+        names = [columns] if isinstance(columns, str) else list(columns or [])
+        owner_of: dict[int, int] = {}
+        for s, r in ok:
+            for h in np.asarray(r[1 if reranked else 0][1]).ravel():
+                if h >= 0:
+                    owner_of[int(h)] = s
+        owner = np.vectorize(lambda h: owner_of.get(int(h), -1), otypes=[np.int64])(i) \
+            if i.size else np.zeros(i.shape, dtype=np.int64)
+        asked = sorted({int(s) for s in np.unique(owner[i >= 0])})
+        if names and not asked and (i < 0).any():
+            asked = [ok[0][0]]  # no hit at all: one shard gives the columns' defaults
+        answers: dict[int, Any] = {}
+        if names and asked:
+            per = {s: np.unique(i[(owner == s) & (i >= 0)]).astype(np.int64) for s in asked}
+            got, _ = self._gather("columns", lambda s: (qa[:1], per[s], names), False, asked)
+            answers = {s: _attributes.values_by_id(r, names) for s, r in got}
+        if names and not len(qa):  # no query: the columns' types, from a shard's empty answer
+            got, _ = self._gather("columns", (qa, np.zeros(0, np.int64), names), False,
+                                  [ok[0][0]])
+            empty = got[0][1][2]
+            cols = {n: np.empty(i.shape, dtype=empty[n].dtype) for n in names}
+        else:
+            cols = _attributes.gather(i, owner, answers, names) if names else {}
+        if as_frame:
+            return _attributes.frame(d, i, cols, names, missing)
+        if missing is not None:
+            return PartialColumns(d, i, cols, missing)
+        return d, i, cols
 
     def _partition(self) -> tuple[tuple[int, ...] | None, Model | None]:
         """The list placement of a sharded index partitioned by list and its model (read once,

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from codedb._codedb import Index, Model, Snapshot
 from codedb._errors import CodedbError, CorruptError, InvalidArgument
+from codedb.distributed import _attributes
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import _skipped
 from codedb.distributed._layout import ShardLayout, _with_record
@@ -116,12 +117,14 @@ class _ShardWriter:
         store_vectors: str | None,
         lists: str | None,
         select: Any,
+        attributes: Any = None,
     ) -> dict[str, Any]:
         """Builds the shard in one commit (:meth:`Index.build`). With ``select``, ``x``,
         ``ids`` and ``labels`` are the whole input (arrays or ``.npy`` paths) and this shard
         keeps its rows: ``select=True``, those with ``shard_of(id) == shard``; an array (or
         its Ray reference), those row numbers (partitioned by list: the driver assigned every
-        row to its list once); else they are this shard's rows already.
+        row to its list once); else they are this shard's rows already. ``attributes`` (or
+        its Ray reference) follow the same rule.
         A build that already went through (this is a retry after the writer died just after
         it) is not repeated: the index exists at the same path with this layout."""
         if self.ix is not None:
@@ -130,18 +133,22 @@ class _ShardWriter:
                 return self.hello()
             self.close()  # another index is there: the build below refuses it, naming it
         xa, ia, la = _load(x), _load(ids), _load(labels)
+        attributes = _load(attributes)
         layout = ShardLayout(*record)
         if select is not False:
             ia = np.asarray(ia)
+            _attributes.check_rows(attributes, len(ia))
             rows = (np.asarray(_load(select)) if select is not True else
                     np.flatnonzero(route_rows(self.n_shards, None, model, xa, ia) == self.shard))
             xa = np.asarray(xa[rows])
             ia = ia[rows]
             la = None if la is None else np.asarray(la[rows])
+            attributes = _attributes.take(attributes, rows)
         self.ix = _with_record(
             self.path, layout,
             lambda: Index.build(self.path, model, xa, ids=ia, labels=la,
-                                store_vectors=store_vectors, lists=lists),
+                                store_vectors=store_vectors, lists=lists,
+                                attributes=attributes),
         )
         return self.hello()
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from codedb._codedb import Index, Model
 from codedb._errors import AlreadyExistsError, CodedbError, InvalidArgument, NotFoundError
 from codedb._merge import shard_of
+from codedb.distributed import _attributes
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._errors import ShardError, _warn_fallback
 from codedb.distributed._layout import (
@@ -136,6 +137,7 @@ class ShardedIndex:
         threads: int = 2,
         lists: str | None = None,
         *,
+        attributes: Any = None,
         partition: str = "id",
         ray: bool = False,
         actor_options: ActorOptions = None,
@@ -155,7 +157,11 @@ class ShardedIndex:
         ``partition="list"`` (IVF models) keeps each inverted list whole on one shard: the
         lists are counted over ``x`` (a file is read a chunk at a time) and placed largest
         first on the shard with the fewest rows, and each row goes to its list's shard; a query
-        with ``nprobe`` then goes only to the shards holding its probed lists."""
+        with ``nprobe`` then goes only to the shards holding its probed lists.
+
+        ``attributes`` (a dict of columns, a DataFrame or a pyarrow Table, one value per row of
+        ``x``) as :meth:`Index.build`: each shard stores its rows' values; with ``x`` a file,
+        every writer receives them whole and keeps its rows'."""
         _check_paths(paths)
         _check_lists(lists)
         check_partition(partition, model)
@@ -183,9 +189,16 @@ class ShardedIndex:
             # rows once); by id, each selects its rows by the ids' hash.
             select: list[Any] = ([True] * n if where is None else
                                  [_put(w, (np.flatnonzero(where == s),))[0] for s in range(n)])
+            shared = _share(w, attributes)
+            attrs: list[Any] = [shared] * n
         else:
             try:
                 xa, ia, la = _rows(x, ids, labels)  # type: ignore[arg-type]
+            except InvalidArgument:
+                w.close()
+                raise
+            try:
+                _attributes.check_rows(attributes, len(xa))
             except InvalidArgument:
                 w.close()
                 raise
@@ -193,13 +206,15 @@ class ShardedIndex:
                 where = route_rows(n, None, model, xa, ia)
             select = [False] * n
             parts = []
+            attrs = []
             for s in range(n):
                 rows = np.flatnonzero(where == s)
                 parts.append(_put(w, (xa[rows], ia[rows], None if la is None else la[rows])))
+                attrs.append(_attributes.take(attributes, rows))
         return ShardedIndex._made(
             w, model, layout, placed, "build",
             lambda s: (tuple(ShardLayout(layout, s, n, model.id, placed)), model, *parts[s],
-                       store_vectors, lists, select[s]),
+                       store_vectors, lists, select[s], attrs[s]),
         )
 
     @staticmethod
@@ -405,6 +420,7 @@ class ShardedIndex:
         ids: npt.ArrayLike,
         labels: npt.ArrayLike | None = None,
         lists: str | None = None,
+        attributes: Any = None,
     ) -> npt.NDArray[np.int64]:
         """Stages the rows of ``x`` with ``ids`` (required, and unique across shards), each in
         its shard — ``shard_of(id)``, or its inverted list's shard when partitioned by list —
@@ -415,13 +431,15 @@ class ShardedIndex:
         first asked whether it holds one of the ids (committed or staged): an id held by
         another shard than its row's is refused (``AlreadyExistsError`` in a
         :class:`ShardError` naming that shard) before anything is staged; replace a row with
-        :meth:`upsert`."""
+        :meth:`upsert`. ``attributes`` (a dict of columns, a DataFrame or a pyarrow Table, one
+        value per row) as :meth:`Index.add`: each shard stores its rows' values."""
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
+        _attributes.check_rows(attributes, len(xa))
         where = self._route(xa, ia)
         if self._lists is not None:
             self._refuse_held_elsewhere(ia, where)
-        per = self._split(xa, ia, la, where, lists)
+        per = self._split(xa, ia, la, where, lists, attributes)
         self._write("add", per)
         return where
 
@@ -453,16 +471,19 @@ class ShardedIndex:
         ids: npt.ArrayLike,
         labels: npt.ArrayLike | None = None,
         lists: str | None = None,
+        attributes: Any = None,
     ) -> int:
         """Stages rows that replace the rows with the same ids (or are added), each in its
-        owning shard (:meth:`Index.upsert`); returns how many rows they replaced. Partitioned
+        owning shard (:meth:`Index.upsert`, ``attributes`` as there and in :meth:`add`);
+        returns how many rows they replaced. Partitioned
         by list, a row's new vector may fall in a list of another shard than its old one: the
         old row is deleted wherever it is (every other shard stages the deletion of these ids,
         missing ones ignored), so the id stays unique."""
         _check_lists(lists)
         xa, ia, la = _rows(x, ids, labels)
+        _attributes.check_rows(attributes, len(xa))
         where = self._route(xa, ia)
-        per = self._split(xa, ia, la, where, lists)
+        per = self._split(xa, ia, la, where, lists, attributes)
         moved = 0
         if self._lists is not None:
             gone = {s: {"ids": ia[where != s], "ignore_missing": True}
@@ -568,7 +589,7 @@ class ShardedIndex:
 
     def _split(
         self, xa: npt.NDArray[Any], ia: npt.NDArray[Any], la: npt.NDArray[Any] | None,
-        where: npt.NDArray[np.int64], lists: str | None,
+        where: npt.NDArray[np.int64], lists: str | None, attributes: Any = None,
     ) -> dict[int, dict[str, Any]]:
         """Each shard's part of a batch (rows ``where == s``), as its writer's arguments."""
         per: dict[int, dict[str, Any]] = {}
@@ -578,6 +599,8 @@ class ShardedIndex:
                 xs, ids_s, ls = _put(self._w, (xa[rows], ia[rows],
                                               None if la is None else la[rows]))
                 per[s] = {"x": xs, "ids": ids_s, "labels": ls, "lists": lists}
+                if attributes is not None:
+                    per[s]["attributes"] = _attributes.take(attributes, rows)
         return per
 
     def _route(self, xa: npt.NDArray[Any], ia: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
@@ -713,6 +736,13 @@ def _put(w: Writers, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
     if isinstance(w, RayWriters):
         return tuple(None if a is None else w._ray.put(np.ascontiguousarray(a)) for a in arrays)
     return arrays
+
+
+def _share(w: Writers, attributes: Any) -> Any:
+    """Attributes every writer receives whole: in Ray's object store once for actors."""
+    if attributes is None or not isinstance(w, RayWriters):
+        return attributes
+    return w._ray.put(attributes)
 
 
 def _check_lists(lists: str | None) -> None:
