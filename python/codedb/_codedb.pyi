@@ -342,7 +342,9 @@ class Snapshot:
 @final
 class Index:
     @staticmethod
-    def create(path: _Path, model: Model, store_vectors: str | None = None) -> Index: ...
+    def create(
+        path: _Path, model: Model, store_vectors: str | None = None, schema: str | None = None
+    ) -> Index: ...
     @staticmethod
     def build(
         path: _Path,
@@ -354,6 +356,7 @@ class Index:
         lists: str | None = None,
         attributes: Any = None,
         progress: bool | Callable[[str, str, int, int], object] | None = None,
+        schema: str | None = None,
     ) -> Index: ...
     @staticmethod
     def open(path: _Path) -> Index: ...
@@ -383,6 +386,7 @@ class Index:
         self, ids: ArrayLike, ignore_missing: bool = False, keep_class_stats: bool = False
     ) -> int: ...
     def holds(self, ids: ArrayLike) -> npt.NDArray[np.bool_]: ...
+    def add_column(self, name: str, type: str, default: Any = None) -> None: ...
     def compact(
         self,
         full: bool = False,

@@ -182,3 +182,47 @@ fn column(name: &str, values: &Bound<'_, PyAny>, rows: usize) -> PyResult<Column
             .into(),
     ))
 }
+
+/// `add_column`'s `default=` as a value of the column's type (`type_name`, as the engine names
+/// types; an unknown one is left for the engine to refuse, naming it).
+pub fn default_value(obj: &Bound<'_, PyAny>, type_name: &str) -> PyResult<codedb::Value> {
+    use codedb::{ColumnType, Value};
+    let bad = |want: &str| {
+        errors::invalid(
+            "default",
+            format!(
+                "{}: expected {want} (the column's type is {type_name})",
+                obj.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ),
+        )
+    };
+    let is_bool = obj.is_instance_of::<pyo3::types::PyBool>();
+    Ok(match ColumnType::parse(type_name) {
+        Some(ColumnType::Int) if !is_bool => Value::Int(obj.extract().map_err(|_| bad("an int"))?),
+        Some(ColumnType::Float) if !is_bool => {
+            Value::Float(obj.extract().map_err(|_| bad("a number"))?)
+        }
+        Some(ColumnType::Bool) if is_bool => Value::Bool(obj.extract()?),
+        Some(ColumnType::Str) => Value::Str(obj.extract().map_err(|_| bad("a str"))?),
+        Some(ColumnType::Tags) => {
+            let mut tags: Vec<String> = obj.extract().map_err(|_| bad("a list of str"))?;
+            tags.sort();
+            tags.dedup();
+            Value::Tags(tags)
+        }
+        Some(ColumnType::Timestamp) => {
+            // numpy says what an instant is (datetime64, datetime, ISO text), in microseconds.
+            let np = obj.py().import("numpy")?;
+            let us = np
+                .call_method1("datetime64", (obj, "us"))
+                .and_then(|t| t.call_method1("astype", ("int64",)))
+                .and_then(|t| t.extract::<i64>())
+                .map_err(|_| bad("a datetime64, datetime or ISO string"))?;
+            Value::Timestamp(us)
+        }
+        Some(ColumnType::Int) => return Err(bad("an int")),
+        Some(ColumnType::Float) => return Err(bad("a number")),
+        Some(ColumnType::Bool) => return Err(bad("a bool")),
+        None => Value::Int(0),
+    })
+}

@@ -196,13 +196,17 @@ fn list_assignment(lists: Option<&str>) -> Result<Option<codedb::ListAssignment>
 }
 
 /// An empty index in `dir` encoding with `model` (committed as version 1).
-pub fn create(dir: &Path, model: &Model, store_vectors: Option<&str>) -> Result<Index> {
+pub fn create(
+    dir: &Path,
+    model: &Model,
+    store_vectors: Option<&str>,
+    schema: Option<&str>,
+) -> Result<Index> {
     let spec = vector_dtype(store_vectors)?
         .map(|t| codedb::format::VectorSpec::new(t, model.input_dim() as u32));
-    // Attribute columns are not taken from Python yet: an index made here has none.
     let opts = CreateOptions {
         store_vectors: spec,
-        attributes: codedb::format::Schema::default(),
+        attributes: parse_schema(schema)?.unwrap_or_default(),
     };
     Ok(Index::create_with(
         dir,
@@ -212,14 +216,43 @@ pub fn create(dir: &Path, model: &Model, store_vectors: Option<&str>) -> Result<
     )?)
 }
 
+/// The index's attribute columns from `name:type,…` (the CLI's `--schema`).
+fn parse_schema(spec: Option<&str>) -> Result<Option<codedb::format::Schema>> {
+    spec.map(|s| {
+        codedb::format::Schema::parse(s).map_err(|e| Error::InvalidArgument {
+            argument: "schema".into(),
+            detail: e.to_string(),
+        })
+    })
+    .transpose()
+}
+
+/// Adds attribute column `name` of type `type_name` (`int`, `float`, `timestamp`, `bool`,
+/// `string`, `tags`) with `default` (the type's zero when `None`), visible at the next commit.
+pub fn add_column(
+    index: &Index,
+    name: &str,
+    type_name: &str,
+    default: Option<codedb::Value>,
+) -> Result<()> {
+    let t = codedb::ColumnType::parse(type_name).ok_or_else(|| Error::InvalidArgument {
+        argument: "type".into(),
+        detail: format!("{type_name:?}: expected int, float, timestamp, bool, string or tags"),
+    })?;
+    let default = default.unwrap_or_else(|| codedb::Value::zero(t));
+    Ok(index.add_column(name, t, default)?)
+}
+
 /// Options of [`build`] beyond the data.
 pub struct Build<'a> {
     pub ids: Option<&'a [u64]>,
     pub labels: Option<&'a [u32]>,
     pub store_vectors: Option<&'a str>,
     pub lists: Option<&'a str>,
-    /// The rows' attribute columns (the index's schema is theirs).
+    /// The rows' attribute columns.
     pub attributes: Option<&'a codedb::Attributes>,
+    /// The index's schema (`name:type,…`); default: the columns of `attributes`.
+    pub schema: Option<&'a str>,
 }
 
 /// An index built from `x` in one commit, with the class table of `labels`.
@@ -231,7 +264,9 @@ pub fn build(
     cancel: &Cancel,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Index> {
+    let schema = parse_schema(b.schema)?;
     let opts = codedb::BuildOptions {
+        schema: schema.as_ref(),
         ids: b.ids,
         labels: b.labels,
         store_vectors: vector_dtype(b.store_vectors)?,

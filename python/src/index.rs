@@ -93,6 +93,10 @@ query_methods!(
         /// store_vectors : str, optional, default None
         ///     "f32" or "f16": keep every row's descriptor for re-ranking, the exact modes and
         ///     ``reconstruct``.
+        /// schema : str, optional, default None
+        ///     The index's attribute columns, ``"name:type,…"`` (types ``int``, ``float``,
+        ///     ``timestamp``, ``bool``, ``string``, ``tags``; the CLI's ``--schema``), which
+        ///     ``add(attributes=)`` fills and ``where=`` tests; more with :meth:`add_column`.
         ///
         /// Returns
         /// -------
@@ -103,26 +107,28 @@ query_methods!(
         /// AlreadyExistsError
         ///     An index exists at ``path``.
         /// InvalidArgument
-        ///     An unknown ``store_vectors``.
+        ///     An unknown ``store_vectors``, a ``schema`` that does not parse (naming the
+        ///     column).
         /// IoError
         ///     The directory cannot be written.
         ///
         /// Examples
         /// --------
-        /// >>> idx = codedb.Index.create(path, model, store_vectors="f16")
+        /// >>> idx = codedb.Index.create(path, model, store_vectors="f16", schema="year:int,tags:tags")
         /// >>> idx.version, len(idx)
         /// (1, 0)
         #[staticmethod]
-        #[pyo3(signature = (path, model, store_vectors=None))]
+        #[pyo3(signature = (path, model, store_vectors=None, schema=None))]
         fn create(
             py: Python<'_>,
             path: PathBuf,
             model: &PyModel,
             store_vectors: Option<&str>,
+            schema: Option<&str>,
         ) -> PyResult<PyIndex> {
             let m = model.model.clone();
             let index = py
-                .detach(|| engine::create(&path, &m, store_vectors))
+                .detach(|| engine::create(&path, &m, store_vectors, schema))
                 .py_err()?;
             Ok(PyIndex::new(index, (*m).clone(), path))
         }
@@ -149,11 +155,15 @@ query_methods!(
         ///     Attribute columns stored with the rows, one value per row each, for filters
         ///     (``where=``): numpy bool → ``bool``, integers → ``int``, floats → ``float``,
         ///     ``datetime64`` → ``timestamp``, strings → ``string``, a list of strings per row
-        ///     → ``tags``. They make the index's schema (docs/filtering.md).
+        ///     → ``tags``. They make the index's schema (docs/filtering.md) unless ``schema``
+        ///     gives it.
         /// progress : bool or callable, optional, default None
         ///     ``True``: a bar on stderr; a callable: called as ``progress("build", "rows", done,
         ///     total)`` as rows are encoded. Ctrl-C stops the build (``KeyboardInterrupt``) and
         ///     leaves no index.
+        /// schema : str, optional, default None
+        ///     The index's attribute columns, ``"name:type,…"`` (as :meth:`create`); the
+        ///     ``attributes`` given must fit it, and columns they leave out take defaults.
         ///
         /// Returns
         /// -------
@@ -172,7 +182,7 @@ query_methods!(
         /// >>> int(idx.search(x[:1], k=1)[1].view(np.uint64)[0, 0]) == 2**63
         /// True
         #[staticmethod]
-        #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None, attributes=None, progress=None))]
+        #[pyo3(signature = (path, model, x, ids=None, labels=None, store_vectors=None, lists=None, attributes=None, progress=None, schema=None))]
         #[allow(clippy::too_many_arguments)]
         fn build(
             py: Python<'_>,
@@ -185,6 +195,7 @@ query_methods!(
             lists: Option<&str>,
             attributes: Option<&Bound<'_, PyAny>>,
             progress: Option<&Bound<'_, PyAny>>,
+            schema: Option<&str>,
         ) -> PyResult<PyIndex> {
             let progress = Progress::from_arg(progress)?;
             let rows = arrays::rows(x, "x")?;
@@ -201,6 +212,7 @@ query_methods!(
                 store_vectors,
                 lists,
                 attributes: attributes.as_ref(),
+                schema,
             };
             let total = view.nrows() as u64;
             let index = interrupt::run(py, &progress, |cancel, sink| {
@@ -572,6 +584,50 @@ query_methods!(
                 .map_err(codedb::Error::from)
                 .py_err()?;
             Ok(arrays::vector(py, held))
+        }
+
+        /// Adds attribute column ``name`` to the index's schema, visible at the next commit;
+        /// rows written before it read ``default``. Columns are never removed or retyped.
+        ///
+        /// Parameters
+        /// ----------
+        /// name : str
+        ///     The new column's name.
+        /// type : str
+        ///     ``"int"``, ``"float"``, ``"timestamp"``, ``"bool"``, ``"string"`` or ``"tags"``.
+        /// default : object, optional, default None
+        ///     The value older rows (and writes that leave the column out) read: an int, a
+        ///     float, a bool, a str, a list of str, or for a timestamp a ``numpy.datetime64``,
+        ///     ``datetime`` or ISO string; ``None``: the type's zero (0, 0.0, false, "", no
+        ///     tags, the epoch).
+        ///
+        /// Raises
+        /// ------
+        /// InvalidArgument
+        ///     An unknown type, a name taken or not allowed, a default of another type.
+        /// ClosedError
+        ///     The index was closed.
+        ///
+        /// Examples
+        /// --------
+        /// >>> idx = codedb.Index.create(path, model, schema="year:int")
+        /// >>> idx.add_column("source", "string", default="flickr")
+        /// >>> idx.commit()
+        /// 2
+        #[pyo3(signature = (name, r#type, default=None))]
+        fn add_column(
+            &self,
+            py: Python<'_>,
+            name: &str,
+            r#type: &str,
+            default: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<()> {
+            let open = self.get()?;
+            let default = default
+                .map(|d| crate::attributes::default_value(d, r#type))
+                .transpose()?;
+            py.detach(|| engine::add_column(&open.index, name, r#type, default))
+                .py_err()
         }
 
         /// The CLI's ``codedb compact``: seals the active log into a segment (one commit, if it

@@ -179,3 +179,28 @@ def test_on_ray_the_shards_actors_store_and_return_the_columns(
             assert_same(sh, one, x[::31], k=8, where=where)
     finally:
         sh.close()
+
+
+def test_a_sharded_create_takes_a_schema_and_add_column_reaches_every_shard(
+    tmp_path: pathlib.Path,
+) -> None:
+    x, ids, cols = data()
+    model = codedb.train(x, "pca-itq:16", seed=1)
+    spec = "year:int,tags:tags"
+    one = codedb.Index.create(tmp_path / "one", model, schema=spec)
+    sh = ShardedIndex.create([tmp_path / f"s{i}" for i in range(N_SHARDS)], model, schema=spec)
+    try:
+        first = {"year": cols["year"][:300], "tags": cols["tags"][:300]}
+        for ix in (sh, one):
+            ix.add(x[:300], ids=ids[:300], attributes=first)
+            ix.add_column("source", "string", default="flickr")
+            ix.commit()
+            ix.add(x[300:], ids=ids[300:], attributes={"source": ["web"] * 300})
+            ix.commit()
+        for where in ["source = 'flickr' AND tags HAS 'cat'", "source = 'web'", "year > 10"]:
+            d1, i1, c1 = sh.search(x[::23], k=12, where=where, columns=["year", "source", "tags"])
+            d2, i2, c2 = one.search(x[::23], k=12, where=where, columns=["year", "source", "tags"])
+            np.testing.assert_array_equal(i1, i2)
+            assert_same_columns(c1, c2)
+    finally:
+        sh.close()

@@ -98,13 +98,14 @@ class _ShardWriter:
         }
 
     def create(self, record: tuple[Any, ...], model: Model,
-               store_vectors: str | None) -> dict[str, Any]:
+               store_vectors: str | None, schema: str | None = None) -> dict[str, Any]:
         layout = ShardLayout(*record)
         if self.ix is not None and ShardLayout.read(self.path) == layout:
             return self.hello()  # a retry after the writer died just after creating it
         self.close()  # an index already there: the create below refuses it, naming it
         self.ix = _with_record(self.path, layout,
-                               lambda: Index.create(self.path, model, store_vectors=store_vectors))
+                               lambda: Index.create(self.path, model, store_vectors=store_vectors,
+                                                    schema=schema))
         return self.hello()
 
     def build(
@@ -118,6 +119,7 @@ class _ShardWriter:
         lists: str | None,
         select: Any,
         attributes: Any = None,
+        schema: str | None = None,
     ) -> dict[str, Any]:
         """Builds the shard in one commit (:meth:`Index.build`). With ``select``, ``x``,
         ``ids`` and ``labels`` are the whole input (arrays or ``.npy`` paths) and this shard
@@ -148,7 +150,7 @@ class _ShardWriter:
             self.path, layout,
             lambda: Index.build(self.path, model, xa, ids=ia, labels=la,
                                 store_vectors=store_vectors, lists=lists,
-                                attributes=attributes),
+                                attributes=attributes, schema=schema),
         )
         return self.hello()
 
@@ -168,7 +170,7 @@ class _ShardWriter:
     # ---- writes ------------------------------------------------------------------------------
 
     def write(self, incarnation: str, op: str, kwargs: dict[str, Any]) -> Any:
-        """One staged write (``add``, ``upsert``, ``delete``, ``add_class``) or ``commit``, if
+        """One staged write (``add``, ``upsert``, ``delete``, ``add_class``, ``add_column``) or ``commit``, if
         ``incarnation`` is this writer's; :class:`StaleWriter` otherwise."""
         if incarnation != self.incarnation:
             raise StaleWriter(
@@ -176,7 +178,7 @@ class _ShardWriter:
                 f"{self.incarnation}, the driver knew {incarnation})"
             )
         ix = self._index()
-        if op not in ("add", "upsert", "delete", "add_class", "commit"):
+        if op not in ("add", "upsert", "delete", "add_class", "add_column", "commit"):
             raise InvalidArgument(f"op: {op!r} is not a write")
         args = {k: _load(v) if k in ("x", "ids", "labels") else v for k, v in kwargs.items()}
         out = getattr(ix, op)(**args)

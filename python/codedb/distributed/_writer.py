@@ -101,6 +101,7 @@ class ShardedIndex:
         store_vectors: str | None = None,
         threads: int = 2,
         *,
+        schema: str | None = None,
         partition: str = "id",
         ray: bool = False,
         actor_options: ActorOptions = None,
@@ -109,7 +110,8 @@ class ShardedIndex:
     ) -> ShardedIndex:
         """Creates an empty index with ``model`` at every path (shard s = ``paths[s]``), each
         with its layout record (shard s of N, a new layout id, the model id) written before the
-        shard's first manifest, by the shard's writer.
+        shard's first manifest, by the shard's writer. ``schema`` (``"name:type,…"``) gives
+        every shard the same attribute columns (:meth:`Index.create`).
 
         ``partition="list"`` (IVF models) keeps each inverted list whole on one shard, list l
         on shard ``l mod N`` (:meth:`build` balances the lists by their rows instead), so a
@@ -123,7 +125,8 @@ class ShardedIndex:
         return ShardedIndex._made(
             w, model, layout, lists,
             "create",
-            lambda s: (tuple(ShardLayout(layout, s, n, model.id, lists)), model, store_vectors),
+            lambda s: (tuple(ShardLayout(layout, s, n, model.id, lists)), model, store_vectors,
+                       schema),
         )
 
     @staticmethod
@@ -138,6 +141,7 @@ class ShardedIndex:
         lists: str | None = None,
         *,
         attributes: Any = None,
+        schema: str | None = None,
         partition: str = "id",
         ray: bool = False,
         actor_options: ActorOptions = None,
@@ -161,7 +165,9 @@ class ShardedIndex:
 
         ``attributes`` (a dict of columns, a DataFrame or a pyarrow Table, one value per row of
         ``x``) as :meth:`Index.build`: each shard stores its rows' values; with ``x`` a file,
-        every writer receives them whole and keeps its rows'."""
+        every writer receives them whole and keeps its rows'. ``schema`` (``"name:type,…"``)
+        fixes every shard's columns, as :meth:`Index.build`; without it each shard's columns
+        are those of ``attributes``."""
         _check_paths(paths)
         _check_lists(lists)
         check_partition(partition, model)
@@ -214,7 +220,7 @@ class ShardedIndex:
         return ShardedIndex._made(
             w, model, layout, placed, "build",
             lambda s: (tuple(ShardLayout(layout, s, n, model.id, placed)), model, *parts[s],
-                       store_vectors, lists, select[s], attrs[s]),
+                       store_vectors, lists, select[s], attrs[s], schema),
         )
 
     @staticmethod
@@ -513,6 +519,12 @@ class ShardedIndex:
         per = {s: {"ids": ia[where == s], "ignore_missing": ignore_missing}
                for s in range(self.n_shards) if (where == s).any()}
         return int(sum(self._write("delete", per).values()))
+
+    def add_column(self, name: str, type: str, default: Any = None) -> None:
+        """Adds attribute column ``name`` to every shard's schema (:meth:`Index.add_column`),
+        visible at the next :meth:`commit`."""
+        self._write("add_column", {s: {"name": name, "type": type, "default": default}
+                                   for s in range(self.n_shards)})
 
     def add_class(
         self, name: str, x: npt.ArrayLike | None = None, mean: npt.ArrayLike | None = None,
