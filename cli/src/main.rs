@@ -17,8 +17,8 @@ mod out;
 mod progress;
 
 use cmd::{
-    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, spec, train,
-    versions,
+    bench, build, classes, columns, compact_gc, demo, eval, inspect_verify, rows, search, spec,
+    train, versions,
 };
 use out::errln;
 
@@ -58,6 +58,7 @@ enum Command {
     Classes(classes::ClassesArgs),
     Search(search::SearchArgs),
     AddClass(classes::AddClassArgs),
+    AddColumn(columns::AddColumnArgs),
     Classify(classes::ClassifyArgs),
     Eval(eval::EvalArgs),
     /// Benchmarks (numbers, not pass/fail).
@@ -128,6 +129,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Classes(a) => classes::classes(a),
         Command::Search(a) => search::run(a),
         Command::AddClass(a) => classes::add_class(a),
+        Command::AddColumn(a) => columns::add_column(a),
         Command::Classify(a) => classes::classify(a),
         Command::Eval(a) => eval::run(a),
         Command::Bench(c) => bench::run(c),

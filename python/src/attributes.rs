@@ -210,14 +210,21 @@ pub fn default_value(obj: &Bound<'_, PyAny>, type_name: &str) -> PyResult<codedb
             tags.dedup();
             Value::Tags(tags)
         }
+        Some(ColumnType::Timestamp) if obj.is_instance_of::<PyString>() => {
+            // Text reads as the CLI's --default and the filter language read it.
+            let text: String = obj.extract()?;
+            let us = codedb::parse_timestamp(&text, 0)
+                .map_err(|e| errors::invalid("default", e.to_string()))?;
+            Value::Timestamp(us)
+        }
         Some(ColumnType::Timestamp) => {
-            // numpy says what an instant is (datetime64, datetime, ISO text), in microseconds.
+            // numpy says what an instant is (datetime64, datetime), in microseconds.
             let np = obj.py().import("numpy")?;
             let us = np
                 .call_method1("datetime64", (obj, "us"))
                 .and_then(|t| t.call_method1("astype", ("int64",)))
                 .and_then(|t| t.extract::<i64>())
-                .map_err(|_| bad("a datetime64, datetime or ISO string"))?;
+                .map_err(|_| bad("a datetime64, a datetime or 'YYYY-MM-DD[THH:MM[:SS]]' text"))?;
             Value::Timestamp(us)
         }
         Some(ColumnType::Int) => return Err(bad("an int")),

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod build;
 pub mod classes;
+pub mod columns;
 pub mod compact_gc;
 pub mod demo;
 pub mod eval;
