@@ -31,7 +31,7 @@ mod labels;
 mod linear_ovr;
 mod linear_svm;
 mod mahalanobis;
-mod ncm;
+pub(crate) mod ncm;
 mod ncmc;
 mod ncmml;
 mod projection;
