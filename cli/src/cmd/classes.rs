@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::format::class_name_problem;
+use codedb::research::{DEFAULT_PRIOR_CANDIDATES, choose_prior_weight};
 use codedb::{
-    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
-    NewClass, PriorScope, choose_prior_weight,
+    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass, PriorScope,
 };
 use codedb_cli::io::tsv_field;
 
