@@ -17,8 +17,8 @@ mod out;
 mod progress;
 
 use cmd::{
-    bench, build, classes, compact_gc, demo, eval, inspect_verify, rows, search, spec, train,
-    versions,
+    bench, build, classes, compact_gc, demo, eval, eval_args, inspect_verify, rows, search,
+    search_args, spec, train, versions,
 };
 use out::errln;
 
@@ -56,10 +56,10 @@ enum Command {
     Versions(versions::VersionsArgs),
     Recover(versions::RecoverArgs),
     Classes(classes::ClassesArgs),
-    Search(search::SearchArgs),
+    Search(search_args::SearchArgs),
     AddClass(classes::AddClassArgs),
     Classify(classes::ClassifyArgs),
-    Eval(eval::EvalArgs),
+    Eval(eval_args::EvalArgs),
     /// Benchmarks (numbers, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),

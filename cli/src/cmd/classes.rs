@@ -168,7 +168,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
                 .staged_classes()?
                 .context("--validation: the index has no class table to validate on")?;
             let vx = inputs::vectors_for("--validation", v, dim, &whom)?;
-            let vl = codedb_cli::demo::labels_u32(&codedb_cli::io::load_labels(l)?)
+            let vl = codedb_cli::demo_tour::labels_u32(&codedb_cli::io::load_labels(l)?)
                 .with_context(|| l.display().to_string())?;
             let c = choose_prior_weight(
                 model,
