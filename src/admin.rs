@@ -18,7 +18,7 @@ pub use crate::storage::inspect::{
     LogReport, ManifestSegmentReport, ModelSummary, SectionReport, StageReport, TensorReport,
     VersionReport, attribute_columns, inspect_dir, inspect_file,
 };
-pub use crate::storage::recovery::RECOVERY_RECORD_FORMAT;
+pub use crate::storage::recovery_report::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::shard_layout::{
     SHARD_CUT_FILE, SHARD_CUT_FORMAT, SHARD_LAYOUT_FILE, SHARD_LAYOUT_FORMAT, ShardCut,
     ShardLayout, ShardLayoutError, parse_shard_cut, parse_shard_layout, read_shard_cut,

@@ -1,15 +1,13 @@
-//! The scan kernels and the search internals, for whoever measures or extends them: the
-//! benchmarks, the equivalence tests, the lab's experiments (`codedb bench`). An application
-//! does not need this module — [`Snapshot::search`](crate::Snapshot::search) picks and runs
+//! The scan kernels, for whoever measures or extends them: the benchmarks, the equivalence
+//! tests, the lab's experiments (`codedb bench`). An application does not need this module — [`Snapshot::search`](crate::Snapshot::search) picks and runs
 //! the kernels itself.
 //!
 //! Every kernel works over slices ([`CodeRows`], [`DenseRows`], [`FastScanRows`]) and returns
 //! `(score, id)` pairs in a total order (better score first, ties by smaller id); each SIMD
 //! kernel has a scalar twin that gives the same integers or bit-identical floats, and
-//! [`Dispatch`] picks one per process from the CPU's features (`CODEDB_SCAN_ISA`). Below the
-//! kernels: the blocks a scan visits ([`Block`]), the lookup tables a query compiles to
-//! ([`asym_tables`]), the hash table of radius lookups ([`HammingTable`]) and the stored
-//! vectors re-ranking reads ([`VectorSource`]).
+//! [`Dispatch`] picks one per process from the CPU's features (`CODEDB_SCAN_ISA`). Only the
+//! scan room (`src/scan/`) is here: what a query compiles to before it reaches a kernel (lookup
+//! tables, MIH and radius tables, the blocks of a snapshot) belongs to the search room.
 
 pub use crate::scan::dense::{
     ColumnOp, columns_fixed_order, columns_fixed_order_with, dot_fixed_order,
@@ -25,9 +23,3 @@ pub use crate::scan::{
     lut4_topk_batch, lut8_from_bit_terms, lut8_score, lut8_topk, lut8_topk_batch,
     merge_distance_lists, merge_score_lists, pack_fastscan, unpack_row,
 };
-pub use crate::search::{
-    HammingTable, MAX_RADIUS, MAX_TABLE_CODE_BYTES, MemoryVectors, RowRef, SnapshotVectors,
-    VectorSource, asym_bit_terms, asym_tables, list_coverage, mih_search, text_tables,
-};
-pub use crate::storage::Block;
-pub use crate::storage::snapshot::FastScanRun;

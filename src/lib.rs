@@ -28,14 +28,16 @@
 //! Everything an application needs is at the crate root: [`Index`] (the single writer of an
 //! index directory: create, open, build, add, upsert, delete, commit, compact, gc),
 //! [`Snapshot`] (one pinned version: search, search_radius, classify), [`Model`] and its
-//! training, the options, the reports and the errors ([`Error`] gathers each room's). Four
+//! training, the options, the reports and the errors ([`Error`] gathers each room's). Five
 //! modules serve other users, each a flat list:
 //!
 //! - [`format`](mod@format): the file format as a product — readers and writers of every codedb file
 //!   (FORMAT.md), for tools that read or write them without the engine.
 //! - [`model`]: stage-level training — PCA, ITQ, LSH, RFF, PQ/OPQ stages, k-means, and the
 //!   classifiers and metric learning of Mensink et al. — for research on the models.
-//! - [`kernels`]: the scan kernels and the search internals, for benchmarks and experiments.
+//! - [`research`]: the zero-shot class prior (Mensink et al. §6) and the choice of its weight,
+//!   for research on classes.
+//! - [`kernels`]: the scan kernels, for benchmarks and experiments.
 //! - [`admin`]: inspection, verification, versions, recovery records and the file-system
 //!   hooks of fault injection, for tools and operators.
 //!
@@ -103,12 +105,17 @@ pub mod admin;
 pub mod format;
 pub mod kernels;
 pub mod model;
+pub mod research;
+
+// The search room's internals for the benchmarks and tests that measure them piece by piece:
+// not an API, so not documented (ARCHITECTURE.md, "The front door").
+#[doc(hidden)]
+pub mod internals;
 
 // The front door: what an embedder needs, at the crate root.
 pub use classes::{
-    ClassError, ClassMeans, ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES,
-    DEFAULT_PRIOR_WEIGHT, ListAssignment, MeanSource, NewClass, PlannedClass, PriorScope,
-    PriorWeightChoice, choose_prior_weight, map_mean, zero_shot_prior,
+    ClassError, ClassMeans, ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_WEIGHT,
+    ListAssignment, MeanSource, NewClass, PlannedClass, PriorScope,
 };
 pub use error::Error;
 pub use format::FormatError;
@@ -117,13 +124,11 @@ pub use model::{
     TrainReport,
 };
 pub use scan::ScanError;
+pub use search::MihChoice;
 pub use search::filter::{
     AttributeError, Attributes, AttributesBuilder, Column, ColumnBuilder, ColumnData, ColumnType,
     FilterError, ID_COLUMN, IdSelector, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Predicate, RowFilter,
     Schema, Value, parse_timestamp,
-};
-pub use search::{
-    AUTO_MIN_ROWS as MIH_AUTO_MIN_ROWS, AUTO_WORK_DIVISOR as MIH_AUTO_WORK_DIVISOR, MihChoice,
 };
 pub use search::{
     CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, ExampleSet,

@@ -1167,7 +1167,8 @@ fn v1_6_mih_path() -> PathBuf {
 #[test]
 fn v1_6_golden_mih_segment_reads_with_its_tables() {
     use codedb::format::mih_tables::substring;
-    use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch, mih_search};
+    use codedb::internals::mih_search;
+    use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch};
     let r = SegmentReader::open(&v1_6_mih_path(), OpenOptions::default()).unwrap();
     assert_eq!(r.container().version(), (1, 6));
     assert_eq!(r.rows(), g16m::ROWS);

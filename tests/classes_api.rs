@@ -11,10 +11,8 @@ use std::path::Path;
 use codedb::AddOptions;
 use codedb::format::{ClassRecord, ClassTable};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
-use codedb::{
-    ClassError, ClassRef, ClassSource, MeanSource, NewClass, PriorScope, choose_prior_weight,
-    map_mean,
-};
+use codedb::research::{choose_prior_weight, map_mean};
+use codedb::{ClassError, ClassRef, ClassSource, MeanSource, NewClass, PriorScope};
 use codedb::{CompactionPolicy, Config, Index, StorageError};
 use common::files::dir_bytes;
 use common::npy::digits;

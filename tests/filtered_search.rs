@@ -12,7 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use codedb::kernels::{MemoryVectors, hamming_distance};
+use codedb::internals::MemoryVectors;
+use codedb::kernels::hamming_distance;
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::{
     AddOptions, Attributes, BuildOptions, CodeClassifier, Column, ColumnType, Config,

@@ -261,7 +261,7 @@ fn a_damaged_table_section_is_a_typed_error_naming_it() {
 /// far ones (uniform random codes) give up and scan; both equal the linear scan.
 #[test]
 fn auto_on_a_large_segment_probes_or_scans_and_equals_the_linear_scan() {
-    let rows = codedb::MIH_AUTO_MIN_ROWS + 4000;
+    let rows = codedb::internals::MIH_AUTO_MIN_ROWS + 4000;
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(64), Config::default()).unwrap();
     let mut rng = StdRng::seed_from_u64(11);
@@ -285,7 +285,7 @@ fn auto_on_a_large_segment_probes_or_scans_and_equals_the_linear_scan() {
 /// force over the passing rows, ties by id.
 #[test]
 fn a_broad_filter_on_a_large_segment_equals_brute_force_gathered_or_masked() {
-    let rows = codedb::MIH_AUTO_MIN_ROWS + 3000;
+    let rows = codedb::internals::MIH_AUTO_MIN_ROWS + 3000;
     let dir = tempfile::tempdir().unwrap();
     let idx = Index::create(dir.path(), &model(64), Config::default()).unwrap();
     let mut rng = StdRng::seed_from_u64(12);

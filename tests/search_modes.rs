@@ -9,8 +9,8 @@ use std::path::Path;
 
 use codedb::BuildOptions;
 use codedb::format::CodeKind;
+use codedb::internals::{HammingTable, MemoryVectors, RowRef, VectorSource, asym_tables};
 use codedb::kernels::{DenseValues, Direction, hamming_distance, l2sq_f32, lut4_score, lut8_score};
-use codedb::kernels::{HammingTable, MemoryVectors, RowRef, VectorSource, asym_tables};
 use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::{Config, Index, Snapshot};
 use codedb::{EncodedOptions, RowBatch};

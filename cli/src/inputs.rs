@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use codedb::ListAssignment;
-use codedb_cli::demo::labels_u32;
+use codedb_cli::demo_tour::labels_u32;
 use ndarray::Array2;
 
 /// Descriptors from `path` (given as `flag`), which must have `dim` columns to fit `whom`

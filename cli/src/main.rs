@@ -17,8 +17,8 @@ mod out;
 mod progress;
 
 use cmd::{
-    bench, build, classes, columns, compact_gc, demo, eval, inspect_verify, rows, search, spec,
-    train, versions,
+    bench, build, classes, columns, compact_gc, demo, eval, eval_args, inspect_verify, rows,
+    search, search_args, spec, train, versions,
 };
 use out::errln;
 
@@ -56,11 +56,11 @@ enum Command {
     Versions(versions::VersionsArgs),
     Recover(versions::RecoverArgs),
     Classes(classes::ClassesArgs),
-    Search(search::SearchArgs),
+    Search(search_args::SearchArgs),
     AddClass(classes::AddClassArgs),
     AddColumn(columns::AddColumnArgs),
     Classify(classes::ClassifyArgs),
-    Eval(eval::EvalArgs),
+    Eval(eval_args::EvalArgs),
     /// Benchmarks (numbers, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),

@@ -28,10 +28,8 @@ use std::path::{Path, PathBuf};
 use codedb::format::{ClassRecord, ClassTable};
 use codedb::model::{FloatStage, Model, Stage};
 use codedb::model::{NcmmlOptions, train_ncmml};
-use codedb::{
-    ClassSource, DEFAULT_PRIOR_CANDIDATES, MeanSource, NewClass, PriorScope, choose_prior_weight,
-    map_mean,
-};
+use codedb::research::{DEFAULT_PRIOR_CANDIDATES, choose_prior_weight, map_mean};
+use codedb::{ClassSource, MeanSource, NewClass, PriorScope};
 use codedb::{Config, Index};
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::SeedableRng;

@@ -30,28 +30,26 @@ use ndarray::Array2;
 
 use crate::format::{ClassTable, FileId};
 use crate::model::Model;
+use crate::model::classify::ncm::{CentredScan, Ncm};
 
 use super::error::{ClassError, Result};
 
-/// The NCM classifier of one class table under one model: projected means and biases.
+/// The NCM classifier of one class table under one model: the class table's facts (ids,
+/// names, counts) around the crate's one NCM (`model/classify/ncm.rs`) over the projected
+/// means, and its centred scan table.
 #[derive(Debug, Clone)]
 pub struct ClassMeans {
     model_id: FileId,
     /// Projected dimension p.
     dim: usize,
-    /// Class ids, ascending (row order of every array below).
+    /// Class ids, ascending (the NCM's class order).
     ids: Vec<u32>,
     names: Vec<String>,
     counts: Vec<u64>,
-    /// Wμ_c, C × p.
-    projected: Vec<f32>,
-    /// b_c = −½‖Wμ_c‖² (eq. 10), uncentred.
-    bias: Vec<f32>,
-    /// r: the centring point (mean of the projected means).
-    reference: Vec<f32>,
-    /// Scan rows `[Wμ_c − r, −½‖Wμ_c − r‖²]`, C × (p + 1).
-    pub(crate) augmented: Vec<f32>,
-    pub(crate) ids_u64: Vec<u64>,
+    /// Wμ_c and b_c = −½‖Wμ_c‖² (eq. 10, uncentred), labelled by class id.
+    ncm: Ncm,
+    /// The centred f32 scan rows `[Wμ_c − r, −½‖Wμ_c − r‖²]` and r.
+    pub(crate) scan: CentredScan,
 }
 
 impl ClassMeans {
@@ -96,54 +94,28 @@ impl ClassMeans {
             })?;
             pm.iter().copied().collect()
         };
-        let c = classes.len();
-        let mut reference = vec![0f64; p];
-        for row in projected.chunks_exact(p.max(1)) {
-            for (r, v) in reference.iter_mut().zip(row) {
-                *r += *v as f64;
-            }
-        }
-        let reference: Vec<f32> = reference
-            .iter()
-            .map(|r| (r / c.max(1) as f64) as f32)
-            .collect();
-        let mut augmented = Vec::with_capacity(c * (p + 1));
-        let mut bias = Vec::with_capacity(c);
-        for row in projected.chunks_exact(p.max(1)).take(c) {
-            let mut norm = 0f64;
-            let mut centred_norm = 0f64;
-            for (v, r) in row.iter().zip(&reference) {
-                let x = v - r;
-                augmented.push(x);
-                centred_norm += x as f64 * x as f64;
-                norm += *v as f64 * *v as f64;
-            }
-            augmented.push((-0.5 * centred_norm) as f32);
-            bias.push((-0.5 * norm) as f32);
-        }
-        if let Some(i) = augmented.iter().position(|v| !v.is_finite()) {
-            let k = i / (p + 1);
+        let labels: Vec<i64> = classes.iter().map(|c| c.id as i64).collect();
+        let ncm = Ncm::from_projected(&labels, &projected, p);
+        let scan = ncm.centred_scan();
+        if let Some((k, col, value)) = scan.non_finite() {
             return Err(ClassError::NonFinite {
                 argument: format!(
                     "projected mean of class {}",
                     classes.get(k).map_or(0, |c| c.id)
                 ),
                 row: k,
-                col: i % (p + 1),
-                value: augmented[i] as f64,
+                col,
+                value: value as f64,
             });
         }
         Ok(ClassMeans {
             model_id: model.id(),
             dim: p,
             ids: classes.iter().map(|c| c.id).collect(),
-            ids_u64: classes.iter().map(|c| c.id as u64).collect(),
             names: classes.iter().map(|c| c.name.clone()).collect(),
             counts: classes.iter().map(|c| c.count).collect(),
-            projected,
-            bias,
-            reference,
-            augmented,
+            ncm,
+            scan,
         })
     }
 
@@ -190,17 +162,18 @@ impl ClassMeans {
 
     /// Wμ_c of class `id`.
     pub fn projected_mean(&self, id: u32) -> Option<&[f32]> {
-        let i = self.position(id)?;
-        self.projected.get(i * self.dim..(i + 1) * self.dim)
+        self.scan.projected_mean(self.position(id)?)
     }
 
     /// b_c = −½‖Wμ_c‖² of class `id` (eq. 10, uncentred).
     pub fn bias(&self, id: u32) -> Option<f32> {
-        self.position(id).and_then(|i| self.bias.get(i).copied())
+        self.position(id)
+            .and_then(|i| self.ncm.bias_at(i))
+            .map(|b| b as f32)
     }
 
     /// The centring point r of the scores (module docs).
     pub fn reference(&self) -> &[f32] {
-        &self.reference
+        self.scan.reference()
     }
 }

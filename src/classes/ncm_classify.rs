@@ -1,12 +1,13 @@
 //! NCM classification (Mensink et al., TPAMI 2013, eq. 1 in the bias form of eq. 9-11): the
 //! top classes of each query row by a dense dot-product scan over the projected class means
-//! (over a snapshot: `Snapshot::classify`, in the search room).
+//! (over a snapshot: `Snapshot::classify`, in the search room). The arithmetic is the one NCM's
+//! (`model/classify/ncm.rs`, its centred scan table); this file checks the queries and names
+//! the classes.
 
 use ndarray::ArrayView2;
 use serde::Serialize;
 
 use crate::model::Model;
-use crate::scan::{DenseRows, DenseValues, Metric, ScanOptions, dense_topk};
 
 use super::class_means::ClassMeans;
 use super::error::{ClassError, Result};
@@ -67,14 +68,8 @@ impl ClassMeans {
             }
             q.push(1.0);
         }
-        let rows = DenseRows::new(
-            DenseValues::F32(&self.augmented),
-            p + 1,
-            &self.ids_u64,
-            None,
-        )?;
         let k = top.min(self.len());
-        let hits = dense_topk(&rows, &q, Metric::Dot, k, ScanOptions::default())?;
+        let hits = self.scan.top_k(&q, k)?;
         Ok(hits
             .into_iter()
             .map(|list| {

@@ -72,14 +72,24 @@ mod stage;
 mod supervised;
 mod text;
 mod train;
+mod train_from_codes;
+mod train_options;
+mod train_report;
 mod transform;
 
 pub use binarize::Binarize;
 pub use cancel::Cancel;
-// The classifiers, flat (`classify/mod.rs` is their curated list; its `Result` is
-// `Result<T, ClassifyError>`, so the model's own `Result` below takes precedence).
 pub use center::Center;
-pub use classify::*;
+// The classifiers, named one by one (`classify/mod.rs` is their curated list).
+pub use classify::{
+    AUTO_TOP5_CLASSES, ClassIndex, Classifier, ClassifierSpec, ClassifyError, ClassifyOptions,
+    EpochCallback, EpochReport, Fda, FitReport, InverseCovariance, Knn, KnnMetricOptions,
+    KnnMetricTraining, LinearSvm, LinearSvmOptions, Method, Ncm, Ncmc, NcmcOptions, NcmcTraining,
+    NcmmlObjective, NcmmlOptions, NcmmlTraining, Projection, RidgeOvr, SVM_C_GRID, SgdOptions,
+    SgdReport, StopOn, SvmLoss, SvmOvr, Targets, TestBias, WInit, fit_classifier, fit_fda,
+    fit_inverse_covariance, fit_ridge_ovr, fit_svm_ovr, svm_ovr_options, train_knn_metric,
+    train_linear_svm, train_ncmc, train_ncmml, train_one_vs_rest,
+};
 pub use error::{LinalgError, ModelError, Result};
 pub use faiss_factory::FaissTranslation;
 pub use float::FloatStage;
@@ -123,8 +133,10 @@ pub use text::{
     RankingMetrics, TextHead, TextQuery, TextVector, UnknownMargin, Vocabulary, tokenize,
     train_pamir,
 };
-pub use train::{
-    DEFAULT_TRAIN_SAMPLE_CAP, PcaReport, PqReport, ProgressFn, StepTiming, TrainEvent,
-    TrainOptions, TrainReport, train,
+pub use train::train;
+pub use train_from_codes::{
+    DECODE_BATCH_ROWS, LabelledCodes, fit_classifier_from_codes, train_from_codes,
 };
+pub use train_options::{DEFAULT_TRAIN_SAMPLE_CAP, ProgressFn, TrainEvent, TrainOptions};
+pub use train_report::{PcaReport, PqReport, StepTiming, TrainReport};
 pub use transform::RowMap;

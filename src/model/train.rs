@@ -15,22 +15,19 @@
 //! - `pq:MxB` / `opq:MxB`: M divides the dimension, at least K = 2^B training rows.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::ArrayView2;
 
 use super::binarize::Binarize;
-use super::cancel::Cancel;
 use super::center::{Center, column_means_f64};
 use super::error::{ModelError, Result};
 use super::float::FloatStage;
 use super::hom::{DEFAULT_HOM_ORDER, Hom};
 use super::input::checked_rows;
-use super::itq::{DEFAULT_ITQ_ITERATIONS, train_itq_with};
+use super::itq::train_itq_with;
 use super::ivf::CoarseQuantizer;
-use super::kmeans::{DEFAULT_KMEANS_ITERATIONS, KMeansInit, KMeansOptions};
+use super::kmeans::KMeansOptions;
 use super::linear::Linear;
 use super::neighbour_radius::{
     DEFAULT_NEIGHBOUR_RANK, DEFAULT_RADIUS_QUERIES, mean_kth_neighbour_distance,
@@ -47,196 +44,15 @@ use super::sklsh::Sklsh;
 use super::spec::{MAX_BINARY_BITS, PipelineSpec, QuantizerSpec, StepSpec};
 use super::stage::Stage;
 use super::supervised::{
-    CcaRho, CcaView, RhoChoice, RhoValidation, SgdChoice, SgdFit, SupervisedOptions,
-    choose_cca_rho, choose_cca_rho_by_groups, fit_attributes, fit_cca, fit_classemes, fit_jscl,
-    fit_metric, fit_picodes,
+    CcaRho, CcaView, RhoValidation, SgdChoice, SgdFit, choose_cca_rho, choose_cca_rho_by_groups,
+    fit_attributes, fit_cca, fit_classemes, fit_jscl, fit_metric, fit_picodes,
 };
 use super::supervised::{PicodesFit, PicodesStop};
+use super::train_options::{DEFAULT_TRAIN_SAMPLE_CAP, TrainEvent, TrainOptions};
+use super::train_report::{PcaReport, PqReport, StepTiming, TrainReport};
 
-/// Training rows used when `TrainOptions::sample` is `None`.
-pub const DEFAULT_TRAIN_SAMPLE_CAP: usize = 100_000;
 /// Rows per chunk of streamed passes (PCA).
 const STREAM_ROWS: usize = 4096;
-
-/// A training progress event (for progress bars and `--verbose`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum TrainEvent {
-    /// `done` of `total` `unit`s of step `step` are finished (`unit`: "rows", "iterations",
-    /// "epochs", "sub-quantisers" or "steps", plural, for display).
-    Progress {
-        /// Name of the step.
-        step: String,
-        /// What is counted.
-        unit: &'static str,
-        /// Units finished.
-        done: u64,
-        /// Units in the step.
-        total: u64,
-    },
-    /// A line of detail (ITQ loss per iteration, ...), sent only when `verbose` is set.
-    Message(String),
-}
-
-/// Receiver of [`TrainEvent`]s.
-pub type ProgressFn = Arc<dyn Fn(&TrainEvent) + Send + Sync>;
-
-/// Training parameters.
-#[derive(Clone)]
-pub struct TrainOptions {
-    /// Seed of every random choice (sampling, rotations, projections, k-means).
-    pub seed: u64,
-    /// Rows to train on, sampled without replacement (seeded); `None` = all rows up to
-    /// [`DEFAULT_TRAIN_SAMPLE_CAP`].
-    pub sample: Option<usize>,
-    /// ITQ iterations (paper: 50).
-    pub itq_iterations: usize,
-    /// k-means iterations per PQ sub-quantiser (FAISS: 25).
-    pub kmeans_iterations: usize,
-    /// k-means initialisation.
-    pub kmeans_init: KMeansInit,
-    /// OPQ outer iterations (FAISS `OPQMatrix::niter`: 50).
-    pub opq_iterations: usize,
-    /// Receiver of progress events; `None` sends none.
-    pub progress: Option<ProgressFn>,
-    /// Stops the training early with [`ModelError::Cancelled`] (checked between steps, streamed
-    /// chunks, and ITQ, OPQ and k-means iterations; a supervised step's SGD runs to its end).
-    pub cancel: Cancel,
-    /// Send [`TrainEvent::Message`] details.
-    pub verbose: bool,
-    /// One class label per input row: needed by supervised steps (`ncmml:C`), ignored
-    /// otherwise. Rows sampled for training keep their labels.
-    pub labels: Option<Arc<[i64]>>,
-    /// A second view for `cca:R` (one row per input row, any columns, e.g. text embeddings);
-    /// `None`: CCA uses the one-hot `labels`. Rows sampled for training keep their view rows.
-    pub view: Option<Arc<ndarray::Array2<f32>>>,
-    /// Instance groups, one id per input row (negative: none): rows sharing an id are views
-    /// of one item (renderings, crops, near-duplicates). The supervised steps then validate
-    /// their free parameters by instance retrieval on held-out groups instead of class
-    /// precision (Gordo et al. §7.4 tune them for the instance task;
-    /// `supervised/instance_validation.rs`): `cca:R` its ρ (from the grid, by default
-    /// [`CCA_RHO_GRID`](super::supervised::CCA_RHO_GRID), unless a fixed ρ is given),
-    /// `metric:R` and `jscl:R` their η and epoch. Rows sampled for training keep their ids.
-    pub groups: Option<Arc<[i64]>>,
-    /// Settings of `metric:R`, `attributes:R`, `cca:R`, `jscl:R`.
-    pub supervised: SupervisedOptions,
-}
-
-impl Default for TrainOptions {
-    fn default() -> Self {
-        TrainOptions {
-            seed: super::random::DEFAULT_SEED,
-            sample: None,
-            itq_iterations: DEFAULT_ITQ_ITERATIONS,
-            kmeans_iterations: DEFAULT_KMEANS_ITERATIONS,
-            kmeans_init: KMeansInit::Random,
-            opq_iterations: OpqOptions::default().iterations,
-            progress: None,
-            cancel: Cancel::default(),
-            verbose: false,
-            labels: None,
-            view: None,
-            groups: None,
-            supervised: SupervisedOptions::default(),
-        }
-    }
-}
-
-impl fmt::Debug for TrainOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TrainOptions")
-            .field("seed", &self.seed)
-            .field("sample", &self.sample)
-            .field("itq_iterations", &self.itq_iterations)
-            .field("kmeans_iterations", &self.kmeans_iterations)
-            .field("kmeans_init", &self.kmeans_init)
-            .field("opq_iterations", &self.opq_iterations)
-            .field("progress", &self.progress.as_ref().map(|_| "<callback>"))
-            .field("cancelled", &self.cancel.is_cancelled())
-            .field("verbose", &self.verbose)
-            .field("labels", &self.labels.as_ref().map(|l| l.len()))
-            .field("view", &self.view.as_ref().map(|v| v.dim()))
-            .field("groups", &self.groups.as_ref().map(|g| g.len()))
-            .field("supervised", &self.supervised)
-            .finish()
-    }
-}
-
-/// Wall time of one step.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StepTiming {
-    /// Name of the step.
-    pub step: String,
-    /// Wall time, in seconds.
-    pub seconds: f64,
-}
-
-/// What a PCA step found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct PcaReport {
-    /// Variance along each kept direction, decreasing.
-    pub eigenvalues: Vec<f64>,
-    /// Total variance of its input.
-    pub total_variance: f64,
-    /// Fraction of the variance kept.
-    pub explained_variance_ratio: f64,
-}
-
-/// What a PQ / OPQ quantiser found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct PqReport {
-    /// Mean squared reconstruction error per training vector.
-    pub mse: f64,
-    /// Empty clusters repaired.
-    pub splits: usize,
-    /// Rows the k-means runs used.
-    pub training_points: usize,
-    /// Final k-means objective of each sub-quantiser.
-    pub final_objective: Vec<f64>,
-}
-
-/// What training did, for `--verbose` output and reports.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
-pub struct TrainReport {
-    /// The pipeline SPEC as given.
-    pub spec: String,
-    /// Explicit stage list of the spec.
-    pub canonical: String,
-    /// Rows given.
-    pub input_rows: usize,
-    /// Rows trained on after sampling.
-    pub training_rows: usize,
-    /// Dimension of the input rows.
-    pub input_dim: usize,
-    /// Wall time of each step, in order.
-    pub steps: Vec<StepTiming>,
-    /// The last PCA step's report.
-    pub pca: Option<PcaReport>,
-    /// ITQ quantisation loss before the first iteration (= PCA-RR) and after each one.
-    pub itq_loss: Vec<f64>,
-    /// Kernel bandwidth σ of the RFF / SKLSH step (mean 50-NN distance).
-    pub bandwidth: Option<f64>,
-    /// What the PQ or OPQ quantiser found.
-    pub pq: Option<PqReport>,
-    /// OPQ mean squared error per outer iteration.
-    pub opq_loss: Vec<f64>,
-    /// Wall time of the whole training, in seconds.
-    pub total_seconds: f64,
-    /// Canonical correlations of the last `cca:R` step (all of them, decreasing).
-    pub cca_correlations: Vec<f64>,
-    /// What the validation of the last `metric:R` / `jscl:R` step chose.
-    pub sgd_choice: Option<SgdChoice>,
-    /// PiCoDes objective E (eq. 4) after the classifier step of each round.
-    pub picodes_objective: Vec<f64>,
-    /// PiCoDes basis classifiers updated in each round's projector step.
-    pub picodes_updated: Vec<usize>,
-    /// Why the PiCoDes descent stopped (`rounds`, `converged`, `stalled`).
-    pub picodes_stop: Option<PicodesStop>,
-    /// What the caller should know about how training ended (e.g. a PiCoDes descent that
-    /// stopped without improving on its initialisation); the CLI prints each on stderr.
-    pub notes: Vec<String>,
-    /// What the ρ validation of the last `cca:R` step chose (when a ρ grid was given).
-    pub cca_rho_choice: Option<RhoChoice>,
-}
 
 /// The note of a PiCoDes descent that stopped without improving: no basis classifier updated
 /// in any round (the codes are the seeded LSH initialisation), or a round that updated none

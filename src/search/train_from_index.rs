@@ -3,10 +3,8 @@
 //! [`train_from_codes`] / [`fit_classifier_from_codes`] with the snapshot's model (the model
 //! room knows nothing of indexes; see `model/classify/from_codes.rs` for what happens next).
 
-use crate::model::classify::{
-    Classifier, ClassifierSpec, ClassifyOptions, FitReport, LabelledCodes,
-    fit_classifier_from_codes, train_from_codes,
-};
+use crate::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, FitReport};
+use crate::model::{LabelledCodes, fit_classifier_from_codes, train_from_codes};
 use crate::model::{Model, ModelError, PipelineSpec, TrainOptions, TrainReport};
 use crate::storage::Snapshot;
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::FormatError;
 
-use super::recovery::SkippedManifest;
+use super::recovery_report::SkippedManifest;
 
 /// An error from an index operation.
 #[derive(Debug, thiserror::Error)]

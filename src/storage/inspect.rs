@@ -13,10 +13,10 @@ use crate::format::{
 use crate::model::Origin;
 
 use super::layout::list_manifests;
-use super::recovery::recovery_records;
-use super::recovery::{RecoveryRecord, SkippedManifest};
+use super::loaded_version::{choose_manifest, read_manifest};
+use super::recovery_report::recovery_records;
+use super::recovery_report::{RecoveryRecord, SkippedManifest};
 use super::shard_layout::{ShardLayout, read_shard_layout};
-use super::version::{choose_manifest, read_manifest};
 
 /// One section of a file, as `inspect` prints it.
 #[derive(Debug, Clone, Serialize)]

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::Serialize;
 
 use super::config::CompactionPolicy;
-use super::version::VersionState;
+use super::loaded_version::VersionState;
 
 /// Why the policy chose a group of segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -24,8 +24,8 @@ use crate::format::{
 use crate::model::Cancel;
 
 use super::error::{Result, StorageError};
+use super::loaded_version::SegmentSlot;
 use super::segment_columns::{Column, ColumnWriter, SegmentColumns};
-use super::version::SegmentSlot;
 
 /// One source of a merge: its key columns and deletions.
 struct Source<'a> {

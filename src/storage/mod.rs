@@ -18,20 +18,20 @@ pub mod fs;
 pub mod index;
 pub mod inspect;
 pub mod layout;
+mod loaded_version;
 mod lock;
 mod log_rows;
 pub mod merge_policy;
 mod merger;
 pub mod open_segment;
 mod publish;
-pub mod recovery;
+pub mod recovery_report;
 pub mod row_batch;
 mod segment_columns;
 pub mod shard_layout;
 pub mod snapshot;
 pub mod verify;
-mod version;
-pub mod versions;
+pub mod version_list;
 
 pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention};
 pub use error::StorageError;
@@ -41,10 +41,10 @@ pub use index::{
     EncodedOptions, GcReport, Index, MergeReport, SealedCompaction,
 };
 pub use merge_policy::MergeReason;
-pub use recovery::{
+pub use recovery_report::{
     DroppedManifest, LogTailReport, RecoveryRecord, RecoveryRecordError, RecoveryReport,
     SkippedManifest, fell_back_warning, recovery_records,
 };
 pub use row_batch::RowBatch;
 pub use snapshot::{Block, Row, Snapshot};
-pub use versions::{VersionInfo, list_versions};
+pub use version_list::{VersionInfo, list_versions};

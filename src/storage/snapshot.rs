@@ -27,8 +27,8 @@ use crate::model::{Model, ModelError};
 use super::config::ReadOptions;
 use super::error::{Result, StorageError};
 use super::layout::{list_manifests, manifest_file_name};
-use super::recovery::SkippedManifest;
-use super::version::{Loc, VersionState, choose_manifest, load_version, read_manifest};
+use super::loaded_version::{Loc, VersionState, choose_manifest, load_version, read_manifest};
+use super::recovery_report::SkippedManifest;
 
 /// One live row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -720,7 +720,7 @@ impl Snapshot {
         segs.chain(log)
     }
 
-    fn segment_block<'a>(&'a self, s: &'a super::version::SegmentSlot) -> Block<'a> {
+    fn segment_block<'a>(&'a self, s: &'a super::loaded_version::SegmentSlot) -> Block<'a> {
         let r = s.seg.reader();
         Block {
             ids: r.ids(),

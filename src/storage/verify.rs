@@ -21,9 +21,9 @@ use crate::format::{
 };
 
 use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
-use super::recovery::recovery_records;
+use super::loaded_version::read_manifest;
+use super::recovery_report::recovery_records;
 use super::shard_layout::{SHARD_CUT_FILE, SHARD_LAYOUT_FILE, read_shard_cut, read_shard_layout};
-use super::version::read_manifest;
 
 /// One thing wrong, with where it is.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -18,7 +18,8 @@ use codedb::format::{
     ChecksumPolicy, CodeKind, FileId, LoadMode, OpenOptions, RowColumn, SegmentLayout,
     SegmentReader, SegmentWriter,
 };
-use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch, mih_search};
+use codedb::internals::mih_search;
+use codedb::kernels::{CodeRows, ScanOptions, hamming_topk_batch};
 
 use super::generated_segment::{GENERATED_MODEL_ID, SplitMix};
 

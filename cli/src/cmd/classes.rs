@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use codedb::format::class_name_problem;
+use codedb::research::{DEFAULT_PRIOR_CANDIDATES, choose_prior_weight};
 use codedb::{
-    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_CANDIDATES, DEFAULT_PRIOR_WEIGHT, MeanSource,
-    NewClass, PriorScope, choose_prior_weight,
+    ClassRef, ClassScore, ClassSource, DEFAULT_PRIOR_WEIGHT, MeanSource, NewClass, PriorScope,
 };
 use codedb_cli::io::tsv_field;
 
@@ -168,7 +168,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
                 .staged_classes()?
                 .context("--validation: the index has no class table to validate on")?;
             let vx = inputs::vectors_for("--validation", v, dim, &whom)?;
-            let vl = codedb_cli::demo::labels_u32(&codedb_cli::io::load_labels(l)?)
+            let vl = codedb_cli::demo_tour::labels_u32(&codedb_cli::io::load_labels(l)?)
                 .with_context(|| l.display().to_string())?;
             let c = choose_prior_weight(
                 model,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use codedb_cli::demo::labels_u32;
+use codedb_cli::demo_tour::labels_u32;
 
 use crate::args::{self, usage};
 use crate::inputs;
@@ -70,7 +70,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     }
     let (x, y, name) = match data {
         None => {
-            let (x, y) = codedb_cli::demo::builtin_digits(&dir.join("data"))?;
+            let (x, y) = codedb_cli::demo_tour::builtin_digits(&dir.join("data"))?;
             (x, y, "built-in UCI/sklearn digits (1,797 x 64)".to_string())
         }
         Some(p) if codedb_cli::io::is_fashion_mnist_dir(&p) => {
@@ -97,7 +97,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         }
     };
     let quiet = json || markdown;
-    let report = codedb_cli::demo::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
+    let report = codedb_cli::demo_tour::run_demo(&dir, x.view(), &y, &name, seed, &mut |s| {
         if !quiet {
             errln!("{s}");
         }
@@ -120,7 +120,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         report.database_rows,
         report.queries,
         report.dim,
-        codedb_cli::demo::DEMO_K
+        codedb_cli::demo_tour::DEMO_K
     );
     outln!(
         "{:<18} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10}",

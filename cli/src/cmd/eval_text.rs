@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use codedb::model::{CcaRho, MarginPolicy, PamirOptions};
 use codedb_cli::eval::{TextEvalData, TextEvalOptions, TextRanker, text_eval};
 
-use super::eval::{EvalArgs, load_split, random_split};
+use super::eval_args::{EvalArgs, load_split, random_split};
 use crate::args::usage;
 use crate::out::outln;
 use crate::progress;

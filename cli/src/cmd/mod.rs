@@ -1,5 +1,8 @@
 //! The commands, one file per group: each holds its `#[derive(Args)]` struct (options, help
 //! lines, examples) and the function that runs it.
+//! `search` and `eval` run several kinds (k-NN, `--text`, `--examples`; retrieve, classify,
+//! text), so their arguments and shared helpers sit in files the kinds import and none of the
+//! kinds imports another: `search_args.rs`, `search_output.rs`, `eval_args.rs`.
 
 pub mod bench;
 pub mod build;
@@ -8,11 +11,14 @@ pub mod columns;
 pub mod compact_gc;
 pub mod demo;
 pub mod eval;
+pub mod eval_args;
 pub mod eval_text;
 pub mod inspect_verify;
 pub mod rows;
 pub mod search;
+pub mod search_args;
 pub mod search_examples;
+pub mod search_output;
 pub mod search_text;
 pub mod spec;
 pub mod train;

@@ -10,8 +10,7 @@
 //! | `softmax_metric.rs` | the batch gradient of eq. 7 / eq. 19-20 / eq. 21 |
 //! | `sgd.rs` | standardisation, PCA initialisation, held-out split, early stopping (§5.1) |
 //! | `fda.rs` | Fisher discriminant analysis, eq. 8 |
-//! | `from_codes.rs` | training on PQ codes held in memory, decoded per mini-batch (§5.1) |
-//! | `train_rows.rs` | the learners' row source: a dense matrix or PQ codes decoded on demand |
+//! //! | `train_rows.rs` | the learners' row source: a dense matrix or PQ codes decoded on demand |
 //! | `mahalanobis.rs` | PCA + inverse (regularised) covariance metric (§3.2, Table 4) |
 //! | `knn_metric.rs` | k-NN with an LMNN-style metric, eq. 25-28 |
 //! | `linear_ovr.rs` | one-vs-rest ridge regression, eq. 13-14 |
@@ -25,13 +24,12 @@
 mod classifier;
 mod error;
 mod fda;
-mod from_codes;
 mod knn_metric;
 mod labels;
 mod linear_ovr;
 mod linear_svm;
 mod mahalanobis;
-mod ncm;
+pub(crate) mod ncm;
 mod ncmc;
 mod ncmml;
 mod projection;
@@ -44,9 +42,6 @@ mod train_rows;
 pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
 pub use error::ClassifyError;
 pub use fda::{Fda, fit_fda};
-pub use from_codes::{
-    DECODE_BATCH_ROWS, LabelledCodes, fit_classifier_from_codes, train_from_codes,
-};
 pub use knn_metric::{Knn, KnnMetricOptions, KnnMetricTraining, Targets, train_knn_metric};
 pub use labels::ClassIndex;
 pub use linear_ovr::{RidgeOvr, fit_ridge_ovr};
@@ -62,4 +57,7 @@ pub use sgd::{
 pub use spec::{ClassifierSpec, Method};
 pub use svm_ovr::{SVM_C_GRID, SvmOvr, fit_svm_ovr, svm_ovr_options, train_one_vs_rest};
 
+pub(crate) use classifier::{fit_on_rows, prepend, streams_rows};
+pub(crate) use ncmml::train_ncmml_rows;
 pub(crate) use sgd::stratified_split;
+pub(crate) use train_rows::{CodeRows, RowSource, STREAM_ROWS};

@@ -8,9 +8,18 @@
 //! a centre `m` in the projection shifts x and every μ_c alike and changes nothing either.
 //! Projected means `W μ_c` and biases `b_c` are computed once (f64, from f64 means), so adding
 //! a class costs one mean and one d-vector: the "near-zero cost" of the paper's title.
+//!
+//! This is the crate's one NCM. The engine's class means (`classes/class_means.rs`) hold an
+//! [`Ncm`] over means already projected by the index's model ([`Ncm::from_projected`]) and
+//! classify with its centred f32 scan table ([`CentredScan`], below): the same eq. 9 with every
+//! vector shifted by the mean of the projected means, so that f32 rounding cannot reorder close
+//! classes of descriptors far from the origin; the ranking is unchanged by the shift (eq. 9-11
+//! hold for any common origin).
 
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
+
+use crate::scan::{DenseRows, DenseValues, Metric, ScanError, ScanOptions, dense_topk};
 
 use super::super::error::ModelError;
 use super::super::input::checked_rows;
@@ -138,6 +147,67 @@ impl Ncm {
             ncm.push_class(*l, m.to_vec());
         }
         Ok(ncm)
+    }
+
+    /// A classifier over class means already projected (`projected`: `labels.len()` × `dim`,
+    /// row-major f32; no projection chain, so [`Ncm::input_dim`] is `dim`). The engine's class
+    /// means are projected by the index's model, whose non-linear stages a [`Projection`]
+    /// chain cannot express. The caller guarantees distinct labels (a class table's ids);
+    /// zero classes give an empty classifier.
+    pub(crate) fn from_projected(labels: &[i64], projected: &[f32], dim: usize) -> Ncm {
+        let mut ncm = Ncm {
+            chain: Vec::new(),
+            in_dim: dim,
+            labels: Vec::with_capacity(labels.len()),
+            proj_means: Vec::with_capacity(labels.len() * dim),
+            bias: Vec::with_capacity(labels.len()),
+            dim,
+        };
+        for (l, m) in labels.iter().zip(projected.chunks_exact(dim.max(1))) {
+            ncm.push_class(*l, m.iter().map(|&v| v as f64).collect());
+        }
+        ncm
+    }
+
+    /// Bias `b_c = −½ ‖W μ_c‖²` (eq. 10) of the class in column `i`.
+    pub(crate) fn bias_at(&self, i: usize) -> Option<f64> {
+        self.bias.get(i).copied()
+    }
+
+    /// The centred f32 scan table of the classifier (module docs): `r` = the mean of the
+    /// projected means, rows `[W μ_c − r, −½ ‖W μ_c − r‖²]` for the dense dot kernel. Valid for
+    /// the eq. 10 biases only (a classifier of [`Ncm::from_projected`]).
+    pub(crate) fn centred_scan(&self) -> CentredScan {
+        let p = self.dim;
+        let c = self.labels.len();
+        let projected: Vec<f32> = self.proj_means.iter().map(|&v| v as f32).collect();
+        let mut reference = vec![0f64; p];
+        for row in projected.chunks_exact(p.max(1)) {
+            for (r, v) in reference.iter_mut().zip(row) {
+                *r += *v as f64;
+            }
+        }
+        let reference: Vec<f32> = reference
+            .iter()
+            .map(|r| (r / c.max(1) as f64) as f32)
+            .collect();
+        let mut augmented = Vec::with_capacity(c * (p + 1));
+        for row in projected.chunks_exact(p.max(1)).take(c) {
+            let mut centred_norm = 0f64;
+            for (v, r) in row.iter().zip(&reference) {
+                let x = v - r;
+                augmented.push(x);
+                centred_norm += x as f64 * x as f64;
+            }
+            augmented.push((-0.5 * centred_norm) as f32);
+        }
+        CentredScan {
+            dim: p,
+            ids: self.labels.iter().map(|&l| l as u64).collect(),
+            projected,
+            reference,
+            augmented,
+        }
     }
 
     fn push_class(&mut self, label: i64, mean: Vec<f64>) {
@@ -268,6 +338,59 @@ impl Ncm {
             k,
             &self.labels,
         ))
+    }
+}
+
+/// An [`Ncm`]'s scan table in f32, centred on the mean of its projected means (module docs):
+/// what the engine's class means classify and probe with.
+#[derive(Debug, Clone)]
+pub(crate) struct CentredScan {
+    /// Projected dimension p.
+    dim: usize,
+    /// The classes' labels as the kernel's row ids, in row order.
+    ids: Vec<u64>,
+    /// `W μ_c`, C × p.
+    projected: Vec<f32>,
+    /// r: the centring point (mean of the projected means).
+    reference: Vec<f32>,
+    /// Scan rows `[W μ_c − r, −½ ‖W μ_c − r‖²]`, C × (p + 1).
+    augmented: Vec<f32>,
+}
+
+impl CentredScan {
+    /// The centring point r.
+    pub(crate) fn reference(&self) -> &[f32] {
+        &self.reference
+    }
+
+    /// `W μ_c` of the class in row `i`, in f32.
+    pub(crate) fn projected_mean(&self, i: usize) -> Option<&[f32]> {
+        self.projected.get(i * self.dim..(i + 1) * self.dim)
+    }
+
+    /// The first non-finite value of the scan rows, as (row, column, value).
+    pub(crate) fn non_finite(&self) -> Option<(usize, usize, f32)> {
+        let p1 = self.dim + 1;
+        self.augmented
+            .iter()
+            .position(|v| !v.is_finite())
+            .map(|i| (i / p1, i % p1, self.augmented[i]))
+    }
+
+    /// The `k` best classes of each centred query row `[W x − r, 1]` (`q`: rows of p + 1),
+    /// as (centred eq. 9 score, label), best first, ties by smaller label.
+    pub(crate) fn top_k(
+        &self,
+        q: &[f32],
+        k: usize,
+    ) -> std::result::Result<Vec<Vec<(f32, u64)>>, ScanError> {
+        let rows = DenseRows::new(
+            DenseValues::F32(&self.augmented),
+            self.dim + 1,
+            &self.ids,
+            None,
+        )?;
+        dense_topk(&rows, q, Metric::Dot, k, ScanOptions::default())
     }
 }
 

@@ -37,7 +37,7 @@ use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, par};
 use super::super::pipeline::Model;
 use super::super::random::{derive_seed, rng};
-use super::super::train::{ProgressFn, TrainEvent};
+use super::super::train_options::{ProgressFn, TrainEvent};
 use super::ranking_metrics::RankingMetrics;
 use super::text_head::{TextHead, check_size, dot};
 use super::tfidf::TextVector;

@@ -11,9 +11,9 @@ use crate::format::{
 use super::{Index, Pending, Writer, now_ms};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
+use crate::storage::loaded_version::VersionState;
 use crate::storage::log_rows::LogView;
 use crate::storage::publish::{publish, sync_dir};
-use crate::storage::version::VersionState;
 
 impl Index {
     /// Makes every staged change durable and visible as one new version, and returns its

@@ -28,11 +28,11 @@ use super::{GcReport, Index, Writer, now_ms};
 use crate::storage::config::CompactionPolicy;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
+use crate::storage::loaded_version::{SegmentSlot, VersionState};
 use crate::storage::merge_policy::{MergeReason, PlannedMerge, plan};
 use crate::storage::merger::{ColumnProgress, Merger};
 use crate::storage::publish::{publish, sync_dir};
 use crate::storage::segment_columns::Fill;
-use crate::storage::version::{SegmentSlot, VersionState};
 
 /// One merge of a compaction.
 #[derive(Debug, Clone, Serialize)]

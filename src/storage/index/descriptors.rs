@@ -6,7 +6,7 @@
 //! [`Index::upsert`] does the same while replacing rows by id, the replaced rows leaving their
 //! classes ([`ClassStats`]). With f16 stored vectors the sums are of the f16-rounded rows, what
 //! the index stores, so a later delete subtracts exactly what was added. Rows already encoded
-//! take the low-level path in `write.rs` ([`Index::add_encoded`]).
+//! take the low-level path in `stage_rows.rs` ([`Index::add_encoded`]).
 
 use std::collections::HashMap;
 

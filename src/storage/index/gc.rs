@@ -25,9 +25,9 @@ use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{
     LOCK_FILE, TMP_SUFFIX, manifest_file_name, parse_data_file_name, parse_manifest_file_name,
 };
+use crate::storage::loaded_version::read_manifest;
 use crate::storage::publish::sync_dir;
-use crate::storage::recovery::SkippedManifest;
-use crate::storage::version::read_manifest;
+use crate::storage::recovery_report::SkippedManifest;
 
 /// What a garbage collection kept and removed.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -24,6 +24,7 @@
 //! (apply the merge policy, publish), `gc`, `recover` (accept the loss of damaged manifests),
 //! `build` (a whole index from raw descriptors). The writer's state is in `writer`.
 
+mod accept_loss;
 mod build;
 mod classes;
 mod columns;
@@ -32,10 +33,9 @@ mod compact;
 mod descriptors;
 mod gc;
 mod open;
-mod recover;
 mod seal;
-mod write;
-mod writer;
+mod stage_rows;
+mod writer_state;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -47,10 +47,10 @@ use crate::model::{Model, ModelError};
 
 use super::config::Config;
 use super::error::{Result, StorageError};
+use super::loaded_version::{IndexModel, VersionState};
 use super::lock::DirLock;
-use super::recovery::{RecoveryReport, SkippedManifest};
+use super::recovery_report::{RecoveryReport, SkippedManifest};
 use super::snapshot::Snapshot;
-use super::version::{IndexModel, VersionState};
 
 pub use build::BuildOptions;
 pub use classes::ClassStats;
@@ -60,8 +60,8 @@ pub use compact::{
 pub use descriptors::AddOptions;
 pub use gc::GcReport;
 pub(crate) use open::check_is_index;
-pub use write::EncodedOptions;
-pub(crate) use writer::{LogWriter, Pending, WLoc, Writer};
+pub use stage_rows::EncodedOptions;
+pub(crate) use writer_state::{LogWriter, Pending, WLoc, Writer};
 
 /// The writer handle of an index directory. Dropping it releases the lock and discards
 /// uncommitted changes. Its methods are in `storage/index/`, one file per concern (see the

@@ -9,10 +9,10 @@ use super::{Index, LogWriter, now_ms};
 use crate::storage::config::{Config, CreateOptions};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{TMP_SUFFIX, data_file_name, list_manifests, manifest_file_name};
+use crate::storage::loaded_version::{IndexModel, VersionState, choose_manifest, load_version};
 use crate::storage::lock::DirLock;
 use crate::storage::publish::{publish, sync_dir};
-use crate::storage::recovery::{LogTailReport, RecoveryRecord, RecoveryReport};
-use crate::storage::version::{IndexModel, VersionState, choose_manifest, load_version};
+use crate::storage::recovery_report::{LogTailReport, RecoveryRecord, RecoveryReport};
 
 impl Index {
     /// Creates an index in `dir` (created if missing; it must not hold an index yet) with

@@ -14,10 +14,10 @@ use crate::format::{AttributesBuilder, Schema};
 use crate::storage::attributes::conformed;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::data_file_name;
+use crate::storage::loaded_version::SegmentSlot;
 use crate::storage::open_segment::OpenSegment;
 use crate::storage::publish::publish;
 use crate::storage::segment_columns::{Column, Fill, SegmentColumns};
-use crate::storage::version::SegmentSlot;
 
 /// Rows per chunk when streaming a sealed segment.
 const SEAL_CHUNK: usize = 64 * 1024;

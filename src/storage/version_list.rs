@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::error::{Result, StorageError};
 use super::layout::list_manifests;
-use super::version::read_manifest;
+use super::loaded_version::read_manifest;
 
 /// One manifest file of an index directory. The counts are `None` for a manifest that does not
 /// read (then `error` says why): what it held is unknown, not zero.

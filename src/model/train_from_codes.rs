@@ -29,22 +29,19 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::error::ModelError;
-use super::super::pipeline::Model;
-use super::super::random::{derive_seed, rng, sample_indices};
-use super::super::spec::{PipelineSpec, StepSpec};
-use super::super::stage::Stage;
-use super::super::train::{
-    DEFAULT_TRAIN_SAMPLE_CAP, StepTiming, TrainEvent, TrainOptions, TrainReport, train, train_after,
+use super::classify::{
+    Classifier, ClassifierSpec, ClassifyError, ClassifyOptions, CodeRows, FitReport, NcmmlOptions,
+    Projection, RowSource, STREAM_ROWS, fit_classifier, fit_on_rows, prepend, streams_rows,
+    train_ncmml_rows,
 };
-use super::classifier::{
-    Classifier, ClassifyOptions, FitReport, fit_classifier, fit_on_rows, prepend, streams_rows,
-};
-use super::error::ClassifyError;
-use super::ncmml::{NcmmlOptions, train_ncmml_rows};
-use super::projection::Projection;
-use super::spec::ClassifierSpec;
-use super::train_rows::{CodeRows, RowSource, STREAM_ROWS};
+use super::error::ModelError;
+use super::pipeline::Model;
+use super::random::{derive_seed, rng, sample_indices};
+use super::spec::{PipelineSpec, StepSpec};
+use super::stage::Stage;
+use super::train::{train, train_after};
+use super::train_options::{DEFAULT_TRAIN_SAMPLE_CAP, TrainEvent, TrainOptions};
+use super::train_report::{StepTiming, TrainReport};
 
 /// Codes decoded per batch on the decoded-sample path.
 pub const DECODE_BATCH_ROWS: usize = 65_536;

@@ -15,12 +15,12 @@ use super::{Index, check_is_index, now_ms};
 use crate::storage::config::Config;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{RECOVERED_DIR, list_manifests, manifest_file_name};
+use crate::storage::loaded_version::{load_version, read_manifest};
 use crate::storage::lock::DirLock;
 use crate::storage::publish::{publish, sync_dir};
-use crate::storage::recovery::{
+use crate::storage::recovery_report::{
     DroppedManifest, RECOVERY_RECORD_FORMAT, RecoveryRecord, SkippedManifest,
 };
-use crate::storage::version::{load_version, read_manifest};
 
 impl Index {
     /// Accepts the loss of every version whose manifest does not read, and opens the index for

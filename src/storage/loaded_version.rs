@@ -20,7 +20,7 @@ use super::error::{Result, StorageError};
 use super::layout::list_manifests;
 use super::log_rows::{LogBatchEntry, LogView};
 use super::open_segment::OpenSegment;
-use super::recovery::SkippedManifest;
+use super::recovery_report::SkippedManifest;
 
 /// A segment of a version with the deletion bitmap that version gives it.
 #[derive(Debug, Clone)]

@@ -9,10 +9,10 @@ use crate::format::{ClassTable, DeletionBitmap, FileRef, LogMeta};
 
 use crate::storage::error::{Result, StorageError};
 use crate::storage::fs::WriteFile;
+use crate::storage::loaded_version::VersionState;
 use crate::storage::lock::DirLock;
 use crate::storage::log_rows::{LogBatchEntry, find_live};
-use crate::storage::recovery::SkippedManifest;
-use crate::storage::version::VersionState;
+use crate::storage::recovery_report::SkippedManifest;
 
 /// A live row as the writer sees it (committed state plus uncommitted changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
