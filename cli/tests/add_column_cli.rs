@@ -95,39 +95,27 @@ fn a_new_column_is_committed_and_older_rows_read_its_default() {
     );
     // Every row stored before the column reads its default; a filter tests it.
     let q = cli_support::digits().0;
-    let o = ok(&[
-        "search",
-        s(&dir),
-        "--queries",
-        s(&q),
-        "-k",
-        "3",
-        "--where",
-        "source = 'flickr'",
-        "--with",
-        "source,year",
-        "--format",
-        "json",
-    ]);
-    let hits = json(&o);
-    let first = &hits.as_array().unwrap()[0];
+    let search = |filter: &str| {
+        let args = [
+            "search",
+            s(&dir),
+            "--queries",
+            s(&q),
+            "-k",
+            "3",
+            "--where",
+            filter,
+        ];
+        json(&ok(&[
+            &args[..],
+            &["--with", "source,year", "--format", "json"],
+        ]
+        .concat()))
+    };
+    let first = &search("source = 'flickr'").as_array().unwrap()[0].clone();
     assert!(first.to_string().contains("\"flickr\""), "{first}");
-    let o = ok(&[
-        "search",
-        s(&dir),
-        "--queries",
-        s(&q),
-        "-k",
-        "3",
-        "--where",
-        "source = 'web'",
-        "--format",
-        "json",
-    ]);
-    assert!(
-        !json(&o).to_string().contains("\"id\""),
-        "no row has source 'web'"
-    );
+    let none = search("source = 'web'").to_string();
+    assert!(!none.contains("\"id\""), "no row has source 'web': {none}");
 }
 
 #[test]

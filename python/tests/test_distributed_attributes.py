@@ -46,9 +46,9 @@ def assert_same_columns(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> N
             assert (sorted(u) == sorted(v)) if isinstance(u, list) else u == v, (name, pos, u, v)
 
 
-def assert_same(sh: Any, one: Any, q: np.ndarray, **kw: Any) -> None:
-    d1, i1, c1 = sh.search(q, columns=NAMES, **kw)
-    d2, i2, c2 = one.search(q, columns=NAMES, **kw)
+def assert_same(sh: Any, one: Any, q: np.ndarray, names: list[str] = NAMES, **kw: Any) -> None:
+    d1, i1, c1 = sh.search(q, columns=names, **kw)
+    d2, i2, c2 = one.search(q, columns=names, **kw)
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
     assert_same_columns(c1, c2)
@@ -198,9 +198,6 @@ def test_a_sharded_create_takes_a_schema_and_add_column_reaches_every_shard(
             ix.add(x[300:], ids=ids[300:], attributes={"source": ["web"] * 300})
             ix.commit()
         for where in ["source = 'flickr' AND tags HAS 'cat'", "source = 'web'", "year > 10"]:
-            d1, i1, c1 = sh.search(x[::23], k=12, where=where, columns=["year", "source", "tags"])
-            d2, i2, c2 = one.search(x[::23], k=12, where=where, columns=["year", "source", "tags"])
-            np.testing.assert_array_equal(i1, i2)
-            assert_same_columns(c1, c2)
+            assert_same(sh, one, x[::23], ["year", "source", "tags"], k=12, where=where)
     finally:
         sh.close()
