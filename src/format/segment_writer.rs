@@ -21,7 +21,8 @@ use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
 use super::error::{FormatError, Result};
 use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
-use super::mih_tables::{BUILD_BYTES, MihBuild, MihShape};
+use super::mih_build::{BUILD_BYTES, MihBuild};
+use super::mih_tables::MihShape;
 use super::model_file::CodeKind;
 use super::section_kind::SEG_ATTRIBUTES;
 use super::section_kind::{
@@ -474,7 +475,7 @@ impl<W: Write> SegmentWriter<W> {
     /// optional; [`super::mih_tables`]), after every column. `rescan(sink)` must feed the code
     /// column again to `sink`, whole codes in row order: it is called once to count and once
     /// per fill pass (`MihBuild::passes`), so memory stays the counts plus
-    /// [`BUILD_BYTES`](super::mih_tables::BUILD_BYTES). Only binary
+    /// [`BUILD_BYTES`](super::mih_build::BUILD_BYTES). Only binary
     /// codes of 32-256 bits, `shape.bits = 8 × code_bytes`.
     pub fn mih_tables<E: From<FormatError>>(
         &mut self,

@@ -83,7 +83,7 @@ pub struct Config {
     /// Write multi-index hashing tables into every segment of binary codes of 32-256 bits that
     /// sealing or compaction writes (format 1.6, FORMAT.md §3.6; default true). They cost
     /// `4 m` bytes per row and make exact Hamming k-NN sub-linear (`SearchParams::mih`);
-    /// building them holds at most 1 GiB besides their offsets (`mih_tables::BUILD_BYTES`).
+    /// building them holds at most 1 GiB besides their offsets (`mih_build::BUILD_BYTES`).
     pub mih_tables: bool,
 }
 
