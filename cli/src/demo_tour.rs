@@ -221,13 +221,39 @@ pub fn run_demo(
         argument: "pipelines".into(),
         detail: "none".into(),
     })?;
+    let steps = maintenance_steps(&index, &model, qs.view(), &q_rows, &q_labels, &ids)?;
+    for s in &steps {
+        say(s);
+    }
+    Ok(DemoReport {
+        data: data_name.to_string(),
+        database_rows: db.nrows(),
+        queries: qs.nrows(),
+        dim: data.ncols(),
+        rows,
+        index_dir,
+        steps,
+    })
+}
+
+/// The index's life after the quality table, on the first pipeline's index: append the queries
+/// as new rows, delete every 97th database row, compact, and search for an appended query
+/// (which finds itself first). Each step as a line of the report.
+fn maintenance_steps(
+    index: &codedb::Index,
+    model: &codedb::model::Model,
+    qs: ArrayView2<f32>,
+    q_rows: &[usize],
+    q_labels: &[u32],
+    ids: &[u64],
+) -> Result<Vec<String>, Error> {
     let mut steps = Vec::new();
     // Append the queries as new images, delete a few rows, compact.
     let q_ids: Vec<u64> = q_rows.iter().map(|&i| i as u64).collect();
     index.add_encoded(
-        &RowBatch::new(&model.encode(qs.view())?)
+        &RowBatch::new(&model.encode(qs)?)
             .with_ids(&q_ids)
-            .with_labels(&q_labels),
+            .with_labels(q_labels),
         &EncodedOptions::default(),
     )?;
     let v = index.commit()?;
@@ -248,7 +274,7 @@ pub fn run_demo(
     // A query that was appended finds itself first.
     let hit = snap.search(
         qs.slice(ndarray::s![0..1, ..]),
-        &SearchParams::new(1, mode_of(&model)),
+        &SearchParams::new(1, mode_of(model)),
     )?;
     steps.push(match hit.first().and_then(|l| l.first()) {
         Some(h) => format!(
@@ -257,18 +283,7 @@ pub fn run_demo(
         ),
         None => format!("query row {} finds nothing after the append", q_ids[0]),
     });
-    for s in &steps {
-        say(s);
-    }
-    Ok(DemoReport {
-        data: data_name.to_string(),
-        database_rows: db.nrows(),
-        queries: qs.nrows(),
-        dim: data.ncols(),
-        rows,
-        index_dir,
-        steps,
-    })
+    Ok(steps)
 }
 
 impl DemoReport {

@@ -18,7 +18,7 @@ mod progress;
 
 use cmd::{
     bench, build, classes, columns, compact_gc, demo, eval, eval_args, inspect_verify, rows,
-    search, search_args, spec, train, versions,
+    search, search_shared, spec, train, versions,
 };
 use out::errln;
 
@@ -56,7 +56,7 @@ enum Command {
     Versions(versions::VersionsArgs),
     Recover(versions::RecoverArgs),
     Classes(classes::ClassesArgs),
-    Search(search_args::SearchArgs),
+    Search(search_shared::SearchArgs),
     AddClass(classes::AddClassArgs),
     AddColumn(columns::AddColumnArgs),
     Classify(classes::ClassifyArgs),

@@ -317,19 +317,7 @@ impl Parser<'_> {
             }
             "lsh" | "pca-direct" | "pca-rr" | "pca-itq" | "kpca-itq" => {
                 let c = self.number(token, need("C")?, "bit count")?;
-                let c = self.binary_bits(token, c)?;
-                let steps = match name {
-                    "lsh" => vec![StepSpec::Center, StepSpec::Projection(c)],
-                    "pca-direct" => vec![StepSpec::Pca(c)],
-                    "pca-rr" => vec![StepSpec::Pca(c), StepSpec::RandomRotation],
-                    "pca-itq" => vec![StepSpec::Pca(c), StepSpec::Itq],
-                    _ => vec![
-                        StepSpec::Rff(DEFAULT_RFF_FEATURES),
-                        StepSpec::Pca(c),
-                        StepSpec::Itq,
-                    ],
-                };
-                Token::Preset(steps, QuantizerSpec::Bits)
+                preset(name, self.binary_bits(token, c)?)
             }
             _ => {
                 return Err(self.err(
@@ -342,6 +330,23 @@ impl Parser<'_> {
             }
         })
     }
+}
+
+/// The steps of a preset of `c` bits (`lsh`, `pca-direct`, `pca-rr`, `pca-itq`, `kpca-itq`:
+/// the methods the ITQ paper of Gong & Lazebnik compares), quantised to bits.
+fn preset(name: &str, c: usize) -> Token {
+    let steps = match name {
+        "lsh" => vec![StepSpec::Center, StepSpec::Projection(c)],
+        "pca-direct" => vec![StepSpec::Pca(c)],
+        "pca-rr" => vec![StepSpec::Pca(c), StepSpec::RandomRotation],
+        "pca-itq" => vec![StepSpec::Pca(c), StepSpec::Itq],
+        _ => vec![
+            StepSpec::Rff(DEFAULT_RFF_FEATURES),
+            StepSpec::Pca(c),
+            StepSpec::Itq,
+        ],
+    };
+    Token::Preset(steps, QuantizerSpec::Bits)
 }
 
 impl PipelineSpec {

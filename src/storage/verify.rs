@@ -379,23 +379,7 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
         let newest = Some(*version) == newest_readable;
         check_manifest(dir, path, &m, log.as_ref(), newest, report, &mut refs);
     }
-    for (name, (committed, tail)) in &refs.log_tails {
-        if tail.bytes == 0 {
-            continue;
-        }
-        let torn = match &tail.torn_reason {
-            Some(r) => format!(", {} torn bytes ({r})", tail.torn_bytes),
-            None => String::new(),
-        };
-        report.note(
-            &dir.join(name),
-            format!(
-                "{} bytes past the committed length {committed} ({} whole uncommitted record(s) \
-                 of {} rows{torn}): a crash tail, which a writer cuts off when it opens the index",
-                tail.bytes, tail.complete_batches, tail.complete_rows
-            ),
-        );
-    }
+    note_log_tails(dir, &refs, report);
     verify_recovery_records(dir, report);
     let newest_model = newest_readable
         .and_then(|v| manifests.iter().find(|(m, _)| *m == v))
@@ -429,6 +413,28 @@ fn verify_dir(dir: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(u6
                 && n != SHARD_CUT_FILE
         })
         .collect();
+}
+
+/// A note for each active log with bytes past its committed length: a crash tail, not a
+/// problem (a writer cuts it off when it opens the index).
+fn note_log_tails(dir: &Path, refs: &Referenced, report: &mut VerifyReport) {
+    for (name, (committed, tail)) in &refs.log_tails {
+        if tail.bytes == 0 {
+            continue;
+        }
+        let torn = match &tail.torn_reason {
+            Some(r) => format!(", {} torn bytes ({r})", tail.torn_bytes),
+            None => String::new(),
+        };
+        report.note(
+            &dir.join(name),
+            format!(
+                "{} bytes past the committed length {committed} ({} whole uncommitted record(s) \
+                 of {} rows{torn}): a crash tail, which a writer cuts off when it opens the index",
+                tail.bytes, tail.complete_batches, tail.complete_rows
+            ),
+        );
+    }
 }
 
 /// A shard's layout record (FORMAT.md §8.1), when the directory has one, reads and names the

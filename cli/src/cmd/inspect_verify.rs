@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use codedb::admin::{Contents, FileReport, IndexReport, inspect_dir, inspect_file};
+use codedb::admin::{ClassReport, Contents, FileReport, IndexReport, StageReport};
 use codedb::admin::{VerifyReport, bytes_to_verify, verify_path};
+use codedb::admin::{inspect_dir, inspect_file};
 
 use crate::out::outln;
 use crate::progress;
@@ -265,24 +266,7 @@ fn print_contents(c: &Contents, indent: &str) {
             if let Some(o) = origin {
                 p("trained as", format!("{} (seed {})", o.spec, o.seed));
             }
-            outln!("{indent}  stages:");
-            for (i, s) in stages.iter().enumerate() {
-                let tensors: Vec<String> = s
-                    .tensors
-                    .iter()
-                    .map(|t| format!("{} {}{:?}", t.name, t.dtype, t.shape))
-                    .collect();
-                let step = s
-                    .step
-                    .as_ref()
-                    .map(|st| format!("  (learned by {st})"))
-                    .unwrap_or_default();
-                outln!(
-                    "{indent}    {i}. {:<10} {}{step}",
-                    s.kind,
-                    tensors.join(", ")
-                );
-            }
+            print_stages(stages, indent);
             if !skipped_stages.is_empty() {
                 p(
                     "skipped",
@@ -304,23 +288,7 @@ fn print_contents(c: &Contents, indent: &str) {
                 },
             );
             p("classes", classes.len().to_string());
-            for c in classes {
-                outln!(
-                    "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}{}",
-                    c.id,
-                    codedb_cli::io::tsv_field(&c.name),
-                    c.parent
-                        .map(|x| x.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    c.count,
-                    c.centroids,
-                    if c.removed > 0 {
-                        format!("  removed {}", c.removed)
-                    } else {
-                        String::new()
-                    }
-                );
-            }
+            print_class_rows(classes, indent);
         }
         Contents::DeletionBitmap {
             segment_id,
@@ -372,6 +340,49 @@ fn print_contents(c: &Contents, indent: &str) {
             }
             p("classes", class_files.join(", "));
         }
+    }
+}
+
+/// A model's stages, one line each: kind, tensors, and the SPEC step that learned it.
+fn print_stages(stages: &[StageReport], indent: &str) {
+    outln!("{indent}  stages:");
+    for (i, s) in stages.iter().enumerate() {
+        let tensors: Vec<String> = s
+            .tensors
+            .iter()
+            .map(|t| format!("{} {}{:?}", t.name, t.dtype, t.shape))
+            .collect();
+        let step = s
+            .step
+            .as_ref()
+            .map(|st| format!("  (learned by {st})"))
+            .unwrap_or_default();
+        outln!(
+            "{indent}    {i}. {:<10} {}{step}",
+            s.kind,
+            tensors.join(", ")
+        );
+    }
+}
+
+/// A class table's classes, one line each.
+fn print_class_rows(classes: &[ClassReport], indent: &str) {
+    for c in classes {
+        outln!(
+            "{indent}    {:>6}  {:<24} parent {:<8} count {:<10} centroids {}{}",
+            c.id,
+            codedb_cli::io::tsv_field(&c.name),
+            c.parent
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "-".into()),
+            c.count,
+            c.centroids,
+            if c.removed > 0 {
+                format!("  removed {}", c.removed)
+            } else {
+                String::new()
+            }
+        );
     }
 }
 

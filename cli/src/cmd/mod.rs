@@ -2,7 +2,7 @@
 //! lines, examples) and the function that runs it.
 //! `search` and `eval` run several kinds (k-NN, `--text`, `--examples`; retrieve, classify,
 //! text), so their arguments and shared helpers sit in files the kinds import and none of the
-//! kinds imports another: `search_args.rs`, `search_output.rs`, `eval_args.rs`.
+//! kinds imports another: `search_shared.rs`, `eval_args.rs`.
 
 pub mod bench;
 pub mod build;
@@ -16,9 +16,8 @@ pub mod eval_text;
 pub mod inspect_verify;
 pub mod rows;
 pub mod search;
-pub mod search_args;
 pub mod search_examples;
-pub mod search_output;
+pub mod search_shared;
 pub mod search_text;
 pub mod spec;
 pub mod train;

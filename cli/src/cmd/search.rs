@@ -7,8 +7,7 @@ use anyhow::{Context, Result, bail};
 use codedb::{Hit, SearchError, SearchMode};
 use ndarray::{ArrayView2, s};
 
-use super::search_args::SearchArgs;
-use super::search_output::{check_with, with_values, write_hits};
+use super::search_shared::{SearchArgs, check_with, with_values, write_hits};
 use crate::args::usage;
 use crate::inputs;
 use crate::out::errln;

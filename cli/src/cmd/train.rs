@@ -148,6 +148,7 @@ fn train_progress() -> (indicatif::ProgressBar, codedb::model::ProgressFn) {
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
+    let supervised = supervised_options(&a);
     let source = match (a.from_index, a.data) {
         (Some(dir), _) => TrainSource::Index(dir),
         (None, Some(data)) => TrainSource::Data {
@@ -170,22 +171,6 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         );
     }
     let (bar, progress) = train_progress();
-    let mut supervised = codedb::model::SupervisedOptions {
-        cca_rho: a.cca_rho.clone(),
-        ..Default::default()
-    };
-    if let Some(c) = a.picodes_c {
-        supervised.picodes_c = c;
-    }
-    if let Some(r) = a.picodes_rounds {
-        supervised.picodes_rounds = r;
-    }
-    if let Some(c) = &a.attributes_classifier {
-        supervised.attribute_classifier = match c.as_str() {
-            "ridge" => codedb::model::AttributeClassifier::Ridge,
-            _ => codedb::model::AttributeClassifier::Svm,
-        };
-    }
     let opts = TrainOptions {
         supervised,
         seed: a.seed,
@@ -286,31 +271,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     write_new_file(&a.out, &bytes, a.force)?;
     let out = &a.out;
     if a.json {
-        outln!(
-            "{}",
-            serde_json::json!({
-                "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
-                "code_kind": model.code_kind().name(), "code_bytes": model.code_bytes(),
-                "code_bits": model.code_bits(), "training_rows": report.training_rows,
-                "itq_loss": report.itq_loss, "train_s": report.total_seconds,
-                "pca": report.pca.as_ref().map(|p| serde_json::json!({
-                    "eigenvalues": p.eigenvalues, "total_variance": p.total_variance,
-                    "explained_variance_ratio": p.explained_variance_ratio,
-                    "components": pca_components(&model),
-                })),
-                "cca_correlations": report.cca_correlations,
-                "cca_rho_choice": report.cca_rho_choice,
-                "picodes_objective": report.picodes_objective,
-                "picodes_updated": report.picodes_updated,
-                "picodes_stop": report.picodes_stop,
-                "notes": report.notes,
-                "sgd_choice": report.sgd_choice,
-                "pq": report.pq.as_ref().map(|q| serde_json::json!({
-                    "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
-                })),
-                "text": text_report.as_ref().map(super::train_text::report_json),
-            })
-        );
+        outln!("{}", train_json(out, &model, &report, text_report.as_ref()));
     } else {
         outln!(
             "wrote {} ({}: {}-D -> {} codes of {} bytes, trained on {} rows)",
@@ -326,6 +287,60 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--json` report of `codedb train`: the model written, what training found, and the
+/// text head's report when one was trained.
+fn train_json(
+    out: &Path,
+    model: &Model,
+    report: &codedb::TrainReport,
+    text_report: Option<&codedb::model::PamirReport>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "model": out, "pipeline": report.canonical, "input_dim": model.input_dim(),
+        "code_kind": model.code_kind().name(), "code_bytes": model.code_bytes(),
+        "code_bits": model.code_bits(), "training_rows": report.training_rows,
+        "itq_loss": report.itq_loss, "train_s": report.total_seconds,
+        "pca": report.pca.as_ref().map(|p| serde_json::json!({
+            "eigenvalues": p.eigenvalues, "total_variance": p.total_variance,
+            "explained_variance_ratio": p.explained_variance_ratio,
+            "components": pca_components(model),
+        })),
+        "cca_correlations": report.cca_correlations,
+        "cca_rho_choice": report.cca_rho_choice,
+        "picodes_objective": report.picodes_objective,
+        "picodes_updated": report.picodes_updated,
+        "picodes_stop": report.picodes_stop,
+        "notes": report.notes,
+        "sgd_choice": report.sgd_choice,
+        "pq": report.pq.as_ref().map(|q| serde_json::json!({
+            "mse": q.mse, "training_points": q.training_points, "splits": q.splits,
+        })),
+        "text": text_report.map(super::train_text::report_json),
+    })
+}
+
+/// The settings of the supervised steps from `--cca-rho`, `--picodes-*` and
+/// `--attributes-classifier` (defaults for what is not given).
+fn supervised_options(a: &TrainArgs) -> codedb::model::SupervisedOptions {
+    let mut supervised = codedb::model::SupervisedOptions {
+        cca_rho: a.cca_rho.clone(),
+        ..Default::default()
+    };
+    if let Some(c) = a.picodes_c {
+        supervised.picodes_c = c;
+    }
+    if let Some(r) = a.picodes_rounds {
+        supervised.picodes_rounds = r;
+    }
+    if let Some(c) = &a.attributes_classifier {
+        supervised.attribute_classifier = match c.as_str() {
+            "ridge" => codedb::model::AttributeClassifier::Ridge,
+            _ => codedb::model::AttributeClassifier::Svm,
+        };
+    }
+    supervised
 }
 
 /// Writes `bytes` to `path` whole or not at all: into a temporary file beside it, synced, then

@@ -32,7 +32,7 @@ use super::super::error::{ModelError, Result};
 use super::super::linalg::a_bt_f32;
 use super::SupervisedOptions;
 use super::cca::{CcaFit, CcaView, fit_cca};
-use super::instance_validation::HeldOutGroups;
+use super::instance_validation::{HeldOutGroups, RhoValidation};
 use super::triplet_sgd::{Labelled, validation_precision};
 
 /// ρ values `--cca-rho auto` tries: every power of ten from 1e-4 (the ITQ paper's) to 1e3.
@@ -164,16 +164,6 @@ impl std::str::FromStr for CcaRho {
             _ => Ok(CcaRho::Grid(values)),
         }
     }
-}
-
-/// What ρ was validated on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RhoValidation {
-    /// Held-out labelled rows, by class precision@k.
-    Classes,
-    /// Held-out instance groups, by mean average precision.
-    Instances,
 }
 
 /// One ρ of the grid and what it scored.

@@ -37,6 +37,19 @@ pub(crate) struct HeldOutGroups {
     pub fit_rows: Vec<usize>,
 }
 
+/// What a supervised step's free parameters were validated on: ρ of `cca:R`
+/// ([`RhoChoice`](super::RhoChoice)), η and the epoch of `metric:R` / `jscl:R`
+/// ([`SgdChoice`](super::SgdChoice)). Here, beside the held-out groups, so that the steps
+/// that validate share it without importing one another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RhoValidation {
+    /// Held-out labelled rows, by class precision@k.
+    Classes,
+    /// Held-out instance groups, by mean average precision.
+    Instances,
+}
+
 impl HeldOutGroups {
     /// Splits `groups` (one id per row, negative = none) as the module doc says; the same
     /// seed holds out the same groups for every step.

@@ -30,10 +30,11 @@ mod triplet_sgd;
 pub use attributes::fit_attributes;
 pub use cca::{CcaFit, CcaPair, CcaView, fit_cca, fit_cca_pair};
 pub use cca_rho::{
-    CCA_RHO_GRID, CcaRho, CcaRhoError, DEFAULT_CCA_RHO, RhoChoice, RhoTrial, RhoValidation,
-    choose_cca_rho, choose_cca_rho_by_groups,
+    CCA_RHO_GRID, CcaRho, CcaRhoError, DEFAULT_CCA_RHO, RhoChoice, RhoTrial, choose_cca_rho,
+    choose_cca_rho_by_groups,
 };
 pub use classemes::{ClassemesFit, fit_classemes};
+pub use instance_validation::RhoValidation;
 pub use jscl::fit_jscl;
 pub use metric::fit_metric;
 pub use picodes::{PicodesFit, PicodesStop, fit_picodes};

@@ -34,8 +34,7 @@ use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
 use super::super::stage::Stage;
 use super::SupervisedOptions;
-use super::cca_rho::RhoValidation;
-use super::instance_validation::HeldOutGroups;
+use super::instance_validation::{HeldOutGroups, RhoValidation};
 
 /// Rows standardised, with class ids and the validation split.
 pub(crate) struct Labelled {
