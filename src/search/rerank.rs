@@ -17,8 +17,8 @@ use ndarray::ArrayView2;
 
 use crate::format::RowColumn;
 use crate::scan::{
-    DenseRows, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk, f32_to_key,
-    key_to_score,
+    DenseRows, DenseValues, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk,
+    f32_to_key, key_to_score,
 };
 use crate::storage::Block;
 
@@ -255,6 +255,19 @@ fn candidate_rows(
     Ok(rows)
 }
 
+/// Rows `keep` of a row-major array of `dim` values per row, concatenated.
+fn gather_rows<T: Copy>(v: &[T], keep: &[usize], dim: usize) -> Vec<T> {
+    keep.iter()
+        .flat_map(|&j| v.get(j * dim..(j + 1) * dim).unwrap_or(&[]).iter().copied())
+        .collect()
+}
+
+/// Whether fewer than half the `len` rows of a range are live under `deleted` (its words).
+fn sparse(deleted: Option<&[u64]>, len: usize) -> bool {
+    let dead: u64 = deleted.map_or(0, |d| d.iter().map(|w| u64::from(w.count_ones())).sum());
+    2 * (len as u64).saturating_sub(dead) < len as u64
+}
+
 /// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
 /// best live rows per query.
 pub(crate) fn exact_search(
@@ -285,6 +298,28 @@ pub(crate) fn exact_search(
             let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
             let ids = block.ids_in(r.clone())?;
             let part: Vec<Vec<(f32, u64)>> = match source.column(b, r.clone())? {
+                // A filtered block's live rows gathered, when they are under half of the range
+                // (a sparse filter's runs are whole 64-row words, mostly rejected rows): the
+                // kernel then scores only them, each by the same arithmetic as in place.
+                Some(values) if block.is_filtered() && sparse(del.as_deref(), r.len()) => {
+                    let d = del.as_deref().unwrap_or(&[]);
+                    let live =
+                        |j: usize| (d.get(j / 64).copied().unwrap_or(0) >> (j % 64)) & 1 == 0;
+                    let keep: Vec<usize> = (0..ids.len()).filter(|&j| live(j)).collect();
+                    let gi: Vec<u64> = keep.iter().map(|&j| ids[j]).collect();
+                    match values {
+                        DenseValues::F32(v) => {
+                            let gv = gather_rows(v, &keep, dim);
+                            let rows = DenseRows::new(DenseValues::F32(&gv), dim, &gi, None)?;
+                            dense_topk(&rows, &flat, metric, k, opts)?
+                        }
+                        DenseValues::F16(v) => {
+                            let gv = gather_rows(v, &keep, dim);
+                            let rows = DenseRows::new(DenseValues::F16(&gv), dim, &gi, None)?;
+                            dense_topk(&rows, &flat, metric, k, opts)?
+                        }
+                    }
+                }
                 Some(values) => {
                     let rows = DenseRows::new(values, dim, ids, del.as_deref())?;
                     dense_topk(&rows, &flat, metric, k, opts)?
