@@ -687,9 +687,9 @@ fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
                     .filter(filter.clone()),
             )
             .unwrap();
-        if n * 16 <= live {
-            // No more passing rows than one of the 16 lists holds on average: every query
-            // scans the passing rows of every list instead of its probed list.
+        if n * 16 <= live || n < 16 * k {
+            // No more passing rows than one of the 16 lists holds on average, or fewer than k
+            // expected in it: every query scans the passing rows of every list instead.
             selective += 1;
             assert_eq!(probed, flat, "selective case {case}: {what}");
             continue;
@@ -742,8 +742,9 @@ fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
             .filter(filter);
         let got = snap.search_with_vectors(q, &p, &mem).unwrap();
         let exact = restricted(&full_exact, &*pass, 10);
-        if n * 8 <= live {
-            // Passing rows no more than 2 of 16 lists hold: scored exactly, all of them.
+        if n * 8 <= live || n * 2 < 16 * 10 {
+            // Passing rows no more than 2 of 16 lists hold, or fewer than k expected in them:
+            // scored exactly, all of them.
             selective += 1;
             assert_eq!(got, exact, "selective case {case}: {what}");
         } else {
@@ -760,4 +761,67 @@ fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
         selective > 0 && broad > 0,
         "{selective} selective, {broad} broad filters"
     );
+}
+
+/// Exact search over stored vectors (f32 and f16 columns) under sparse and broad filters: a
+/// sparse filter's passing rows are gathered out of the column before scoring, a broad one is
+/// scanned in place masked; both equal the unfiltered exact ranking restricted to the passing
+/// rows, ties by id included, on sealed segments and the active log with deletions.
+#[test]
+fn exact_search_over_stored_vectors_filtered_equals_brute_force() {
+    use codedb::format::VectorDType;
+    let x = digits();
+    let q = x.slice(s![5..80;6, ..]);
+    let m = model("pq:8x8", x.view());
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 3 * r + 1).collect();
+    for dtype in [VectorDType::F32, VectorDType::F16] {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = Index::build(
+            tmp.path(),
+            &m,
+            x.slice(s![0..1400, ..]),
+            &BuildOptions {
+                ids: Some(&ids[..1400]),
+                store_vectors: Some(dtype),
+                config: Config {
+                    seal_bytes: 8192,
+                    ..Config::default()
+                },
+                ..BuildOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        let rest = AddOptions {
+            ids: Some(&ids[1400..]),
+            ..AddOptions::default()
+        };
+        index.add(x.slice(s![1400.., ..]), &rest).unwrap();
+        let gone: Vec<u64> = ids.iter().copied().step_by(11).collect();
+        index.delete(&gone).unwrap();
+        index.commit().unwrap();
+        let snap = index.snapshot();
+        let live = snap.live_rows() as usize;
+        let full = snap
+            .search(q, &SearchParams::new(live, SearchMode::ExactL2))
+            .unwrap();
+        let mut rng = StdRng::seed_from_u64(12);
+        for (case, fraction) in [0.01, 0.03, 0.2, 0.6, 0.95].into_iter().enumerate() {
+            let chosen: BTreeSet<u64> = ids
+                .iter()
+                .copied()
+                .filter(|_| rng.random_bool(fraction))
+                .collect();
+            for k in [1, 10, 50] {
+                let p = SearchParams::new(k, SearchMode::ExactL2)
+                    .filter(RowFilter::ids(IdSelector::new(chosen.iter().copied())));
+                let got = snap.search(q, &p).unwrap();
+                assert_eq!(
+                    got,
+                    restricted(&full, &|id| chosen.contains(&id), k),
+                    "{dtype:?} case {case} ({fraction}) k {k}"
+                );
+            }
+        }
+    }
 }

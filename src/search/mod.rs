@@ -286,9 +286,11 @@ pub(crate) fn search_rows(
     // The plan of an IVF search under a filter: when the live passing rows are no more than
     // the probed lists hold (nprobe/K of the live rows, the lists' mean), a scan of the
     // passing rows alone reads no more rows than the probed search would and misses none of
-    // them, so every query runs it instead — a selective filter otherwise pays the probed pass
-    // and then, for the queries whose probed lists hold fewer than k passing rows (nearly all
-    // of them), that scan too. Re-ranked (stored vectors), the passing rows are scored exactly
+    // them; when the probed lists are expected to hold fewer than k passing rows (nprobe/K of
+    // the passing rows), most queries would fall back to that scan after the probed pass
+    // anyway. Either way every query runs the scan instead — a selective filter otherwise
+    // pays the probed pass and then that scan too. Re-ranked (stored vectors), the passing
+    // rows are scored exactly
     // by the re-ranking metric (the exact mode: the true top-k, by the scores re-ranking
     // gives); otherwise by ADC over every list's passing rows. Either way the answer is the
     // brute-force top-k over the passing rows by its scores, at least the probed search's.
@@ -296,8 +298,9 @@ pub(crate) fn search_rows(
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {
         let passing: u64 = fs.iter().map(|f| f.live_passing).sum();
-        let probed = snapshot.live_rows() as f64 * n as f64 / coarse.lists() as f64;
-        if passing as f64 <= probed {
+        let share = n as f64 / coarse.lists() as f64;
+        let probed = snapshot.live_rows() as f64 * share;
+        if passing as f64 <= probed || (passing as f64 * share) < params.k as f64 {
             let exact = params.rerank.is_some() && source.is_some();
             let all = SearchParams {
                 nprobe: None,
