@@ -627,9 +627,12 @@ fn filter_errors_are_typed_and_name_the_column() {
     ));
 }
 
+/// A filter, its text and its reading of an id.
+type FilterCase = (RowFilter, String, Box<dyn Fn(u64) -> bool>);
+
 /// Random filters, then selective ones (a few percent of the rows, under the 1/16 of them
 /// that one of 16 lists holds).
-fn ivf_cases(rng: &mut StdRng) -> Vec<(RowFilter, String, Box<dyn Fn(u64) -> bool>)> {
+fn ivf_cases(rng: &mut StdRng) -> Vec<FilterCase> {
     let mut cases: Vec<_> = (0..CASES).map(|_| random_filter(rng)).collect();
     let range = |text: &str| RowFilter::parse(text).unwrap();
     cases.push((

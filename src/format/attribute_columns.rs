@@ -933,11 +933,11 @@ impl Attributes {
 }
 
 /// Whether every row's tag codes increase strictly (how writers store them, which proves them
-/// distinct), decided without a branch per row: a 64-position word of descents (`values[j-1]
-/// >= values[j]`) must hold none outside the positions where a row starts. A row at a time,
-/// the unpredictable row lengths cost 30 ns a row; this is two linear passes. `false` sends
-/// the caller to the row-by-row check, which finds the row at fault (or accepts rows stored
-/// out of order but distinct).
+/// distinct), decided without a branch per row: a 64-position word of descents
+/// (`values[j-1] >= values[j]`) must hold none outside the positions where a row starts. A
+/// row at a time, the unpredictable row lengths cost 30 ns a row; this is two linear passes.
+/// `false` sends the caller to the row-by-row check, which finds the row at fault (or
+/// accepts rows stored out of order but distinct).
 fn rows_ascend(offsets: &[u32], values: &[u32]) -> bool {
     let n = values.len();
     let mut start = vec![0u64; n.div_ceil(64)];

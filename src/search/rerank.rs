@@ -256,6 +256,9 @@ fn candidate_rows(
     Ok(rows)
 }
 
+/// Per query, the (score, id) pairs one kernel call found.
+type QueryParts = Vec<Vec<(f32, u64)>>;
+
 /// Rows gathered per kernel call by [`exact_gathered`] (at most 64 Ki rows' vectors copied at a
 /// time: 24 MiB of 96-D f32).
 const EXACT_GATHER_ROWS: usize = 1 << 16;
@@ -273,7 +276,7 @@ fn exact_gathered(
     source: &dyn VectorSource,
     (queries, metric, k): (&[f32], Metric, usize),
     opts: ScanOptions,
-) -> Result<Option<Vec<Vec<Vec<(f32, u64)>>>>, SearchError> {
+) -> Result<Option<Vec<QueryParts>>, SearchError> {
     let dim = source.dim();
     let is_dead = |row: usize| {
         deleted
