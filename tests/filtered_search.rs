@@ -3,8 +3,9 @@
 //! included — over random predicates in the filter language and random id selectors, on a
 //! multi-block index (segments and active-log batches) with deletions, whose rows store
 //! attribute columns of every type (one added after some rows were stored, one left out of a
-//! write: those rows hold the defaults). With IVF, a probed search that finds fewer than k
-//! passing rows searches every list again.
+//! write: those rows hold the defaults). With IVF, a filter passing no more rows than the
+//! probed lists hold scans the passing rows of every list (exactly when re-ranked), and a
+//! probed search that finds fewer than k passing rows searches every list again.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -627,6 +628,33 @@ fn filter_errors_are_typed_and_name_the_column() {
     ));
 }
 
+/// A filter, its text and its reading of an id.
+type FilterCase = (RowFilter, String, Box<dyn Fn(u64) -> bool>);
+
+/// Random filters, then selective ones (a few percent of the rows, under the 1/16 of them
+/// that one of 16 lists holds).
+fn ivf_cases(rng: &mut StdRng) -> Vec<FilterCase> {
+    let mut cases: Vec<_> = (0..CASES).map(|_| random_filter(rng)).collect();
+    let range = |text: &str| RowFilter::parse(text).unwrap();
+    cases.push((
+        range("id < 600"),
+        "id < 600".into(),
+        Box::new(|id| id < 600),
+    ));
+    cases.push((
+        range("id >= 17000"),
+        "id >= 17000".into(),
+        Box::new(|id| id >= 17000),
+    ));
+    let every_7th: Vec<u64> = (0..7000).step_by(70).collect();
+    cases.push((
+        RowFilter::ids(IdSelector::new(every_7th.iter().copied())),
+        "ids 0, 70, …, 6930".into(),
+        Box::new(move |id| every_7th.contains(&id)),
+    ));
+    cases
+}
+
 #[test]
 fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
     let x = digits();
@@ -635,9 +663,8 @@ fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
     let tmp = tempfile::tempdir().unwrap();
     let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
     let mut rng = StdRng::seed_from_u64(8);
-    let mut fell_back = 0;
-    for case in 0..CASES {
-        let (filter, what, pass) = random_filter(&mut rng);
+    let (mut fell_back, mut selective) = (0, 0);
+    for (case, (filter, what, pass)) in ivf_cases(&mut rng).into_iter().enumerate() {
         let n = passing(&snap, &*pass).len();
         let k = 10;
         // nprobe = all lists: the flat residual search, restricted exactly.
@@ -664,6 +691,13 @@ fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
                     .filter(filter.clone()),
             )
             .unwrap();
+        if n * 16 <= live || n < 16 * k {
+            // No more passing rows than one of the 16 lists holds on average, or fewer than k
+            // expected in it: every query scans the passing rows of every list instead.
+            selective += 1;
+            assert_eq!(probed, flat, "selective case {case}: {what}");
+            continue;
+        }
         let unfiltered_probed = snap
             .search(q, &SearchParams::new(live, SearchMode::AdcL2).nprobe(1))
             .unwrap();
@@ -686,4 +720,112 @@ fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
         }
     }
     assert!(fell_back > 0, "no query exercised the fallback");
+    assert!(selective > 0, "no filter was selective");
+}
+
+#[test]
+fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
+    let x = digits();
+    let q = x.slice(s![3..90;5, ..]);
+    let m = model("ivf:16,pq:8x8", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 10 * r).collect();
+    let mem = MemoryVectors::new(x.ncols(), &ids, x.iter().copied().collect()).unwrap();
+    let live = snap.live_rows() as usize;
+    let full_exact = snap
+        .search_with_vectors(q, &SearchParams::new(live, SearchMode::ExactL2), &mem)
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let (mut selective, mut broad) = (0, 0);
+    for (case, (filter, what, pass)) in ivf_cases(&mut rng).into_iter().enumerate() {
+        let n = passing(&snap, &*pass).len();
+        let p = SearchParams::new(10, SearchMode::AdcL2)
+            .nprobe(2)
+            .rerank(20)
+            .filter(filter);
+        let got = snap.search_with_vectors(q, &p, &mem).unwrap();
+        let exact = restricted(&full_exact, &*pass, 10);
+        if n * 8 <= live || n * 2 < 16 * 10 {
+            // Passing rows no more than 2 of 16 lists hold, or fewer than k expected in them:
+            // scored exactly, all of them.
+            selective += 1;
+            assert_eq!(got, exact, "selective case {case}: {what}");
+        } else {
+            broad += 1;
+            for (qi, l) in got.iter().enumerate() {
+                assert_eq!(l.len(), 10.min(n), "broad case {case} query {qi}: {what}");
+                // Re-ranked: exact scores of passing rows, in order.
+                assert!(l.iter().all(|h| pass(h.id)), "case {case}: {what}");
+                assert!(l.windows(2).all(|w| w[0].score <= w[1].score));
+            }
+        }
+    }
+    assert!(
+        selective > 0 && broad > 0,
+        "{selective} selective, {broad} broad filters"
+    );
+}
+
+/// Exact search over stored vectors (f32 and f16 columns) under sparse and broad filters: a
+/// sparse filter's passing rows are gathered out of the column before scoring, a broad one is
+/// scanned in place masked; both equal the unfiltered exact ranking restricted to the passing
+/// rows, ties by id included, on sealed segments and the active log with deletions.
+#[test]
+fn exact_search_over_stored_vectors_filtered_equals_brute_force() {
+    use codedb::format::VectorDType;
+    let x = digits();
+    let q = x.slice(s![5..80;6, ..]);
+    let m = model("pq:8x8", x.view());
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 3 * r + 1).collect();
+    for dtype in [VectorDType::F32, VectorDType::F16] {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = Index::build(
+            tmp.path(),
+            &m,
+            x.slice(s![0..1400, ..]),
+            &BuildOptions {
+                ids: Some(&ids[..1400]),
+                store_vectors: Some(dtype),
+                config: Config {
+                    seal_bytes: 8192,
+                    ..Config::default()
+                },
+                ..BuildOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        let rest = AddOptions {
+            ids: Some(&ids[1400..]),
+            ..AddOptions::default()
+        };
+        index.add(x.slice(s![1400.., ..]), &rest).unwrap();
+        let gone: Vec<u64> = ids.iter().copied().step_by(11).collect();
+        index.delete(&gone).unwrap();
+        index.commit().unwrap();
+        let snap = index.snapshot();
+        let live = snap.live_rows() as usize;
+        let full = snap
+            .search(q, &SearchParams::new(live, SearchMode::ExactL2))
+            .unwrap();
+        let mut rng = StdRng::seed_from_u64(12);
+        for (case, fraction) in [0.01, 0.03, 0.2, 0.6, 0.95].into_iter().enumerate() {
+            let chosen: BTreeSet<u64> = ids
+                .iter()
+                .copied()
+                .filter(|_| rng.random_bool(fraction))
+                .collect();
+            for k in [1, 10, 50] {
+                let p = SearchParams::new(k, SearchMode::ExactL2)
+                    .filter(RowFilter::ids(IdSelector::new(chosen.iter().copied())));
+                let got = snap.search(q, &p).unwrap();
+                assert_eq!(
+                    got,
+                    restricted(&full, &|id| chosen.contains(&id), k),
+                    "{dtype:?} case {case} ({fraction}) k {k}"
+                );
+            }
+        }
+    }
 }

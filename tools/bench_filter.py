@@ -16,9 +16,19 @@ second table gives what carrying them costs — index bytes, build time, unfilte
 and without columns in the same loop — and filtered search on the stored columns: `year < n` at
 0.1 %, 1 %, 10 % and 50 % (beside the id range of the same selectivity, whose filter reads no
 column), `ts < t` at 1 %, 10 % and 50 % (a run of rows: what per-block minima and maxima would
-skip), and `tags HAS` tags of Zipf ranks 0, 9, 99 and 999.
+skip), and `tags HAS` tags of Zipf ranks 0, 9, 99 and 999. With --peer, each of these searches
+also runs on the peer binary in the same loop (a last column); --columns-only skips the first
+table.
 
-    python3 tools/bench_filter.py --codedb target/release/codedb --dir /tmp/fb [--peer OTHER] [--columns]
+With --ivf, a third table times a selective filter with an IVF index: ROWS clustered 96-D rows
+(--clusters Gaussian centres of spread 4, unit noise; seeded) with their f32 vectors stored and a
+column `u` uniform over 0..ROWS-1, built with `ivf:K,pq:16x8` (K = --lists) and, for a peer, with
+`pq:16x8` (flat); the queries drawn alike. Filters `u < n` passing 0.1 %, 1 % and 10 % are
+searched flat and with --nprobe 1, 4 and 16 (ADC, re-ranked by 40, k = 10; with --peer, the IVF
+searches also on the peer binary in the same loop), and each row gives recall@10 against the exact
+search over the passing rows (`--mode exact` on the same index).
+
+    python3 tools/bench_filter.py --codedb target/release/codedb --dir /tmp/fb [--peer OTHER] [--columns] [--ivf]
 """
 
 import argparse
@@ -59,7 +69,14 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--columns", action="store_true")
+    p.add_argument("--columns-only", action="store_true",
+                   help="only the attribute-column tables (skip the id-filter table)")
+    p.add_argument("--ivf", action="store_true")
+    p.add_argument("--lists", type=int, default=256)
+    p.add_argument("--clusters", type=int, default=500)
     a = p.parse_args()
+    if a.ivf:
+        return ivf(a)
     os.makedirs(a.dir, exist_ok=True)
     rng = random.Random(a.seed)
     dim = 64
@@ -74,6 +91,8 @@ def main():
     q = os.path.join(a.dir, f"q-{a.queries}.npy")
     if not os.path.exists(q):
         write_npy(q, a.queries, dim, random.Random(a.seed + 1))
+    if a.columns_only:
+        return columns(a, data, model, q)
     base = [idx, "--queries", q, "-k", "10", "--threads", "1"]
     cases = [("none", [])]
     for sel in (0.001, 0.01, 0.1, 0.5):
@@ -158,11 +177,14 @@ def columns(a, data, model, q):
     for rank in (0, 9, 99, 999):
         frac = counts[rank] / a.rows
         cases.append((f"{frac:.2%} `tags HAS 't{rank}'`", cols, ["--where", f"tags HAS 't{rank}'"]))
-    best = {}
+    best, peer = {}, {}
     for _ in range(a.repeats):
         for name, d, extra in cases:
             t = search_seconds(a.codedb, [d] + base + extra)
             best[name] = min(best.get(name, t), t)
+            if a.peer:
+                t = search_seconds(a.peer, [d] + base + extra)
+                peer[name] = min(peer.get(name, t), t)
     load = os.getloadavg()[0]
     print()
     print(f"With attribute columns: {a.rows} rows, year (int), ts (timestamp, time-ordered) and "
@@ -175,12 +197,94 @@ def columns(a, data, model, q):
         _, t, b = built[name]
         print(f"| {name} | {b:,} | {t:.1f} ({a.rows / t:,.0f}) |")
     print()
-    print("| search | search s | queries/s | vs unfiltered with columns |")
-    print("|---|---|---|---|")
+    extra_head = " peer build s |" if a.peer else ""
+    print(f"| search | search s | queries/s | vs unfiltered with columns |{extra_head}")
+    print("|---|---|---|---|" + ("---|" if a.peer else ""))
     ref = best["unfiltered, with columns"]
     for name, _, _ in cases:
         t = best[name]
-        print(f"| {name} | {t:.4f} | {a.queries / t:,.0f} | {ref / t:.2f}× |")
+        tail = f" {peer[name]:.4f} |" if a.peer else ""
+        print(f"| {name} | {t:.4f} | {a.queries / t:,.0f} | {ref / t:.2f}× |{tail}")
+
+
+def write_clustered(path, rows, dim, centres, rng):
+    """Rows drawn around seeded Gaussian centres (spread 4, unit noise), streamed to .npy."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, dim)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        for _ in range(rows):
+            c = centres[rng.randrange(len(centres))]
+            array.array("f", (x + rng.gauss(0.0, 1.0) for x in c)).tofile(f)
+
+
+def search_hits(binary, args):
+    """Seconds (`--verbose`) and each query's ids, from `codedb search --format json`."""
+    import json
+    out = subprocess.run([binary, "search", *args, "--verbose", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    m = re.search(r"([0-9.]+) s\s*$", out.stderr.strip().splitlines()[-1])
+    ids = {r["query"]: {h["id"] for h in r["results"]} for r in json.loads(out.stdout)}
+    return float(m.group(1)), ids
+
+
+def ivf(a):
+    """A selective filter with an IVF index against the flat one (see the module doc)."""
+    os.makedirs(a.dir, exist_ok=True)
+    rng = random.Random(a.seed)
+    dim = 96
+    centres = [[rng.gauss(0.0, 4.0) for _ in range(dim)] for _ in range(a.clusters)]
+    data, train = (os.path.join(a.dir, n) for n in ("ivf-x.npy", "ivf-train.npy"))
+    q = os.path.join(a.dir, f"ivf-q-{a.queries}.npy")
+    attrs = os.path.join(a.dir, "ivf-u.jsonl")
+    run = lambda *c: subprocess.run([a.codedb, *c], check=True, capture_output=True)
+    idx = {"flat": os.path.join(a.dir, "ivf-idx-flat"), "ivf": os.path.join(a.dir, "ivf-idx-ivf")}
+    if not os.path.exists(idx["ivf"]):
+        write_clustered(data, a.rows, dim, centres, rng)
+        write_clustered(train, 20_000, dim, centres, rng)
+        with open(attrs, "w") as f:
+            for _ in range(a.rows):
+                f.write('{"u": %d}\n' % rng.randrange(a.rows))
+        for name, spec in (("flat", "pq:16x8"), ("ivf", f"ivf:{a.lists},pq:16x8")):
+            m = os.path.join(a.dir, f"ivf-{name}.model")
+            run("train", "--data", train, "--pipeline", spec, "--out", m, "--seed", str(a.seed))
+            run("build", idx[name], "--model", m, "--data", data, "--store-vectors", "f32",
+                "--attributes", attrs)
+    if not os.path.exists(q):
+        write_clustered(q, a.queries, dim, centres, random.Random(a.seed + 1))
+    base = ["--queries", q, "-k", "10", "--threads", "1"]
+    cases = []
+    for sel in (0.001, 0.01, 0.1):
+        w = ["--where", f"u < {int(a.rows * sel)}"]
+        cases.append((sel, "exact", a.codedb, idx["flat"], w + ["--mode", "exact"]))
+        cases.append((sel, "flat, rerank 40", a.codedb, idx["flat"], w + ["--rerank", "40"]))
+        for n in (1, 4, 16):
+            extra = w + ["--nprobe", str(n), "--rerank", "40"]
+            cases.append((sel, f"IVF nprobe {n}, rerank 40", a.codedb, idx["ivf"], extra))
+            if a.peer:
+                cases.append((sel, f"IVF nprobe {n}, rerank 40 (peer build)", a.peer, idx["ivf"],
+                              extra))
+    best, found = {}, {}
+    for _ in range(a.repeats):
+        for sel, name, binary, d, extra in cases:
+            t, ids = search_hits(binary, [d] + base + extra)
+            best[sel, name] = min(best.get((sel, name), t), t)
+            found[sel, name] = ids
+    load = os.getloadavg()[0]
+    print(f"{a.rows} clustered 96-D rows ({a.clusters} centres), f32 vectors stored, "
+          f"ivf:{a.lists},pq:16x8 against pq:16x8; {a.queries} queries, k = 10, 1 thread, best "
+          f"of {a.repeats}; load average {load:.1f}; {time.strftime('%Y-%m-%d', time.gmtime())}")
+    print()
+    print("| filter | search | search s | queries/s | recall@10 |")
+    print("|---|---|---|---|---|")
+    for sel, name, *_ in cases:
+        truth = found[sel, "exact"]
+        got = found[sel, name]
+        r = sum(len(got.get(k, set()) & v) / max(1, min(10, len(v))) for k, v in truth.items())
+        r /= max(1, len(truth))
+        t = best[sel, name]
+        qps = f"{a.queries / t:,.0f}" if t > 0 else "–"
+        print(f"| {sel:.1%} `u < {int(a.rows * sel)}` | {name} | {t:.4f} | {qps} | {r:.3f} |")
 
 
 if __name__ == "__main__":

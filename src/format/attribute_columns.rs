@@ -932,12 +932,41 @@ impl Attributes {
     }
 }
 
+/// Whether every row's tag codes increase strictly (how writers store them, which proves them
+/// distinct), decided without a branch per row: a 64-position word of descents
+/// (`values[j-1] >= values[j]`) must hold none outside the positions where a row starts. A
+/// row at a time, the unpredictable row lengths cost 30 ns a row; this is two linear passes.
+/// `false` sends the caller to the row-by-row check, which finds the row at fault (or
+/// accepts rows stored out of order but distinct).
+fn rows_ascend(offsets: &[u32], values: &[u32]) -> bool {
+    let n = values.len();
+    let mut start = vec![0u64; n.div_ceil(64)];
+    for &o in offsets {
+        if let Some(w) = start.get_mut(o as usize / 64) {
+            *w |= 1 << (o % 64);
+        }
+    }
+    let mut stray = 0u64;
+    for (w, &starts) in start.iter().enumerate() {
+        let base = w * 64;
+        let mut descents = 0u64;
+        for j in base.max(1)..(base + 64).min(n) {
+            descents |= u64::from(values[j - 1] >= values[j]) << (j - base);
+        }
+        stray |= descents & !starts;
+    }
+    stray == 0
+}
+
 /// Row and reason of the first row of a tags column that lists a tag twice.
 fn check_distinct_tags(v: ColumnData<'_>) -> std::result::Result<(), (usize, String)> {
     if let ColumnData::Tags {
         offsets, values, ..
     } = v
     {
+        if rows_ascend(offsets, values) {
+            return Ok(());
+        }
         let mut sorted = Vec::new();
         for r in 0..v.rows() {
             let s = &values[offsets[r] as usize..offsets[r + 1] as usize];
@@ -1359,6 +1388,40 @@ pub(crate) fn invalid(path: &Path, e: AttributeError) -> FormatError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time test agrees with a row-by-row one on columns with empty rows,
+    /// ascending rows, repeats and descents (seeded).
+    #[test]
+    fn ascending_rows_are_found_word_by_word() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |m: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % m
+        };
+        for case in 0..400 {
+            let rows = next(300) as usize;
+            let mut offsets = vec![0u32];
+            let mut values = Vec::new();
+            for _ in 0..rows {
+                let n = next(4);
+                let mut row: Vec<u32> = (0..n).map(|_| next(50) as u32).collect();
+                if next(40) != 0 {
+                    row.sort_unstable();
+                    row.dedup();
+                }
+                values.extend(row);
+                offsets.push(values.len() as u32);
+            }
+            let naive = (0..rows).all(|r| {
+                values[offsets[r] as usize..offsets[r + 1] as usize]
+                    .windows(2)
+                    .all(|w| w[0] < w[1])
+            });
+            assert_eq!(rows_ascend(&offsets, &values), naive, "case {case}");
+        }
+    }
 
     fn sample() -> Attributes {
         Attributes::new(

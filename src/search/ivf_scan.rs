@@ -23,6 +23,7 @@ use crate::scan::{ListTable, ListTopK, LutTerms};
 use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
+use super::filter::{BlockFilter, filter_ranges};
 use super::rerank::{Candidate, hits, rerank};
 use super::{Hit, SearchMode, SearchParams, VectorSource};
 
@@ -74,7 +75,9 @@ pub(crate) fn ivf_probe_lists(
 /// scanned, and the precomputed list terms are read once per probed list): per probed list the
 /// table `B_l + A_x (+ ‖x − c_l‖²)` is assembled from terms checked once
 /// ([`crate::scan::ListTable`]) and the list's rows in every block are scanned into one
-/// collector per query, whose threshold carries from list to list. Queries run in chunks
+/// collector per query, whose threshold carries from list to list. Under a filter, a list's
+/// rows are scanned only where the filter passes some row (see [`ListScopes::new`]), and a list
+/// without a passing row is skipped before its table is assembled. Queries run in chunks
 /// over `params.threads` workers; results do not depend on the split.
 pub(crate) fn search_ivf(
     blocks: &[Block<'_>],
@@ -82,6 +85,7 @@ pub(crate) fn search_ivf(
     queries: ArrayView2<f32>,
     params: &SearchParams,
     source: Option<&dyn VectorSource>,
+    filters: Option<&[BlockFilter]>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     if params.mode != SearchMode::AdcL2 {
         return Err(invalid(
@@ -111,7 +115,7 @@ pub(crate) fn search_ivf(
             }
         }
     }
-    let scopes = ListScopes::new(blocks, &probed, threads)?;
+    let scopes = ListScopes::new(blocks, &probed, threads, filters)?;
     let deleted: Vec<_> = blocks.iter().map(|b| b.deleted_words()).collect();
     let nq = queries.nrows();
     let chunks: Vec<std::ops::Range<usize>> = (0..nq)
@@ -231,12 +235,38 @@ struct ListScopes<'a> {
 }
 
 impl<'a> ListScopes<'a> {
-    fn new(blocks: &[Block<'a>], probed: &[bool], threads: usize) -> Result<Self, SearchError> {
+    /// The probed lists' runs. Under a filter (`filters`, one per block) a block without a
+    /// passing row contributes nothing, and one whose passing rows are sparse (under
+    /// [`SPARSE_FRACTION`](super::filter::SPARSE_FRACTION)) only the parts of each list's rows
+    /// inside the runs of 64-row words holding a passing row ([`filter_ranges`]): a selective
+    /// filter then scans, and assembles tables for, only the lists and rows it passes — the
+    /// plan that makes the every-list search of a probed query short of passing rows cost
+    /// what the flat index's prefilter does, not a masked scan of every row.
+    fn new(
+        blocks: &[Block<'a>],
+        probed: &[bool],
+        threads: usize,
+        filters: Option<&[BlockFilter]>,
+    ) -> Result<Self, SearchError> {
         let mut runs: Vec<Vec<Run<'a>>> = (0..probed.len()).map(|_| Vec::new()).collect();
         let wanted: Vec<u32> = (0..probed.len() as u32)
             .filter(|&l| probed[l as usize])
             .collect();
         for (b, block) in blocks.iter().enumerate() {
+            // The passing runs of a sparse filter; `None`: the block is scanned whole (masked).
+            let passing: Option<Vec<std::ops::Range<usize>>> = match filters.and_then(|f| f.get(b))
+            {
+                None => None,
+                Some(f) => {
+                    let all = 0..block.rows();
+                    let r = filter_ranges(std::slice::from_ref(&all), &f.pass, block.rows());
+                    match r.as_slice() {
+                        [] => continue,
+                        [one] if *one == all => None,
+                        _ => Some(r),
+                    }
+                }
+            };
             let ranges: Vec<(u32, std::ops::Range<usize>)> = if block.list_index().is_some() {
                 wanted
                     .iter()
@@ -259,6 +289,22 @@ impl<'a> ListScopes<'a> {
                     }
                 }
                 out
+            };
+            let ranges: Vec<(u32, std::ops::Range<usize>)> = match &passing {
+                None => ranges,
+                Some(p) => ranges
+                    .into_iter()
+                    .flat_map(|(l, r)| {
+                        // The passing runs that end after r starts, while they start before
+                        // it ends, clipped to r (both lists ascending and disjoint).
+                        let (s, e) = (r.start, r.end);
+                        let from = p.partition_point(|x| x.end <= s);
+                        p[from..]
+                            .iter()
+                            .take_while(move |x| x.start < e)
+                            .map(move |x| (l, x.start.max(s)..x.end.min(e)))
+                    })
+                    .collect(),
             };
             for (l, r) in ranges {
                 for col in [RowColumn::Ids, RowColumn::Codes] {

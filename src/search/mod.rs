@@ -283,6 +283,38 @@ pub(crate) fn search_rows(
         blocks: &blocks,
         filters: filters.as_deref(),
     };
+    // The plan of an IVF search under a filter: when the live passing rows are no more than
+    // the probed lists hold (nprobe/K of the live rows, the lists' mean), a scan of the
+    // passing rows alone reads no more rows than the probed search would and misses none of
+    // them; when the probed lists are expected to hold fewer than k passing rows (nprobe/K of
+    // the passing rows), most queries would fall back to that scan after the probed pass
+    // anyway. Either way every query runs the scan instead — a selective filter otherwise
+    // pays the probed pass and then that scan too. Re-ranked (stored vectors), the passing
+    // rows are scored exactly
+    // by the re-ranking metric (the exact mode: the true top-k, by the scores re-ranking
+    // gives); otherwise by ADC over every list's passing rows. Either way the answer is the
+    // brute-force top-k over the passing rows by its scores, at least the probed search's.
+    if let (Some(fs), Some(n)) = (&filters, params.nprobe)
+        && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
+    {
+        let passing: u64 = fs.iter().map(|f| f.live_passing).sum();
+        let share = n as f64 / coarse.lists() as f64;
+        let probed = snapshot.live_rows() as f64 * share;
+        if passing as f64 <= probed || (passing as f64 * share) < params.k as f64 {
+            let exact = params.rerank.is_some() && source.is_some();
+            let all = SearchParams {
+                nprobe: None,
+                mode: match params.mode.rerank_metric() {
+                    _ if !exact => params.mode,
+                    Metric::Dot => SearchMode::ExactDot,
+                    Metric::L2Sq => SearchMode::ExactL2,
+                },
+                rerank: if exact { None } else { params.rerank },
+                ..params.clone()
+            };
+            return search_blocks(snapshot, &view, q, &all, source);
+        }
+    }
     let mut hits = search_blocks(snapshot, &view, q, params, source)?;
     // A probed search (nprobe) can find fewer than k passing rows in the lists it probes
     // although more pass elsewhere: such a query is searched again over every list, so a
@@ -341,7 +373,7 @@ fn search_blocks(
         }
         ivf_scan::ivf_nprobe(model, params.nprobe)?;
         if !params.mode.is_exact() {
-            return ivf_scan::search_ivf(blocks, model, v, params, source);
+            return ivf_scan::search_ivf(blocks, model, v, params, source, view.filters);
         }
     }
     let groups: probe::ProbeGroups = match (&params.lists, params.nprobe) {

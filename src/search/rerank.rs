@@ -13,12 +13,13 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
+use half::f16;
 use ndarray::ArrayView2;
 
 use crate::format::RowColumn;
 use crate::scan::{
-    DenseRows, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk, f32_to_key,
-    key_to_score,
+    DenseRows, DenseValues, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32, dense_topk,
+    f32_to_key, key_to_score,
 };
 use crate::storage::Block;
 
@@ -255,6 +256,102 @@ fn candidate_rows(
     Ok(rows)
 }
 
+/// Per query, the (score, id) pairs one kernel call found.
+type QueryParts = Vec<Vec<(f32, u64)>>;
+
+/// Rows gathered per kernel call by [`exact_gathered`] (at most 64 Ki rows' vectors copied at a
+/// time: 24 MiB of 96-D f32).
+const EXACT_GATHER_ROWS: usize = 1 << 16;
+
+/// Exact search of a filtered block's live rows in `ranges` gathered into one buffer, when
+/// fewer than half of the ranges' rows are live and the source holds the block's vectors as a
+/// column (`None` otherwise: the caller scans the ranges in place, masked). A sparse filter's
+/// ranges are runs of 64-row words mostly of rejected rows, and many of them: scanned in place,
+/// each run is a kernel call that scores every row of it for every query; gathered, one call
+/// per [`EXACT_GATHER_ROWS`] scores only the passing rows, each by the same arithmetic.
+fn exact_gathered(
+    (b, block): (usize, &Block<'_>),
+    ranges: &[Range<usize>],
+    deleted: Option<&[u64]>,
+    source: &dyn VectorSource,
+    (queries, metric, k): (&[f32], Metric, usize),
+    opts: ScanOptions,
+) -> Result<Option<Vec<QueryParts>>, SearchError> {
+    let dim = source.dim();
+    let is_dead = |row: usize| {
+        deleted
+            .and_then(|d| d.get(row / 64))
+            .is_some_and(|w| (w >> (row % 64)) & 1 == 1)
+    };
+    let len: usize = ranges.iter().map(|r| r.len()).sum();
+    let live = ranges
+        .iter()
+        .flat_map(|r| r.clone())
+        .filter(|&row| !is_dead(row))
+        .count();
+    if 2 * live >= len {
+        return Ok(None);
+    }
+    let Some(first) = ranges.first() else {
+        return Ok(None);
+    };
+    if source.column(b, first.clone())?.is_none() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    let (mut ids, mut v32, mut v16): (Vec<u64>, Vec<f32>, Vec<f16>) = Default::default();
+    let flush =
+        |ids: &mut Vec<u64>, v32: &mut Vec<f32>, v16: &mut Vec<f16>| -> Result<_, SearchError> {
+            let values = if v16.is_empty() {
+                DenseValues::F32(v32)
+            } else {
+                DenseValues::F16(v16)
+            };
+            let rows = DenseRows::new(values, dim, ids, None)?;
+            let part = dense_topk(&rows, queries, metric, k, opts)?;
+            ids.clear();
+            v32.clear();
+            v16.clear();
+            Ok(part)
+        };
+    for r in ranges {
+        for col in [RowColumn::Ids, RowColumn::Vectors] {
+            block.check_par(col, r.clone(), opts.threads)?;
+        }
+        let rids = block.ids_in(r.clone())?;
+        let values = source.column(b, r.clone())?.ok_or_else(|| {
+            invalid(
+                "vectors",
+                "a block's vectors are a column for some rows only",
+            )
+        })?;
+        for (j, &id) in rids.iter().enumerate() {
+            if is_dead(r.start + j) {
+                continue;
+            }
+            let span = j * dim..(j + 1) * dim;
+            let short = || {
+                invalid(
+                    "vectors",
+                    format!("row {} has fewer than {dim} values", r.start + j),
+                )
+            };
+            match values {
+                DenseValues::F32(v) => v32.extend_from_slice(v.get(span).ok_or_else(short)?),
+                DenseValues::F16(v) => v16.extend_from_slice(v.get(span).ok_or_else(short)?),
+            }
+            ids.push(id);
+            if ids.len() == EXACT_GATHER_ROWS {
+                parts.push(flush(&mut ids, &mut v32, &mut v16)?);
+            }
+        }
+    }
+    if !ids.is_empty() {
+        parts.push(flush(&mut ids, &mut v32, &mut v16)?);
+    }
+    Ok(Some(parts))
+}
+
 /// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
 /// best live rows per query.
 pub(crate) fn exact_search(
@@ -278,6 +375,23 @@ pub(crate) fn exact_search(
             continue;
         }
         let deleted = block.deleted_words();
+        if block.is_filtered()
+            && let Some(parts) = exact_gathered(
+                (b, block),
+                ranges,
+                deleted.as_deref(),
+                source,
+                (&flat, metric, k),
+                opts,
+            )?
+        {
+            for part in parts {
+                for (acc, p) in lists.iter_mut().zip(part) {
+                    acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
+                }
+            }
+            continue;
+        }
         for r in ranges {
             for col in [RowColumn::Ids, RowColumn::Vectors] {
                 block.check_par(col, r.clone(), opts.threads)?;
