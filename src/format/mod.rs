@@ -28,7 +28,7 @@ pub mod fastscan_layout;
 pub(crate) mod file_bytes;
 pub(crate) mod le;
 pub(crate) mod manifest;
-pub mod mih_build;
+pub(crate) mod mih_build;
 pub mod mih_tables;
 pub(crate) mod model_file;
 pub mod section_kind;
