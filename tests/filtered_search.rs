@@ -829,3 +829,28 @@ fn exact_search_over_stored_vectors_filtered_equals_brute_force() {
         }
     }
 }
+
+/// A mode an IVF model's residual codes cannot be scanned by is refused alike under a
+/// selective filter (which skips probing) and a broad one.
+#[test]
+fn ivf_filter_refuses_modes_ivf_cannot_scan_whatever_the_plan() {
+    let x = digits();
+    let q = x.slice(s![0..3, ..]);
+    let m = model("ivf:16,pq:8x8", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let ids: Vec<u64> = (0..x.nrows() as u64).map(|r| 10 * r).collect();
+    let mem = MemoryVectors::new(x.ncols(), &ids, x.iter().copied().collect()).unwrap();
+    let mut messages = Vec::new();
+    for f in ["id < 300", "id >= 0"] {
+        let p = SearchParams::new(10, SearchMode::AdcIp)
+            .nprobe(1)
+            .rerank(20)
+            .filter(RowFilter::parse(f).unwrap());
+        let e = snap.search_with_vectors(q, &p, &mem).unwrap_err();
+        assert!(matches!(e, SearchError::InvalidArgument { .. }), "{f}: {e}");
+        messages.push(e.to_string());
+    }
+    assert_eq!(messages[0], messages[1]);
+    assert!(messages[0].contains("squared L2"), "{}", messages[0]);
+}

@@ -289,11 +289,12 @@ pub(crate) fn search_rows(
     // them; when the probed lists are expected to hold fewer than k passing rows (nprobe/K of
     // the passing rows), most queries would fall back to that scan after the probed pass
     // anyway. Either way every query runs the scan instead — a selective filter otherwise
-    // pays the probed pass and then that scan too. Re-ranked (stored vectors), the passing
-    // rows are scored exactly
-    // by the re-ranking metric (the exact mode: the true top-k, by the scores re-ranking
-    // gives); otherwise by ADC over every list's passing rows. Either way the answer is the
-    // brute-force top-k over the passing rows by its scores, at least the probed search's.
+    // pays the probed pass and then that scan too. Re-ranked ADC (stored vectors): the
+    // passing rows are scored exactly by the re-ranking metric (the exact mode: the true
+    // top-k, by the scores re-ranking gives); otherwise in the mode asked (ADC over every
+    // list's passing rows; a mode an IVF model cannot scan is refused as without a filter).
+    // Either way the answer is the brute-force top-k over the passing rows by its scores, at
+    // least the probed search's.
     if let (Some(fs), Some(n)) = (&filters, params.nprobe)
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {
@@ -301,13 +302,14 @@ pub(crate) fn search_rows(
         let share = n as f64 / coarse.lists() as f64;
         let probed = snapshot.live_rows() as f64 * share;
         if passing as f64 <= probed || (passing as f64 * share) < params.k as f64 {
-            let exact = params.rerank.is_some() && source.is_some();
+            let exact =
+                params.mode == SearchMode::AdcL2 && params.rerank.is_some() && source.is_some();
             let all = SearchParams {
                 nprobe: None,
-                mode: match params.mode.rerank_metric() {
-                    _ if !exact => params.mode,
-                    Metric::Dot => SearchMode::ExactDot,
-                    Metric::L2Sq => SearchMode::ExactL2,
+                mode: if exact {
+                    SearchMode::ExactL2
+                } else {
+                    params.mode
                 },
                 rerank: if exact { None } else { params.rerank },
                 ..params.clone()
