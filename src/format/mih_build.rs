@@ -56,11 +56,6 @@ impl MihBuild {
         }
     }
 
-    /// The shape being built.
-    pub fn shape(&self) -> MihShape {
-        self.shape
-    }
-
     /// First pass: counts whole codes (row-major, any chunking), [`COUNT_ROWS`] at a time.
     pub fn count(&mut self, codes: &[u8]) {
         let full = COUNT_ROWS * self.code_bytes;
