@@ -589,3 +589,114 @@ fn the_length_counter_counts_bodies_not_declarations() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(got, vec![("two".to_string(), 5), ("body".to_string(), 3)]);
 }
+
+/// The files of `dir`'s tree that `file` uses through `super::` paths: `super::…::NAME` names
+/// `NAME.rs` or `NAME/mod.rs` beside the module it climbs to. A `mod.rs` (a list of the
+/// room's names) is neither a source nor a target: it declares every file below it.
+fn super_edges(file: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lib = text.split("#[cfg(test)]").next().unwrap_or("");
+    let code: String = lib.lines().map(|l| format!("{}\n", code(l))).collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = code[at..].find("super::") {
+        let start = at + i;
+        let mut rest = &code[start..];
+        let mut ups = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = r;
+        }
+        at = code.len() - rest.len();
+        // The folder whose files are the children of the module `ups` levels up.
+        let mut dir = file.parent().unwrap().to_path_buf();
+        for _ in 1..ups {
+            dir = dir.parent().unwrap().to_path_buf();
+        }
+        let names: Vec<String> = if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            group
+                .split(',')
+                .map(|n| n.trim().split("::").next().unwrap_or("").to_string())
+                .collect()
+        } else {
+            vec![
+                rest.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect(),
+            ]
+        };
+        for n in names.iter().filter(|n| !n.is_empty()) {
+            for target in [dir.join(format!("{n}.rs")), dir.join(n).join("mod.rs")] {
+                if target.exists() && target != file && !target.ends_with("mod.rs") {
+                    out.push(target);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn no_circle_of_files_inside_the_model_room() {
+    // Each file of model/ stands on the files it uses (issue: no arrow back up inside a room).
+    let model = src().join("model");
+    let files: Vec<PathBuf> = rust_files(&model)
+        .into_iter()
+        .filter(|f| !f.ends_with("mod.rs"))
+        .collect();
+    let edges: Vec<Vec<usize>> = files
+        .iter()
+        .map(|f| {
+            super_edges(f)
+                .iter()
+                .filter_map(|t| files.iter().position(|g| g == t))
+                .collect()
+        })
+        .collect();
+    // Depth-first search; a grey node met again closes a circle.
+    fn visit(
+        u: usize,
+        edges: &[Vec<usize>],
+        state: &mut [u8],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        state[u] = 1;
+        path.push(u);
+        for &v in &edges[u] {
+            if state[v] == 1 {
+                let from = path.iter().position(|&p| p == v).unwrap();
+                let mut circle = path[from..].to_vec();
+                circle.push(v);
+                return Some(circle);
+            }
+            if state[v] == 0
+                && let Some(c) = visit(v, edges, state, path)
+            {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state[u] = 2;
+        None
+    }
+    let mut state = vec![0u8; files.len()];
+    for u in 0..files.len() {
+        if state[u] == 0
+            && let Some(c) = visit(u, &edges, &mut state, &mut Vec::new())
+        {
+            let names: Vec<String> = c
+                .iter()
+                .map(|&i| files[i].strip_prefix(&model).unwrap().display().to_string())
+                .collect();
+            panic!(
+                "files of model/ that use each other in a circle: {}",
+                names.join(" -> ")
+            );
+        }
+    }
+    // The search sees arrows at all (a reader that found none would pass anything).
+    assert!(edges.iter().map(Vec::len).sum::<usize>() > 50);
+}

@@ -28,7 +28,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef, TimeUnit};
 
-use super::attributes_input::{AttributesInputError, RawColumn, Source};
+use super::attributes_raw::{AttributesInputError, RawColumn, Source};
 
 type Result<T> = std::result::Result<T, AttributesInputError>;
 

@@ -16,7 +16,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read};
 
-use super::attributes_input::{AttributesInputError, RawColumn, Source};
+use super::attributes_raw::{AttributesInputError, RawColumn, Source};
 use super::npy_header::read_raw_header;
 use super::npy_read::{NpyData, read_npy};
 

@@ -14,6 +14,7 @@ pub mod attributes;
 pub mod attributes_arrow;
 pub mod attributes_input;
 pub mod attributes_npy;
+pub mod attributes_raw;
 pub mod captions;
 pub mod elements;
 pub mod error;
