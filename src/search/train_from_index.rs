@@ -1,7 +1,7 @@
 //! Training on the PQ codes of an index (Mensink et al., TPAMI 2013, §5.1): the live rows'
 //! codes and labels of a [`Snapshot`], read through the snapshot's checks, handed to
 //! [`train_from_codes`] / [`fit_classifier_from_codes`] with the snapshot's model (the model
-//! room knows nothing of indexes; see `model/classify/from_codes.rs` for what happens next).
+//! room knows nothing of indexes; see `model/train_from_codes.rs` for what happens next).
 
 use crate::model::classify::{Classifier, ClassifierSpec, ClassifyOptions, FitReport};
 use crate::model::{LabelledCodes, fit_classifier_from_codes, train_from_codes};
