@@ -224,7 +224,11 @@ impl RawColumn {
     /// Row `i`'s value as a value of type `t` (`None` for a null), or why it does not fit.
     /// The conversions are those of JSON lines: an integer fits a float column and a
     /// timestamp column (microseconds), a string a timestamp column (an ISO date, UTC).
-    pub(super) fn value(&self, i: usize, t: ColumnType) -> std::result::Result<Option<Value>, String> {
+    pub(super) fn value(
+        &self,
+        i: usize,
+        t: ColumnType,
+    ) -> std::result::Result<Option<Value>, String> {
         Ok(Some(match (self, t) {
             (RawColumn::Int(v), ColumnType::Int) => match v[i] {
                 Some(x) => Value::Int(x),
