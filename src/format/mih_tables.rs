@@ -17,7 +17,7 @@
 //! larger than its rows (4n bytes) and at most 64 MiB, so direct addressing never costs more
 //! than the rows themselves.
 //!
-//! The tables are built, streaming, by [`super::mih_build`].
+//! The tables are built, streaming, by the crate's `format/mih_build.rs`.
 
 use super::error::{FormatError, Result};
 

@@ -475,7 +475,7 @@ impl<W: Write> SegmentWriter<W> {
     /// optional; [`super::mih_tables`]), after every column. `rescan(sink)` must feed the code
     /// column again to `sink`, whole codes in row order: it is called once to count and once
     /// per fill pass (`MihBuild::passes`), so memory stays the counts plus
-    /// [`BUILD_BYTES`](super::mih_build::BUILD_BYTES). Only binary
+    /// `mih_build::BUILD_BYTES`. Only binary
     /// codes of 32-256 bits, `shape.bits = 8 × code_bytes`.
     pub fn mih_tables<E: From<FormatError>>(
         &mut self,
