@@ -4,7 +4,7 @@
     cargo build --release
     python3 tools/bench_encode_vs_faiss.py --rows 1000000 --threads 1,2
 
-Cases (issue 7, "Also"): PCA-ITQ 64 bits on 784-D input (codedb `pca-itq:64`, FAISS
+Cases: PCA-ITQ 64 bits on 784-D input (codedb `pca-itq:64`, FAISS
 `index_factory(784, "ITQ64,LSH")` = PCA + ITQ rotation + sign), and PQ with M = 16 one-byte
 sub-quantisers on 128-D input (codedb `pq:16x8`, FAISS `index_factory(128, "PQ16x8")`).
 Both sides train on the same number of rows and then encode `--rows` rows: codedb through

@@ -23,7 +23,7 @@ give several sizes, save the table and let `codedb bench plot` draw it, in one c
 
 (`--plot F` runs `codedb bench plot --from OUT --plot F`; rerun that alone to redraw.)
 
-Multi-query batches (issue 7: nq = 16 and nq = 256 for every kernel) are compute-bound, so
+Multi-query batches (nq = 16 and nq = 256) are compute-bound, so
 measure them at N = 10^6-10^7 (at 10^8, nq = 256 takes minutes per case):
 
     python3 tools/bench_vs_faiss.py --codes 1000000 --queries 16,256 --threads 1,2 --repeats 3

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CCA-ITQ against PCA-ITQ on class-label retrieval: the ITQ paper's Fig. 11 (Gong et al. TPAMI
-2013 §5.2), on the data sets this machine has (issue 15).
+2013 §5.2), on the data sets this machine has.
 
 The paper's "clean" protocol: the database rows' class labels train the CCA embedding; 1,000
 queries held out; a result is relevant when it has the query's class; the score is the average

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks codedb's CCA (`cca:R`, Gordo et al. CVPR 2012 eq. 6-8) against references (issue 15).
+"""Checks codedb's CCA (`cca:R`, Gordo et al. CVPR 2012 eq. 6-8) against references.
 
 1. The digits (tests/data/digits) with their one-hot labels, ρ = 1e-4 (the default): codedb's
    canonical correlations (`codedb train --json`, "cca_correlations") against a numpy solve of

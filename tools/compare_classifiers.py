@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exactness check of codedb's classifiers against scikit-learn (issue 6, protocol 4).
+"""Exactness check of codedb's classifiers against scikit-learn.
 
 On the digits data of tests/data/digits, split by row parity (even rows train, odd rows test,
 the split tests/classify_digits.rs uses), it computes

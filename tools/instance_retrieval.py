@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Instance retrieval from category labels, the shape of Gordo et al. CVPR 2012's protocol
-(issue 15), on openclipart or Fashion-MNIST.
+"""Instance retrieval from category labels, the shape of Gordo et al. CVPR 2012's protocol,
+on openclipart or Fashion-MNIST.
 
 The paper learns projections from category labels (ImageNet) and measures instance retrieval on
 Holidays / UKB. Here, with `--set openclipart` (the default):

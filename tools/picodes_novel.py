@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Novel-category search with PiCoDes (Bergamo, Torresani, Fitzgibbon NIPS 2011, §3, Figs. 5-6),
-on data we have (issue 17).
+on data we have.
 
 - **Classes**: the data set's classes are split in two with the seed: *training classes*
   (`--train-classes`, default half) learn the codes, *novel classes* are never seen by any model.
