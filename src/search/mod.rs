@@ -39,6 +39,7 @@ mod error;
 mod examples;
 pub(crate) mod filter;
 mod float_codes;
+mod ivf_filter;
 mod ivf_scan;
 pub(crate) mod list_scope;
 mod mih;
@@ -79,6 +80,7 @@ pub use vectors::{MemoryVectors, RowRef, SnapshotVectors, VectorSource};
 use error::invalid;
 use filter::{BlockFilter, RowFilter, filter_ranges};
 use float_codes::FloatColumn;
+use ivf_filter::IvfOutcome;
 pub use list_scope::{ListCoverage, list_coverage};
 use list_scope::{block_ranges, range_deleted};
 use pq4_fastscan::fastscan_scope;
@@ -258,6 +260,30 @@ pub(crate) fn search_rows(
         None => None,
     };
     let all_blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    // A probed ADC search of an IVF model under a filter evaluates the filter only over the
+    // lists its queries read, probing on while they hold too few passing rows
+    // (`ivf_filter`); the queries it leaves to the flat search over the passing rows run
+    // below, through the whole blocks' filters.
+    let mut ivf_outcomes: Option<Vec<IvfOutcome>> = None;
+    if let (Some(f), Some(_), Queries::Image(v)) = (&params.filter, params.nprobe, q)
+        && model.ivf().is_some()
+        && params.mode == SearchMode::AdcL2
+        && params.lists.is_none()
+    {
+        let c = f.compile(snapshot.attribute_schema())?;
+        let live = snapshot.live_rows();
+        let out = ivf_filter::search_ivf_filtered(&all_blocks, model, v, params, source, &c, live)?;
+        if out.iter().all(|o| matches!(o, IvfOutcome::Hits(_))) {
+            return Ok(out
+                .into_iter()
+                .map(|o| match o {
+                    IvfOutcome::Hits(h) => h,
+                    IvfOutcome::Flat => Vec::new(),
+                })
+                .collect());
+        }
+        ivf_outcomes = Some(out);
+    }
     // A filter hides the rows it rejects: to this search they are deleted rows.
     let filters: Option<Vec<BlockFilter>> = match &params.filter {
         None => None,
@@ -295,6 +321,35 @@ pub(crate) fn search_rows(
     // list's passing rows; a mode an IVF model cannot scan is refused as without a filter).
     // Either way the answer is the brute-force top-k over the passing rows by its scores, at
     // least the probed search's.
+    if let Some(outcomes) = ivf_outcomes {
+        // The flat search over the passing rows for the queries left to it: scored exactly
+        // when re-ranked with stored vectors (the true top-k over the passing rows, by the
+        // scores re-ranking gives), else by ADC over every list's passing rows.
+        let flat: Vec<usize> = (0..outcomes.len())
+            .filter(|&i| matches!(outcomes[i], IvfOutcome::Flat))
+            .collect();
+        let exact = params.rerank.is_some() && source.is_some();
+        let all = SearchParams {
+            nprobe: None,
+            mode: if exact {
+                SearchMode::ExactL2
+            } else {
+                params.mode
+            },
+            rerank: if exact { None } else { params.rerank },
+            ..params.clone()
+        };
+        let sub: Array2<f32> = queries.select(Axis(0), &flat);
+        let mut again =
+            search_blocks(snapshot, &view, q.with(sub.view()), &all, source)?.into_iter();
+        return Ok(outcomes
+            .into_iter()
+            .map(|o| match o {
+                IvfOutcome::Hits(h) => h,
+                IvfOutcome::Flat => again.next().unwrap_or_default(),
+            })
+            .collect());
+    }
     if let (Some(fs), Some(n)) = (&filters, params.nprobe)
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {

@@ -229,55 +229,7 @@ impl CompiledFilter<'_> {
     /// The filter over `block` (its ids checked first).
     pub(crate) fn block(&self, block: &Block<'_>) -> Result<BlockFilter, SearchError> {
         let ids = block.ids()?;
-        let rows = ids.len();
-        // The block's stored columns, read (and checked, on first touch) only when the
-        // expression reads a column, found by name: a block written before a column was added
-        // lacks it, and its rows hold the column's default, made only if the expression reads
-        // it. A column stored with another type or length is an error, never read.
-        let stored = std::cell::OnceCell::new();
-        let fault: std::cell::RefCell<Option<SearchError>> = Default::default();
-        let unread = std::cell::Cell::new(false);
-        let defaults: Vec<std::cell::OnceCell<Column>> =
-            (0..self.schema.len()).map(|_| Default::default()).collect();
-        let column = |i: usize| -> Option<ColumnData<'_>> {
-            let (name, t) = self.schema.columns().get(i)?;
-            let attrs = match stored.get_or_init(|| block.attributes()) {
-                Ok(a) => *a,
-                Err(_) => {
-                    // Reported below: the segment remembers the failure and says it again.
-                    unread.set(true);
-                    return None;
-                }
-            };
-            match attrs.and_then(|a| a.column_named(name)) {
-                Some(v) if v.column_type() == *t && v.rows() == rows => Some(v),
-                Some(v) => {
-                    *fault.borrow_mut() = Some(invalid(
-                        "filter",
-                        format!(
-                            "a block stores column {name} as {} of {} rows, the index as {} of \
-                             {rows}",
-                            v.column_type().name(),
-                            v.rows(),
-                            t.name()
-                        ),
-                    ));
-                    None
-                }
-                None => {
-                    let d = self.schema.default_value(i)?;
-                    Some(defaults[i].get_or_init(|| Column::filled(d, rows)).view())
-                }
-            }
-        };
-        let pass = self.pass_words(ids, &column);
-        if unread.get() {
-            block.attributes()?;
-        }
-        if let Some(e) = fault.into_inner() {
-            return Err(e);
-        }
-        let pass = pass?;
+        let pass = self.pass_in(block, 0..ids.len())?;
         let all = eval::all_words(ids.len());
         let hidden: Vec<u64> = pass.iter().zip(&all).map(|(p, a)| !p & a).collect();
         let deleted = block.deleted_words();
@@ -298,6 +250,68 @@ impl CompiledFilter<'_> {
             hidden,
             live_passing,
         })
+    }
+
+    /// The pass bitmap of the filter over rows `range` of `block` alone (bit `j` = row
+    /// `range.start + j`): each test reads only those rows of its column, so a search that
+    /// reads a few lists of a segment evaluates the filter over those lists' rows, not the
+    /// segment (docs/filtering.md, "IVF").
+    pub(crate) fn pass_in(
+        &self,
+        block: &Block<'_>,
+        range: Range<usize>,
+    ) -> Result<Vec<u64>, SearchError> {
+        let ids = block.ids_in(range.clone())?;
+        let rows = ids.len();
+        let whole = block.rows();
+        // The block's stored columns, read (and checked, on first touch) only when the
+        // expression reads a column, found by name: a block written before a column was added
+        // lacks it, and its rows hold the column's default, made only if the expression reads
+        // it. A column stored with another type or length is an error, never read.
+        let stored = std::cell::OnceCell::new();
+        let fault: std::cell::RefCell<Option<SearchError>> = Default::default();
+        let unread = std::cell::Cell::new(false);
+        let defaults: Vec<std::cell::OnceCell<Column>> =
+            (0..self.schema.len()).map(|_| Default::default()).collect();
+        let column = |i: usize| -> Option<ColumnData<'_>> {
+            let (name, t) = self.schema.columns().get(i)?;
+            let attrs = match stored.get_or_init(|| block.attributes()) {
+                Ok(a) => *a,
+                Err(_) => {
+                    // Reported below: the segment remembers the failure and says it again.
+                    unread.set(true);
+                    return None;
+                }
+            };
+            match attrs.and_then(|a| a.column_named(name)) {
+                Some(v) if v.column_type() == *t && v.rows() == whole => v.slice(range.clone()),
+                Some(v) => {
+                    *fault.borrow_mut() = Some(invalid(
+                        "filter",
+                        format!(
+                            "a block stores column {name} as {} of {} rows, the index as {} of \
+                             {whole}",
+                            v.column_type().name(),
+                            v.rows(),
+                            t.name()
+                        ),
+                    ));
+                    None
+                }
+                None => {
+                    let d = self.schema.default_value(i)?;
+                    Some(defaults[i].get_or_init(|| Column::filled(d, rows)).view())
+                }
+            }
+        };
+        let pass = self.pass_words(ids, &column);
+        if unread.get() {
+            block.attributes()?;
+        }
+        if let Some(e) = fault.into_inner() {
+            return Err(e);
+        }
+        pass
     }
 }
 
