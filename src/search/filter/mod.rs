@@ -32,6 +32,7 @@ pub use error::FilterError;
 pub use parse::{MAX_DEPTH as MAX_FILTER_DEPTH, MAX_FILTER_BYTES};
 pub use schema::{ColumnType, ID_COLUMN, Schema, parse_timestamp};
 
+use crate::format::attribute_index::ColumnIndex;
 use check::Expr;
 use eval::{MissingColumn, eval};
 
@@ -172,7 +173,12 @@ impl RowFilter {
             ));
         }
         let c = self.compile(attributes.schema())?;
-        let words = c.pass_words(ids, &|i| attributes.column(i))?;
+        let words = c.pass_words(&eval::Rows {
+            ids,
+            start: 0,
+            column: &|i| attributes.column(i),
+            index: &|_| None,
+        })?;
         Ok((0..ids.len())
             .map(|i| (words[i / 64] >> (i % 64)) & 1 == 1)
             .collect())
@@ -201,13 +207,10 @@ pub(crate) struct BlockFilter {
 }
 
 impl CompiledFilter<'_> {
-    fn pass_words<'c>(
-        &self,
-        ids: &[u64],
-        column: &dyn Fn(usize) -> Option<ColumnData<'c>>,
-    ) -> Result<Vec<u64>, SearchError> {
+    fn pass_words(&self, at: &eval::Rows<'_, '_>) -> Result<Vec<u64>, SearchError> {
+        let ids = at.ids;
         let mut w = match &self.expr {
-            Some(e) => eval(e, ids, column).map_err(|MissingColumn(c)| {
+            Some(e) => eval(e, at).map_err(|MissingColumn(c)| {
                 invalid(
                     "filter",
                     format!(
@@ -304,7 +307,24 @@ impl CompiledFilter<'_> {
                 }
             }
         };
-        let pass = self.pass_words(ids, &column);
+        // The block's postings and zone maps of a stored column (never of a default).
+        let built = std::cell::OnceCell::new();
+        let index = |i: usize| -> Option<&ColumnIndex> {
+            let (name, _) = self.schema.columns().get(i)?;
+            let attrs = (*stored.get()?.as_ref().ok()?)?;
+            let (j, _) = attrs.schema().find(name)?;
+            let ix = (*built
+                .get_or_init(|| block.attribute_index())
+                .as_ref()
+                .ok()?)?;
+            ix.column(j)
+        };
+        let pass = self.pass_words(&eval::Rows {
+            ids,
+            start: range.start,
+            column: &column,
+            index: &index,
+        });
         if unread.get() {
             block.attributes()?;
         }
