@@ -12,4 +12,4 @@ pub use crate::search::{
     asym_bit_terms, asym_tables, list_coverage, mih_search, text_tables,
 };
 pub use crate::storage::Block;
-pub use crate::storage::snapshot::FastScanRun;
+pub use crate::storage::block::FastScanRun;

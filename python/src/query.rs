@@ -157,51 +157,6 @@ fn check_empty_width(snap: &Snapshot, argument: &str, cols: usize) -> PyResult<(
     Ok(())
 }
 
-/// `(D, I)` of `nq` result lists in `cols` columns: I int64 (ids' bits, −1 padding), D int32
-/// Hamming distances (padding i32::MAX) or float32 (padding +inf when smaller is better, −inf
-/// when larger is).
-pub fn shaped<'py>(
-    py: Python<'py>,
-    hits: &[Vec<(u64, f32)>],
-    nq: usize,
-    cols: usize,
-    scores: Scores,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let mut ids = vec![-1i64; nq * cols];
-    for (qi, row) in hits.iter().enumerate() {
-        for (j, &(id, _)) in row.iter().take(cols).enumerate() {
-            ids[qi * cols + j] = arrays::id_bits(id);
-        }
-    }
-    let i = arrays::matrix(py, ids, nq, cols)?;
-    let d = match scores {
-        Scores::Hamming => {
-            let mut d = vec![i32::MAX; nq * cols];
-            for (qi, row) in hits.iter().enumerate() {
-                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
-                    d[qi * cols + j] = s as i32;
-                }
-            }
-            arrays::matrix(py, d, nq, cols)?
-        }
-        Scores::Smaller | Scores::Larger => {
-            let pad = if scores == Scores::Smaller {
-                f32::INFINITY
-            } else {
-                f32::NEG_INFINITY
-            };
-            let mut d = vec![pad; nq * cols];
-            for (qi, row) in hits.iter().enumerate() {
-                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
-                    d[qi * cols + j] = s;
-                }
-            }
-            arrays::matrix(py, d, nq, cols)?
-        }
-    };
-    Ok((d, i))
-}
-
 /// Text queries (the model's text head): `(D float32, I int64)`, larger scores better,
 /// padded with -inf and -1. Words a query ignored (not in the vocabulary) are a `UserWarning`,
 /// as the CLI's note on stderr.
@@ -553,6 +508,12 @@ pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSu
         });
     }
     Ok(out)
+}
+
+/// The manifests a version skipped, as `inspect` lists them: `[{"version", "file", "error"}]`.
+pub fn skipped<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyAny>> {
+    let text = engine::skipped_json(snap).py_err()?;
+    crate::json_loads(py, &text)
 }
 
 /// The stored vectors of rows `ids` (float32, `(len(ids), d)`).

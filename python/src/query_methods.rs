@@ -579,7 +579,7 @@ macro_rules! query_methods {
             /// []
             #[getter]
             pub fn skipped_manifests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                crate::snapshot::skipped(py, &*self.queried()?)
+                crate::query::skipped(py, &*self.queried()?)
             }
 
             $($after)*

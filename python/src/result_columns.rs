@@ -70,7 +70,7 @@ impl ResultColumns {
         cols: usize,
         scores: Scores,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (d, i) = crate::query::shaped(py, hits, nq, cols, scores)?;
+        let (d, i) = shaped(py, hits, nq, cols, scores)?;
         if self.plain() {
             return Ok(PyTuple::new(py, [d, i])?.into_any());
         }
@@ -267,4 +267,49 @@ fn array<'py, 'a>(
             arrays::vector(py, objects)
         }
     })
+}
+
+/// `(D, I)` of `nq` result lists in `cols` columns: I int64 (ids' bits, −1 padding), D int32
+/// Hamming distances (padding i32::MAX) or float32 (padding +inf when smaller is better, −inf
+/// when larger is).
+fn shaped<'py>(
+    py: Python<'py>,
+    hits: &[Vec<(u64, f32)>],
+    nq: usize,
+    cols: usize,
+    scores: Scores,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let mut ids = vec![-1i64; nq * cols];
+    for (qi, row) in hits.iter().enumerate() {
+        for (j, &(id, _)) in row.iter().take(cols).enumerate() {
+            ids[qi * cols + j] = arrays::id_bits(id);
+        }
+    }
+    let i = arrays::matrix(py, ids, nq, cols)?;
+    let d = match scores {
+        Scores::Hamming => {
+            let mut d = vec![i32::MAX; nq * cols];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
+                    d[qi * cols + j] = s as i32;
+                }
+            }
+            arrays::matrix(py, d, nq, cols)?
+        }
+        Scores::Smaller | Scores::Larger => {
+            let pad = if scores == Scores::Smaller {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            };
+            let mut d = vec![pad; nq * cols];
+            for (qi, row) in hits.iter().enumerate() {
+                for (j, &(_, s)) in row.iter().take(cols).enumerate() {
+                    d[qi * cols + j] = s;
+                }
+            }
+            arrays::matrix(py, d, nq, cols)?
+        }
+    };
+    Ok((d, i))
 }

@@ -50,12 +50,6 @@ impl PySnapshot {
     }
 }
 
-/// The manifests a version skipped, as `inspect` lists them: `[{"version", "file", "error"}]`.
-pub fn skipped<'py>(py: Python<'py>, snap: &engine::Snapshot) -> PyResult<Bound<'py, PyAny>> {
-    let text = engine::skipped_json(snap).py_err()?;
-    crate::json_loads(py, &text)
-}
-
 query_methods!(
     PySnapshot,
     {

@@ -64,7 +64,7 @@ pub enum SearchError {
     /// A filter expression that does not parse, or names a column the index does not have, or
     /// tests it with an operator or value its type does not take (the CLI's exit 2).
     #[error(transparent)]
-    Filter(#[from] super::filter::FilterError),
+    Filter(#[from] super::filter::error::FilterError),
     /// The model failed to encode or project the queries.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),

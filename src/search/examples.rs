@@ -24,18 +24,16 @@
 //! sampled negatives' stored vectors are read for it). A given classifier on binary codes
 //! cannot re-rank (its weights are over bits).
 
-use ndarray::{Array2, ArrayView2};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use ndarray::ArrayView2;
 
 use crate::format::CodeKind;
 use crate::model::Model;
 use crate::model::classify::{LinearSvm, LinearSvmOptions, train_linear_svm};
+#[cfg(doc)]
 use crate::storage::Snapshot;
 
 use super::error::{SearchError, invalid};
-use super::vectors::{RowRef, SnapshotVectors, VectorSource};
-use super::{Hit, Queries, SearchParams, check_params, search_rows};
+use super::query::{SearchParams, check_params};
 
 /// Random negatives a query by examples draws when none are given (`codedb search --examples`
 /// without `--negatives`, Python's `search_examples` without `negatives=`): this many live
@@ -102,7 +100,7 @@ impl CodeClassifier {
         }
     }
 
-    fn from_svm(svm: &LinearSvm) -> CodeClassifier {
+    pub(super) fn from_svm(svm: &LinearSvm) -> CodeClassifier {
         CodeClassifier {
             weights: svm.weights.iter().map(|&v| v as f32).collect(),
             bias: svm.bias as f32,
@@ -153,271 +151,8 @@ impl ExampleParams {
     }
 }
 
-impl Snapshot {
-    /// The `params.search.k` live rows the SVM trained on `positives` against `negatives`
-    /// scores highest (see the module doc), best first, ties by smaller id; scores are
-    /// `b + wᵀ decode(h)`. Errors name the argument: `examples` / `negatives` of the wrong
-    /// width, non-finite or empty, more sampled negatives than live rows, a mode that is
-    /// exact or does not apply to the codes, then the search's errors.
-    pub fn search_examples(
-        &self,
-        positives: ArrayView2<f32>,
-        negatives: Negatives<'_>,
-        params: &ExampleParams,
-    ) -> Result<Vec<Hit>, SearchError> {
-        let c = self.train_examples(positives, negatives, params)?;
-        self.search_trained(&c, &params.search)
-    }
-
-    /// Several queries by examples in one call, for evaluation and serving: result `i` is
-    /// what [`Snapshot::search_examples`] returns for `sets[i]` with the same `params` (the
-    /// same seed for every set, as separate calls with that seed). The SVMs train in
-    /// parallel, then each set is scanned. Every set is checked and trained before any scan;
-    /// an error names the set (`example set i: …`).
-    pub fn search_examples_batch(
-        &self,
-        sets: &[ExampleSet<'_>],
-        params: &ExampleParams,
-    ) -> Result<Vec<Vec<Hit>>, SearchError> {
-        use rayon::prelude::*;
-        let trained: Vec<ExampleClassifier> = sets
-            .par_iter()
-            .enumerate()
-            .map(|(i, set)| {
-                self.train_examples(set.positives, set.negatives, params)
-                    .map_err(|e| in_set(i, e))
-            })
-            .collect::<Result<_, _>>()?;
-        trained
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                self.search_trained(c, &params.search)
-                    .map_err(|e| in_set(i, e))
-            })
-            .collect()
-    }
-
-    /// The search of [`Snapshot::search_examples`] with classifiers already trained by
-    /// [`Snapshot::train_examples`] (with the same `rerank` setting).
-    pub fn search_trained(
-        &self,
-        c: &ExampleClassifier,
-        params: &SearchParams,
-    ) -> Result<Vec<Hit>, SearchError> {
-        let binary = self.model()?.code_kind() == CodeKind::Binary;
-        if params.rerank.is_some() && binary && c.projected.is_none() {
-            return Err(invalid(
-                "rerank",
-                "these classifiers were trained without re-ranking (train with rerank set)",
-            ));
-        }
-        let rerank = c.projected.as_ref().unwrap_or(&c.codes);
-        self.scan_linear(&c.codes, Some(rerank), params)
-    }
-
-    /// The classifiers [`Snapshot::search_examples`] trains, without searching.
-    pub fn train_examples(
-        &self,
-        positives: ArrayView2<f32>,
-        negatives: Negatives<'_>,
-        params: &ExampleParams,
-    ) -> Result<ExampleClassifier, SearchError> {
-        let model = self.model()?;
-        check_examples(model, "examples", positives)?;
-        let rerank_bits = params.search.rerank.is_some() && model.code_kind() == CodeKind::Binary;
-        let (neg_codes, neg_vectors) = match negatives {
-            Negatives::Given(n) => {
-                check_examples(model, "negatives", n)?;
-                (model.encode(n)?, rerank_bits.then(|| n.to_owned()))
-            }
-            Negatives::Sampled { count, seed } => self.sample_rows(count, seed, rerank_bits)?,
-        };
-        let pos = model.decode(&model.encode(positives)?)?;
-        let neg = model.decode(&neg_codes)?;
-        let svm = train_balanced(pos.view(), neg.view(), &params.svm)?;
-        let projected = match neg_vectors {
-            Some(v) if rerank_bits => {
-                let (p, n) = (model.project(positives)?, model.project(v.view())?);
-                Some(CodeClassifier::from_svm(&train_balanced(
-                    p.view(),
-                    n.view(),
-                    &params.svm,
-                )?))
-            }
-            _ => None,
-        };
-        Ok(ExampleClassifier {
-            codes: CodeClassifier::from_svm(&svm),
-            projected,
-            positives: pos.nrows(),
-            negatives: neg.nrows(),
-            iterations: svm.iterations,
-            converged: svm.converged,
-        })
-    }
-
-    /// The `params.k` live rows `classifier` scores highest, best first, ties by smaller id.
-    /// Re-ranking applies the same classifier to the stored vectors' projections, so it is
-    /// refused on binary codes (the weights are over bits). Errors: `classifier` of the wrong
-    /// length ([`Model::project_dim`] weights) or non-finite; then as
-    /// [`Snapshot::search_examples`].
-    pub fn search_classifier(
-        &self,
-        classifier: &CodeClassifier,
-        params: &SearchParams,
-    ) -> Result<Vec<Hit>, SearchError> {
-        let model = self.model()?;
-        if params.rerank.is_some() && model.code_kind() == CodeKind::Binary {
-            return Err(invalid(
-                "rerank",
-                "a classifier over the bits of binary codes does not apply to the stored \
-                 vectors; re-ranking needs a query by examples (a second SVM is trained on \
-                 their projections)",
-            ));
-        }
-        self.scan_linear(classifier, Some(classifier), params)
-    }
-
-    /// Scans with `codes` (and re-ranks with `rerank` when asked), adding the bias.
-    fn scan_linear(
-        &self,
-        codes: &CodeClassifier,
-        rerank: Option<&CodeClassifier>,
-        params: &SearchParams,
-    ) -> Result<Vec<Hit>, SearchError> {
-        let model = self.model()?;
-        let d = model.project_dim();
-        for (c, what) in [
-            (Some(codes), "classifier"),
-            (rerank, "classifier (re-ranking)"),
-        ] {
-            let Some(c) = c else { continue };
-            if c.weights.len() != d {
-                return Err(invalid(
-                    "classifier",
-                    format!(
-                        "{what}: {} values, the index's codes need {} (D = {d} weights, then \
-                         the bias)",
-                        c.weights.len() + 1,
-                        d + 1
-                    ),
-                ));
-            }
-            if c.weights.iter().chain([&c.bias]).any(|v| !v.is_finite()) {
-                return Err(invalid("classifier", format!("{what}: non-finite value")));
-            }
-        }
-        let row = |c: &CodeClassifier| Array2::from_shape_vec((1, d), c.weights.clone());
-        let shape = |e| crate::model::ModelError::shape("classifier", e);
-        let u = row(codes).map_err(shape)?;
-        let r = rerank.map(row).transpose().map_err(shape)?;
-        let q = Queries::Linear(u.view(), r.as_ref().map(Array2::view));
-        let hits = search_rows(self, q, params, None)?;
-        let bias = match (params.rerank, rerank) {
-            (Some(_), Some(r)) => r.bias,
-            _ => codes.bias,
-        };
-        Ok(hits
-            .into_iter()
-            .next()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|h| Hit {
-                id: h.id,
-                score: h.score + bias,
-            })
-            .collect())
-    }
-
-    /// The codes of `count` live rows drawn with `seed` (positions sorted by block and row),
-    /// and their stored vectors when `vectors`.
-    fn sample_rows(
-        &self,
-        count: usize,
-        seed: u64,
-        vectors: bool,
-    ) -> Result<(Vec<u8>, Option<Array2<f32>>), SearchError> {
-        let live = self.live_rows() as usize;
-        if count == 0 {
-            return Err(invalid(
-                "negatives",
-                "0 random negatives: ask for at least 1",
-            ));
-        }
-        if count > live {
-            return Err(invalid(
-                "negatives",
-                format!(
-                    "{count} random negatives asked for, the index has {live} live rows; give \
-                     negatives, or ask for fewer"
-                ),
-            ));
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut picks = rand::seq::index::sample(&mut rng, live, count).into_vec();
-        picks.sort_unstable();
-        let source = if vectors {
-            Some(SnapshotVectors::new(self)?)
-        } else {
-            None
-        };
-        let dim = source.as_ref().map_or(0, |s| s.dim());
-        let mut codes = Vec::with_capacity(count * self.code_bytes());
-        let mut out = Vec::with_capacity(count * dim);
-        let mut buf = vec![0f32; dim];
-        let (mut seen, mut next) = (0usize, picks.iter().peekable());
-        for (b, block) in self.blocks().enumerate() {
-            for i in 0..block.rows() {
-                if block.is_deleted(i) {
-                    continue;
-                }
-                if next.peek() == Some(&&seen) {
-                    next.next();
-                    codes.extend_from_slice(block.code(i)?);
-                    if let Some(s) = &source {
-                        let id = block.ids()?.get(i).copied().unwrap_or(u64::MAX);
-                        if !s.vector(
-                            RowRef {
-                                block: b,
-                                row: i,
-                                id,
-                            },
-                            &mut buf,
-                        )? {
-                            return Err(SearchError::NoVectors {
-                                detail: format!("sampled negative row {id} has no stored vector"),
-                            });
-                        }
-                        out.extend_from_slice(&buf);
-                    }
-                }
-                seen += 1;
-            }
-        }
-        if codes.len() != count * self.code_bytes() {
-            return Err(invalid(
-                "negatives",
-                format!(
-                    "found {} of the {count} sampled live rows",
-                    codes.len() / self.code_bytes().max(1)
-                ),
-            ));
-        }
-        let v =
-            if vectors {
-                Some(Array2::from_shape_vec((count, dim), out).map_err(|e| {
-                    crate::model::ModelError::shape("sampled negatives' vectors", e)
-                })?)
-            } else {
-                None
-            };
-        Ok((codes, v))
-    }
-}
-
 /// `e` with the example set named in an argument error's detail.
-fn in_set(i: usize, e: SearchError) -> SearchError {
+pub(super) fn in_set(i: usize, e: SearchError) -> SearchError {
     match e {
         SearchError::InvalidArgument { argument, detail } => SearchError::InvalidArgument {
             argument,
@@ -428,7 +163,7 @@ fn in_set(i: usize, e: SearchError) -> SearchError {
 }
 
 /// An SVM of `pos` against `neg`, each class's rows weighing `n / (2 n_class)`.
-fn train_balanced<'a>(
+pub(super) fn train_balanced<'a>(
     pos: ArrayView2<'a, f32>,
     neg: ArrayView2<'a, f32>,
     opts: &LinearSvmOptions,
@@ -446,7 +181,11 @@ fn train_balanced<'a>(
 }
 
 /// `x` must be non-empty rows of the model's input dimension, all finite.
-fn check_examples(model: &Model, what: &str, x: ArrayView2<f32>) -> Result<(), SearchError> {
+pub(super) fn check_examples(
+    model: &Model,
+    what: &str,
+    x: ArrayView2<f32>,
+) -> Result<(), SearchError> {
     if x.nrows() == 0 {
         return Err(invalid(what, "no rows"));
     }

@@ -32,8 +32,9 @@ use super::error::{SearchError, invalid};
 use super::filter::CompiledFilter;
 use super::ivf_scan::ivf_nprobe;
 use super::list_scope::range_deleted;
+use super::query::{Hit, SearchParams};
 use super::rerank::{Candidate, hits, rerank};
-use super::{Hit, SearchParams, VectorSource};
+use super::vectors::VectorSource;
 
 /// What the filtered IVF plan made of one query.
 #[derive(Debug)]
@@ -293,31 +294,7 @@ pub(crate) fn search_ivf_filtered(
             }
             Ok(out)
         };
-    let parts: Vec<Part> = if threads == 1 || chunks.len() == 1 {
-        chunks.iter().map(run_chunk).collect()
-    } else {
-        let next = AtomicUsize::new(0);
-        let done: Vec<Vec<(usize, Part)>> = (0..threads.min(chunks.len()))
-            .into_par_iter()
-            .with_max_len(1)
-            .map(|_| {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(r) = chunks.get(i) else { break };
-                    mine.push((i, run_chunk(r)));
-                }
-                mine
-            })
-            .collect();
-        let mut all: Vec<(usize, Part)> = done.into_iter().flatten().collect();
-        all.sort_by_key(|(i, _)| *i);
-        all.into_iter().map(|(_, r)| r).collect()
-    };
-    let mut acc: Vec<Option<Vec<Candidate>>> = Vec::with_capacity(nq);
-    for p in parts {
-        acc.extend(p?);
-    }
+    let mut acc = in_chunks(&chunks, threads, run_chunk)?;
     // The queries answered here, re-ranked together when asked.
     let answered: Vec<usize> = (0..nq).filter(|&i| acc[i].is_some()).collect();
     let cands: Vec<Vec<Candidate>> = answered
@@ -344,6 +321,42 @@ pub(crate) fn search_ivf_filtered(
     let mut out: Vec<IvfOutcome> = (0..nq).map(|_| IvfOutcome::Flat).collect();
     for (i, h) in answered.into_iter().zip(got) {
         out[i] = IvfOutcome::Hits(h);
+    }
+    Ok(out)
+}
+
+/// `run` over `chunks` of queries on `threads` workers, each taking the next chunk until none
+/// is left (a dynamic schedule: results do not depend on the split), concatenated in order.
+fn in_chunks<T: Send>(
+    chunks: &[Range<usize>],
+    threads: usize,
+    run: impl Fn(&Range<usize>) -> Result<Vec<T>, SearchError> + Sync,
+) -> Result<Vec<T>, SearchError> {
+    type Part<T> = Result<Vec<T>, SearchError>;
+    let parts: Vec<Part<T>> = if threads == 1 || chunks.len() == 1 {
+        chunks.iter().map(&run).collect()
+    } else {
+        let next = AtomicUsize::new(0);
+        let done: Vec<Vec<(usize, Part<T>)>> = (0..threads.min(chunks.len()))
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|_| {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = chunks.get(i) else { break };
+                    mine.push((i, run(r)));
+                }
+                mine
+            })
+            .collect();
+        let mut all: Vec<(usize, Part<T>)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    };
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend(p?);
     }
     Ok(out)
 }

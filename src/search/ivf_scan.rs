@@ -24,8 +24,10 @@ use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::filter::{BlockFilter, filter_ranges};
+use super::mode::SearchMode;
+use super::query::{Hit, SearchParams};
 use super::rerank::{Candidate, hits, rerank};
-use super::{Hit, SearchMode, SearchParams, VectorSource};
+use super::vectors::VectorSource;
 
 /// One chunk of queries' candidates, best first.
 type ChunkResult = Result<Vec<Vec<Candidate>>, SearchError>;

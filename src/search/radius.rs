@@ -14,10 +14,15 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use ndarray::ArrayView2;
+
 use crate::format::CodeKind;
 use crate::storage::{Block, Snapshot};
 
 use super::error::{SearchError, invalid};
+use super::filter::{BlockFilter, RowFilter};
+use super::mode::SearchMode;
+use super::query::{Hit, SearchParams, check};
 
 /// Longest code a table takes, in bytes (32 bits).
 pub const MAX_TABLE_CODE_BYTES: usize = 4;
@@ -205,6 +210,57 @@ impl HammingTable {
         out.sort_unstable();
         Ok(out)
     }
+}
+
+/// Every live row within Hamming distance `radius` of each query's code (see
+/// [`Snapshot::search_radius`]), only rows `filter` passes when given.
+pub(crate) fn radius_snapshot(
+    snapshot: &Snapshot,
+    queries: ArrayView2<f32>,
+    radius: u32,
+    filter: Option<&RowFilter>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let model = snapshot.model()?;
+    check(model, queries, &SearchParams::new(1, SearchMode::Hamming))?;
+    if radius > MAX_RADIUS {
+        return Err(invalid(
+            "radius",
+            format!("{radius}: hash lookup probes radius 0, 1 or 2"),
+        ));
+    }
+    let table = match filter {
+        None => HammingTable::from_snapshot(snapshot)?,
+        Some(f) => {
+            let c = f.compile(snapshot.attribute_schema())?;
+            let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+            let fs: Vec<BlockFilter> = blocks
+                .iter()
+                .map(|b| c.block(b))
+                .collect::<Result<_, _>>()?;
+            let hiding: Vec<Block<'_>> = blocks
+                .into_iter()
+                .zip(&fs)
+                .filter(|(_, f)| f.live_passing > 0)
+                .map(|(b, f)| b.hiding(&f.hidden))
+                .collect();
+            HammingTable::from_blocks(snapshot, &hiding)?
+        }
+    };
+    let codes = model.encode(queries)?;
+    let cb = model.code_bytes();
+    codes
+        .chunks_exact(cb)
+        .map(|q| {
+            Ok(table
+                .lookup(q, radius)?
+                .into_iter()
+                .map(|(d, id)| Hit {
+                    id,
+                    score: d as f32,
+                })
+                .collect())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -23,9 +23,9 @@ use crate::scan::{
 };
 use crate::storage::Block;
 
-use super::Hit;
 use super::error::{SearchError, invalid};
 use super::list_scope::range_deleted;
+use super::query::Hit;
 use super::vectors::{RowRef, VectorSource};
 
 /// A candidate from the code scan: its code score, id and block, and its row in the block
@@ -39,12 +39,12 @@ pub(crate) struct Candidate {
 }
 
 /// Each query's candidates as hits (their score as is), when no re-ranking follows.
-pub(crate) fn hits(lists: Vec<Vec<Candidate>>) -> Vec<Vec<super::Hit>> {
+pub(crate) fn hits(lists: Vec<Vec<Candidate>>) -> Vec<Vec<Hit>> {
     lists
         .into_iter()
         .map(|l| {
             l.into_iter()
-                .map(|c| super::Hit {
+                .map(|c| Hit {
                     id: c.id,
                     score: c.score,
                 })

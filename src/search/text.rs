@@ -14,93 +14,17 @@
 //! vector (the unquantised projection). `lists` restrict as for image queries; `nprobe` probes
 //! the lists of the classes whose projected means score best for the text.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::ArrayView2;
 
 use crate::format::CodeKind;
-use crate::model::TextQuery;
 use crate::model::{AdcMetric, Model};
 use crate::scan::{Direction, lut8_from_bit_terms};
-use crate::storage::{Block, Snapshot};
+use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
+use super::query::{Hit, Prepared, SearchParams, check_params};
 use super::rerank::{Candidate, gather, rescore};
 use super::vectors::VectorSource;
-use super::{Hit, Prepared, Queries, SearchParams, check_params, search_rows};
-
-impl Snapshot {
-    /// The `params.k` best live rows for each text query (see [`crate::model::TextHead`]), best
-    /// first by the text score `uᵀp` (larger is better), ties by smaller id. The index's model
-    /// must have a text head ([`SearchError::NoTextHead`]); a query with no word the head
-    /// knows is refused naming it. `params.mode` must apply to the codes and not be exact.
-    pub fn search_text(
-        &self,
-        queries: &[&str],
-        params: &SearchParams,
-    ) -> Result<Vec<Vec<Hit>>, SearchError> {
-        let prepared = self.text_queries(queries)?;
-        self.search_text_prepared(&prepared, params, None)
-    }
-
-    /// [`Snapshot::search_text`] reading the vectors for re-ranking from `vectors`.
-    pub fn search_text_with_vectors(
-        &self,
-        queries: &[&str],
-        params: &SearchParams,
-        vectors: &dyn VectorSource,
-    ) -> Result<Vec<Vec<Hit>>, SearchError> {
-        let prepared = self.text_queries(queries)?;
-        self.search_text_prepared(&prepared, params, Some(vectors))
-    }
-
-    /// Each query through the model's text head: its tf-idf-norm vector (with the words it
-    /// ignored, [`crate::model::TextVector::unknown`]) and `u`. Errors as
-    /// [`Snapshot::search_text`].
-    pub fn text_queries(&self, queries: &[&str]) -> Result<Vec<TextQuery>, SearchError> {
-        let head = self.model()?.text_head().ok_or(SearchError::NoTextHead)?;
-        if queries.is_empty() {
-            return Err(invalid("queries", "no text query"));
-        }
-        Ok(queries
-            .iter()
-            .map(|q| head.query(q))
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// [`Snapshot::search_text`] for queries already made by [`Snapshot::text_queries`].
-    pub fn search_text_prepared(
-        &self,
-        queries: &[TextQuery],
-        params: &SearchParams,
-        vectors: Option<&dyn VectorSource>,
-    ) -> Result<Vec<Vec<Hit>>, SearchError> {
-        let model = self.model()?;
-        let d = model.project_dim();
-        if queries.is_empty() {
-            return Err(invalid("queries", "no text query"));
-        }
-        let mut flat = Vec::with_capacity(queries.len() * d);
-        for q in queries {
-            if q.u.len() != d {
-                return Err(invalid(
-                    "queries",
-                    format!(
-                        "{:?}: u has {} values, the model projects to {d}",
-                        q.text,
-                        q.u.len()
-                    ),
-                ));
-            }
-            flat.extend_from_slice(&q.u);
-        }
-        let u = Array2::from_shape_vec((queries.len(), d), flat).map_err(|e| {
-            crate::model::ModelError::Shape {
-                what: "text queries".into(),
-                source: e,
-            }
-        })?;
-        search_rows(self, Queries::Text(u.view()), params, vectors)
-    }
-}
 
 /// Argument checks of a text search (`u`: the queries' `Wᵀq` rows).
 pub(crate) fn check_text(

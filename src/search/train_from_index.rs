@@ -8,7 +8,7 @@ use crate::model::{LabelledCodes, fit_classifier_from_codes, train_from_codes};
 use crate::model::{Model, ModelError, PipelineSpec, TrainOptions, TrainReport};
 use crate::storage::Snapshot;
 
-use super::SearchError;
+use super::error::SearchError;
 
 /// The codes and labels of the live rows of `snapshot`; errors when its codes are not PQ or
 /// it has no live rows.

@@ -12,6 +12,7 @@
 //! `index/compact.rs` applies the one with the other and publishes the result.
 
 mod attributes;
+pub mod block;
 pub mod config;
 pub mod error;
 pub mod fs;
@@ -33,6 +34,7 @@ pub mod snapshot;
 pub mod verify;
 pub mod version_list;
 
+pub use block::{Block, Row};
 pub use config::{CompactionPolicy, Config, CreateOptions, ReadOptions, Retention};
 pub use error::StorageError;
 pub use fs::{FileSystem, StdFs, WriteFile};
@@ -46,5 +48,5 @@ pub use recovery_report::{
     SkippedManifest, fell_back_warning, recovery_records,
 };
 pub use row_batch::RowBatch;
-pub use snapshot::{Block, Row, Snapshot};
+pub use snapshot::Snapshot;
 pub use version_list::{VersionInfo, list_versions};

@@ -18,7 +18,7 @@
 //! included.
 
 mod check;
-mod error;
+pub(super) mod error;
 mod eval;
 mod parse;
 mod schema;
