@@ -3,9 +3,9 @@
 //! included — over random predicates in the filter language and random id selectors, on a
 //! multi-block index (segments and active-log batches) with deletions, whose rows store
 //! attribute columns of every type (one added after some rows were stored, one left out of a
-//! write: those rows hold the defaults). With IVF, a filter passing no more rows than the
-//! probed lists hold scans the passing rows of every list (exactly when re-ranked), and a
-//! probed search that finds fewer than k passing rows searches every list again.
+//! write: those rows hold the defaults). With IVF, a probed query whose lists hold fewer than
+//! k passing rows probes the next-nearest lists, or is answered by the flat search over the
+//! passing rows when that reads fewer rows.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -655,76 +655,91 @@ fn ivf_cases(rng: &mut StdRng) -> Vec<FilterCase> {
     cases
 }
 
+/// Under a filter, a probed IVF query (ADC) returns min(k, passing live rows) hits: the best
+/// passing rows of the shortest run of its nearest lists, from its `nprobe` on, holding k of
+/// them (or every list) — the unfiltered search of that many lists restricted to the passing
+/// rows, ties by id — or, when probing on would read more rows than the flat search over the
+/// passing rows, that flat search's answer. Both happen over these cases, on 1 and 2 threads.
 #[test]
-fn ivf_filtered_search_returns_min_k_passing_and_falls_back_to_every_list() {
+fn ivf_filtered_search_probes_on_or_falls_back_to_the_flat_search() {
     let x = digits();
     let q = x.slice(s![1..90;4, ..]);
     let m = model("ivf:16,pq:8x8", x.view());
     let tmp = tempfile::tempdir().unwrap();
     let snap = multi_block_index(tmp.path(), &m, x.view()).snapshot();
+    let live = snap.live_rows() as usize;
+    // Per number of lists m, every row of each query's m nearest lists, ranked.
+    let prefixes: Vec<Vec<Vec<Hit>>> = (1..=16)
+        .map(|n| {
+            snap.search(q, &SearchParams::new(live, SearchMode::AdcL2).nprobe(n))
+                .unwrap()
+        })
+        .collect();
     let mut rng = StdRng::seed_from_u64(8);
-    let (mut fell_back, mut selective) = (0, 0);
+    let (mut probed_more, mut fell_back, mut in_nprobe) = (0, 0, 0);
     for (case, (filter, what, pass)) in ivf_cases(&mut rng).into_iter().enumerate() {
         let n = passing(&snap, &*pass).len();
-        let k = 10;
-        // nprobe = all lists: the flat residual search, restricted exactly.
-        let live = snap.live_rows() as usize;
-        let full = snap
-            .search(q, &SearchParams::new(live, SearchMode::AdcL2))
-            .unwrap();
-        let flat = snap
-            .search(
-                q,
-                &SearchParams::new(k, SearchMode::AdcL2).filter(filter.clone()),
-            )
-            .unwrap();
-        assert_eq!(
-            flat,
-            restricted(&full, &*pass, k),
-            "ivf flat case {case}: {what}"
-        );
-        let probed = snap
-            .search(
-                q,
-                &SearchParams::new(k, SearchMode::AdcL2)
-                    .nprobe(1)
-                    .filter(filter.clone()),
-            )
-            .unwrap();
-        if n * 16 <= live || n < 16 * k {
-            // No more passing rows than one of the 16 lists holds on average, or fewer than k
-            // expected in it: every query scans the passing rows of every list instead.
-            selective += 1;
-            assert_eq!(probed, flat, "selective case {case}: {what}");
-            continue;
-        }
-        let unfiltered_probed = snap
-            .search(q, &SearchParams::new(live, SearchMode::AdcL2).nprobe(1))
-            .unwrap();
-        for (qi, l) in probed.iter().enumerate() {
-            assert_eq!(l.len(), k.min(n), "case {case} query {qi}: {what}");
-            let in_probe = unfiltered_probed[qi].iter().filter(|h| pass(h.id)).count();
-            if in_probe < k.min(n) {
-                // Fewer passing rows in the probed list than asked: every list searched again.
-                fell_back += 1;
-                assert_eq!(l, &flat[qi], "fallback case {case} query {qi}: {what}");
-            } else {
-                let want: Vec<Hit> = unfiltered_probed[qi]
-                    .iter()
-                    .filter(|h| pass(h.id))
-                    .take(k)
-                    .copied()
-                    .collect();
-                assert_eq!(l, &want, "probed case {case} query {qi}: {what}");
+        for (nprobe, k) in [(1, 10), (2, 5), (3, 1)] {
+            let flat = snap
+                .search(
+                    q,
+                    &SearchParams::new(k, SearchMode::AdcL2).filter(filter.clone()),
+                )
+                .unwrap();
+            assert_eq!(
+                flat,
+                restricted(&prefixes[15], &*pass, k),
+                "ivf flat case {case}: {what}"
+            );
+            for threads in [1, 2] {
+                let probed = snap
+                    .search(
+                        q,
+                        &SearchParams::new(k, SearchMode::AdcL2)
+                            .nprobe(nprobe)
+                            .threads(threads)
+                            .filter(filter.clone()),
+                    )
+                    .unwrap();
+                for (qi, l) in probed.iter().enumerate() {
+                    let at = format!("case {case} nprobe {nprobe} k {k} query {qi}: {what}");
+                    assert_eq!(l.len(), k.min(n), "{at}");
+                    // The shortest run of lists from nprobe on holding k passing rows.
+                    let held = |lists: usize| {
+                        prefixes[lists - 1][qi]
+                            .iter()
+                            .filter(|h| pass(h.id))
+                            .count()
+                    };
+                    let lists = (nprobe..=16).find(|&m| held(m) >= k).unwrap_or(16);
+                    let want = restricted(&prefixes[lists - 1][qi..=qi], &*pass, k);
+                    if l == &want[0] {
+                        if threads == 1 {
+                            if lists > nprobe {
+                                probed_more += 1;
+                            } else {
+                                in_nprobe += 1;
+                            }
+                        }
+                    } else {
+                        assert_eq!(l, &flat[qi], "neither probed nor flat: {at}");
+                        fell_back += 1;
+                    }
+                }
             }
         }
     }
-    assert!(fell_back > 0, "no query exercised the fallback");
-    assert!(selective > 0, "no filter was selective");
+    assert!(
+        probed_more > 0 && fell_back > 0 && in_nprobe > 0,
+        "{in_nprobe} within nprobe, {probed_more} probed on, {fell_back} flat"
+    );
 }
 
+/// Re-ranked (stored vectors), a filtered probed IVF query returns min(k, passing) passing
+/// rows by their exact scores; a query left to the flat search gets the exact top-k over the
+/// passing rows, and one answered by its lists the re-ranking of its R best passing rows there.
 #[test]
-fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
+fn ivf_filtered_reranked_search_gives_exact_scores_of_passing_rows() {
     let x = digits();
     let q = x.slice(s![3..90;5, ..]);
     let m = model("ivf:16,pq:8x8", x.view());
@@ -737,7 +752,7 @@ fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
         .search_with_vectors(q, &SearchParams::new(live, SearchMode::ExactL2), &mem)
         .unwrap();
     let mut rng = StdRng::seed_from_u64(9);
-    let (mut selective, mut broad) = (0, 0);
+    let (mut exact_answers, mut cases) = (0, 0);
     for (case, (filter, what, pass)) in ivf_cases(&mut rng).into_iter().enumerate() {
         let n = passing(&snap, &*pass).len();
         let p = SearchParams::new(10, SearchMode::AdcL2)
@@ -746,24 +761,23 @@ fn ivf_selective_filter_reranked_is_the_exact_top_k_of_the_passing_rows() {
             .filter(filter);
         let got = snap.search_with_vectors(q, &p, &mem).unwrap();
         let exact = restricted(&full_exact, &*pass, 10);
-        if n * 8 <= live || n * 2 < 16 * 10 {
-            // Passing rows no more than 2 of 16 lists hold, or fewer than k expected in them:
-            // scored exactly, all of them.
-            selective += 1;
-            assert_eq!(got, exact, "selective case {case}: {what}");
-        } else {
-            broad += 1;
-            for (qi, l) in got.iter().enumerate() {
-                assert_eq!(l.len(), 10.min(n), "broad case {case} query {qi}: {what}");
-                // Re-ranked: exact scores of passing rows, in order.
-                assert!(l.iter().all(|h| pass(h.id)), "case {case}: {what}");
-                assert!(l.windows(2).all(|w| w[0].score <= w[1].score));
+        for (qi, l) in got.iter().enumerate() {
+            cases += 1;
+            assert_eq!(l.len(), 10.min(n), "case {case} query {qi}: {what}");
+            assert!(l.iter().all(|h| pass(h.id)), "case {case}: {what}");
+            assert!(l.windows(2).all(|w| w[0].score <= w[1].score));
+            for h in l {
+                let e = full_exact[qi].iter().find(|e| e.id == h.id).unwrap();
+                assert_eq!(e.score, h.score, "case {case} query {qi}: {what}");
+            }
+            if l == &exact[qi] {
+                exact_answers += 1;
             }
         }
     }
     assert!(
-        selective > 0 && broad > 0,
-        "{selective} selective, {broad} broad filters"
+        exact_answers > 0 && exact_answers < cases,
+        "{exact_answers} of {cases} answers exact"
     );
 }
 

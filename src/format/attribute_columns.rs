@@ -400,6 +400,33 @@ pub enum ColumnData<'a> {
     },
 }
 
+impl<'a> ColumnData<'a> {
+    /// The same column over rows `r` only (a tag column keeps its offsets into the whole
+    /// `values`, which every reader takes relative to the first offset); `None` when `r` is
+    /// past the rows.
+    pub fn slice(&self, r: std::ops::Range<usize>) -> Option<ColumnData<'a>> {
+        Some(match *self {
+            ColumnData::Int(v) => ColumnData::Int(v.get(r)?),
+            ColumnData::Timestamp(v) => ColumnData::Timestamp(v.get(r)?),
+            ColumnData::Float(v) => ColumnData::Float(v.get(r)?),
+            ColumnData::Bool(v) => ColumnData::Bool(v.get(r)?),
+            ColumnData::Str { codes, dict } => ColumnData::Str {
+                codes: codes.get(r)?,
+                dict,
+            },
+            ColumnData::Tags {
+                offsets,
+                values,
+                dict,
+            } => ColumnData::Tags {
+                offsets: offsets.get(r.start..r.end.checked_add(1)?)?,
+                values,
+                dict,
+            },
+        })
+    }
+}
+
 impl ColumnData<'_> {
     /// The rows the column holds.
     pub fn rows(&self) -> usize {

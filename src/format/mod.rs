@@ -16,6 +16,7 @@ compile_error!("codedb's zero-copy column views require a little-endian target")
 
 pub mod append_log;
 pub mod attribute_columns;
+pub mod attribute_index;
 pub mod block_checksums;
 pub(crate) mod class_table;
 pub(crate) mod container;

@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::attribute_index::AttributeIndex;
 use super::block_checksums::{self, ColumnCheck};
 use super::container::Codec;
 use super::container::FileKind;
@@ -140,6 +141,8 @@ pub struct SegmentReader {
     attributes: Option<usize>,
     /// The columns, decoded and checked on first touch: `Err((checksum, section, detail))`.
     attributes_read: OnceLock<std::result::Result<Attributes, (bool, String, String)>>,
+    /// The columns' tag postings and zone maps, built on the first filter that reads them.
+    attribute_index: OnceLock<AttributeIndex>,
 }
 
 impl SegmentReader {
@@ -299,6 +302,7 @@ impl SegmentReader {
             mih_checked: OnceLock::new(),
             attributes,
             attributes_read: OnceLock::new(),
+            attribute_index: OnceLock::new(),
         };
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
@@ -549,6 +553,16 @@ impl SegmentReader {
                 detail: detail.clone(),
             }),
         }
+    }
+
+    /// The tag postings and zone maps of the segment's columns
+    /// ([`AttributeIndex`]), built from them on first use and kept with them; `None` when the
+    /// segment stores no columns. Its columns are read (and checked) first.
+    pub fn attribute_index(&self) -> Result<Option<&AttributeIndex>> {
+        Ok(self.attributes()?.map(|a| {
+            self.attribute_index
+                .get_or_init(|| AttributeIndex::build(a))
+        }))
     }
 
     /// Whether the segment stores attribute columns (nothing read).

@@ -15,6 +15,7 @@ use crate::storage::{Block, Snapshot};
 use super::code_scan::scan_codes;
 use super::error::{SearchError, invalid};
 use super::filter::{BlockFilter, filter_ranges};
+use super::ivf_filter::{IvfOutcome, search_ivf_filtered};
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
 use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check};
@@ -69,6 +70,30 @@ pub(crate) fn search_rows(
         None => None,
     };
     let all_blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    // A probed ADC search of an IVF model under a filter evaluates the filter only over the
+    // lists its queries read, probing on while they hold too few passing rows
+    // (`ivf_filter`); the queries it leaves to the flat search over the passing rows run
+    // below, through the whole blocks' filters.
+    let mut ivf_outcomes: Option<Vec<IvfOutcome>> = None;
+    if let (Some(f), Some(_), Queries::Image(v)) = (&params.filter, params.nprobe, q)
+        && model.ivf().is_some()
+        && params.mode == SearchMode::AdcL2
+        && params.lists.is_none()
+    {
+        let c = f.compile(snapshot.attribute_schema())?;
+        let live = snapshot.live_rows();
+        let out = search_ivf_filtered(&all_blocks, model, v, params, source, &c, live)?;
+        if out.iter().all(|o| matches!(o, IvfOutcome::Hits(_))) {
+            return Ok(out
+                .into_iter()
+                .map(|o| match o {
+                    IvfOutcome::Hits(h) => h,
+                    IvfOutcome::Flat => Vec::new(),
+                })
+                .collect());
+        }
+        ivf_outcomes = Some(out);
+    }
     // A filter hides the rows it rejects: to this search they are deleted rows.
     let filters: Option<Vec<BlockFilter>> = match &params.filter {
         None => None,
@@ -94,18 +119,40 @@ pub(crate) fn search_rows(
         blocks: &blocks,
         filters: filters.as_deref(),
     };
-    // The plan of an IVF search under a filter: when the live passing rows are no more than
-    // the probed lists hold (nprobe/K of the live rows, the lists' mean), a scan of the
-    // passing rows alone reads no more rows than the probed search would and misses none of
-    // them; when the probed lists are expected to hold fewer than k passing rows (nprobe/K of
-    // the passing rows), most queries would fall back to that scan after the probed pass
-    // anyway. Either way every query runs the scan instead — a selective filter otherwise
-    // pays the probed pass and then that scan too. Re-ranked ADC (stored vectors): the
-    // passing rows are scored exactly by the re-ranking metric (the exact mode: the true
-    // top-k, by the scores re-ranking gives); otherwise in the mode asked (ADC over every
-    // list's passing rows; a mode an IVF model cannot scan is refused as without a filter).
-    // Either way the answer is the brute-force top-k over the passing rows by its scores, at
-    // least the probed search's.
+    if let Some(outcomes) = ivf_outcomes {
+        // The flat search over the passing rows for the queries left to it: scored exactly
+        // when re-ranked with stored vectors (the true top-k over the passing rows, by the
+        // scores re-ranking gives), else by ADC over every list's passing rows.
+        let flat: Vec<usize> = (0..outcomes.len())
+            .filter(|&i| matches!(outcomes[i], IvfOutcome::Flat))
+            .collect();
+        let exact = params.rerank.is_some() && source.is_some();
+        let all = SearchParams {
+            nprobe: None,
+            mode: if exact {
+                SearchMode::ExactL2
+            } else {
+                params.mode
+            },
+            rerank: if exact { None } else { params.rerank },
+            ..params.clone()
+        };
+        let sub: Array2<f32> = queries.select(Axis(0), &flat);
+        let mut again =
+            search_blocks(snapshot, &view, q.with(sub.view()), &all, source)?.into_iter();
+        return Ok(outcomes
+            .into_iter()
+            .map(|o| match o {
+                IvfOutcome::Hits(h) => h,
+                IvfOutcome::Flat => again.next().unwrap_or_default(),
+            })
+            .collect());
+    }
+    // The plan of an IVF search under a filter in the other modes (the exact ones; a mode the
+    // model cannot scan is refused as without a filter): when the live passing rows are no
+    // more than the probed lists hold (nprobe/K of the live rows), or the probed lists are
+    // expected to hold fewer than k of them (nprobe/K of the passing rows), every query scans
+    // the passing rows instead: no more rows than the probed search, none of them missed.
     if let (Some(fs), Some(n)) = (&filters, params.nprobe)
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {

@@ -46,6 +46,7 @@ mod examples;
 mod execute;
 pub(crate) mod filter;
 mod float_codes;
+mod ivf_filter;
 mod ivf_scan;
 pub(crate) mod list_scope;
 mod mih;

@@ -237,6 +237,20 @@ impl<'a> Block<'a> {
         }
     }
 
+    /// The tag postings and zone maps of the block's stored columns
+    /// ([`crate::format::attribute_index`]): a segment's, built on first use and kept with the
+    /// open segment; `None` for a log batch (small: its columns are read in one pass) or a
+    /// block storing no columns.
+    pub fn attribute_index(
+        &self,
+    ) -> std::result::Result<Option<&'a crate::format::attribute_index::AttributeIndex>, FormatError>
+    {
+        match self.segment {
+            Some(r) => r.attribute_index(),
+            None => Ok(None),
+        }
+    }
+
     /// Whether a filtered search hides some of the block's rows (see [`Block::hiding`]).
     pub fn is_filtered(&self) -> bool {
         self.hidden.is_some()

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use super::ColumnData;
 use super::check::Expr;
 use super::parse::{CmpOp, HasHow};
+use crate::format::attribute_index::{ColumnIndex, ZONE_ROWS};
 
 /// Words for `rows` rows with every bit set (tail bits clear).
 pub(crate) fn all_words(rows: usize) -> Vec<u64> {
@@ -100,14 +101,105 @@ pub(crate) fn ids_in(ids: &[u64], set: &[u64]) -> Vec<u64> {
 #[derive(Debug)]
 pub(crate) struct MissingColumn(pub usize);
 
-/// The pass bitmap of `expr` over rows with these `ids`; `column(i)`: schema column `i` over
-/// the same rows (callers check its length and dictionary codes first, see
-/// [`ColumnData::check`]).
-pub(crate) fn eval<'c>(
-    expr: &Expr,
-    ids: &[u64],
-    column: &dyn Fn(usize) -> Option<ColumnData<'c>>,
-) -> Result<Vec<u64>, MissingColumn> {
+/// Where a filter is evaluated: rows with these `ids`, the first being row `start` of its
+/// block; `column(i)`: schema column `i` over the same rows (callers check its length and
+/// dictionary codes first, see [`ColumnData::check`]); `index(i)`: its tag postings or zone map
+/// over the whole block, when the block has them ([`ColumnIndex`]).
+pub(crate) struct Rows<'r, 'c> {
+    pub ids: &'r [u64],
+    pub start: usize,
+    pub column: &'r dyn Fn(usize) -> Option<ColumnData<'c>>,
+    pub index: &'r dyn Fn(usize) -> Option<&'c ColumnIndex>,
+}
+
+/// Bits `from..to` set.
+fn set_range(w: &mut [u64], from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let (k, b) = (i / 64, i % 64);
+        let take = (64 - b).min(to - i);
+        let mask = if take == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << take) - 1) << b
+        };
+        if let Some(x) = w.get_mut(k) {
+            *x |= mask;
+        }
+        i += take;
+    }
+}
+
+/// The rows (of `rows` from block row `start`) holding tag `code`, from its posting list:
+/// O(log postings + rows holding it in range).
+fn posting_words(ix: &ColumnIndex, code: u32, start: usize, rows: usize) -> Vec<u64> {
+    let mut w = vec![0u64; rows.div_ceil(64)];
+    let p = ix.posting(code);
+    let lo = p.partition_point(|&r| (r as usize) < start);
+    for &r in &p[lo..] {
+        let i = r as usize - start;
+        if i >= rows {
+            break;
+        }
+        w[i / 64] |= 1 << (i % 64);
+    }
+    w
+}
+
+/// Whether a zone of values in `lo..=hi` passes `op v` for none, every or some of its rows.
+fn zone_says(op: CmpOp, v: i64, lo: i64, hi: i64) -> Option<bool> {
+    match op {
+        CmpOp::Eq | CmpOp::Ne => {
+            let eq = (lo == v && hi == v).then_some(true);
+            let ne = (v < lo || v > hi).then_some(false);
+            let s = eq.or(ne)?;
+            Some(if op == CmpOp::Eq { s } else { !s })
+        }
+        // Monotone in the value: the zone's bounds agree, so does every row between.
+        _ => {
+            let (a, b) = (op.holds(lo.cmp(&v)), op.holds(hi.cmp(&v)));
+            (a == b).then_some(a)
+        }
+    }
+}
+
+/// `x op v` over `rows` rows from block row `start`, deciding whole zones by their bounds
+/// (`zones`, over the block) and reading only the rows of zones that straddle `v`; when those
+/// are most of the rows (a column not clustered in row order), one pass over the column.
+fn zoned_cmp(x: &[i64], op: CmpOp, v: i64, start: usize, zones: &[(i64, i64)]) -> Vec<u64> {
+    let rows = x.len();
+    let end = start + rows;
+    let spans = || {
+        (start / ZONE_ROWS..end.div_ceil(ZONE_ROWS)).map(move |z| {
+            let (a, b) = ((z * ZONE_ROWS).max(start), ((z + 1) * ZONE_ROWS).min(end));
+            let say = zones.get(z).and_then(|&(lo, hi)| zone_says(op, v, lo, hi));
+            (a - start, b - start, say)
+        })
+    };
+    let straddling: usize = spans().filter(|s| s.2.is_none()).map(|s| s.1 - s.0).sum();
+    if 2 * straddling > rows {
+        return from_fn(rows, |i| op.holds(x[i].cmp(&v)));
+    }
+    let mut w = vec![0u64; rows.div_ceil(64)];
+    for (a, b, say) in spans() {
+        match say {
+            Some(true) => set_range(&mut w, a, b),
+            Some(false) => {}
+            None => {
+                for i in a..b {
+                    if op.holds(x[i].cmp(&v)) {
+                        w[i / 64] |= 1 << (i % 64);
+                    }
+                }
+            }
+        }
+    }
+    w
+}
+
+/// The pass bitmap of `expr` over `at`'s rows.
+pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingColumn> {
+    let (ids, column) = (at.ids, at.column);
     let rows = ids.len();
     let col = |c: usize| {
         column(c)
@@ -123,7 +215,7 @@ pub(crate) fn eval<'c>(
                 if acc.iter().all(|&w| w == 0) {
                     break;
                 }
-                for (a, b) in acc.iter_mut().zip(eval(x, ids, column)?) {
+                for (a, b) in acc.iter_mut().zip(eval(x, at)?) {
                     *a &= b;
                 }
             }
@@ -132,14 +224,14 @@ pub(crate) fn eval<'c>(
         Expr::Or(xs) => {
             let mut acc = vec![0; rows.div_ceil(64)];
             for x in xs {
-                for (a, b) in acc.iter_mut().zip(eval(x, ids, column)?) {
+                for (a, b) in acc.iter_mut().zip(eval(x, at)?) {
                     *a |= b;
                 }
             }
             acc
         }
         Expr::Not(x) => {
-            let mut w = eval(x, ids, column)?;
+            let mut w = eval(x, at)?;
             for (a, m) in w.iter_mut().zip(all_words(rows)) {
                 *a = !*a & m;
             }
@@ -148,9 +240,10 @@ pub(crate) fn eval<'c>(
         Expr::IdCmp(op, v) => from_fn(rows, |i| op.holds(i128::from(ids[i]).cmp(v))),
         Expr::IdIn(set) => ids_in(ids, set),
         Expr::IntCmp(c, op, v) => match col(*c)? {
-            ColumnData::Int(x) | ColumnData::Timestamp(x) => {
-                from_fn(rows, |i| op.holds(x[i].cmp(v)))
-            }
+            ColumnData::Int(x) | ColumnData::Timestamp(x) => match (at.index)(*c) {
+                Some(ColumnIndex::Zones(z)) => zoned_cmp(x, *op, *v, at.start, z),
+                _ => from_fn(rows, |i| op.holds(x[i].cmp(v))),
+            },
             _ => return Err(MissingColumn(*c)),
         },
         Expr::IntIn(c, set) => match col(*c)? {
@@ -197,12 +290,32 @@ pub(crate) fn eval<'c>(
                 let codes: Vec<u32> = (0..dict.len() as u32)
                     .filter(|&d| wanted.contains(dict[d as usize].as_str()))
                     .collect();
-                match (how, codes.as_slice()) {
+                let postings = (at.index)(*c).filter(|i| matches!(i, ColumnIndex::Postings { .. }));
+                match (how, codes.as_slice(), postings) {
                     // Every wanted tag must exist in the dictionary to be held by some row.
-                    (HasHow::All, _) if codes.len() < wanted.len() => vec![0; rows.div_ceil(64)],
-                    (_, []) => vec![0; rows.div_ceil(64)],
-                    (_, &[one]) => rows_holding(offsets, values, |v| v == one),
-                    (HasHow::Any, _) => {
+                    (HasHow::All, _, _) if codes.len() < wanted.len() => {
+                        vec![0; rows.div_ceil(64)]
+                    }
+                    (_, [], _) => vec![0; rows.div_ceil(64)],
+                    // Postings: the rows holding each tag, ORed (HAS, HAS ANY) or ANDed.
+                    (how, _, Some(ix)) => {
+                        let mut acc = match how {
+                            HasHow::All => all_words(rows),
+                            _ => vec![0; rows.div_ceil(64)],
+                        };
+                        for &code in &codes {
+                            let p = posting_words(ix, code, at.start, rows);
+                            for (a, b) in acc.iter_mut().zip(p) {
+                                match how {
+                                    HasHow::All => *a &= b,
+                                    _ => *a |= b,
+                                }
+                            }
+                        }
+                        acc
+                    }
+                    (_, &[one], None) => rows_holding(offsets, values, |v| v == one),
+                    (HasHow::Any, _, None) => {
                         let mut table = vec![false; dict.len()];
                         for &c in &codes {
                             table[c as usize] = true;
@@ -210,7 +323,7 @@ pub(crate) fn eval<'c>(
                         rows_holding(offsets, values, |v| table.get(v as usize) == Some(&true))
                     }
                     // A row holds every wanted tag: the AND of the rows holding each.
-                    (HasHow::All, _) => {
+                    (HasHow::All, _, None) => {
                         let mut acc = all_words(rows);
                         for &c in &codes {
                             for (a, b) in acc
@@ -269,6 +382,77 @@ mod tests {
                         .any(|t| want.contains(t))
                 });
                 assert_eq!(got, walk, "{rows} rows, tags {want:?}");
+            }
+        }
+    }
+
+    /// Zone maps decide whole zones and read the straddling ones: the same bits as a pass over
+    /// the column, for every operator, on clustered and uniform columns, over ranges starting
+    /// anywhere in the block.
+    #[test]
+    fn zoned_comparisons_equal_the_pass() {
+        let n = 5 * ZONE_ROWS + 77;
+        let clustered: Vec<i64> = (0..n as i64).map(|i| i / 3 + (i * 7919) % 50).collect();
+        let uniform: Vec<i64> = (0..n as i64).map(|i| (i * 2_654_435_761) % 9973).collect();
+        let constant: Vec<i64> = vec![42; n];
+        for col in [&clustered, &uniform, &constant] {
+            let zones = match ColumnIndex::build(&ColumnData::Int(col)) {
+                ColumnIndex::Zones(z) => z,
+                other => panic!("{other:?}"),
+            };
+            for op in [
+                CmpOp::Eq,
+                CmpOp::Ne,
+                CmpOp::Lt,
+                CmpOp::Le,
+                CmpOp::Gt,
+                CmpOp::Ge,
+            ] {
+                for v in [-1, 0, 42, 500, 4000, 9000, 20_000] {
+                    for (a, b) in [
+                        (0, n),
+                        (1, n - 3),
+                        (ZONE_ROWS - 5, 3 * ZONE_ROWS + 9),
+                        (100, 164),
+                    ] {
+                        let x = &col[a..b];
+                        let got = zoned_cmp(x, op, v, a, &zones);
+                        let want = from_fn(x.len(), |i| op.holds(x[i].cmp(&v)));
+                        assert_eq!(got, want, "{op:?} {v} rows {a}..{b}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Postings give the rows of a tag over any range of the block, as the pass over the flat
+    /// tag codes does.
+    #[test]
+    fn postings_equal_the_tag_pass() {
+        let rows = 3000usize;
+        let mut offsets = vec![0u32];
+        let mut values = Vec::new();
+        for r in 0..rows {
+            let mut t: Vec<u32> = (0..(r % 4) as u32)
+                .map(|j| (r as u32 * 31 + j * 7) % 20)
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            values.extend(t);
+            offsets.push(values.len() as u32);
+        }
+        let dict: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
+        let col = ColumnData::Tags {
+            offsets: &offsets,
+            values: &values,
+            dict: &dict,
+        };
+        let ix = ColumnIndex::build(&col);
+        for code in [0u32, 3, 19] {
+            for (a, b) in [(0, rows), (1, 65), (700, 2999), (64, 128)] {
+                let got = posting_words(&ix, code, a, b - a);
+                let want = rows_holding(&offsets[a..=b], &values, |v| v == code);
+                assert_eq!(got, want, "tag {code} rows {a}..{b}");
             }
         }
     }

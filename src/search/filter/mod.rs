@@ -32,6 +32,7 @@ pub use error::FilterError;
 pub use parse::{MAX_DEPTH as MAX_FILTER_DEPTH, MAX_FILTER_BYTES};
 pub use schema::{ColumnType, ID_COLUMN, Schema, parse_timestamp};
 
+use crate::format::attribute_index::ColumnIndex;
 use check::Expr;
 use eval::{MissingColumn, eval};
 
@@ -172,7 +173,12 @@ impl RowFilter {
             ));
         }
         let c = self.compile(attributes.schema())?;
-        let words = c.pass_words(ids, &|i| attributes.column(i))?;
+        let words = c.pass_words(&eval::Rows {
+            ids,
+            start: 0,
+            column: &|i| attributes.column(i),
+            index: &|_| None,
+        })?;
         Ok((0..ids.len())
             .map(|i| (words[i / 64] >> (i % 64)) & 1 == 1)
             .collect())
@@ -201,13 +207,10 @@ pub(crate) struct BlockFilter {
 }
 
 impl CompiledFilter<'_> {
-    fn pass_words<'c>(
-        &self,
-        ids: &[u64],
-        column: &dyn Fn(usize) -> Option<ColumnData<'c>>,
-    ) -> Result<Vec<u64>, SearchError> {
+    fn pass_words(&self, at: &eval::Rows<'_, '_>) -> Result<Vec<u64>, SearchError> {
+        let ids = at.ids;
         let mut w = match &self.expr {
-            Some(e) => eval(e, ids, column).map_err(|MissingColumn(c)| {
+            Some(e) => eval(e, at).map_err(|MissingColumn(c)| {
                 invalid(
                     "filter",
                     format!(
@@ -229,55 +232,7 @@ impl CompiledFilter<'_> {
     /// The filter over `block` (its ids checked first).
     pub(crate) fn block(&self, block: &Block<'_>) -> Result<BlockFilter, SearchError> {
         let ids = block.ids()?;
-        let rows = ids.len();
-        // The block's stored columns, read (and checked, on first touch) only when the
-        // expression reads a column, found by name: a block written before a column was added
-        // lacks it, and its rows hold the column's default, made only if the expression reads
-        // it. A column stored with another type or length is an error, never read.
-        let stored = std::cell::OnceCell::new();
-        let fault: std::cell::RefCell<Option<SearchError>> = Default::default();
-        let unread = std::cell::Cell::new(false);
-        let defaults: Vec<std::cell::OnceCell<Column>> =
-            (0..self.schema.len()).map(|_| Default::default()).collect();
-        let column = |i: usize| -> Option<ColumnData<'_>> {
-            let (name, t) = self.schema.columns().get(i)?;
-            let attrs = match stored.get_or_init(|| block.attributes()) {
-                Ok(a) => *a,
-                Err(_) => {
-                    // Reported below: the segment remembers the failure and says it again.
-                    unread.set(true);
-                    return None;
-                }
-            };
-            match attrs.and_then(|a| a.column_named(name)) {
-                Some(v) if v.column_type() == *t && v.rows() == rows => Some(v),
-                Some(v) => {
-                    *fault.borrow_mut() = Some(invalid(
-                        "filter",
-                        format!(
-                            "a block stores column {name} as {} of {} rows, the index as {} of \
-                             {rows}",
-                            v.column_type().name(),
-                            v.rows(),
-                            t.name()
-                        ),
-                    ));
-                    None
-                }
-                None => {
-                    let d = self.schema.default_value(i)?;
-                    Some(defaults[i].get_or_init(|| Column::filled(d, rows)).view())
-                }
-            }
-        };
-        let pass = self.pass_words(ids, &column);
-        if unread.get() {
-            block.attributes()?;
-        }
-        if let Some(e) = fault.into_inner() {
-            return Err(e);
-        }
-        let pass = pass?;
+        let pass = self.pass_in(block, 0..ids.len())?;
         let all = eval::all_words(ids.len());
         let hidden: Vec<u64> = pass.iter().zip(&all).map(|(p, a)| !p & a).collect();
         let deleted = block.deleted_words();
@@ -298,6 +253,85 @@ impl CompiledFilter<'_> {
             hidden,
             live_passing,
         })
+    }
+
+    /// The pass bitmap of the filter over rows `range` of `block` alone (bit `j` = row
+    /// `range.start + j`): each test reads only those rows of its column, so a search that
+    /// reads a few lists of a segment evaluates the filter over those lists' rows, not the
+    /// segment (docs/filtering.md, "IVF").
+    pub(crate) fn pass_in(
+        &self,
+        block: &Block<'_>,
+        range: Range<usize>,
+    ) -> Result<Vec<u64>, SearchError> {
+        let ids = block.ids_in(range.clone())?;
+        let rows = ids.len();
+        let whole = block.rows();
+        // The block's stored columns, read (and checked, on first touch) only when the
+        // expression reads a column, found by name: a block written before a column was added
+        // lacks it, and its rows hold the column's default, made only if the expression reads
+        // it. A column stored with another type or length is an error, never read.
+        let stored = std::cell::OnceCell::new();
+        let fault: std::cell::RefCell<Option<SearchError>> = Default::default();
+        let unread = std::cell::Cell::new(false);
+        let defaults: Vec<std::cell::OnceCell<Column>> =
+            (0..self.schema.len()).map(|_| Default::default()).collect();
+        let column = |i: usize| -> Option<ColumnData<'_>> {
+            let (name, t) = self.schema.columns().get(i)?;
+            let attrs = match stored.get_or_init(|| block.attributes()) {
+                Ok(a) => *a,
+                Err(_) => {
+                    // Reported below: the segment remembers the failure and says it again.
+                    unread.set(true);
+                    return None;
+                }
+            };
+            match attrs.and_then(|a| a.column_named(name)) {
+                Some(v) if v.column_type() == *t && v.rows() == whole => v.slice(range.clone()),
+                Some(v) => {
+                    *fault.borrow_mut() = Some(invalid(
+                        "filter",
+                        format!(
+                            "a block stores column {name} as {} of {} rows, the index as {} of \
+                             {whole}",
+                            v.column_type().name(),
+                            v.rows(),
+                            t.name()
+                        ),
+                    ));
+                    None
+                }
+                None => {
+                    let d = self.schema.default_value(i)?;
+                    Some(defaults[i].get_or_init(|| Column::filled(d, rows)).view())
+                }
+            }
+        };
+        // The block's postings and zone maps of a stored column (never of a default).
+        let built = std::cell::OnceCell::new();
+        let index = |i: usize| -> Option<&ColumnIndex> {
+            let (name, _) = self.schema.columns().get(i)?;
+            let attrs = (*stored.get()?.as_ref().ok()?)?;
+            let (j, _) = attrs.schema().find(name)?;
+            let ix = (*built
+                .get_or_init(|| block.attribute_index())
+                .as_ref()
+                .ok()?)?;
+            ix.column(j)
+        };
+        let pass = self.pass_words(&eval::Rows {
+            ids,
+            start: range.start,
+            column: &column,
+            index: &index,
+        });
+        if unread.get() {
+            block.attributes()?;
+        }
+        if let Some(e) = fault.into_inner() {
+            return Err(e);
+        }
+        pass
     }
 }
 
