@@ -91,9 +91,9 @@ class ShardedSearcher:
         ``attrs["missing"]`` names the missing shards, with ``allow_partial=True``). ``threads`` is per shard; ``mih``
         ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``where`` and ``ids``
         (docs/filtering.md) go to every shard, so the merge is the k best passing rows of one
-        index holding every row; not with ``nprobe``, whose one-index rule (a query whose
-        probed lists hold fewer than k passing rows is searched again over every list) counts
-        the passing rows of all shards together. A shard that fell back
+        index holding every row; not with ``nprobe``, whose one-index plan (a query whose
+        probed lists hold too few passing rows probes on, or is answered by the flat search
+        over the passing rows) measures the passing rows of all shards together. A shard that fell back
         to an older version answers from it, with a :class:`ShardFallbackWarning` naming it.
 
         ``nprobe`` probes exactly as one index holding every row: an IVF model's coarse
@@ -113,8 +113,8 @@ class ShardedSearcher:
             raise InvalidArgument("nprobe: not with classes=[...] (each picks the lists to scan)")
         if nprobe is not None and (where is not None or ids is not None):
             raise InvalidArgument(
-                "nprobe: not with where=/ids= on a sharded index (a probed filtered search falls "
-                "back to every list by the passing rows of all shards together)"
+                "nprobe: not with where=/ids= on a sharded index (a probed filtered search probes "
+                "on by the passing rows of all shards together)"
             )
         qa = np.ascontiguousarray(q, dtype=np.float32)
         cls = list(classes) if classes is not None else None
