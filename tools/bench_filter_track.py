@@ -54,8 +54,8 @@ and its speed. `--check` first verifies the truth against codedb's exact filtere
         --threads 1,2 --repeats 3 --json-out ft.jsonl
 
 It runs inside the tools venv (tools/_venv.py: faiss-cpu, numpy, lancedb, pyarrow) and needs the
-`codedb` Python package there: when it is missing, the wheel built by python/tools/build_wheel.sh
-(`--wheel`, default target/wheels/codedb_engine-*.whl) is installed into the venv.
+`codedb` Python package there: the wheel built by python/tools/build_wheel.sh (`--wheel`, default
+target/wheels/codedb_engine-*.whl) is installed into the venv unless that very wheel is already.
 """
 import argparse
 import glob
@@ -78,16 +78,30 @@ _venv.ensure(["faiss-cpu", "numpy", "lancedb", "pyarrow"])
 
 
 def _ensure_codedb(wheel):
+    """Installs the wheel into this venv unless the very same wheel (by its sha256, recorded
+    beside the venv's packages) is installed already, so a rebuilt engine is never measured
+    with a stale copy; without a wheel, an installed codedb is used as it is."""
+    import hashlib
     import importlib.util
 
-    if importlib.util.find_spec("codedb") is not None:
-        return
     wheels = glob.glob(wheel)
+    installed = importlib.util.find_spec("codedb") is not None
     if len(wheels) != 1:
+        if installed:
+            print(f"# codedb: the installed package (--wheel {wheel!r} matches {wheels})",
+                  file=sys.stderr)
+            return
         sys.exit(f"the codedb package is not installed and --wheel {wheel!r} matches {wheels}: "
                  "build it with python/tools/build_wheel.sh")
+    digest = hashlib.sha256(open(wheels[0], "rb").read()).hexdigest()
+    marker = os.path.join(sys.prefix, "codedb-wheel.sha256")
+    if installed and os.path.exists(marker) and open(marker).read().strip() == digest:
+        return
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
                     wheels[0]], check=True)
+    with open(marker, "w") as f:
+        f.write(digest + "\n")
+    print(f"# codedb: installed {os.path.basename(wheels[0])} ({digest[:12]})", file=sys.stderr)
 
 
 K_NN = 10
@@ -618,7 +632,7 @@ def main():
                     help="verify the truth against codedb exact and FAISS flat filtered search first")
     ap.add_argument("--json-out", help="also append the JSON lines to this file")
     ap.add_argument("--wheel", default=os.path.join(HERE, "..", "target", "wheels", "codedb_engine-*.whl"),
-                    help="the codedb wheel to install into the venv when codedb is missing")
+                    help="the codedb wheel to install into the venv (unless that very wheel is installed)")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     if a.dataset == "openclipart" and not a.data:
