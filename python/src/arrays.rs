@@ -326,3 +326,9 @@ pub fn matrix<'py, T: numpy::Element>(
 pub fn vector<T: numpy::Element>(py: Python<'_>, v: Vec<T>) -> Bound<'_, PyAny> {
     v.into_pyarray(py).into_any()
 }
+
+/// An engine report (JSON text, e.g. `inspect`, a training report) as Python objects
+/// (`json.loads`), so every report reads alike whichever method returns it.
+pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}

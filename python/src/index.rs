@@ -8,10 +8,10 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 
 use crate::arrays;
+use crate::arrays::json_loads;
 use crate::engine;
 use crate::errors::{self, IntoPy};
 use crate::interrupt::{self, Progress};
-use crate::json_loads;
 use crate::model::PyModel;
 use crate::query_methods::query_methods;
 use crate::snapshot::PySnapshot;

@@ -145,10 +145,6 @@ fn larger_is_better(mode: Option<&str>) -> bool {
     engine::larger_is_better(mode)
 }
 
-pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (text,))
-}
-
 #[pymodule]
 fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The Cargo package version: the one `codedb --version` prints and the wheel's metadata

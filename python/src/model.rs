@@ -51,7 +51,7 @@ impl PyModel {
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.report
             .as_deref()
-            .map(|text| crate::json_loads(py, text))
+            .map(|text| crate::arrays::json_loads(py, text))
             .transpose()
     }
 

@@ -513,7 +513,7 @@ pub fn class_sums_in(classes: &Bound<'_, PyAny>) -> PyResult<Vec<engine::ClassSu
 /// The manifests a version skipped, as `inspect` lists them: `[{"version", "file", "error"}]`.
 pub fn skipped<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyAny>> {
     let text = engine::skipped_json(snap).py_err()?;
-    crate::json_loads(py, &text)
+    crate::arrays::json_loads(py, &text)
 }
 
 /// The stored vectors of rows `ids` (float32, `(len(ids), d)`).

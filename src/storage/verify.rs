@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::format::{
     ActiveLogEntry, ChecksumPolicy, ClassTable, Container, DeletionBitmap, FileKind, FormatError,
-    Header, LoadMode, Manifest, ModelFile, SegmentReader, append_log,
+    Header, LoadMode, Manifest, ModelFile, SegmentEntry, SegmentMeta, SegmentReader, append_log,
 };
 
 use super::layout::{LOCK_FILE, RECOVERED_DIR, TMP_SUFFIX, list_manifests};
@@ -496,37 +496,8 @@ fn check_manifest(
     // Live ids and the largest stored id, for the newest version's invariants.
     let mut live_ids: Vec<u64> = Vec::new();
     let mut max_id: Option<u64> = None;
-    let open_container = |name: &str, kind: FileKind, report: &mut VerifyReport| {
-        let p = dir.join(name);
-        if !p.is_file() {
-            report.push(
-                mpath,
-                "reference",
-                format!("references missing file {name}"),
-            );
-            return None;
-        }
-        Container::open(&p, LoadMode::Mmap, Some(kind))
-            .map_err(|e| report.push_err(&e))
-            .ok()
-    };
-    refs.add(&m.model.name, mpath);
-    for s in &m.segments {
-        refs.add(&s.segment.name, mpath);
-        if let Some(d) = &s.deletions {
-            refs.add(&d.name, mpath);
-        }
-    }
-    for cf in &m.class_files {
-        refs.add(&cf.file.name, mpath);
-    }
-    if let Some(l) = log {
-        refs.add(&l.log.name, mpath);
-        if let Some(d) = &l.deletions {
-            refs.add(&d.name, mpath);
-        }
-    }
-    let model = open_container(&m.model.name, FileKind::Model, report).and_then(|c| {
+    add_references(mpath, m, log, refs);
+    let model = open_referenced(dir, mpath, &m.model.name, FileKind::Model, report).and_then(|c| {
         if c.header().file_id != m.model.id {
             report.push(
                 &dir.join(&m.model.name),
@@ -538,7 +509,8 @@ fn check_manifest(
     });
     for (i, s) in m.segments.iter().enumerate() {
         let spath = dir.join(&s.segment.name);
-        let Some(c) = open_container(&s.segment.name, FileKind::Segment, report) else {
+        let Some(c) = open_referenced(dir, mpath, &s.segment.name, FileKind::Segment, report)
+        else {
             continue;
         };
         if c.header().file_id != s.segment.id {
@@ -555,83 +527,9 @@ fn check_manifest(
         if meta.rows > 0 {
             max_id = max_id.max(Some(meta.max_id));
         }
-        let mut seg_bitmap: Option<DeletionBitmap> = None;
-        if meta.rows != s.rows {
-            report.push(
-                &spath,
-                "meta.rows",
-                format!("has {} rows, manifest says {}", meta.rows, s.rows),
-            );
-        }
-        if meta.model_id != m.model.id {
-            report.push(
-                &spath,
-                "meta.model_id",
-                format!(
-                    "encoded with model {}, index model is {}",
-                    meta.model_id, m.model.id
-                ),
-            );
-        }
-        if let Some(model) = &model
-            && (model.code_kind, model.code_bytes, model.code_bits)
-                != (meta.code_kind, meta.code_bytes, meta.code_bits)
-        {
-            report.push(
-                &spath,
-                "meta.code",
-                format!(
-                    "code layout {} {}B/{}b differs from the model's {} {}B/{}b",
-                    meta.code_kind.name(),
-                    meta.code_bytes,
-                    meta.code_bits,
-                    model.code_kind.name(),
-                    model.code_bytes,
-                    model.code_bits
-                ),
-            );
-        }
+        check_segment_meta(&spath, m, s, meta, model.as_ref(), report);
         check_segment_schema(&seg, &spath, &m.attributes, report);
-        if let Some(d) = &s.deletions {
-            let dpath = dir.join(&d.name);
-            if let Some(c) = open_container(&d.name, FileKind::DeletionBitmap, report)
-                && let Ok(bm) = DeletionBitmap::from_container(&c)
-            {
-                if bm.file_id != d.id {
-                    report.push(
-                        &dpath,
-                        "header.file_id",
-                        format!("manifest expects {}", d.id),
-                    );
-                }
-                if bm.segment_id != s.segment.id {
-                    report.push(
-                        &dpath,
-                        "meta.segment_id",
-                        format!("covers segment {}, not {}", bm.segment_id, s.segment.id),
-                    );
-                }
-                if bm.rows != meta.rows {
-                    report.push(
-                        &dpath,
-                        "meta.rows",
-                        format!("covers {} rows, segment has {}", bm.rows, meta.rows),
-                    );
-                }
-                if bm.deleted_count() != s.deleted {
-                    report.push(
-                        &dpath,
-                        "bits",
-                        format!(
-                            "{} rows deleted, manifest says {}",
-                            bm.deleted_count(),
-                            s.deleted
-                        ),
-                    );
-                }
-                seg_bitmap = Some(bm);
-            }
-        }
+        let seg_bitmap = check_segment_deletions(dir, mpath, s, meta, report);
         if newest {
             live_ids.extend(
                 seg.ids()
@@ -656,30 +554,188 @@ fn check_manifest(
         );
     }
     if newest {
-        live_ids.sort_unstable();
-        if let Some(w) = live_ids.windows(2).find(|w| w[0] == w[1]) {
-            report.push(
-                mpath,
-                "ids",
-                format!("id {} is live more than once in this version", w[0]),
-            );
-        }
-        if let Some(max) = max_id
-            && max >= m.next_auto_id
-        {
-            report.push(
-                mpath,
-                "meta.next_auto_id",
-                format!(
-                    "next_auto_id {} is not above the largest stored id {max}",
-                    m.next_auto_id
-                ),
-            );
+        check_live_ids(mpath, m, live_ids, max_id, report);
+    }
+    check_class_files(dir, mpath, m, report);
+}
+
+/// Records every file `m` (and its active log) names as referenced by `mpath`.
+fn add_references(mpath: &Path, m: &Manifest, log: Option<&ActiveLogEntry>, refs: &mut Referenced) {
+    refs.add(&m.model.name, mpath);
+    for s in &m.segments {
+        refs.add(&s.segment.name, mpath);
+        if let Some(d) = &s.deletions {
+            refs.add(&d.name, mpath);
         }
     }
+    for cf in &m.class_files {
+        refs.add(&cf.file.name, mpath);
+    }
+    if let Some(l) = log {
+        refs.add(&l.log.name, mpath);
+        if let Some(d) = &l.deletions {
+            refs.add(&d.name, mpath);
+        }
+    }
+}
+
+/// The container `name` of `dir` that the manifest `mpath` references, opened as `kind`; a
+/// missing file or one that does not open is reported, and `None`.
+fn open_referenced(
+    dir: &Path,
+    mpath: &Path,
+    name: &str,
+    kind: FileKind,
+    report: &mut VerifyReport,
+) -> Option<Container> {
+    let p = dir.join(name);
+    if !p.is_file() {
+        report.push(
+            mpath,
+            "reference",
+            format!("references missing file {name}"),
+        );
+        return None;
+    }
+    Container::open(&p, LoadMode::Mmap, Some(kind))
+        .map_err(|e| report.push_err(&e))
+        .ok()
+}
+
+/// A segment's rows, model id and code layout against the manifest's entry `s` and the model.
+fn check_segment_meta(
+    spath: &Path,
+    m: &Manifest,
+    s: &SegmentEntry,
+    meta: &SegmentMeta,
+    model: Option<&ModelFile>,
+    report: &mut VerifyReport,
+) {
+    if meta.rows != s.rows {
+        report.push(
+            spath,
+            "meta.rows",
+            format!("has {} rows, manifest says {}", meta.rows, s.rows),
+        );
+    }
+    if meta.model_id != m.model.id {
+        report.push(
+            spath,
+            "meta.model_id",
+            format!(
+                "encoded with model {}, index model is {}",
+                meta.model_id, m.model.id
+            ),
+        );
+    }
+    if let Some(model) = model
+        && (model.code_kind, model.code_bytes, model.code_bits)
+            != (meta.code_kind, meta.code_bytes, meta.code_bits)
+    {
+        report.push(
+            spath,
+            "meta.code",
+            format!(
+                "code layout {} {}B/{}b differs from the model's {} {}B/{}b",
+                meta.code_kind.name(),
+                meta.code_bytes,
+                meta.code_bits,
+                model.code_kind.name(),
+                model.code_bytes,
+                model.code_bits
+            ),
+        );
+    }
+}
+
+/// The deletion bitmap of the manifest's segment entry `s`, checked against the entry and
+/// the segment's `meta`: the bitmap when it reads.
+fn check_segment_deletions(
+    dir: &Path,
+    mpath: &Path,
+    s: &SegmentEntry,
+    meta: &SegmentMeta,
+    report: &mut VerifyReport,
+) -> Option<DeletionBitmap> {
+    let mut seg_bitmap: Option<DeletionBitmap> = None;
+    if let Some(d) = &s.deletions {
+        let dpath = dir.join(&d.name);
+        if let Some(c) = open_referenced(dir, mpath, &d.name, FileKind::DeletionBitmap, report)
+            && let Ok(bm) = DeletionBitmap::from_container(&c)
+        {
+            if bm.file_id != d.id {
+                report.push(
+                    &dpath,
+                    "header.file_id",
+                    format!("manifest expects {}", d.id),
+                );
+            }
+            if bm.segment_id != s.segment.id {
+                report.push(
+                    &dpath,
+                    "meta.segment_id",
+                    format!("covers segment {}, not {}", bm.segment_id, s.segment.id),
+                );
+            }
+            if bm.rows != meta.rows {
+                report.push(
+                    &dpath,
+                    "meta.rows",
+                    format!("covers {} rows, segment has {}", bm.rows, meta.rows),
+                );
+            }
+            if bm.deleted_count() != s.deleted {
+                report.push(
+                    &dpath,
+                    "bits",
+                    format!(
+                        "{} rows deleted, manifest says {}",
+                        bm.deleted_count(),
+                        s.deleted
+                    ),
+                );
+            }
+            seg_bitmap = Some(bm);
+        }
+    }
+    seg_bitmap
+}
+
+/// The newest version's ids: none live twice, all below `next_auto_id`.
+fn check_live_ids(
+    mpath: &Path,
+    m: &Manifest,
+    mut live_ids: Vec<u64>,
+    max_id: Option<u64>,
+    report: &mut VerifyReport,
+) {
+    live_ids.sort_unstable();
+    if let Some(w) = live_ids.windows(2).find(|w| w[0] == w[1]) {
+        report.push(
+            mpath,
+            "ids",
+            format!("id {} is live more than once in this version", w[0]),
+        );
+    }
+    if let Some(max) = max_id
+        && max >= m.next_auto_id
+    {
+        report.push(
+            mpath,
+            "meta.next_auto_id",
+            format!(
+                "next_auto_id {} is not above the largest stored id {max}",
+                m.next_auto_id
+            ),
+        );
+    }
+}
+
+/// The class files: each one's id, and the deltas folding onto the base table.
+fn check_class_files(dir: &Path, mpath: &Path, m: &Manifest, report: &mut VerifyReport) {
     let mut tables: HashMap<usize, ClassTable> = HashMap::new();
     for (i, cf) in m.class_files.iter().enumerate() {
-        if let Some(c) = open_container(&cf.file.name, FileKind::ClassTable, report)
+        if let Some(c) = open_referenced(dir, mpath, &cf.file.name, FileKind::ClassTable, report)
             && let Ok(t) = ClassTable::from_container(&c)
         {
             if t.file_id != cf.file.id {

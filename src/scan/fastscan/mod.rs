@@ -10,7 +10,7 @@
 //!
 //! Quantisation (per query, after negating tables for larger-is-better): table `j` minus its
 //! minimum `m_j`, times one global scale `a = L / max_j (max_j − m_j)` with `L` =
-//! [`LEVELS`] `= 63`, rounded: `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 63]`, so four lookups
+//! [`LEVELS`](quant_lut::LEVELS) `= 63`, rounded: `q_j(i) = round(a (t_j(i) − m_j)) ∈ [0, 63]`, so four lookups
 //! add in one byte without overflow (the AVX-512 kernel sums four sub-quantisers in u8 before
 //! widening) and a row's `Q = Σ_j q_j ≤ 63 M2` fits u16 for `M ≤ 256`. Six bits instead of
 //! FAISS's eight only widen the band of rows that are re-scored: the filter's slack is ½ level
@@ -21,6 +21,7 @@
 //! arithmetic of this bound). Rows over that bound are skipped.
 
 pub mod layout;
+mod quant_lut;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -29,13 +30,13 @@ use std::ops::Range;
 use super::dispatch::Isa;
 use super::error::{Result, ScanError};
 use super::lut::Tables;
-use super::lut::scalar::bound_score;
 use super::rows::{Sink, TopKSink};
 use super::schedule::{ScanOptions, block_rows, run_blocks};
-use super::topk::{Direction, TopK, f32_to_key};
+use super::topk::{Direction, TopK};
 use crate::scan::hamming::merge_parts;
 use crate::scan::lut::to_scores;
-use layout::{BLOCK_ROWS, block_bytes, nibble, packed_len, padded_m};
+use layout::{BLOCK_ROWS, block_bytes, packed_len};
+use quant_lut::QuantLut;
 
 pub use layout::{pack_fastscan, unpack_row};
 
@@ -98,104 +99,6 @@ impl<'a> FastScanRows<'a> {
     /// True when there are no rows.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
-    }
-}
-
-/// Levels of the quantised tables (entries `0..=LEVELS`): four entries sum to at most 252.
-pub(crate) const LEVELS: u8 = 63;
-
-/// One query's tables: exact f32 (ranked smaller-is-better) and the u8 quantised copy.
-pub(crate) struct QuantLut<'t> {
-    exact: &'t [[f32; 16]],
-    /// `M2` tables of 16 u8, back to back (padding table all zero).
-    q: Vec<u8>,
-    scale: f64,
-    sum_min: f64,
-    slack: f64,
-}
-
-impl<'t> QuantLut<'t> {
-    fn new(exact: &'t [[f32; 16]]) -> Self {
-        let m = exact.len();
-        let mins: Vec<f64> = exact
-            .iter()
-            .map(|t| t.iter().fold(f64::INFINITY, |a, &x| a.min(f64::from(x))))
-            .collect();
-        let range = exact
-            .iter()
-            .zip(&mins)
-            .map(|(t, &mn)| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x) - mn)))
-            .fold(0.0f64, f64::max);
-        let levels = f64::from(LEVELS);
-        let scale = if range > 0.0 { levels / range } else { 1.0 };
-        let mut q = vec![0u8; padded_m(m) * 16];
-        for (j, (t, &mn)) in exact.iter().zip(&mins).enumerate() {
-            for (i, &x) in t.iter().enumerate() {
-                q[16 * j + i] = ((f64::from(x) - mn) * scale).round().clamp(0.0, levels) as u8;
-            }
-        }
-        let abs_sum: f64 = exact
-            .iter()
-            .map(|t| t.iter().fold(0.0f64, |a, &x| a.max(f64::from(x).abs())))
-            .sum();
-        let gamma = m as f64 * f64::powi(2.0, -23) * abs_sum;
-        QuantLut {
-            exact,
-            q,
-            scale,
-            sum_min: mins.iter().sum(),
-            slack: gamma,
-        }
-    }
-
-    /// The largest quantised sum a row may have and still reach the collector's bound.
-    #[inline]
-    fn q_bound(&self, key_bound: u32) -> u16 {
-        if key_bound == u32::MAX {
-            return u16::MAX;
-        }
-        let theta = f64::from(bound_score(key_bound));
-        let m = self.exact.len() as f64;
-        let t = (theta + self.slack - self.sum_min) * self.scale + 0.5 * m + 1.0;
-        t.floor().clamp(0.0, f64::from(u16::MAX)) as u16
-    }
-
-    /// Exact score of row `r`, in the plain LUT-4 kernels' order.
-    #[inline]
-    fn exact_score(&self, packed: &[u8], r: usize) -> f32 {
-        let m = self.exact.len();
-        let mut acc = 0.0f32;
-        for (j, t) in self.exact.iter().enumerate() {
-            acc += t[nibble(packed, m, r, j) as usize];
-        }
-        acc
-    }
-
-    /// Re-scores the rows of block `b` whose bit is set in `pass` (bit i = row 32b + i) and
-    /// offers those within the bound; returns the new quantised bound.
-    #[inline(never)]
-    fn rescore<S: Sink>(
-        &self,
-        packed: &[u8],
-        b: usize,
-        mut pass: u32,
-        end: usize,
-        sink: &mut S,
-    ) -> u16 {
-        let mut bound = sink.bound();
-        while pass != 0 {
-            let i = pass.trailing_zeros() as usize;
-            pass &= pass - 1;
-            let r = b * BLOCK_ROWS + i;
-            if r >= end {
-                break;
-            }
-            let key = f32_to_key(self.exact_score(packed, r));
-            if key <= bound {
-                bound = sink.offer(key, r);
-            }
-        }
-        self.q_bound(bound)
     }
 }
 
@@ -333,6 +236,8 @@ pub fn fastscan_topk(
 
 #[cfg(test)]
 mod tests {
+    use super::super::topk::f32_to_key;
+    use super::layout::nibble;
     use super::*;
 
     #[test]

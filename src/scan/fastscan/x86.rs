@@ -10,7 +10,7 @@
 //! **AVX-512 (BW)**: four sub-quantisers per 64-byte load, their four tables in one register
 //! (one per 128-bit lane, so `vpshufb zmm` looks all four up at once). The lookups of up to
 //! four loads (16 sub-quantisers) are added as bytes — table entries are at most
-//! [`super::LEVELS`] = 63, so four sum to at most 252 — and only then widened: the bytes are
+//! [`super::quant_lut::LEVELS`] = 63, so four sum to at most 252 — and only then widened: the bytes are
 //! added as u16 words (`even + 256·odd`) and, shifted right by 8, as the odd bytes alone;
 //! `even = words − 256·odd` at the end of the block, exact in u16 arithmetic because the true
 //! sums stay below 2¹⁶ (FAISS's fast-scan accumulators use the same trick). Per 256 bytes of
@@ -22,8 +22,8 @@
 use core::arch::x86_64::*;
 use std::ops::Range;
 
-use super::QuantLut;
 use super::layout::{BLOCK_ROWS, block_bytes};
+use super::quant_lut::QuantLut;
 use crate::scan::rows::Sink;
 
 #[inline]
@@ -39,7 +39,7 @@ fn load(a: &[u8; 32]) -> __m256i {
 /// Each 32-byte load is a pair of sub-quantisers (lane = which one); its nibble plane indexes
 /// the pair's two u8 tables (one register, one table per 128-bit lane) with `vpshufb`. The
 /// lookups of up to four loads (8 sub-quantisers) are added as bytes — entries are at most
-/// [`super::LEVELS`] = 63, so four sum to at most 252 — and only then widened, as u16 words
+/// [`super::quant_lut::LEVELS`] = 63, so four sum to at most 252 — and only then widened, as u16 words
 /// (`even row + 256·odd row`) and, shifted right by 8, as the odd rows alone; the even rows
 /// are `words − 256·odd` at the end, exact in u16 arithmetic because the true sums stay below
 /// 2¹⁶ (the AVX-512 kernel's trick, and FAISS's). Per load and query that is 1 shuffle and 1
