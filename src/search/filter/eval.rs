@@ -146,6 +146,32 @@ fn posting_words(ix: &ColumnIndex, code: u32, start: usize, rows: usize) -> Vec<
     w
 }
 
+/// `x[i] op v` for every row, 64 rows to a word: the operator chosen once, outside the rows,
+/// so each word is a plain comparison loop the compiler vectorises (a whole segment's int
+/// column is read when its zones straddle `v`, as a uniform column's do: docs/filtering.md).
+/// The same bits as `op.holds(x[i].cmp(&v))` row by row (tested).
+fn cmp_words(x: &[i64], op: CmpOp, v: i64) -> Vec<u64> {
+    fn words(x: &[i64], f: impl Fn(i64) -> bool) -> Vec<u64> {
+        x.chunks(64)
+            .map(|c| {
+                let mut w = 0u64;
+                for (j, &a) in c.iter().enumerate() {
+                    w |= u64::from(f(a)) << j;
+                }
+                w
+            })
+            .collect()
+    }
+    match op {
+        CmpOp::Eq => words(x, |a| a == v),
+        CmpOp::Ne => words(x, |a| a != v),
+        CmpOp::Lt => words(x, |a| a < v),
+        CmpOp::Le => words(x, |a| a <= v),
+        CmpOp::Gt => words(x, |a| a > v),
+        CmpOp::Ge => words(x, |a| a >= v),
+    }
+}
+
 /// Whether a zone of values in `lo..=hi` passes `op v` for none, every or some of its rows.
 fn zone_says(op: CmpOp, v: i64, lo: i64, hi: i64) -> Option<bool> {
     match op {
@@ -178,7 +204,7 @@ fn zoned_cmp(x: &[i64], op: CmpOp, v: i64, start: usize, zones: &[(i64, i64)]) -
     };
     let straddling: usize = spans().filter(|s| s.2.is_none()).map(|s| s.1 - s.0).sum();
     if 2 * straddling > rows {
-        return from_fn(rows, |i| op.holds(x[i].cmp(&v)));
+        return cmp_words(x, op, v);
     }
     let mut w = vec![0u64; rows.div_ceil(64)];
     for (a, b, say) in spans() {
@@ -242,7 +268,7 @@ pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingCo
         Expr::IntCmp(c, op, v) => match col(*c)? {
             ColumnData::Int(x) | ColumnData::Timestamp(x) => match (at.index)(*c) {
                 Some(ColumnIndex::Zones(z)) => zoned_cmp(x, *op, *v, at.start, z),
-                _ => from_fn(rows, |i| op.holds(x[i].cmp(v))),
+                _ => cmp_words(x, *op, *v),
             },
             _ => return Err(MissingColumn(*c)),
         },
@@ -345,6 +371,36 @@ pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingCo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time comparison gives the row-by-row bits, for every operator, at
+    /// lengths around a word's edge and values at, between and beyond the column's.
+    #[test]
+    fn int_comparison_words_equal_the_row_by_row_test() {
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
+        for n in [0usize, 1, 63, 64, 65, 130, 1000] {
+            // A repeatable spread of values with duplicates and both extremes.
+            let x: Vec<i64> = (0..n as i64)
+                .map(|i| match i % 97 {
+                    0 => i64::MIN,
+                    1 => i64::MAX,
+                    _ => (i * 7919) % 41 - 20,
+                })
+                .collect();
+            for op in ops {
+                for v in [i64::MIN, -21, -20, -3, 0, 5, 20, 21, i64::MAX] {
+                    let want = from_fn(n, |i| op.holds(x[i].cmp(&v)));
+                    assert_eq!(cmp_words(&x, op, v), want, "n {n} {op:?} {v}");
+                }
+            }
+        }
+    }
 
     /// The pass over the flat tag codes finds the same rows as a walk of every row's tags, on
     /// columns with empty rows, runs of empty rows, rare and frequent tags (seeded).
