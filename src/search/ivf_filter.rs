@@ -19,10 +19,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ndarray::{ArrayView2, Axis};
-use rayon::prelude::*;
 
 use crate::model::Model;
 use crate::scan::{ListTable, ListTopK, LutTerms};
@@ -30,7 +28,7 @@ use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::filter::CompiledFilter;
-use super::ivf_scan::ivf_nprobe;
+use super::ivf_scan::{in_chunks, ivf_nprobe};
 use super::list_scope::range_deleted;
 use super::query::{Hit, SearchParams};
 use super::rerank::{Candidate, hits, rerank};
@@ -321,42 +319,6 @@ pub(crate) fn search_ivf_filtered(
     let mut out: Vec<IvfOutcome> = (0..nq).map(|_| IvfOutcome::Flat).collect();
     for (i, h) in answered.into_iter().zip(got) {
         out[i] = IvfOutcome::Hits(h);
-    }
-    Ok(out)
-}
-
-/// `run` over `chunks` of queries on `threads` workers, each taking the next chunk until none
-/// is left (a dynamic schedule: results do not depend on the split), concatenated in order.
-fn in_chunks<T: Send>(
-    chunks: &[Range<usize>],
-    threads: usize,
-    run: impl Fn(&Range<usize>) -> Result<Vec<T>, SearchError> + Sync,
-) -> Result<Vec<T>, SearchError> {
-    type Part<T> = Result<Vec<T>, SearchError>;
-    let parts: Vec<Part<T>> = if threads == 1 || chunks.len() == 1 {
-        chunks.iter().map(&run).collect()
-    } else {
-        let next = AtomicUsize::new(0);
-        let done: Vec<Vec<(usize, Part<T>)>> = (0..threads.min(chunks.len()))
-            .into_par_iter()
-            .with_max_len(1)
-            .map(|_| {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(r) = chunks.get(i) else { break };
-                    mine.push((i, run(r)));
-                }
-                mine
-            })
-            .collect();
-        let mut all: Vec<(usize, Part<T>)> = done.into_iter().flatten().collect();
-        all.sort_by_key(|(i, _)| *i);
-        all.into_iter().map(|(_, r)| r).collect()
-    };
-    let mut out = Vec::new();
-    for p in parts {
-        out.extend(p?);
     }
     Ok(out)
 }

@@ -178,32 +178,7 @@ pub(crate) fn search_ivf(
         }
         Ok(out)
     };
-    let parts: Vec<ChunkResult> = if threads == 1 || chunks.len() == 1 {
-        chunks.iter().map(run_chunk).collect()
-    } else {
-        // Dynamic schedule: `threads` workers take the next chunk until none is left.
-        let next = AtomicUsize::new(0);
-        let done: Vec<Vec<(usize, ChunkResult)>> = (0..threads.min(chunks.len()))
-            .into_par_iter()
-            .with_max_len(1)
-            .map(|_| {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(r) = chunks.get(i) else { break };
-                    mine.push((i, run_chunk(r)));
-                }
-                mine
-            })
-            .collect();
-        let mut all: Vec<(usize, _)> = done.into_iter().flatten().collect();
-        all.sort_by_key(|(i, _)| *i);
-        all.into_iter().map(|(_, r)| r).collect()
-    };
-    let mut acc: Vec<Vec<Candidate>> = Vec::with_capacity(nq);
-    for p in parts {
-        acc.extend(p?);
-    }
+    let acc: Vec<Vec<Candidate>> = in_chunks(&chunks, threads, run_chunk)?;
     match params.rerank {
         None => Ok(hits(acc)),
         Some(_) => {
@@ -328,4 +303,40 @@ impl<'a> ListScopes<'a> {
     fn of(&self, l: u32) -> &[Run<'a>] {
         self.runs.get(l as usize).map_or(&[], |r| r.as_slice())
     }
+}
+
+/// `run` over `chunks` of queries on `threads` workers, each taking the next chunk until none
+/// is left (a dynamic schedule: results do not depend on the split), concatenated in order.
+pub(super) fn in_chunks<T: Send>(
+    chunks: &[std::ops::Range<usize>],
+    threads: usize,
+    run: impl Fn(&std::ops::Range<usize>) -> Result<Vec<T>, SearchError> + Sync,
+) -> Result<Vec<T>, SearchError> {
+    type Part<T> = Result<Vec<T>, SearchError>;
+    let parts: Vec<Part<T>> = if threads == 1 || chunks.len() == 1 {
+        chunks.iter().map(&run).collect()
+    } else {
+        let next = AtomicUsize::new(0);
+        let done: Vec<Vec<(usize, Part<T>)>> = (0..threads.min(chunks.len()))
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|_| {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = chunks.get(i) else { break };
+                    mine.push((i, run(r)));
+                }
+                mine
+            })
+            .collect();
+        let mut all: Vec<(usize, Part<T>)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    };
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend(p?);
+    }
+    Ok(out)
 }
