@@ -49,7 +49,7 @@ pub use fastscan::{FastScanRows, fastscan_topk, fastscan_topk_batch, pack_fastsc
 pub use hamming::{
     hamming_distance, hamming_topk, hamming_topk_batch, hamming_topk_into, hamming_within,
 };
-pub(crate) use lut::lists::{ListTable, ListTopK, LutTerms};
+pub(crate) use lut::lists::{ListTable, ListTopK, LutTerms, Terms};
 pub use lut::{
     lut_key, lut4_score, lut4_topk, lut4_topk_batch, lut8_from_bit_terms, lut8_score, lut8_topk,
     lut8_topk_batch,

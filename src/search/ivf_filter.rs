@@ -28,7 +28,7 @@ use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
 use super::filter::CompiledFilter;
-use super::ivf_scan::{in_chunks, ivf_nprobe};
+use super::ivf_scan::{in_chunks, ivf_nprobe, list_terms};
 use super::list_scope::range_deleted;
 use super::query::{Hit, SearchParams};
 use super::rerank::{Candidate, hits, rerank};
@@ -232,16 +232,7 @@ pub(crate) fn search_ivf_filtered(
                         if rows.ids.is_empty() {
                             return Ok(counts);
                         }
-                        let lt = match model.ivf_terms() {
-                            Some(t) => t.group(l as usize),
-                            None => {
-                                let mut terms = vec![0f32; pq.m() * pq.ksub()];
-                                model.ivf_list_terms(l as usize, &mut terms);
-                                own.insert(LutTerms::new(terms, pq.m(), "ivf list terms")?)
-                                    .group(0)
-                            }
-                        }
-                        .ok_or_else(|| invalid("nprobe", format!("list {l}: no terms")))?;
+                        let lt = list_terms(model, pq, l, &mut own)?;
                         table.assemble(lt, qt, dist)?;
                         top.scan(&table, &rows.codes, &rows.ids, None, 0, l)?;
                         Ok(counts)

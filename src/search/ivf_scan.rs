@@ -18,8 +18,8 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use crate::format::RowColumn;
-use crate::model::{CoarseQuantizer, Model};
-use crate::scan::{ListTable, ListTopK, LutTerms};
+use crate::model::{CoarseQuantizer, Model, ProductQuantizer};
+use crate::scan::{ListTable, ListTopK, LutTerms, Terms};
 use crate::storage::Block;
 
 use super::error::{SearchError, invalid};
@@ -141,16 +141,7 @@ pub(crate) fn search_ivf(
                 if runs.is_empty() {
                     continue;
                 }
-                let lt = match model.ivf_terms() {
-                    Some(t) => t.group(l as usize),
-                    None => {
-                        let mut terms = vec![0f32; pq.m() * pq.ksub()];
-                        model.ivf_list_terms(l as usize, &mut terms);
-                        own.insert(LutTerms::new(terms, pq.m(), "ivf list terms")?)
-                            .group(0)
-                    }
-                }
-                .ok_or_else(|| invalid("nprobe", format!("list {l}: no terms")))?;
+                let lt = list_terms(model, pq, l, &mut own)?;
                 table.assemble(lt, qt, dist)?;
                 for run in runs {
                     let del = deleted[run.block].as_deref();
@@ -339,4 +330,25 @@ pub(super) fn in_chunks<T: Send>(
         out.extend(p?);
     }
     Ok(out)
+}
+
+/// List `l`'s query-independent ADC terms (the residual's ‖p‖² + 2⟨c, p⟩ of Jégou et al., TPAMI
+/// 2011, §III-B): the model's precomputed table, or, for a model that keeps none, computed into
+/// `own` (reused for the next list).
+pub(super) fn list_terms<'a>(
+    model: &'a Model,
+    pq: &ProductQuantizer,
+    l: u32,
+    own: &'a mut Option<LutTerms>,
+) -> Result<Terms<'a>, SearchError> {
+    match model.ivf_terms() {
+        Some(t) => t.group(l as usize),
+        None => {
+            let mut terms = vec![0f32; pq.m() * pq.ksub()];
+            model.ivf_list_terms(l as usize, &mut terms);
+            own.insert(LutTerms::new(terms, pq.m(), "ivf list terms")?)
+                .group(0)
+        }
+    }
+    .ok_or_else(|| invalid("nprobe", format!("list {l}: no terms")))
 }
