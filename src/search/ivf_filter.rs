@@ -11,7 +11,7 @@
 //! re-ranking then sees as many candidates as without a filter) it goes on to the next-nearest
 //! list — unless the passing fraction measured on its lists so far says probing on would read
 //! more rows than a flat search over every passing row, `(target − found) / p̂ > p̂ · live
-//! rows` with `p̂ = found / rows read`. Such a query is left to the flat search over the
+//! rows` with `p̂ = (found + 1) / (rows read + 2)`. Such a query is left to the flat search over the
 //! passing rows ([`IvfOutcome::Flat`]). So a query ends with min(k, passing live rows) hits:
 //! its lists hold that many, or every list was read, or the flat search answers.
 
@@ -57,6 +57,11 @@ struct ListRows {
 
 /// Queries a worker takes at once (their inner-product tables are computed together).
 const QUERY_CHUNK: usize = 64;
+
+/// A query probing on first ranks its `WIDEN × nprobe` nearest lists, at least `WIDEN_MIN`,
+/// and all of them only when those do not end it.
+const WIDEN: usize = 4;
+const WIDEN_MIN: usize = 32;
 
 /// The lists' rows of a search's blocks and the per-list evaluations, made on first use.
 struct Lists<'s, 'a> {
@@ -168,17 +173,16 @@ impl<'s, 'a> Lists<'s, 'a> {
 /// Whether a query that found `found` passing rows among `read` live rows of its lists stops
 /// probing for the flat search: the rows it would still read for `target` at the passing
 /// fraction measured so far, `(target − found) / p̂`, exceed what the flat search reads,
-/// `p̂ · live` passing rows. Nothing found among rows read: the fraction is too small to
-/// probe for.
+/// `p̂ · live` passing rows. `p̂ = (found + 1) / (read + 2)`, Laplace's rule of succession: a
+/// small list that happens to hold no passing row says little about the fraction (at 1 %
+/// passing, a 200-row list holds none one time in eight), so it must not send the query to
+/// the flat search, while a long run of lists without one does.
 fn flat_is_cheaper(found: u64, read: u64, target: u64, live: u64) -> bool {
     if read == 0 {
         return false;
     }
-    if found == 0 {
-        return true;
-    }
-    let p = found as f64 / read as f64;
-    (target - found) as f64 / p > p * live as f64
+    let p = (found as f64 + 1.0) / (read as f64 + 2.0);
+    target.saturating_sub(found) as f64 / p > p * live as f64
 }
 
 /// The filtered IVFADC search of `queries` (see the module doc): per query its hits, or
@@ -244,22 +248,40 @@ pub(crate) fn search_ivf_filtered(
                 let more = found < target && nprobe < coarse.lists();
                 let mut to_flat = more && flat_is_cheaper(found, read, target, live);
                 if more && !to_flat {
-                    // The query's lists in centroid order, made only when it probes on.
-                    let order = coarse.probe(&flat[q * d..(q + 1) * d], coarse.lists());
-                    let done: Vec<u32> = first[q].iter().map(|p| p.0).collect();
-                    for &(l, dist) in order.first().map_or(&[][..], |o| o.as_slice()) {
-                        if found >= target {
+                    // The query's lists in centroid order, made only when it probes on: its
+                    // `WIDEN` × nprobe (at least `WIDEN_MIN`) nearest, then — if those do not
+                    // end it — all of them (ranking every list exactly costs more than the
+                    // scan of a few lists).
+                    let mut done = vec![false; coarse.lists()];
+                    for &(l, _) in &first[q] {
+                        if let Some(x) = done.get_mut(l as usize) {
+                            *x = true;
+                        }
+                    }
+                    let mut width = (WIDEN * nprobe).max(WIDEN_MIN).min(coarse.lists());
+                    'widen: loop {
+                        let order = coarse.probe(&flat[q * d..(q + 1) * d], width);
+                        for &(l, dist) in order.first().map_or(&[][..], |o| o.as_slice()) {
+                            if found >= target {
+                                break 'widen;
+                            }
+                            if done.get(l as usize).copied().unwrap_or(true) {
+                                continue;
+                            }
+                            if flat_is_cheaper(found, read, target, live) {
+                                to_flat = true;
+                                break 'widen;
+                            }
+                            let (f, r) = scan(l, dist, &mut top)?;
+                            (found, read) = (found + f, read + r);
+                            if let Some(x) = done.get_mut(l as usize) {
+                                *x = true;
+                            }
+                        }
+                        if width == coarse.lists() {
                             break;
                         }
-                        if done.contains(&l) {
-                            continue;
-                        }
-                        if flat_is_cheaper(found, read, target, live) {
-                            to_flat = true;
-                            break;
-                        }
-                        let (f, r) = scan(l, dist, &mut top)?;
-                        (found, read) = (found + f, read + r);
+                        width = coarse.lists();
                     }
                 }
                 if to_flat {
@@ -325,8 +347,11 @@ mod tests {
         assert!(!flat_is_cheaper(10, 1000, 20, 1_000_000));
         // 0.1 %: 1 of 1,000, 19 more wanted: 19,000 rows against 1,000: the flat search.
         assert!(flat_is_cheaper(1, 1000, 20, 1_000_000));
-        // Nothing read yet (empty lists): probe on; nothing found among rows read: flat.
+        // Nothing read yet (empty lists): probe on.
         assert!(!flat_is_cheaper(0, 0, 20, 1_000_000));
-        assert!(flat_is_cheaper(0, 500, 20, 1_000_000));
+        // 1 % passing, a 200-row list without a passing row: too small a sample, probe on;
+        // 20,000 rows without one: the flat search.
+        assert!(!flat_is_cheaper(0, 200, 20, 1_000_000));
+        assert!(flat_is_cheaper(0, 20_000, 20, 1_000_000));
     }
 }

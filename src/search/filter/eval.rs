@@ -112,6 +112,30 @@ pub(crate) struct Rows<'r, 'c> {
     pub index: &'r dyn Fn(usize) -> Option<&'c ColumnIndex>,
 }
 
+/// The dictionary codes of the wanted strings `vals` that `dict` holds, ascending, and how many
+/// distinct strings were wanted. Evaluated per range a search reads (per list under IVF), so a
+/// few wanted strings are looked up one by one — not every dictionary entry hashed.
+fn dict_codes(dict: &[String], vals: &[String]) -> (Vec<u32>, usize) {
+    let mut want: Vec<&str> = vals.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    want.dedup();
+    let mut codes: Vec<u32> = if want.len() <= 16 {
+        want.iter()
+            .filter_map(|v| dict.iter().position(|d| d == v))
+            .filter_map(|c| u32::try_from(c).ok())
+            .collect()
+    } else {
+        let set: HashSet<&str> = want.iter().copied().collect();
+        (0..dict.len())
+            .filter(|&c| dict.get(c).is_some_and(|d| set.contains(d.as_str())))
+            .filter_map(|c| u32::try_from(c).ok())
+            .collect()
+    };
+    codes.sort_unstable();
+    codes.dedup();
+    (codes, want.len())
+}
+
 /// Bits `from..to` set.
 fn set_range(w: &mut [u64], from: usize, to: usize) {
     let mut i = from;
@@ -296,9 +320,14 @@ pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingCo
         },
         Expr::StrIn(c, vals) => match col(*c)? {
             ColumnData::Str { codes, dict } => {
-                let wanted: HashSet<&str> = vals.iter().map(String::as_str).collect();
-                let hit: Vec<bool> = dict.iter().map(|d| wanted.contains(d.as_str())).collect();
-                if !hit.contains(&true) {
+                let (wanted, _) = dict_codes(dict, vals);
+                let mut hit = vec![false; dict.len()];
+                for &w in &wanted {
+                    if let Some(h) = hit.get_mut(w as usize) {
+                        *h = true;
+                    }
+                }
+                if wanted.is_empty() {
                     vec![0; rows.div_ceil(64)]
                 } else {
                     from_fn(rows, |i| hit.get(codes[i] as usize) == Some(&true))
@@ -312,14 +341,11 @@ pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingCo
                 values,
                 dict,
             } => {
-                let wanted: HashSet<&str> = vals.iter().map(String::as_str).collect();
-                let codes: Vec<u32> = (0..dict.len() as u32)
-                    .filter(|&d| wanted.contains(dict[d as usize].as_str()))
-                    .collect();
+                let (codes, wanted) = dict_codes(dict, vals);
                 let postings = (at.index)(*c).filter(|i| matches!(i, ColumnIndex::Postings { .. }));
                 match (how, codes.as_slice(), postings) {
                     // Every wanted tag must exist in the dictionary to be held by some row.
-                    (HasHow::All, _, _) if codes.len() < wanted.len() => {
+                    (HasHow::All, _, _) if codes.len() < wanted => {
                         vec![0; rows.div_ceil(64)]
                     }
                     (_, [], _) => vec![0; rows.div_ceil(64)],
