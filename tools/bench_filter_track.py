@@ -362,6 +362,9 @@ class CodedbSystem:
                 else:
                     idx.add(xb, ids=ids, attributes=attrs)
                     idx.commit()
+            # One segment, as a served index would be (`codedb compact --full`): the chunks'
+            # commits leave one segment per sealed log.
+            idx.compact(full=True)
             idx.close()
             open(done, "w").write("ok")
             log(f"{self.name}: train {t1 - t0:.1f} s, build {time.perf_counter() - t1:.1f} s")
