@@ -2,15 +2,17 @@
 //!
 //! Python runs signal handlers only on its main thread, and only when that thread holds the
 //! GIL, so an engine call made with the GIL released would never see Ctrl-C. [`run`] therefore
-//! runs the engine on a scoped worker thread and keeps the calling thread, GIL released,
+//! runs the engine on a worker thread (one of a few kept from call to call) and keeps the
+//! calling thread, GIL released,
 //! waiting on a channel: every [`POLL`] (and at each progress event) it re-attaches, calls
 //! `check_signals()` and delivers progress. A `KeyboardInterrupt` (or an exception raised by the
 //! `progress` callable) is kept, the engine's [`Cancel`] token is set, and once the engine has
 //! returned — `Error::Cancelled`, having changed nothing — that exception is raised.
 
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use codedb::TrainEvent;
@@ -192,6 +194,46 @@ fn deliver(py: Python<'_>, p: &Progress, bar: &mut TextBar, e: &Event) -> PyResu
     }
 }
 
+/// Threads kept for engine calls, so a call does not pay for a thread's creation (about
+/// 30 µs of CPU, as much as a filtered IVF query's own work). A call finding them all busy
+/// gets a thread of its own, as many concurrent calls as Python makes.
+static CALL_POOL: OnceLock<Option<(rayon::ThreadPool, usize)>> = OnceLock::new();
+/// Calls running on [`CALL_POOL`] now.
+static CALLS_ON_POOL: AtomicUsize = AtomicUsize::new(0);
+
+/// A place on [`CALL_POOL`], given back when dropped.
+struct Worker {
+    pool: &'static rayon::ThreadPool,
+}
+
+impl Worker {
+    fn take() -> Option<Worker> {
+        let (pool, size) = CALL_POOL
+            .get_or_init(|| {
+                let size = std::thread::available_parallelism().map_or(4, |n| n.get()) * 2;
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(size)
+                    .thread_name(|i| format!("codedb-call-{i}"))
+                    .build()
+                    .ok()
+                    .map(|p| (p, size))
+            })
+            .as_ref()?;
+        CALLS_ON_POOL
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < *size).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Worker { pool })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        CALLS_ON_POOL.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Runs `work(cancel, sink)` (an engine call) with the GIL released, obeying Ctrl-C and
 /// delivering progress on the calling thread (see the module documentation).
 pub fn run<T: Send>(
@@ -213,13 +255,15 @@ pub fn run<T: Send>(
     // `move`: the receiver (not `Sync`) goes into the waiting closure whole.
     let joined = py.detach(move || {
         let (failure, took, bar, cancel) = (failure_ref, took_ref, bar_ref, cancel_ref);
-        std::thread::scope(|s| {
-            let (c, done) = (cancel, tx.clone());
-            let h = s.spawn(move || {
-                let r = work(c, &sink);
-                let _ = done.send(Msg::Done);
-                r
-            });
+        let mut result: Option<std::thread::Result<Result<T, engine::Error>>> = None;
+        let slot = &mut result;
+        let done = tx.clone();
+        let job = move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(cancel, &sink)));
+            *slot = Some(r);
+            let _ = done.send(Msg::Done);
+        };
+        let mut wait = || {
             loop {
                 let mut finished = false;
                 let mut events = Vec::new();
@@ -247,8 +291,21 @@ pub fn run<T: Send>(
                     break;
                 }
             }
-            h.join()
-        })
+        };
+        match Worker::take() {
+            Some(w) => w.pool.in_place_scope(|s| {
+                s.spawn(move |_| {
+                    job();
+                    drop(w);
+                });
+                wait();
+            }),
+            None => std::thread::scope(|s| {
+                s.spawn(job);
+                wait();
+            }),
+        }
+        result.unwrap_or_else(|| Err(Box::new("the engine call returned nothing")))
     });
     if matches!(progress, Progress::Bar) {
         bar.finish();
