@@ -24,11 +24,10 @@
 
 use rand::seq::SliceRandom;
 
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::linalg::{a_bt_f32, par};
 use super::super::pca::{CovarianceAccumulator, Pca};
 use super::super::random::{derive_seed, gaussian, rng};
-use super::error::{ClassifyError, Result};
 use super::labels::ClassIndex;
 use super::train_rows::{RowSource, STREAM_ROWS, class_means, standardise};
 use ndarray::{Array2, ArrayView2};
