@@ -61,7 +61,7 @@ impl Projection {
     }
 
     /// The PCA projection (centre + top directions) of a fitted [`super::super::Pca`].
-    pub fn from_pca(pca: &super::super::Pca) -> Result<Projection> {
+    pub fn from_pca(pca: &super::super::pca::Pca) -> Result<Projection> {
         Projection::new(
             pca.center().mean().to_vec(),
             pca.linear().weight().to_owned(),
