@@ -18,7 +18,7 @@ mod progress;
 
 use cmd::{
     bench, build, classes, columns, compact_gc, demo, eval, eval_args, inspect_verify, rows,
-    search, search_shared, spec, train, versions,
+    search, search_examples, search_text, spec, train, versions,
 };
 use out::errln;
 
@@ -56,7 +56,7 @@ enum Command {
     Versions(versions::VersionsArgs),
     Recover(versions::RecoverArgs),
     Classes(classes::ClassesArgs),
-    Search(search_shared::SearchArgs),
+    Search(search::SearchArgs),
     AddClass(classes::AddClassArgs),
     AddColumn(columns::AddColumnArgs),
     Classify(classes::ClassifyArgs),
@@ -127,6 +127,8 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Versions(a) => versions::versions(a),
         Command::Recover(a) => versions::recover(a),
         Command::Classes(a) => classes::classes(a),
+        Command::Search(a) if a.asks_text() => search_text::run(a),
+        Command::Search(a) if a.asks_examples() => search_examples::run(a),
         Command::Search(a) => search::run(a),
         Command::AddClass(a) => classes::add_class(a),
         Command::AddColumn(a) => columns::add_column(a),

@@ -30,9 +30,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::classify::{
-    Classifier, ClassifierSpec, ClassifyError, ClassifyOptions, CodeRows, FitReport, NcmmlOptions,
-    Projection, RowSource, STREAM_ROWS, fit_classifier, fit_on_rows, prepend, streams_rows,
-    train_ncmml_rows,
+    Classifier, ClassifierSpec, ClassifyError, ClassifyOptions, CodeRows, EpochReport, FitReport,
+    NcmmlOptions, Projection, RowSource, STREAM_ROWS, fit_classifier, fit_on_rows, prepend,
+    streams_rows, train_ncmml_rows,
 };
 use super::error::ModelError;
 use super::pipeline::Model;
@@ -276,7 +276,7 @@ fn streamed_ncmml_pipeline(
             p(&e);
         }
     };
-    let mut cb = |e: &super::EpochReport| {
+    let mut cb = |e: &EpochReport| {
         emit(TrainEvent::Progress {
             step: name.clone(),
             unit: "epochs",
@@ -389,7 +389,7 @@ pub fn fit_classifier_from_codes(
         let src = RowSource::Codes(CodeRows::new(&rows.what, codes, pq)?);
         let name = spec.text.clone();
         let progress = opts.progress.clone();
-        let mut cb = move |e: &super::EpochReport| {
+        let mut cb = move |e: &EpochReport| {
             if let Some(p) = &progress {
                 p(&name, e);
             }

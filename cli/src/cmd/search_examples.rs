@@ -14,7 +14,7 @@ use codedb::{
 use codedb_cli::io::npy_read::{NpyData, read_npy};
 use ndarray::{Array2, Axis};
 
-use super::search_shared::{SearchArgs, write_hits};
+use super::search::{SearchArgs, write_hits};
 use crate::inputs;
 use crate::out::errln;
 
@@ -244,7 +244,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             start.elapsed().as_secs_f64()
         );
     }
-    let with = super::search_shared::with_values(&snap, &hits, &a)?;
+    let with = super::search::with_values(&snap, &hits, &a)?;
     if let Err(e) = write_hits(&hits, &a.format, with.as_ref()) {
         crate::out::failed(&e);
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::search_shared::{SearchArgs, write_hits};
+use super::search::{SearchArgs, write_hits};
 use crate::out::errln;
 
 /// The text queries of `--text` and `--text-file`, in order.
@@ -59,7 +59,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
             start.elapsed().as_secs_f64()
         );
     }
-    let with = super::search_shared::with_values(&snap, &hits, &a)?;
+    let with = super::search::with_values(&snap, &hits, &a)?;
     if let Err(e) = write_hits(&hits, &a.format, with.as_ref()) {
         crate::out::failed(&e);
     }

@@ -41,6 +41,7 @@ use super::code_ranking::{CodeScan, EncodedDatabase};
 use super::error::EvalError;
 use super::euclidean_truth::{ITQ_NEIGHBOUR_RANK, euclidean_ground_truth};
 use super::ground_truth::GroundTruth;
+use super::hash_lookup::LookupScores;
 use super::knn::{checked_matrix, knn_l2};
 use super::precision_recall::{PrCurve, PrSums, log_spaced_cutoffs, mean_curve};
 use super::ranked_metrics::recall_at_r;
@@ -332,7 +333,7 @@ struct RunScores {
     map_class: Option<f64>,
     precision_at_k: Option<f64>,
     recall: Vec<f64>,
-    lookup: Option<(super::LookupScores, Option<super::LookupScores>)>,
+    lookup: Option<(LookupScores, Option<LookupScores>)>,
     itq_loss: Vec<f64>,
     train_s: f64,
     encode_s: f64,

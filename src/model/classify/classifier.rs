@@ -7,10 +7,9 @@ use std::time::Instant;
 
 use ndarray::{Array2, ArrayView2};
 
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::input::checked_rows;
 use super::super::pca::Pca;
-use super::error::{ClassifyError, Result};
 use super::fda::fit_fda;
 use super::knn_metric::{DEFAULT_K_GRID, Knn, KnnMetricOptions, fit_knn_l2, train_knn_metric};
 use super::linear_ovr::{RidgeOvr, fit_ridge_ovr};

@@ -10,9 +10,9 @@
 use ndarray::{Array2, ArrayView2};
 
 use super::super::center::column_means_f64;
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::linalg::{fix_column_signs, sym_eig_desc};
-use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_means_f64};
 use super::projection::Projection;
 

@@ -21,10 +21,10 @@ use ndarray::ArrayView2;
 use rand::Rng;
 use rayon::prelude::*;
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, at_b_f32, matmul_f32, par};
 use super::super::random::{derive_seed, rng};
-use super::error::{ClassifyError, Result};
 use super::labels::ClassIndex;
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::error::{ClassifyError, Result};
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 
 /// The distinct labels of a training set, sorted; a label's position is its dense id.
 #[derive(Debug, Clone, PartialEq, Eq)]

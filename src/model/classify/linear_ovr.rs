@@ -8,9 +8,9 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::linalg::sym_eig_desc;
-use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_counts, top_k_ids, top_k_labels};
 use super::ncm::{chain_in_dim, check_chain, project_chain};
 use super::projection::Projection;

@@ -17,9 +17,9 @@
 use ndarray::ArrayView2;
 use rand::Rng;
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::random::rng;
-use super::error::{ClassifyError, Result};
 
 /// The loss of [`train_linear_svm`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

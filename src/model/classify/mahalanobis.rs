@@ -6,9 +6,9 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::pca::Pca;
-use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_means_f64, top_k_ids};
 use super::projection::Projection;
 use super::sgd::{stratified_split, top1_top5};

@@ -22,7 +22,6 @@
 //! CENTER + LINEAR so it can precede ITQ / PQ (the `ncmml:d` step of a pipeline SPEC).
 
 mod classifier;
-mod error;
 mod fda;
 mod knn_metric;
 mod labels;
@@ -39,8 +38,8 @@ mod spec;
 mod svm_ovr;
 mod train_rows;
 
+pub use super::error::ClassifyError;
 pub use classifier::{Classifier, ClassifyOptions, FitReport, fit_classifier};
-pub use error::ClassifyError;
 pub use fda::{Fda, fit_fda};
 pub use knn_metric::{Knn, KnnMetricOptions, KnnMetricTraining, Targets, train_knn_metric};
 pub use labels::ClassIndex;

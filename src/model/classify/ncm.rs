@@ -21,9 +21,8 @@ use rayon::prelude::*;
 
 use crate::scan::{DenseRows, DenseValues, Metric, ScanError, ScanOptions, dense_topk};
 
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::input::checked_rows;
-use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, class_means_f64, top_k_ids};
 use super::projection::Projection;
 use super::train_rows::{RowSource, class_means};

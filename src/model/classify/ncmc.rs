@@ -18,11 +18,11 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use super::super::cancel::Cancel;
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::kmeans::{KMeansInit, KMeansOptions, assign_nearest, kmeans_rows};
 use super::super::linalg::{a_bt_f32, par};
 use super::super::random::derive_seed;
-use super::error::{ClassifyError, Result};
 use super::labels::top_k_labels;
 use super::ncm::{check_chain, project_chain};
 use super::ncmml::validate;

@@ -11,9 +11,9 @@
 
 use ndarray::ArrayView2;
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, par};
-use super::error::{ClassifyError, Result};
 use super::labels::top_k_ids;
 use super::ncm::Ncm;
 use super::projection::Projection;

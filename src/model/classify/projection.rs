@@ -13,12 +13,11 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use super::super::center::Center;
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::input::checked_rows;
 use super::super::linalg::a_bt_f32;
 use super::super::linear::Linear;
 use super::super::stage::Stage;
-use super::error::{ClassifyError, Result};
 
 /// Rows per projection block.
 const BLOCK: usize = 512;
@@ -62,7 +61,7 @@ impl Projection {
     }
 
     /// The PCA projection (centre + top directions) of a fitted [`super::super::Pca`].
-    pub fn from_pca(pca: &super::super::Pca) -> Result<Projection> {
+    pub fn from_pca(pca: &super::super::pca::Pca) -> Result<Projection> {
         Projection::new(
             pca.center().mean().to_vec(),
             pca.linear().weight().to_owned(),

@@ -24,12 +24,12 @@
 
 use rand::seq::SliceRandom;
 
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::linalg::{a_bt_f32, par};
 use super::super::pca::{CovarianceAccumulator, Pca};
 use super::super::random::{derive_seed, gaussian, rng};
-use super::error::{ClassifyError, Result};
 use super::labels::ClassIndex;
+use super::projection::Projection;
 use super::train_rows::{RowSource, STREAM_ROWS, class_means, standardise};
 use ndarray::{Array2, ArrayView2};
 
@@ -392,11 +392,11 @@ impl<'a> Prepared<'a> {
     }
 
     /// W = W' / s as a projection `W (x − m)` on the raw data.
-    pub(crate) fn to_projection(&self, w: &[f32], d: usize) -> Result<super::Projection> {
+    pub(crate) fn to_projection(&self, w: &[f32], d: usize) -> Result<Projection> {
         let inv = (1.0 / self.scale) as f32;
         let weight = Array2::from_shape_vec((d, self.dim), w.iter().map(|v| v * inv).collect())
             .map_err(|e| ModelError::shape("projection weight", e))?;
-        super::Projection::new(self.mean.iter().map(|&v| v as f32).collect(), weight)
+        Projection::new(self.mean.iter().map(|&v| v as f32).collect(), weight)
     }
 
     /// Seeded permutation of the training rows for an epoch.

@@ -19,7 +19,7 @@
 //!
 //! Examples: `ncm`, `pca:128,ncm` (PCA + ℓ2), `ncmml:128`, `ncmc:128x10`, `fda:9`, `knn:128`.
 
-use super::error::{ClassifyError, Result};
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::knn_metric::Targets;
 use super::ncmml::{NcmmlObjective, TestBias};
 

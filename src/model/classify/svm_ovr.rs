@@ -8,10 +8,9 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use super::super::error::ModelError;
+use super::super::error::{ClassifyError, ClassifyResult as Result, ModelError};
 use super::super::input::checked_rows;
 use super::super::random::derive_seed;
-use super::error::{ClassifyError, Result};
 use super::labels::{ClassIndex, top_k_ids, top_k_labels};
 use super::linear_svm::{LinearSvm, LinearSvmOptions, SvmLoss, train_linear_svm};
 use super::ncm::{chain_in_dim, check_chain, project_chain};

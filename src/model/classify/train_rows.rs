@@ -10,9 +10,9 @@
 //! through [`RowSource::fill`] with the same row order and block sizes whatever the source, so
 //! learning from codes gives bit for bit the model learned from the explicitly decoded matrix.
 
+use super::super::error::{ClassifyError, ClassifyResult as Result};
 use super::super::pq::ProductQuantizer;
 use super::super::quantizer::RowQuantizer;
-use super::error::{ClassifyError, Result};
 
 /// Rows per block of the streamed passes (means, PCA, validation).
 pub(crate) const STREAM_ROWS: usize = 4096;

@@ -4,9 +4,9 @@
 
 use std::collections::HashSet;
 
-use super::ColumnData;
 use super::check::Expr;
 use super::parse::{CmpOp, HasHow};
+use crate::format::attribute_columns::ColumnData;
 use crate::format::attribute_index::{ColumnIndex, ZONE_ROWS};
 
 /// Words for `rows` rows with every bit set (tail bits clear).
