@@ -14,9 +14,10 @@
 //!   ([`Config::fs`](crate::Config::fs); [`StdFs`] by default).
 
 pub use crate::storage::inspect::{
-    ActiveLogReport, AttributeColumnReport, ClassReport, Contents, FileReport, IndexReport,
-    LogReport, ManifestSegmentReport, ModelSummary, SectionReport, StageReport, TensorReport,
-    VersionReport, attribute_columns, inspect_dir, inspect_file,
+    ActiveLogReport, AttributeColumnReport, AttributeIndexReport, ClassReport, ColumnIndexReport,
+    Contents, FileReport, IndexReport, LogReport, ManifestSegmentReport, ModelSummary,
+    SectionReport, StageReport, TensorReport, VersionReport, attribute_columns, inspect_dir,
+    inspect_file,
 };
 pub use crate::storage::recovery_report::RECOVERY_RECORD_FORMAT;
 pub use crate::storage::shard_layout::{

@@ -496,11 +496,16 @@ fn rewrite_attributes(seg: &Path, attrs: &Attributes) {
         seg,
     )
     .unwrap();
+    // The stored indexes (format 1.8) follow the columns, as a writer would write them.
+    let (postings, zones) = codedb::format::attribute_index::AttributeIndex::encode(attrs);
     for (i, e) in c.entries().iter().enumerate() {
-        let bytes = if e.kind == section_kind::SEG_ATTRIBUTES {
-            codedb::format::attribute_columns::encode(attrs).unwrap()
-        } else {
-            c.stored(i).to_vec()
+        let bytes = match e.kind {
+            section_kind::SEG_ATTRIBUTES => {
+                codedb::format::attribute_columns::encode(attrs).unwrap()
+            }
+            section_kind::SEG_ATTRIBUTE_POSTINGS => postings.clone(),
+            section_kind::SEG_ATTRIBUTE_ZONES => zones.clone(),
+            _ => c.stored(i).to_vec(),
         };
         w.section(e.kind, e.required(), &bytes).unwrap();
     }

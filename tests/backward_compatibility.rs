@@ -1,6 +1,6 @@
 //! Golden files written by earlier (and the current) format versions must keep being read with
 //! exactly the values they were written with. `CODEDB_BLESS=1 cargo test --test
-//! backward_compatibility` writes the current version's set (format/golden/v1.7); older
+//! backward_compatibility` writes the current version's set (format/golden/v1.8); older
 //! folders are never rewritten.
 #![allow(clippy::unwrap_used)] // test and bench code: a failed unwrap is a failed test
 
@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use codedb::EncodedOptions;
+use codedb::format::attribute_index::{AttributeIndex, ColumnIndex, IndexSource};
 use codedb::format::{
     ClassTable, CodeKind, ContainerWriter, FileKind, FormatError, FormatVersion, ListEntry,
     Manifest, ModelFile, OpenOptions, SegmentData, SegmentReader, VectorSlice, append_log,
@@ -19,7 +20,7 @@ use codedb::{CompactionPolicy, Config, Index, RowBatch, Snapshot};
 use common::{
     golden, golden_v1_1 as g11, golden_v1_2 as g12, golden_v1_3 as g13, golden_v1_4 as g14,
     golden_v1_5 as g15, golden_v1_6 as g16, golden_v1_6_hom as g16h, golden_v1_6_ivf as g16i,
-    golden_v1_6_mih as g16m, golden_v1_7 as g17,
+    golden_v1_6_mih as g16m, golden_v1_7 as g17, golden_v1_8 as g18,
 };
 
 /// The v1.0 folder (never rewritten).
@@ -52,12 +53,12 @@ fn bless_or_read_v1_5() -> PathBuf {
     g15::dir()
 }
 
-/// A v1.6 folder (never rewritten: the current version is 1.7).
+/// A v1.6 folder (never rewritten: the current version is 1.8).
 fn bless_or_read_v1_6() -> PathBuf {
     g16::dir()
 }
 
-/// A v1.6 folder (never rewritten: the current version is 1.7).
+/// A v1.6 folder (never rewritten: the current version is 1.8).
 fn bless_or_read_v1_6_ivf() -> PathBuf {
     g16i::dir()
 }
@@ -1018,7 +1019,7 @@ fn block_checksum_sections_break_no_rule_unnoticed() {
     assert!(!r2.has_block_checksums(codedb::format::RowColumn::Codes));
 }
 
-/// A v1.6 folder (never rewritten: the current version is 1.7).
+/// A v1.6 folder (never rewritten: the current version is 1.8).
 fn bless_or_read_v1_6_hom() -> PathBuf {
     g16h::dir()
 }
@@ -1142,7 +1143,7 @@ fn v1_6_golden_ivf_model_and_segment_read_with_their_values() {
     );
 }
 
-/// A v1.6 folder (never rewritten: the current version is 1.7).
+/// A v1.6 folder (never rewritten: the current version is 1.8).
 fn bless_or_read_v1_6_mih() -> PathBuf {
     g16m::dir()
 }
@@ -1323,32 +1324,31 @@ fn malformed_mih_tables_are_refused_naming_the_section() {
     );
 }
 
-/// The current version's folder (v1.7), written first when `CODEDB_BLESS` is set.
+/// The v1.7 folder (never rewritten: the current version is 1.8).
 fn bless_or_read_v1_7() -> PathBuf {
-    static BLESS: std::sync::Once = std::sync::Once::new();
-    let dir = g17::dir();
-    BLESS.call_once(|| {
-        if std::env::var_os("CODEDB_BLESS").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, bytes) in g17::files() {
-                std::fs::write(dir.join(name), bytes).unwrap();
-            }
-        }
-    });
-    dir
+    g17::dir()
 }
 
 #[test]
-fn current_writer_reproduces_v1_7_bytes() {
-    // The writer is deterministic: the same values give the same bytes. If this fails, the
-    // format changed: bump the version, keep format/golden/v1.7 and add a new folder.
+fn v1_7_values_change_only_the_minor_version_and_add_the_attribute_indexes() {
+    // Format 1.8 changed no 1.7 byte: re-written by this build, the segment gains its stored
+    // tag postings and zone maps (sections 12, 13) and the log and manifest differ only in
+    // their minor version (and header CRC).
     let dir = bless_or_read_v1_7();
     for (name, bytes) in g17::files() {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert!(
-            on_disk == bytes,
-            "{name} differs from what this build writes"
-        );
+        if name.starts_with("seg-") {
+            let added = [
+                section_kind::SEG_ATTRIBUTE_POSTINGS,
+                section_kind::SEG_ATTRIBUTE_ZONES,
+            ];
+            same_but_added_sections(&name, &bytes, &on_disk, 7, &added);
+        } else {
+            assert!(
+                with_minor(bytes, 7) == on_disk,
+                "{name}: this build's bytes differ from 1.7 beyond the minor version"
+            );
+        }
     }
 }
 
@@ -1377,6 +1377,15 @@ fn v1_7_golden_attribute_columns_read_with_their_values() {
         r.attributes().unwrap().unwrap(),
         &g17::attributes(g17::ROWS),
     );
+    // No stored indexes in 1.7: built in memory, the same as this build stores.
+    let built = r.attribute_index().unwrap().unwrap();
+    assert_eq!(built.source(), IndexSource::Built);
+    assert_eq!(r.attribute_index_source(), Some(IndexSource::Built));
+    let fresh = g17::segment();
+    let stored = SegmentReader::from_bytes(&fresh, Path::new("new")).unwrap();
+    let stored = stored.attribute_index().unwrap().unwrap();
+    assert_eq!(stored.source(), IndexSource::Stored);
+    assert_eq!(stored.first_difference(built), None);
     let m = Manifest::from_bytes(
         &std::fs::read(dir.join("v00000000000000000001.manifest")).unwrap(),
         Path::new("m"),
@@ -1422,4 +1431,286 @@ fn v1_7_golden_attribute_columns_read_with_their_values() {
         let err = SegmentReader::from_bytes(&bad, &seg_path).unwrap_err();
         assert!(err.to_string().contains("attributes"), "{err}");
     }
+}
+
+/// The current version's folder (v1.8), written first when `CODEDB_BLESS` is set.
+fn bless_or_read_v1_8() -> PathBuf {
+    static BLESS: std::sync::Once = std::sync::Once::new();
+    let dir = g18::dir();
+    BLESS.call_once(|| {
+        if std::env::var_os("CODEDB_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, bytes) in g18::files() {
+                std::fs::write(dir.join(name), bytes).unwrap();
+            }
+        }
+    });
+    dir
+}
+
+#[test]
+fn current_writer_reproduces_v1_8_bytes() {
+    // The writer is deterministic: the same values give the same bytes. If this fails, the
+    // format changed: bump the version, keep format/golden/v1.8 and add a new folder.
+    let dir = bless_or_read_v1_8();
+    for (name, bytes) in g18::files() {
+        let on_disk = std::fs::read(dir.join(&name)).unwrap();
+        assert!(
+            on_disk == bytes,
+            "{name} differs from what this build writes"
+        );
+    }
+}
+
+fn v1_8_segment() -> (PathBuf, Vec<u8>) {
+    let path = bless_or_read_v1_8().join(golden::name("seg", g18::SEG_ID, "seg"));
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+/// The entry of section `kind` in segment bytes `seg`.
+fn entry_of(seg: &[u8], kind: u32) -> codedb::format::SectionEntry {
+    let c = codedb::format::Container::from_slice(seg, Path::new("s"), None).unwrap();
+    *c.entries().iter().find(|e| e.kind == kind).unwrap()
+}
+
+#[test]
+fn v1_8_golden_segment_reads_its_stored_postings_and_zones() {
+    let (path, seg) = v1_8_segment();
+    let r = SegmentReader::from_bytes(&seg, &path).unwrap();
+    let a = r.attributes().unwrap().unwrap();
+    same_attributes(a, &g18::attributes());
+    assert_eq!(r.attribute_index_source(), Some(IndexSource::Stored));
+    let ix = r.attribute_index().unwrap().unwrap();
+    assert_eq!(ix.source(), IndexSource::Stored);
+    // The values, from the generator's formulas.
+    let Some(ColumnIndex::Zones(year)) = ix.column(0) else {
+        panic!("year has no zones")
+    };
+    let bound = |r: usize| 1990 + (r / 300) as i64;
+    assert_eq!(
+        year,
+        &vec![
+            (bound(0), bound(4095)),
+            (bound(4096), bound(8191)),
+            (bound(8192), bound(8194))
+        ]
+    );
+    let Some(ColumnIndex::FloatZones { zones, nan }) = ix.column(1) else {
+        panic!("score has no float zones")
+    };
+    assert_eq!(nan, &vec![0b111]);
+    assert_eq!(zones[0], (g18::score_of(1), g18::score_of(4095)));
+    assert_eq!(zones[1], (g18::score_of(4096), g18::score_of(8191)));
+    assert_eq!(zones[2], (f64::INFINITY, f64::NEG_INFINITY));
+    assert_eq!(ix.column(2), Some(&ColumnIndex::None));
+    let Some(codedb::ColumnData::Tags { dict, .. }) = a.column(3) else {
+        panic!("no tags")
+    };
+    let code = |t: &str| dict.iter().position(|d| d == t).unwrap() as u32;
+    let tags = ix.column(3).unwrap();
+    assert_eq!(tags.posting(code("rare")), &[5, 4100, 8194]);
+    let ete: Vec<u32> = (0..g18::ROWS as u32).filter(|r| r % 1000 == 0).collect();
+    assert_eq!(tags.posting(code("été")), ete.as_slice());
+    let t3: Vec<u32> = (0..g18::ROWS as u32)
+        .filter(|&r| r % 7 != 0 && r % 5 == 3)
+        .collect();
+    assert_eq!(tags.posting(code("t3")), t3.as_slice());
+    // Equal to the indexes built from the columns (what a 1.7 segment uses), and verify agrees.
+    assert_eq!(ix.first_difference(&AttributeIndex::build(a)), None);
+    r.check_attribute_index().unwrap();
+}
+
+#[test]
+fn v1_8_golden_segment_labelled_1_7_builds_the_same_indexes() {
+    let (_, seg) = v1_8_segment();
+    // A 1.7 reader skips the optional sections and builds the indexes from the columns.
+    let old = with_minor(seg.clone(), 7);
+    let r = SegmentReader::from_bytes(&old, Path::new("old")).unwrap();
+    assert_eq!(r.attribute_index_source(), Some(IndexSource::Built));
+    let built = r.attribute_index().unwrap().unwrap();
+    let new = SegmentReader::from_bytes(&seg, Path::new("new")).unwrap();
+    assert_eq!(
+        new.attribute_index()
+            .unwrap()
+            .unwrap()
+            .first_difference(built),
+        None
+    );
+    // Marked REQUIRED in a file that says 1.7, a section is refused as unknown there.
+    for kind in [
+        section_kind::SEG_ATTRIBUTE_POSTINGS,
+        section_kind::SEG_ATTRIBUTE_ZONES,
+    ] {
+        let bytes = rewrite_sections(&seg, 7, |k, _| (k == kind).then_some((true, None)));
+        let e = SegmentReader::from_bytes(&bytes, Path::new("s")).unwrap_err();
+        assert!(
+            matches!(e, FormatError::UnknownRequiredSection { ref section, .. }
+                if *section == format!("section kind {kind}")),
+            "{e}"
+        );
+    }
+}
+
+/// `seg` rewritten with minor version `minor`: `change(kind, bytes)` gives a section's
+/// (required, new bytes) to change it, `None` to keep it.
+fn rewrite_sections(
+    seg: &[u8],
+    minor: u8,
+    change: impl Fn(u32, &[u8]) -> Option<(bool, Option<Vec<u8>>)>,
+) -> Vec<u8> {
+    let c = codedb::format::Container::from_slice(seg, Path::new("s"), None).unwrap();
+    let mut w = ContainerWriter::new(
+        Vec::new(),
+        FileKind::Segment,
+        c.header().file_id,
+        Path::new("s"),
+    )
+    .unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        let (required, bytes) = match change(e.kind, c.stored(i)) {
+            Some((req, b)) => (req, b.unwrap_or_else(|| c.stored(i).to_vec())),
+            None => (e.required(), c.stored(i).to_vec()),
+        };
+        w.section(e.kind, required, &bytes).unwrap();
+    }
+    with_minor(w.finish().unwrap(), minor)
+}
+
+#[test]
+fn damaged_stored_indexes_are_refused_naming_the_section() {
+    let (path, seg) = v1_8_segment();
+    for (kind, name) in [
+        (section_kind::SEG_ATTRIBUTE_POSTINGS, "attribute_postings"),
+        (section_kind::SEG_ATTRIBUTE_ZONES, "attribute_zones"),
+    ] {
+        let e = entry_of(&seg, kind);
+        // Flipped bits (every 61st byte of the section, and its first and last): refused on
+        // open with every checksum checked, and on first touch when opened without.
+        let step = 61.min(e.stored_len.max(1));
+        let mut at: Vec<u64> = (e.offset..e.offset + e.stored_len)
+            .step_by(step as usize)
+            .collect();
+        at.push(e.offset + e.stored_len - 1);
+        for i in at {
+            let mut bad = seg.clone();
+            bad[i as usize] ^= 0x10;
+            let err = SegmentReader::from_bytes(&bad, &path).unwrap_err();
+            assert!(
+                matches!(err, FormatError::ChecksumMismatch { ref section, .. } if section == name),
+                "{err}"
+            );
+            let c = codedb::format::Container::from_slice(&bad, &path, None).unwrap();
+            let r = SegmentReader::from_container(c, codedb::format::ChecksumPolicy::SkipColumns)
+                .unwrap();
+            for _ in 0..2 {
+                // Remembered: the second touch fails the same way.
+                let err = r.attribute_index().unwrap_err();
+                assert!(
+                    matches!(err, FormatError::ChecksumMismatch { ref section, ref path }
+                        if section == name && path.ends_with(path.file_name().unwrap())),
+                    "{err}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn malformed_stored_indexes_are_refused_naming_the_section() {
+    let (_, seg) = v1_8_segment();
+    let postings = {
+        let c = codedb::format::Container::from_slice(&seg, Path::new("s"), None).unwrap();
+        let i = c
+            .entries()
+            .iter()
+            .position(|e| e.kind == section_kind::SEG_ATTRIBUTE_POSTINGS)
+            .unwrap();
+        c.stored(i).to_vec()
+    };
+    let zones = {
+        let c = codedb::format::Container::from_slice(&seg, Path::new("s"), None).unwrap();
+        let i = c
+            .entries()
+            .iter()
+            .position(|e| e.kind == section_kind::SEG_ATTRIBUTE_ZONES)
+            .unwrap();
+        c.stored(i).to_vec()
+    };
+    let put = |b: &mut Vec<u8>, at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+    // Postings: n u32 | 0 u32 | column u32 | 0 u32 | d u64 | P u64 | starts | rows.
+    let d = u64::from_le_bytes(postings[16..24].try_into().unwrap()) as usize;
+    let starts_at = 32;
+    let rows_at = starts_at + (4 * (d + 1)).next_multiple_of(8);
+    let mut cases: Vec<(u32, Vec<u8>, &str)> = Vec::new();
+    let mut b = postings.clone();
+    put(&mut b, 0, &2u32.to_le_bytes());
+    cases.push((
+        section_kind::SEG_ATTRIBUTE_POSTINGS,
+        b,
+        "columns of postings",
+    ));
+    let mut b = postings.clone();
+    put(&mut b, 8, &2u32.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "comes"));
+    let mut b = postings.clone();
+    put(&mut b, 16, &(d as u64 + 1).to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "the column has"));
+    let mut b = postings.clone();
+    put(&mut b, starts_at, &1u32.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "do not tile"));
+    let mut b = postings.clone();
+    put(&mut b, rows_at, &u32::MAX.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "not ascending"));
+    let mut b = postings.clone();
+    b.extend_from_slice(&[0; 8]);
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "trailing"));
+    let mut b = postings.clone();
+    b.truncate(b.len() - 8);
+    cases.push((section_kind::SEG_ATTRIBUTE_POSTINGS, b, "needs"));
+    // Zones: 4096 u32 | n u32 | column u32 | type u8 | 0 ×3 | z u64 | (lo, hi) × z | …
+    let mut b = zones.clone();
+    put(&mut b, 0, &1024u32.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_ZONES, b, "zones of 1024 rows"));
+    let mut b = zones.clone();
+    put(&mut b, 12, &[2]);
+    cases.push((section_kind::SEG_ATTRIBUTE_ZONES, b, "comes"));
+    let mut b = zones.clone();
+    put(&mut b, 13, &[1]);
+    cases.push((section_kind::SEG_ATTRIBUTE_ZONES, b, "reserved"));
+    let mut b = zones.clone();
+    put(&mut b, 16, &4u64.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_ZONES, b, "zones for"));
+    let mut b = zones.clone();
+    put(&mut b, 24, &i64::MAX.to_le_bytes());
+    cases.push((section_kind::SEG_ATTRIBUTE_ZONES, b, "has bounds"));
+    for (kind, bytes, says) in cases {
+        let name = section_kind::name(FileKind::Segment, kind).unwrap();
+        let bad = rewrite_sections(&seg, 8, |k, _| {
+            (k == kind).then(|| (false, Some(bytes.clone())))
+        });
+        let c = codedb::format::Container::from_slice(&bad, Path::new("s"), None).unwrap();
+        let r =
+            SegmentReader::from_container(c, codedb::format::ChecksumPolicy::SkipColumns).unwrap();
+        let err = r.attribute_index().unwrap_err();
+        assert!(
+            matches!(err, FormatError::Corrupt { ref section, .. }
+                | FormatError::Truncated { ref section, .. } if section == name)
+                && err.to_string().contains(says),
+            "{says}: {err}"
+        );
+    }
+    // Well-formed but not the column's: found by verify's comparison, naming the column.
+    let mut b = zones.clone();
+    put(&mut b, 24, &1000i64.to_le_bytes());
+    let bad = rewrite_sections(&seg, 8, |k, _| {
+        (k == section_kind::SEG_ATTRIBUTE_ZONES).then(|| (false, Some(b.clone())))
+    });
+    let r = SegmentReader::from_bytes(&bad, Path::new("s")).unwrap();
+    let err = r.check_attribute_index().unwrap_err();
+    assert!(
+        matches!(err, FormatError::Corrupt { ref section, .. } if section == "attribute_zones")
+            && err.to_string().contains("column year"),
+        "{err}"
+    );
 }

@@ -85,6 +85,34 @@ fn exercise_segment(r: &SegmentReader) {
         .expect("re-encoded attributes must decode");
         let again = codedb::format::attribute_columns::encode(&back).expect("second encoding");
         assert!(again == bytes, "attributes: encoding is not a fixed point");
+        // Stored tag postings and zone maps (format 1.8): what reads is the columns' index
+        // shape, and the sections this build writes for the columns read back as the index
+        // built from them.
+        if let Ok(Some(ix)) = r.attribute_index() {
+            for i in 0..a.schema().len() {
+                let c = ix.column(i).expect("an index per column");
+                if let (Some((_, n)), Some(codedb::format::ColumnData::Tags { values, .. })) =
+                    (c.describe(), a.column(i))
+                {
+                    assert_eq!(n, values.len(), "postings hold every tag of every row");
+                }
+            }
+            let _ = r.check_attribute_index();
+        }
+        let (p, z) = codedb::format::attribute_index::AttributeIndex::encode(a);
+        let back = codedb::format::attribute_index::AttributeIndex::decode(
+            Some(&p),
+            Some(&z),
+            a,
+            Path::new(REWRITTEN),
+        )
+        .expect("the indexes this build writes must read");
+        let built = codedb::format::attribute_index::AttributeIndex::build(a);
+        assert_eq!(
+            back.first_difference(&built),
+            None,
+            "stored indexes read back as built"
+        );
     }
     if let (Ok(Some(v)), Some((_, dim))) = (r.vectors(), m.vectors) {
         let n = match &v {

@@ -77,15 +77,20 @@ pub enum FormatVersion {
     /// `attribute_schema`, REQUIRED). A 1.6 reader refuses such files (an unknown required
     /// section, a reserved record flag); every 1.6 file is a valid 1.7 file.
     V1_7,
+    /// 1.8: segments with attribute columns store their tag postings and zone maps (optional
+    /// sections 12 `attribute_postings` and 13 `attribute_zones`, FORMAT.md §3.8), so opening
+    /// one reads them instead of rebuilding them. A 1.7 reader skips the sections and builds
+    /// the same indexes in memory; every 1.7 file is a valid 1.8 file.
+    V1_8,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::V1_7;
+    pub const CURRENT: FormatVersion = FormatVersion::V1_8;
     /// Major version this build reads and writes; any other major is refused.
     pub const MAJOR: u16 = 1;
     /// Newest minor version this build understands.
-    pub const MINOR: u16 = 7;
+    pub const MINOR: u16 = 8;
 
     /// The `(major, minor)` numbers stored in the header.
     pub fn numbers(self) -> (u16, u16) {
@@ -98,6 +103,7 @@ impl FormatVersion {
             FormatVersion::V1_5 => (1, 5),
             FormatVersion::V1_6 => (1, 6),
             FormatVersion::V1_7 => (1, 7),
+            FormatVersion::V1_8 => (1, 8),
         }
     }
 }

@@ -34,6 +34,12 @@ pub const SEG_MIH: u32 = 10;
 /// The rows' attribute columns (format 1.7, required: a reader that does not know it would
 /// drop the columns on compaction; FORMAT.md §3.7).
 pub const SEG_ATTRIBUTES: u32 = 11;
+/// The tag postings of a segment's `tags` columns (format 1.8, optional: a reader that does
+/// not know it builds them from the columns; FORMAT.md §3.8).
+pub const SEG_ATTRIBUTE_POSTINGS: u32 = 12;
+/// The zone maps of a segment's `int`, `float` and `timestamp` columns (format 1.8, optional:
+/// a reader that does not know it builds them from the columns; FORMAT.md §3.8).
+pub const SEG_ATTRIBUTE_ZONES: u32 = 13;
 
 // model (§4)
 /// One model stage; one section per stage, in pipeline order (FORMAT.md §4.2).
@@ -89,6 +95,8 @@ pub fn name(file: FileKind, kind: u32) -> Option<&'static str> {
         (FileKind::Segment, SEG_BLOCK_CHECKSUMS) => "block_checksums",
         (FileKind::Segment, SEG_MIH) => "mih",
         (FileKind::Segment, SEG_ATTRIBUTES) => "attributes",
+        (FileKind::Segment, SEG_ATTRIBUTE_POSTINGS) => "attribute_postings",
+        (FileKind::Segment, SEG_ATTRIBUTE_ZONES) => "attribute_zones",
         (FileKind::Model, MODEL_STAGE) => "stage",
         (FileKind::ClassTable, CLS_RECORDS) => "classes",
         (FileKind::ClassTable, CLS_NAMES) => "names",

@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::attribute_index::AttributeIndex;
+use super::attribute_index::{self as attribute_index, AttributeIndex, IndexSource};
 use super::block_checksums::{self, ColumnCheck};
 use super::container::Codec;
 use super::container::FileKind;
@@ -43,7 +43,7 @@ use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::VectorSlice;
 use super::{
     attribute_columns::{self, Attributes},
-    section_kind::SEG_ATTRIBUTES,
+    section_kind::{SEG_ATTRIBUTE_POSTINGS, SEG_ATTRIBUTE_ZONES, SEG_ATTRIBUTES},
 };
 
 /// One entry of a segment's list index (FORMAT.md §3.3): the rows of list `list` start at
@@ -141,8 +141,12 @@ pub struct SegmentReader {
     attributes: Option<usize>,
     /// The columns, decoded and checked on first touch: `Err((checksum, section, detail))`.
     attributes_read: OnceLock<std::result::Result<Attributes, (bool, String, String)>>,
-    /// The columns' tag postings and zone maps, built on the first filter that reads them.
-    attribute_index: OnceLock<AttributeIndex>,
+    /// The stored tag postings and zone maps' sections (format 1.8), if any.
+    attribute_postings: Option<usize>,
+    attribute_zones: Option<usize>,
+    /// The columns' tag postings and zone maps, read from their sections (checked) or built
+    /// on the first filter that reads them: `Err((checksum, section, detail))`.
+    attribute_index: OnceLock<std::result::Result<AttributeIndex, (bool, String, String)>>,
 }
 
 impl SegmentReader {
@@ -276,6 +280,29 @@ impl SegmentReader {
             }
             found => found,
         };
+        let [attribute_postings, attribute_zones] = [
+            (SEG_ATTRIBUTE_POSTINGS, attribute_index::POSTINGS_SECTION),
+            (SEG_ATTRIBUTE_ZONES, attribute_index::ZONES_SECTION),
+        ]
+        .map(|(kind, name)| -> Result<Option<usize>> {
+            match c.find_one(kind)? {
+                // A file that says 1.0-1.7 is read as such a reader would.
+                Some(i) if c.version() < (1, 8) => {
+                    if c.entries()[i].required() {
+                        return Err(FormatError::UnknownRequiredSection {
+                            path: path.clone(),
+                            section: format!("section kind {kind}"),
+                        });
+                    }
+                    Ok(None)
+                }
+                Some(_) if attributes.is_none() => {
+                    Err(c.corrupt(name, "an index of attribute columns the segment lacks"))
+                }
+                found => Ok(found),
+            }
+        });
+        let (attribute_postings, attribute_zones) = (attribute_postings?, attribute_zones?);
         let checks = column_checks(
             &c,
             [
@@ -302,6 +329,8 @@ impl SegmentReader {
             mih_checked: OnceLock::new(),
             attributes,
             attributes_read: OnceLock::new(),
+            attribute_postings,
+            attribute_zones,
             attribute_index: OnceLock::new(),
         };
         for (i, what) in [(r.ids, "ids")]
@@ -324,6 +353,7 @@ impl SegmentReader {
             r.check_code_padding(true)?;
             r.check_mih()?;
             r.attributes()?;
+            r.attribute_index()?;
         } else {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
             r.check_code_padding(false)?;
@@ -555,14 +585,89 @@ impl SegmentReader {
         }
     }
 
-    /// The tag postings and zone maps of the segment's columns
-    /// ([`AttributeIndex`]), built from them on first use and kept with them; `None` when the
-    /// segment stores no columns. Its columns are read (and checked) first.
+    /// The tag postings and zone maps of the segment's columns ([`AttributeIndex`]), `None`
+    /// when the segment stores no columns. Its columns are read (and checked) first. A
+    /// segment of format 1.8 stores them (sections `attribute_postings` and
+    /// `attribute_zones`, FORMAT.md §3.8): the first call checks those sections' checksums
+    /// and structure — on first touch, like a code block — and remembers the outcome, so a
+    /// damaged section is [`FormatError::ChecksumMismatch`] or [`FormatError::Corrupt`] naming
+    /// the file and the section on every call (never a silent rebuild). A segment without the
+    /// sections (format 1.7) builds them from its columns on first use; either way the result
+    /// is kept with the open segment.
     pub fn attribute_index(&self) -> Result<Option<&AttributeIndex>> {
-        Ok(self.attributes()?.map(|a| {
-            self.attribute_index
-                .get_or_init(|| AttributeIndex::build(a))
-        }))
+        let Some(a) = self.attributes()? else {
+            return Ok(None);
+        };
+        let first = self.attribute_index.get_or_init(|| {
+            if self.attribute_postings.is_none() && self.attribute_zones.is_none() {
+                return Ok(AttributeIndex::build(a));
+            }
+            let mut stored = [None, None];
+            for (k, (i, name)) in [
+                (self.attribute_postings, attribute_index::POSTINGS_SECTION),
+                (self.attribute_zones, attribute_index::ZONES_SECTION),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if let Some(i) = i {
+                    if self.c.verify_section(i).is_err() {
+                        return Err((true, name.to_string(), String::new()));
+                    }
+                    stored[k] = Some(self.c.stored(i));
+                }
+            }
+            AttributeIndex::decode(stored[0], stored[1], a, self.path()).map_err(|e| {
+                let (section, detail) = attribute_index::error_parts(e, "attribute index");
+                (false, section, detail)
+            })
+        });
+        match first {
+            Ok(ix) => Ok(Some(ix)),
+            Err((true, section, _)) => Err(FormatError::ChecksumMismatch {
+                path: self.path().to_path_buf(),
+                section: section.clone(),
+            }),
+            Err((false, section, detail)) => Err(FormatError::Corrupt {
+                path: self.path().to_path_buf(),
+                section: section.clone(),
+                detail: detail.clone(),
+            }),
+        }
+    }
+
+    /// Where the segment's attribute index comes from (nothing read): stored sections (format
+    /// 1.8) or built in memory on first use; `None` when the segment stores no columns.
+    pub fn attribute_index_source(&self) -> Option<IndexSource> {
+        self.attributes?;
+        Some(
+            if self.attribute_postings.is_some() || self.attribute_zones.is_some() {
+                IndexSource::Stored
+            } else {
+                IndexSource::Built
+            },
+        )
+    }
+
+    /// The stored indexes checked against the columns (`codedb verify`, O(rows)): rebuilt from
+    /// the decoded columns and compared. A difference is [`FormatError::Corrupt`] naming the
+    /// file, the section and the column. Nothing to check without stored indexes.
+    pub fn check_attribute_index(&self) -> Result<()> {
+        let (Some(a), Some(stored)) = (self.attributes()?, self.attribute_index()?) else {
+            return Ok(());
+        };
+        if stored.source() != IndexSource::Stored {
+            return Ok(());
+        }
+        let rebuilt = AttributeIndex::build(a);
+        if let Some((i, section)) = stored.first_difference(&rebuilt) {
+            let name = a.schema().columns().get(i).map_or("?", |c| c.0.as_str());
+            return Err(self.c.corrupt(
+                section,
+                &format!("column {name}: the stored index differs from the one its values give"),
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the segment stores attribute columns (nothing read).

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::attribute_columns::{self, Attributes};
+use super::attribute_index::AttributeIndex;
 use super::block_checksums::{self, BLOCK_BYTES, MAX_BLOCK_BYTES, MIN_BLOCK_BYTES};
 use super::container::{FileId, FileKind};
 use super::container_writer::ContainerWriter;
@@ -24,11 +25,11 @@ use super::fastscan_layout::{BLOCK_ROWS, MAX_M, block_bytes, pack_block};
 use super::mih_build::{BUILD_BYTES, MihBuild};
 use super::mih_tables::MihShape;
 use super::model_file::CodeKind;
-use super::section_kind::SEG_ATTRIBUTES;
 use super::section_kind::{
     META, SEG_BLOCK_CHECKSUMS, SEG_CODES, SEG_CODES_FASTSCAN, SEG_IDS, SEG_LABELS, SEG_LIST_INDEX,
     SEG_LISTS, SEG_MIH, SEG_VECTORS,
 };
+use super::section_kind::{SEG_ATTRIBUTE_POSTINGS, SEG_ATTRIBUTE_ZONES, SEG_ATTRIBUTES};
 use super::segment_meta::{SegmentMeta, VectorDType};
 use super::segment_vectors::{VectorSlice, VectorSpec};
 
@@ -444,10 +445,13 @@ impl<W: Write> SegmentWriter<W> {
         self.w.write(values.as_bytes())
     }
 
-    /// Writes the rows' attribute columns (section `attributes`, format 1.7, FORMAT.md §3.7),
-    /// after the row columns and before the multi-index hashing tables: `attrs` holds one
-    /// value per row written, in row order. Checked on first touch by readers (section CRC,
-    /// structure, dictionary codes), like the code blocks.
+    /// Writes the rows' attribute columns (section `attributes`, format 1.7, FORMAT.md §3.7)
+    /// and their indexes — the tag postings and the zone maps (sections `attribute_postings`
+    /// and `attribute_zones`, format 1.8, §3.8), so that a reader opening the segment reads
+    /// them rather than building them — after the row columns and before the multi-index
+    /// hashing tables: `attrs` holds one value per row written, in row order. Checked on
+    /// first touch by readers (section CRC, structure, dictionary codes), like the code
+    /// blocks.
     pub fn attributes(&mut self, attrs: &Attributes) -> Result<()> {
         self.require_codes("attributes")?;
         if self.column >= Column::Attributes {
@@ -468,6 +472,14 @@ impl<W: Write> SegmentWriter<W> {
             .map_err(|e| attribute_columns::invalid(&self.path, e))?;
         self.w.begin_section(SEG_ATTRIBUTES, true)?;
         self.w.write(&bytes)?;
+        self.w.end_section()?;
+        // Optional: a reader that skips them builds the same indexes from the columns.
+        let (postings, zones) = AttributeIndex::encode(attrs);
+        self.w.begin_section(SEG_ATTRIBUTE_POSTINGS, false)?;
+        self.w.write(&postings)?;
+        self.w.end_section()?;
+        self.w.begin_section(SEG_ATTRIBUTE_ZONES, false)?;
+        self.w.write(&zones)?;
         self.w.end_section()
     }
 

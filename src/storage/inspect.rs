@@ -10,6 +10,7 @@ use crate::format::{
     stage_kind,
 };
 
+use crate::format::attribute_index::IndexSource;
 use crate::model::Origin;
 
 use super::layout::list_manifests;
@@ -35,6 +36,56 @@ pub struct SectionReport {
     pub required: bool,
     /// Whether the stored bytes match the section's CRC32.
     pub checksum_ok: bool,
+}
+
+/// A segment's tag postings and zone maps (FORMAT.md §3.8), as `inspect` shows them.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttributeIndexReport {
+    /// `stored` (sections `attribute_postings` / `attribute_zones`, format 1.8) or `built in
+    /// memory on first use` (format 1.7: the same indexes, made from the columns).
+    pub source: &'static str,
+    /// One entry per indexed column, in column order.
+    pub columns: Vec<ColumnIndexReport>,
+}
+
+/// The index of one attribute column of a segment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColumnIndexReport {
+    /// The column's name.
+    pub column: String,
+    /// `postings` (a tags column) or `zones` (int, float, timestamp).
+    pub index: &'static str,
+    /// Row numbers of the postings, or zones of the zone map.
+    pub entries: u64,
+    /// Bytes of the column's entry in its stored section; in memory when built.
+    pub bytes: u64,
+}
+
+/// The attribute index of segment `r`, for `inspect` (reads and checks the columns and the
+/// stored sections; builds the index of a 1.7 segment).
+fn attribute_index_report(r: &SegmentReader) -> Result<Option<AttributeIndexReport>, FormatError> {
+    let (Some(a), Some(ix)) = (r.attributes()?, r.attribute_index()?) else {
+        return Ok(None);
+    };
+    let columns = (0..a.schema().len())
+        .filter_map(|i| {
+            let (index, entries) = ix.column(i)?.describe()?;
+            let bytes = match ix.source() {
+                IndexSource::Stored => ix.stored_bytes(i),
+                IndexSource::Built => ix.column(i).map_or(0, |c| c.bytes() as u64),
+            };
+            Some(ColumnIndexReport {
+                column: a.schema().columns()[i].0.clone(),
+                index,
+                entries: entries as u64,
+                bytes,
+            })
+        })
+        .collect();
+    Ok(Some(AttributeIndexReport {
+        source: ix.source().name(),
+        columns,
+    }))
 }
 
 /// One tensor of a model stage.
@@ -126,6 +177,9 @@ pub enum Contents {
         lists: bool,
         /// Stored vectors as `type x dim`, with ` (zstd)` when compressed; `None` when the segment keeps none.
         vectors: Option<String>,
+        /// The tag postings and zone maps of its attribute columns (`None` when it stores
+        /// no columns).
+        attribute_index: Option<AttributeIndexReport>,
     },
     /// A model (FORMAT.md §4).
     Model {
@@ -381,6 +435,7 @@ fn contents(kind: FileKind, c: &Container, path: &Path) -> Result<Contents, Form
                         if has_zstd { " (zstd)" } else { "" }
                     )
                 }),
+                attribute_index: attribute_index_report(&r)?,
             }
         }
         FileKind::Model => {

@@ -232,6 +232,7 @@ fn verify_file(path: &Path, report: &mut VerifyReport, progress: &mut dyn FnMut(
                 r.check_code_padding(true)?;
                 r.check_mih()?;
                 r.attributes()?;
+                r.check_attribute_index()?;
                 let mut seen = HashSet::with_capacity(r.rows());
                 if let Some(pos) = r.ids().iter().position(|id| !seen.insert(*id)) {
                     return Err(r

@@ -12,4 +12,5 @@ pub mod golden_v1_6_hom;
 pub mod golden_v1_6_ivf;
 pub mod golden_v1_6_mih;
 pub mod golden_v1_7;
+pub mod golden_v1_8;
 pub mod npy;

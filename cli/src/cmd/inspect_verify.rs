@@ -237,6 +237,7 @@ fn print_contents(c: &Contents, indent: &str) {
             labels,
             lists,
             vectors,
+            attribute_index,
         } => {
             p("rows", rows.to_string());
             p(
@@ -248,6 +249,17 @@ fn print_contents(c: &Contents, indent: &str) {
             p("labels", yes_no(*labels));
             p("lists", yes_no(*lists));
             p("vectors", vectors.clone().unwrap_or_else(|| "none".into()));
+            if let Some(ix) = attribute_index {
+                let cols: Vec<String> = ix
+                    .columns
+                    .iter()
+                    .map(|c| format!("{} {} {} ({} bytes)", c.column, c.index, c.entries, c.bytes))
+                    .collect();
+                p(
+                    "attribute index",
+                    format!("{}: {}", ix.source, cols.join(", ")),
+                );
+            }
         }
         Contents::Model {
             input_dim,

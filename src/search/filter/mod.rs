@@ -328,6 +328,10 @@ impl CompiledFilter<'_> {
         if unread.get() {
             block.attributes()?;
         }
+        if built.get().is_some_and(|r| r.is_err()) {
+            // A damaged stored index: the segment remembers the failure and says it again.
+            block.attribute_index()?;
+        }
         if let Some(e) = fault.into_inner() {
             return Err(e);
         }
