@@ -136,7 +136,8 @@ pub use search::{
 };
 pub use search::{
     Hit, ListCounts, ListCoverage, MODE_NAMES, ProbeDecision, QueryPlan, SearchError, SearchMode,
-    SearchParams, UnknownMode, fit_classifier_from_index, ivf_probe_decision, train_from_index,
+    SearchParams, UnknownMode, fit_classifier_from_index, ivf_filter_scans_passing,
+    ivf_probe_decision, train_from_index,
 };
 pub use storage::{
     AddOptions, BuildOptions, ClassStats, CompactProgress, CompactProgressFn, CompactionPolicy,

@@ -24,7 +24,7 @@ use super::examples::{
     CodeClassifier, ExampleClassifier, ExampleParams, ExampleSet, Negatives, check_examples,
     in_set, train_balanced,
 };
-use super::execute::{plan_counts, search_planned, search_rows, search_snapshot};
+use super::execute::{passing_rows, plan_counts, search_planned, search_rows, search_snapshot};
 use super::filter::RowFilter;
 use super::ivf_filter::{ListCounts, QueryPlan};
 use super::list_scope::{ListCoverage, list_coverage};
@@ -79,6 +79,12 @@ impl Snapshot {
         count: Option<usize>,
     ) -> Result<Option<Vec<ListCounts>>, SearchError> {
         plan_counts(self, queries, params, start, count)
+    }
+
+    /// The live rows `filter` passes: what the plans of a filtered probed search decide by
+    /// ([`crate::ivf_filter_scans_passing`]; summed over the shards of a sharded index).
+    pub fn passing_rows(&self, filter: &RowFilter) -> Result<u64, SearchError> {
+        passing_rows(self, filter)
     }
 
     /// [`Snapshot::search`] of a probed ADC search of an IVF model under a filter, following

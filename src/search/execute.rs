@@ -14,8 +14,10 @@ use crate::storage::{Block, Snapshot};
 
 use super::code_scan::scan_codes;
 use super::error::{SearchError, invalid};
-use super::filter::{BlockFilter, filter_ranges};
-use super::ivf_filter::{IvfOutcome, ListCounts, QueryPlan, list_counts, search_ivf_filtered};
+use super::filter::{BlockFilter, RowFilter, filter_ranges};
+use super::ivf_filter::{
+    IvfOutcome, ListCounts, QueryPlan, ivf_filter_scans_passing, list_counts, search_ivf_filtered,
+};
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
 use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check};
@@ -78,6 +80,17 @@ pub(crate) fn plan_counts(
     let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
     let live = snapshot.live_rows();
     list_counts(&blocks, model, queries, params, &c, live, start, count).map(Some)
+}
+
+/// The live rows of `snapshot` that `filter` passes (the count the plans of a filtered probed
+/// search decide by, [`ivf_filter_scans_passing`]).
+pub(crate) fn passing_rows(snapshot: &Snapshot, filter: &RowFilter) -> Result<u64, SearchError> {
+    let c = filter.compile(snapshot.attribute_schema())?;
+    let mut n = 0;
+    for b in snapshot.blocks() {
+        n += c.block(&b)?.live_passing;
+    }
+    Ok(n)
 }
 
 /// [`search_snapshot`] following a driver's `plan` for the filtered IVF plan: per query the
@@ -223,9 +236,7 @@ fn search_plan(
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {
         let passing: u64 = fs.iter().map(|f| f.live_passing).sum();
-        let share = n as f64 / coarse.lists() as f64;
-        let probed = snapshot.live_rows() as f64 * share;
-        if passing as f64 <= probed || (passing as f64 * share) < params.k as f64 {
+        if ivf_filter_scans_passing(passing, snapshot.live_rows(), n, coarse.lists(), params.k) {
             let exact =
                 params.mode == SearchMode::AdcL2 && params.rerank.is_some() && source.is_some();
             let all = SearchParams {

@@ -168,6 +168,26 @@ pub fn ivf_probe_decision(
     decision
 }
 
+/// The plan of a probed IVF search under a filter in the modes the filtered IVF plan does not
+/// scan (the exact ones): every query scans the passing rows instead of its lists when the
+/// `passing` live rows are no more than its `nprobe` of `lists` lists hold (nprobe/K of the
+/// `live` rows), or those lists are expected to hold fewer than `k` of them (nprobe/K of the
+/// passing rows): no more rows than the probed search, none of them missed. `k` is capped at
+/// the live rows as every search caps it. With `passing` and `live` summed over the shards of
+/// a sharded index, the decision of one index holding every row.
+pub fn ivf_filter_scans_passing(
+    passing: u64,
+    live: u64,
+    nprobe: usize,
+    lists: usize,
+    k: usize,
+) -> bool {
+    let k = plan_target(k, None, live);
+    let share = nprobe as f64 / lists.max(1) as f64;
+    let probed = live as f64 * share;
+    passing as f64 <= probed || (passing as f64 * share) < k as f64
+}
+
 /// A query's lists in probe order: its `nprobe` nearest (`first`, as probed), then the others
 /// of `all` (every list by distance) in their order.
 fn probe_order(first: &[(u32, f32)], all: &[(u32, f32)]) -> Vec<(u32, f32)> {
