@@ -121,24 +121,6 @@ fn spec_from_faiss(factory: &str, d: Option<i128>) -> PyResult<(String, Vec<Stri
     engine::spec_from_faiss(factory, dim).py_err()
 }
 
-/// Whether a search in ``mode`` ranks larger scores first: the inner-product modes (the
-/// engine's ``SearchMode::larger_is_better``), what a merge of several indexes' results sorts
-/// by (``codedb.distributed``).
-///
-/// Parameters
-/// ----------
-/// mode : str, optional, default None
-///     A mode name as ``search`` takes it (None, the natural mode of any codes, ranks smaller
-///     first; so does a name no mode has, which ``search`` refuses).
-///
-/// Returns
-/// -------
-/// bool
-///
-/// Examples
-/// --------
-/// >>> codedb._codedb.larger_is_better("adc-ip"), codedb._codedb.larger_is_better("hamming")
-/// (True, False)
 /// The filtered IVF plan's decision for one query from its lists' counts in probe order.
 ///
 /// The rule one index follows (docs/filtering.md, "IVF"; Jégou et al., TPAMI 2011, §III-A): the
@@ -278,6 +260,24 @@ fn ivf_filter_scans_passing(
     ))
 }
 
+/// Whether a search in ``mode`` ranks larger scores first: the inner-product modes (the
+/// engine's ``SearchMode::larger_is_better``), what a merge of several indexes' results sorts
+/// by (``codedb.distributed``).
+///
+/// Parameters
+/// ----------
+/// mode : str, optional, default None
+///     A mode name as ``search`` takes it (None, the natural mode of any codes, ranks smaller
+///     first; so does a name no mode has, which ``search`` refuses).
+///
+/// Returns
+/// -------
+/// bool
+///
+/// Examples
+/// --------
+/// >>> codedb._codedb.larger_is_better("adc-ip"), codedb._codedb.larger_is_better("hamming")
+/// (True, False)
 #[pyfunction]
 #[pyo3(signature = (mode=None))]
 fn larger_is_better(mode: Option<&str>) -> bool {

@@ -161,7 +161,7 @@ macro_rules! query_methods {
             ///
             /// Examples
             /// --------
-            /// >>> m = codedb.train(x, "ivf:4,pq:4x4", seed=3)
+            /// >>> m = codedb.train(x, "ivf:4,pq:4x8", seed=3)
             /// >>> idx = codedb.Index.build(path, m, x)
             /// >>> lists, passing, read = idx.ivf_list_counts(x[:1], k=5, nprobe=1, where="id < 100")[0]
             /// >>> len(lists) >= 1 and bool((passing <= read).all())
@@ -273,7 +273,7 @@ macro_rules! query_methods {
             ///
             /// Examples
             /// --------
-            /// >>> m = codedb.train(x, "ivf:4,pq:4x4", seed=3)
+            /// >>> m = codedb.train(x, "ivf:4,pq:4x8", seed=3)
             /// >>> idx = codedb.Index.build(path, m, x)
             /// >>> D, I = idx.search_ivf_planned(x[:2], [[0, 1], None], k=3, nprobe=1, where="id < 100")
             /// >>> I.shape
