@@ -135,8 +135,9 @@ pub use search::{
     Negatives, example_groups,
 };
 pub use search::{
-    Hit, ListCoverage, MODE_NAMES, SearchError, SearchMode, SearchParams, UnknownMode,
-    fit_classifier_from_index, train_from_index,
+    Hit, ListCounts, ListCoverage, MODE_NAMES, ProbeDecision, QueryPlan, SearchError, SearchMode,
+    SearchParams, UnknownMode, fit_classifier_from_index, ivf_filter_scans_passing,
+    ivf_probe_decision, train_from_index,
 };
 pub use storage::{
     AddOptions, BuildOptions, ClassStats, CompactProgress, CompactProgressFn, CompactionPolicy,

@@ -6,7 +6,16 @@ FAISS-shaped results, classify with class means. See README.md for the quick sta
 
 from __future__ import annotations
 
-from codedb._codedb import Index, Model, Snapshot, classify_sums, spec_from_faiss, train
+from codedb._codedb import (
+    Index,
+    Model,
+    Snapshot,
+    classify_sums,
+    ivf_filter_scans_passing,
+    ivf_probe_decision,
+    spec_from_faiss,
+    train,
+)
 # The Cargo package version (`codedb --version` prints the same).
 from codedb._codedb import __version__ as __version__
 from codedb._errors import (
@@ -30,6 +39,8 @@ __all__ = [
     "Snapshot",
     "train",
     "classify_sums",
+    "ivf_probe_decision",
+    "ivf_filter_scans_passing",
     "spec_from_faiss",
     "AlreadyExistsError",
     "ClosedError",

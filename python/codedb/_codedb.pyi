@@ -11,7 +11,7 @@ from typing_extensions import TypeAlias
 
 from codedb._errors import FallbackWarning as FallbackWarning
 
-__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "larger_is_better", "spec_from_faiss", "train"]
+__all__ = ["FallbackWarning", "Index", "Model", "Snapshot", "__version__", "classify_sums", "ivf_filter_scans_passing", "ivf_probe_decision", "larger_is_better", "spec_from_faiss", "train"]
 
 __version__: str
 
@@ -73,6 +73,16 @@ def classify_sums(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
 
 def spec_from_faiss(factory: str, d: int | None = None) -> tuple[str, list[str]]: ...
+def ivf_probe_decision(
+    passing: Sequence[int],
+    read: Sequence[int],
+    nprobe: int,
+    lists: int,
+    k: int,
+    rerank: int | None = None,
+    live: int = 0,
+) -> int | str | None: ...
+def ivf_filter_scans_passing(passing: int, live: int, nprobe: int, lists: int, k: int) -> bool: ...
 
 @final
 class Snapshot:
@@ -284,6 +294,36 @@ class Snapshot:
         *,
         as_frame: Literal[True],
     ) -> Any: ...
+    def ivf_list_counts(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        start: Iterable[int] | None = None,
+        count: int | None = None,
+    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] | None: ...
+    def search_ivf_planned(
+        self,
+        q: ArrayLike,
+        plan: Sequence[Iterable[int] | None],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    def passing_rows(
+        self,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> int: ...
     @overload
     def search_radius(
         self,
@@ -609,6 +649,36 @@ class Index:
         *,
         as_frame: Literal[True],
     ) -> Any: ...
+    def ivf_list_counts(
+        self,
+        q: ArrayLike,
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+        start: Iterable[int] | None = None,
+        count: int | None = None,
+    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] | None: ...
+    def search_ivf_planned(
+        self,
+        q: ArrayLike,
+        plan: Sequence[Iterable[int] | None],
+        k: int = 10,
+        mode: str | None = None,
+        rerank: int | None = None,
+        nprobe: int | None = None,
+        threads: int = 1,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+    def passing_rows(
+        self,
+        where: str | None = None,
+        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> int: ...
     @overload
     def search_radius(
         self,

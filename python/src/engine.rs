@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ndarray::ArrayView2;
 
 pub use codedb::model::CcaRho;
-pub use codedb::{ClassRef, Error, Index, MihChoice, Model, RowFilter, Snapshot};
+pub use codedb::{ClassRef, Error, Index, MihChoice, Model, ProbeDecision, RowFilter, Snapshot};
 
 use codedb::format::VectorDType;
 use codedb::model::PamirReport;
@@ -557,6 +557,102 @@ pub fn search_text(
     })?;
     let ignored = prepared.into_iter().map(|q| q.vector.unknown).collect();
     Ok((hits, ignored))
+}
+
+/// The filtered IVF plan's counts per query (`Snapshot::ivf_list_counts`): `None` when a
+/// search of `query` does not run the plan (for no query at all: an empty list). In chunks of
+/// queries, each chunk's `start` positions with it, so Ctrl-C stops a large batch.
+pub fn ivf_list_counts(
+    snap: &Snapshot,
+    q: ArrayView2<f32>,
+    query: &Query<'_>,
+    start: &[usize],
+    count: Option<usize>,
+    cancel: &Cancel,
+) -> Result<Option<Vec<codedb::ListCounts>>> {
+    let p = params(resolve_mode(snap, query.mode)?, query);
+    if !start.is_empty() && start.len() != q.nrows() {
+        // The engine's own refusal, before the chunks split `start`.
+        return Ok(snap.ivf_list_counts(q, &p, start, count)?);
+    }
+    let mut applies = true;
+    let counts = in_chunks(q.nrows(), cancel, |r| {
+        let from = if start.is_empty() {
+            &[][..]
+        } else {
+            &start[r.clone()]
+        };
+        let got = snap.ivf_list_counts(q.slice(ndarray::s![r, ..]), &p, from, count)?;
+        applies &= got.is_some();
+        Ok(got.unwrap_or_default())
+    })?;
+    Ok(applies.then_some(counts))
+}
+
+/// The filtered IVF plan's decision for one query from its lists' counts in probe order
+/// (`codedb::ivf_probe_decision`).
+pub fn ivf_probe_decision(
+    passing: &[u64],
+    read: &[u64],
+    nprobe: usize,
+    lists: usize,
+    k: usize,
+    rerank: Option<usize>,
+    live: u64,
+) -> ProbeDecision {
+    codedb::ivf_probe_decision(passing, read, nprobe, lists, k, rerank, live)
+}
+
+/// The live rows `filter` passes (every live row without one).
+pub fn passing_rows(snap: &Snapshot, filter: Option<&RowFilter>) -> Result<u64> {
+    Ok(match filter {
+        Some(f) => snap.passing_rows(f)?,
+        None => snap.live_rows(),
+    })
+}
+
+/// Whether a probed IVF search under a filter in an exact mode scans the passing rows
+/// (`codedb::ivf_filter_scans_passing`).
+pub fn ivf_filter_scans_passing(
+    passing: u64,
+    live: u64,
+    nprobe: usize,
+    lists: usize,
+    k: usize,
+) -> bool {
+    codedb::ivf_filter_scans_passing(passing, live, nprobe, lists, k)
+}
+
+/// A k-NN search following a driver's plan per query (`Snapshot::search_ivf_planned`).
+pub fn search_ivf_planned(
+    snap: &Snapshot,
+    q: ArrayView2<f32>,
+    query: &Query<'_>,
+    plan: &[Option<Vec<u32>>],
+    cancel: &Cancel,
+) -> Result<(Hits, Scores)> {
+    let mode = resolve_mode(snap, query.mode)?;
+    let p = params(mode, query);
+    let plan: Vec<codedb::QueryPlan> = plan
+        .iter()
+        .map(|l| match l {
+            Some(l) => codedb::QueryPlan::Lists(l.clone()),
+            None => codedb::QueryPlan::Flat,
+        })
+        .collect();
+    if plan.len() != q.nrows() {
+        // The engine's own refusal, before the chunks split the plan.
+        snap.search_ivf_planned(q, &p, &plan)?;
+    }
+    let hits = in_chunks(q.nrows(), cancel, |r| {
+        let part = &plan[r.clone()];
+        Ok(plain(snap.search_ivf_planned(
+            q.slice(ndarray::s![r, ..]),
+            &p,
+            part,
+        )?))
+    })?;
+    Ok((hits, scores_of(mode, query)))
 }
 
 pub fn search_radius(

@@ -121,6 +121,145 @@ fn spec_from_faiss(factory: &str, d: Option<i128>) -> PyResult<(String, Vec<Stri
     engine::spec_from_faiss(factory, dim).py_err()
 }
 
+/// The filtered IVF plan's decision for one query from its lists' counts in probe order.
+///
+/// The rule one index follows (docs/filtering.md, "IVF"; Jégou et al., TPAMI 2011, §III-A): the
+/// ``nprobe`` nearest lists are read; then the query stops once its lists hold its depth (k, or R when
+/// re-ranked, capped at the live rows) of passing rows or every list was read, and goes to the flat
+/// search over the passing rows once probing on would read more rows than that search. A sharded index
+/// gives it the counts of :meth:`Index.ivf_list_counts` summed over its shards and the live rows of
+/// them all, and so decides what one index holding every row decides.
+///
+/// Parameters
+/// ----------
+/// passing : sequence of int
+///     Per list in probe order, its live rows the filter passes.
+/// read : sequence of int
+///     Per list in probe order, its live rows (as long as ``passing``).
+/// nprobe : int
+///     Lists every query reads at least.
+/// lists : int
+///     The model's lists (``Model.ivf_lists``).
+/// k : int
+///     Results per query.
+/// rerank : int, optional, default None
+///     R when re-ranked.
+/// live : int, default 0
+///     Live rows of the whole index.
+///
+/// Returns
+/// -------
+/// decision : int or str or None
+///     ``n``: scan the first n lists of the probe order; ``"flat"``: the flat search over the passing
+///     rows; None: the counts end before the rule decides (count more lists).
+///
+/// Raises
+/// ------
+/// InvalidArgument
+///     ``passing`` and ``read`` of different lengths, a count out of range.
+///
+/// Examples
+/// --------
+/// >>> codedb.ivf_probe_decision([6, 4, 9], [100, 100, 100], nprobe=2, lists=8, k=10, live=10**6)
+/// 2
+/// >>> codedb.ivf_probe_decision([1, 0], [1000, 1000], nprobe=2, lists=8, k=10, live=10**6)
+/// 'flat'
+#[pyfunction]
+#[pyo3(signature = (passing, read, nprobe, lists, k, rerank=None, live=0))]
+#[allow(clippy::too_many_arguments)]
+fn ivf_probe_decision<'py>(
+    py: Python<'py>,
+    passing: Vec<i128>,
+    read: Vec<i128>,
+    nprobe: i128,
+    lists: i128,
+    k: i128,
+    rerank: Option<i128>,
+    live: i128,
+) -> PyResult<Bound<'py, PyAny>> {
+    if passing.len() != read.len() {
+        return Err(errors::invalid(
+            "read",
+            format!("{} counts, passing has {}", read.len(), passing.len()),
+        ));
+    }
+    let counts = |v: &[i128], name: &str| -> PyResult<Vec<u64>> {
+        v.iter()
+            .map(|&c| arrays::count(c, name, 0).map(|c| c as u64))
+            .collect()
+    };
+    let (p, r) = (counts(&passing, "passing")?, counts(&read, "read")?);
+    let d = engine::ivf_probe_decision(
+        &p,
+        &r,
+        arrays::count(nprobe, "nprobe", 1)?,
+        arrays::count(lists, "lists", 1)?,
+        arrays::count(k, "k", 1)?,
+        rerank.map(|r| arrays::count(r, "rerank", 1)).transpose()?,
+        arrays::count(live, "live", 0)? as u64,
+    );
+    Ok(match d {
+        engine::ProbeDecision::Lists(n) => n.into_pyobject(py)?.into_any(),
+        engine::ProbeDecision::Flat => "flat".into_pyobject(py)?.into_any(),
+        engine::ProbeDecision::Undecided => py.None().into_bound(py),
+    })
+}
+
+/// Whether a probed IVF search under a filter in an exact mode scans every passing row instead of its
+/// lists.
+///
+/// The rule one index follows (docs/filtering.md, "IVF"): when the passing live rows are no more than
+/// the ``nprobe`` of ``lists`` lists hold (nprobe/K of the live rows), or those lists are expected to
+/// hold fewer than k of them, every query scans the passing rows. A sharded index gives it the passing
+/// and live rows of all its shards (:meth:`Index.passing_rows`).
+///
+/// Parameters
+/// ----------
+/// passing : int
+///     Live rows the filter passes.
+/// live : int
+///     Live rows.
+/// nprobe : int
+///     Lists a query probes.
+/// lists : int
+///     The model's lists (``Model.ivf_lists``).
+/// k : int
+///     Results per query.
+///
+/// Returns
+/// -------
+/// scans : bool
+///     True: every query scans the passing rows; False: each its ``nprobe`` lists.
+///
+/// Raises
+/// ------
+/// InvalidArgument
+///     A count out of range.
+///
+/// Examples
+/// --------
+/// >>> codedb.ivf_filter_scans_passing(passing=50, live=10**6, nprobe=4, lists=64, k=10)
+/// True
+/// >>> codedb.ivf_filter_scans_passing(passing=10**5, live=10**6, nprobe=4, lists=64, k=10)
+/// False
+#[pyfunction]
+#[pyo3(signature = (passing, live, nprobe, lists, k))]
+fn ivf_filter_scans_passing(
+    passing: i128,
+    live: i128,
+    nprobe: i128,
+    lists: i128,
+    k: i128,
+) -> PyResult<bool> {
+    Ok(engine::ivf_filter_scans_passing(
+        arrays::count(passing, "passing", 0)? as u64,
+        arrays::count(live, "live", 0)? as u64,
+        arrays::count(nprobe, "nprobe", 1)?,
+        arrays::count(lists, "lists", 1)?,
+        arrays::count(k, "k", 1)?,
+    ))
+}
+
 /// Whether a search in ``mode`` ranks larger scores first: the inner-product modes (the
 /// engine's ``SearchMode::larger_is_better``), what a merge of several indexes' results sorts
 /// by (``codedb.distributed``).
@@ -157,6 +296,8 @@ fn _codedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_sums, m)?)?;
     m.add_function(wrap_pyfunction!(spec_from_faiss, m)?)?;
     m.add_function(wrap_pyfunction!(larger_is_better, m)?)?;
+    m.add_function(wrap_pyfunction!(ivf_probe_decision, m)?)?;
+    m.add_function(wrap_pyfunction!(ivf_filter_scans_passing, m)?)?;
     // The warning an open that fell back raises, here too (the one class of `codedb._errors`),
     // so code holding the native module (`codedb.distributed`) can subclass it.
     let errors = m.py().import("codedb._errors")?;

@@ -526,3 +526,115 @@ pub fn reconstruct<'py>(
     let (values, dim) = py.detach(|| engine::reconstruct(snap, &ids)).py_err()?;
     arrays::matrix(py, values, ids.len(), dim)
 }
+
+/// `ivf_list_counts`: per query `(lists, passing, read)` as int64 arrays, or `None` when a
+/// search with these arguments does not run the filtered IVF plan.
+pub fn ivf_list_counts<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    q: &Bound<'py, PyAny>,
+    a: &QueryArgs<'_, 'py>,
+    start: Option<&Bound<'py, PyAny>>,
+    count: Option<i128>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rows = arrays::rows(q, "q")?;
+    let view = rows.view()?;
+    let query = a.query(snap)?;
+    let start: Vec<usize> = match start {
+        None => Vec::new(),
+        Some(s) => positions(s)?,
+    };
+    let count = count.map(|c| arrays::count(c, "count", 1)).transpose()?;
+    if view.nrows() == 0 {
+        check_empty_width(snap, "q", view.ncols())?;
+    }
+    let got = interrupt::run(py, &Progress::Off, |cancel, _| {
+        engine::ivf_list_counts(snap, view, &query, &start, count, cancel)
+    })?;
+    let Some(got) = got else {
+        return Ok(py.None().into_bound(py));
+    };
+    let as_i64 = |v: &[u64]| -> Vec<i64> {
+        v.iter()
+            .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+            .collect()
+    };
+    let out = PyList::empty(py);
+    for c in got {
+        let lists: Vec<i64> = c.lists.iter().map(|&l| i64::from(l)).collect();
+        let item = PyTuple::new(
+            py,
+            [
+                arrays::vector(py, lists),
+                arrays::vector(py, as_i64(&c.passing)),
+                arrays::vector(py, as_i64(&c.read)),
+            ],
+        )?;
+        out.append(item)?;
+    }
+    Ok(out.into_any())
+}
+
+/// `start=`: one non-negative position per query.
+fn positions(s: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let mut out = Vec::new();
+    for item in s.try_iter()? {
+        let v: i128 = item?
+            .extract()
+            .map_err(|_| invalid("start", "expected one integer position per query"))?;
+        out.push(arrays::count(v, "start", 0)?);
+    }
+    Ok(out)
+}
+
+/// `plan=`: per query a sequence of list ids, or `None` for the flat search.
+fn plan_entries(plan: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Vec<u32>>>> {
+    let mut out = Vec::new();
+    for (qi, item) in plan.try_iter()?.enumerate() {
+        let item = item?;
+        if item.is_none() {
+            out.push(None);
+            continue;
+        }
+        let mut lists = Vec::new();
+        for l in item
+            .try_iter()
+            .map_err(|_| invalid("plan", format!("query {qi}: expected list ids or None")))?
+        {
+            let v: i128 = l?
+                .extract()
+                .map_err(|_| invalid("plan", format!("query {qi}: expected integer list ids")))?;
+            let l = u32::try_from(v)
+                .map_err(|_| invalid("plan", format!("query {qi}: list {v} out of range")))?;
+            lists.push(l);
+        }
+        out.push(Some(lists));
+    }
+    Ok(out)
+}
+
+/// `search_ivf_planned`: `(D, I)` as `search` returns them.
+pub fn search_ivf_planned<'py>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    q: &Bound<'py, PyAny>,
+    plan: &Bound<'py, PyAny>,
+    a: &QueryArgs<'_, 'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rows = arrays::rows(q, "q")?;
+    let view = rows.view()?;
+    let nq = view.nrows();
+    let plan = plan_entries(plan)?;
+    let query = a.query(snap)?;
+    let cols = columns(a.k, engine::live_rows(snap));
+    let out = ResultColumns::new(None, false)?;
+    if nq == 0 && plan.is_empty() {
+        check_empty_width(snap, "q", view.ncols())?;
+        let scores = engine::search_scores(snap, &query).py_err()?;
+        return out.knn(py, snap, &[], 0, cols, scores);
+    }
+    let (hits, scores) = interrupt::run(py, &Progress::Off, |cancel, _| {
+        engine::search_ivf_planned(snap, view, &query, &plan, cancel)
+    })?;
+    out.knn(py, snap, &hits, nq, cols, scores)
+}

@@ -110,6 +110,193 @@ macro_rules! query_methods {
                 crate::query::search(py, &*self.queried()?, q, &args, &out)
             }
 
+            /// The filtered IVF plan's counts per query: its lists in probe order with their passing and
+            /// live rows, for a driver deciding over several shards (docs/filtering.md, "IVF").
+            ///
+            /// A probed ADC search of an IVF model under a filter reads a query's ``nprobe`` nearest lists,
+            /// then the next-nearest while they hold fewer passing rows than it keeps (k, or R when
+            /// re-ranked), unless the flat search over every passing row reads less. A sharded index sums
+            /// these counts over its shards, decides once per query with :func:`ivf_probe_decision` and has
+            /// every shard run :meth:`search_ivf_planned`, so it answers as one index holding every row.
+            ///
+            /// Parameters
+            /// ----------
+            /// q : array_like, shape (nq, d)
+            ///     Query descriptors, as ``search``.
+            /// k : int, default 10
+            ///     Results per query, as ``search`` (with ``rerank``, the depth the plan fills).
+            /// mode : str, optional, default None
+            ///     As ``search``; the plan runs for the ADC mode only.
+            /// rerank : int, optional, default None
+            ///     As ``search``: the plan fills R candidates instead of k.
+            /// nprobe : int, optional, default None
+            ///     Lists every query reads at least (1 ≤ nprobe ≤ the model's lists).
+            /// threads : int, default 1
+            ///     Threads (0: every core); the counts do not depend on it.
+            /// where : str, optional, default None
+            ///     The filter expression, as ``search``.
+            /// ids : iterable of int, optional, default None
+            ///     The id selector, as ``search``.
+            /// start : iterable of int, optional, default None
+            ///     Per query, the position in its probe order to count from (None: every query from 0).
+            /// count : int, optional, default None
+            ///     Lists to count per query from ``start`` (fewer at the end of the order); None: as many as
+            ///     this index's own plan reads before it decides (``nprobe`` at least).
+            ///
+            /// Returns
+            /// -------
+            /// counts : list of tuple or None
+            ///     Per query ``(lists, passing, read)``, int64 arrays in probe order: the list ids, each
+            ///     list's live rows the filter passes and its live rows. None when a search with these
+            ///     arguments does not run the plan (not an IVF model, another mode, no ``nprobe`` or no
+            ///     filter).
+            ///
+            /// Raises
+            /// ------
+            /// InvalidArgument
+            ///     As ``search`` (width, counts, ``nprobe`` out of range, a ``where`` that does not parse);
+            ///     ``start`` not one position per query.
+            /// ClosedError
+            ///     The index or snapshot was closed.
+            ///
+            /// Examples
+            /// --------
+            /// >>> m = codedb.train(x, "ivf:4,pq:4x8", seed=3)
+            /// >>> idx = codedb.Index.build(path, m, x)
+            /// >>> lists, passing, read = idx.ivf_list_counts(x[:1], k=5, nprobe=1, where="id < 100")[0]
+            /// >>> len(lists) >= 1 and bool((passing <= read).all())
+            /// True
+            #[pyo3(signature = (q, k=10, mode=None, rerank=None, nprobe=None, threads=1, r#where=None, ids=None, start=None, count=None))]
+            #[allow(clippy::too_many_arguments)]
+            pub fn ivf_list_counts<'py>(
+                &self,
+                py: Python<'py>,
+                q: &Bound<'py, PyAny>,
+                k: i128,
+                mode: Option<&str>,
+                rerank: Option<i128>,
+                nprobe: Option<i128>,
+                threads: i128,
+                r#where: Option<&str>,
+                ids: Option<&Bound<'py, PyAny>>,
+                start: Option<&Bound<'py, PyAny>>,
+                count: Option<i128>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, None, threads, "auto", r#where, ids)?;
+                crate::query::ivf_list_counts(py, &*self.queried()?, q, &args, start, count)
+            }
+
+            /// Live rows passing a filter: what the plans of a filtered probed search decide by (summed
+            /// over the shards of a sharded index, docs/filtering.md "IVF").
+            ///
+            /// Parameters
+            /// ----------
+            /// where : str, optional, default None
+            ///     The filter expression, as ``search``.
+            /// ids : iterable of int, optional, default None
+            ///     The id selector, as ``search``.
+            ///
+            /// Returns
+            /// -------
+            /// passing : int
+            ///     The live rows passing both (every live row when neither is given).
+            ///
+            /// Raises
+            /// ------
+            /// InvalidArgument
+            ///     A ``where`` that does not parse or does not type-check, a negative id in ``ids``.
+            /// ClosedError
+            ///     The index or snapshot was closed.
+            ///
+            /// Examples
+            /// --------
+            /// >>> idx = codedb.Index.build(path, model, x)
+            /// >>> idx.passing_rows(where="id < 100"), idx.passing_rows(ids=[1, 2, 10**9])
+            /// (100, 2)
+            #[pyo3(signature = (r#where=None, ids=None))]
+            pub fn passing_rows(
+                &self,
+                py: Python<'_>,
+                r#where: Option<&str>,
+                ids: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<u64> {
+                let snap = self.queried()?;
+                let f = crate::query::FilterArgs::new(r#where, ids)?;
+                let filter = engine::row_filter(&snap, f.expression, f.ids).py_err()?;
+                py.detach(|| engine::passing_rows(&snap, filter.as_ref())).py_err()
+            }
+
+            /// k-NN search following a plan per query: the lists to scan, or the flat search over every
+            /// passing row — what :func:`ivf_probe_decision` decided over every shard's counts
+            /// (:meth:`ivf_list_counts`), so each shard runs the search one index holding every row runs.
+            ///
+            /// Only for a probed ADC search of an IVF model under a filter; scores, ties and padding as
+            /// ``search``.
+            ///
+            /// Parameters
+            /// ----------
+            /// q : array_like, shape (nq, d)
+            ///     Query descriptors, as ``search``.
+            /// plan : sequence
+            ///     One entry per query: an iterable of list ids to scan, or None for the flat search over
+            ///     the passing rows.
+            /// k : int, default 10
+            ///     Results per query, as ``search``.
+            /// mode : str, optional, default None
+            ///     As ``search`` (the ADC mode).
+            /// rerank : int, optional, default None
+            ///     As ``search``: the R best of the planned lists re-scored exactly; a flat query gets the
+            ///     exact k best passing rows.
+            /// nprobe : int, optional, default None
+            ///     As ``search`` (required: the plan is that of a probed search).
+            /// threads : int, default 1
+            ///     Scan threads (0: every core).
+            /// where : str, optional, default None
+            ///     The filter expression, as ``search``.
+            /// ids : iterable of int, optional, default None
+            ///     The id selector, as ``search``.
+            ///
+            /// Returns
+            /// -------
+            /// D : numpy.ndarray, shape (nq, k)
+            ///     Scores, as ``search``.
+            /// I : numpy.ndarray of int64, shape (nq, k)
+            ///     Ids, as ``search``.
+            ///
+            /// Raises
+            /// ------
+            /// InvalidArgument
+            ///     As ``search``; a plan without one entry per query, a list id the model lacks or given
+            ///     twice, or a search that does not run the filtered IVF plan.
+            /// ClosedError
+            ///     The index or snapshot was closed.
+            ///
+            /// Examples
+            /// --------
+            /// >>> m = codedb.train(x, "ivf:4,pq:4x8", seed=3)
+            /// >>> idx = codedb.Index.build(path, m, x)
+            /// >>> D, I = idx.search_ivf_planned(x[:2], [[0, 1], None], k=3, nprobe=1, where="id < 100")
+            /// >>> I.shape
+            /// (2, 3)
+            #[pyo3(signature = (q, plan, k=10, mode=None, rerank=None, nprobe=None, threads=1, r#where=None, ids=None))]
+            #[allow(clippy::too_many_arguments)]
+            pub fn search_ivf_planned<'py>(
+                &self,
+                py: Python<'py>,
+                q: &Bound<'py, PyAny>,
+                plan: &Bound<'py, PyAny>,
+                k: i128,
+                mode: Option<&str>,
+                rerank: Option<i128>,
+                nprobe: Option<i128>,
+                threads: i128,
+                r#where: Option<&str>,
+                ids: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let args = crate::query::QueryArgs::new(k, mode, rerank, nprobe, None, threads, "auto", r#where, ids)?;
+                crate::query::search_ivf_planned(py, &*self.queried()?, q, plan, &args)
+            }
+
             /// Text queries ranked by the model's text head (PAMIR; ``train(captions=...)``).
             ///
             /// Words the head does not know are ignored with a ``UserWarning`` naming them; a query with no

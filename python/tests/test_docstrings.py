@@ -19,6 +19,8 @@ import codedb
 OBJECTS = {
     "train": codedb.train,
     "classify_sums": codedb.classify_sums,
+    "ivf_probe_decision": codedb.ivf_probe_decision,
+    "ivf_filter_scans_passing": codedb.ivf_filter_scans_passing,
     "Model": codedb.Model,
     "Index": codedb.Index,
     "Snapshot": codedb.Snapshot,

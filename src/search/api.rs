@@ -24,8 +24,9 @@ use super::examples::{
     CodeClassifier, ExampleClassifier, ExampleParams, ExampleSet, Negatives, check_examples,
     in_set, train_balanced,
 };
-use super::execute::{search_rows, search_snapshot};
+use super::execute::{passing_rows, plan_counts, search_planned, search_rows, search_snapshot};
 use super::filter::RowFilter;
+use super::ivf_filter::{ListCounts, QueryPlan};
 use super::list_scope::{ListCoverage, list_coverage};
 use super::probe;
 use super::query::{Hit, Queries, SearchParams};
@@ -57,6 +58,46 @@ impl Snapshot {
         vectors: &dyn VectorSource,
     ) -> Result<Vec<Vec<Hit>>, SearchError> {
         search_snapshot(self, queries, params, Some(vectors))
+    }
+
+    /// The filtered IVF plan's counts for `queries` (docs/filtering.md, "IVF"): per query its
+    /// lists in probe order — the `nprobe` nearest, then the others by centroid distance
+    /// (Jégou et al., TPAMI 2011, §III-A) — with each list's live rows the filter passes and
+    /// its live rows, from position `start[q]` on (`start` empty: from the first). `count`
+    /// lists per query (fewer at the end of the order), or with `None` as many as this
+    /// snapshot's own plan reads before deciding. `None` when a search with `params` does not
+    /// run the plan (not a probed ADC search of an IVF model under a filter).
+    ///
+    /// With [`crate::ivf_probe_decision`] over counts summed across snapshots and
+    /// [`Snapshot::search_ivf_planned`], a driver of a sharded index makes the decision one
+    /// index holding every row makes, once per query, and has every shard follow it.
+    pub fn ivf_list_counts(
+        &self,
+        queries: ArrayView2<f32>,
+        params: &SearchParams,
+        start: &[usize],
+        count: Option<usize>,
+    ) -> Result<Option<Vec<ListCounts>>, SearchError> {
+        plan_counts(self, queries, params, start, count)
+    }
+
+    /// The live rows `filter` passes: what the plans of a filtered probed search decide by
+    /// ([`crate::ivf_filter_scans_passing`]; summed over the shards of a sharded index).
+    pub fn passing_rows(&self, filter: &RowFilter) -> Result<u64, SearchError> {
+        passing_rows(self, filter)
+    }
+
+    /// [`Snapshot::search`] of a probed ADC search of an IVF model under a filter, following
+    /// `plan` (one [`QueryPlan`] per query: the lists to scan, or the flat search over the
+    /// passing rows) instead of this snapshot's own probing rule: the same scan, re-ranking and
+    /// flat search as the plan, over the lists a driver decided from every shard's counts.
+    pub fn search_ivf_planned(
+        &self,
+        queries: ArrayView2<f32>,
+        params: &SearchParams,
+        plan: &[QueryPlan],
+    ) -> Result<Vec<Vec<Hit>>, SearchError> {
+        search_planned(self, queries, params, plan)
     }
 
     /// Every live row within Hamming `radius` (≤ 2) of each query's code, sorted by distance

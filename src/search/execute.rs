@@ -14,8 +14,10 @@ use crate::storage::{Block, Snapshot};
 
 use super::code_scan::scan_codes;
 use super::error::{SearchError, invalid};
-use super::filter::{BlockFilter, filter_ranges};
-use super::ivf_filter::{IvfOutcome, search_ivf_filtered};
+use super::filter::{BlockFilter, RowFilter, filter_ranges};
+use super::ivf_filter::{
+    IvfOutcome, ListCounts, QueryPlan, ivf_filter_scans_passing, list_counts, search_ivf_filtered,
+};
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
 use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check};
@@ -41,6 +43,85 @@ pub(crate) fn search_rows(
     q: Queries<'_>,
     params: &SearchParams,
     source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    search_plan(snapshot, q, params, source, None)
+}
+
+/// Whether a search of `model` with `params` runs the filtered IVF plan ([`super::ivf_filter`]):
+/// a probed ADC search of an IVF model under a filter, its lists chosen by `nprobe`.
+fn ivf_plan_applies(model: &Model, params: &SearchParams) -> bool {
+    params.filter.is_some()
+        && params.nprobe.is_some()
+        && model.ivf().is_some()
+        && params.mode == SearchMode::AdcL2
+        && params.lists.is_none()
+}
+
+/// The filtered IVF plan's counts of `queries` (see [`list_counts`]; `start` and `count` as
+/// there), or `None` when a search with `params` does not run the plan (another mode, no
+/// filter, no `nprobe`, not an IVF model): the words a driver of several snapshots decides
+/// from ([`super::ivf_probe_decision`]).
+pub(crate) fn plan_counts(
+    snapshot: &Snapshot,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+    start: &[usize],
+    count: Option<usize>,
+) -> Result<Option<Vec<ListCounts>>, SearchError> {
+    let model = snapshot.model()?;
+    check(model, queries, params)?;
+    if !ivf_plan_applies(model, params) {
+        return Ok(None);
+    }
+    let Some(f) = &params.filter else {
+        return Ok(None);
+    };
+    let c = f.compile(snapshot.attribute_schema())?;
+    let blocks: Vec<Block<'_>> = snapshot.blocks().collect();
+    let live = snapshot.live_rows();
+    list_counts(&blocks, model, queries, params, &c, live, start, count).map(Some)
+}
+
+/// The live rows of `snapshot` that `filter` passes (the count the plans of a filtered probed
+/// search decide by, [`ivf_filter_scans_passing`]).
+pub(crate) fn passing_rows(snapshot: &Snapshot, filter: &RowFilter) -> Result<u64, SearchError> {
+    let c = filter.compile(snapshot.attribute_schema())?;
+    let mut n = 0;
+    for b in snapshot.blocks() {
+        n += c.block(&b)?.live_passing;
+    }
+    Ok(n)
+}
+
+/// [`search_snapshot`] following a driver's `plan` for the filtered IVF plan: per query the
+/// lists to scan or the flat search over the passing rows ([`QueryPlan`]), instead of this
+/// snapshot's own probing rule. Only for a search that runs the plan (an ADC search of an
+/// IVF model with `nprobe` and a filter).
+pub(crate) fn search_planned(
+    snapshot: &Snapshot,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+    plan: &[QueryPlan],
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let model = snapshot.model()?;
+    check(model, queries, params)?;
+    if !ivf_plan_applies(model, params) {
+        return Err(invalid(
+            "plan",
+            "a planned search is a probed ADC search of an IVF model under a filter (mode \
+             adc, nprobe and where or ids)",
+        ));
+    }
+    search_plan(snapshot, Queries::Image(queries), params, None, Some(plan))
+}
+
+/// [`search_rows`], the filtered IVF plan following `plan` when given.
+fn search_plan(
+    snapshot: &Snapshot,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+    plan: Option<&[QueryPlan]>,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     let model = snapshot.model()?;
     let queries = q.view();
@@ -75,14 +156,12 @@ pub(crate) fn search_rows(
     // (`ivf_filter`); the queries it leaves to the flat search over the passing rows run
     // below, through the whole blocks' filters.
     let mut ivf_outcomes: Option<Vec<IvfOutcome>> = None;
-    if let (Some(f), Some(_), Queries::Image(v)) = (&params.filter, params.nprobe, q)
-        && model.ivf().is_some()
-        && params.mode == SearchMode::AdcL2
-        && params.lists.is_none()
+    if let (Some(f), Queries::Image(v)) = (&params.filter, q)
+        && ivf_plan_applies(model, params)
     {
         let c = f.compile(snapshot.attribute_schema())?;
         let live = snapshot.live_rows();
-        let out = search_ivf_filtered(&all_blocks, model, v, params, source, &c, live)?;
+        let out = search_ivf_filtered(&all_blocks, model, v, params, source, &c, live, plan)?;
         if out.iter().all(|o| matches!(o, IvfOutcome::Hits(_))) {
             return Ok(out
                 .into_iter()
@@ -157,9 +236,7 @@ pub(crate) fn search_rows(
         && let Some((coarse, n)) = ivf_scan::ivf_nprobe(snapshot.model()?, Some(n))?
     {
         let passing: u64 = fs.iter().map(|f| f.live_passing).sum();
-        let share = n as f64 / coarse.lists() as f64;
-        let probed = snapshot.live_rows() as f64 * share;
-        if passing as f64 <= probed || (passing as f64 * share) < params.k as f64 {
+        if ivf_filter_scans_passing(passing, snapshot.live_rows(), n, coarse.lists(), params.k) {
             let exact =
                 params.mode == SearchMode::AdcL2 && params.rerank.is_some() && source.is_some();
             let all = SearchParams {

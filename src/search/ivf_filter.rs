@@ -14,6 +14,12 @@
 //! rows` with `p̂ = (found + 1) / (rows read + 2)`. Such a query is left to the flat search over the
 //! passing rows ([`IvfOutcome::Flat`]). So a query ends with min(k, passing live rows) hits:
 //! its lists hold that many, or every list was read, or the flat search answers.
+//!
+//! The plan is also offered in words a driver of several snapshots (a sharded index) uses to
+//! reach the one-index answer: [`list_counts`] reports per query its lists in probe order
+//! with their passing and live rows, [`ivf_probe_decision`] (the rule this file's own plan
+//! follows, [`ProbeRule`]) decides from the counts summed over the snapshots, and
+//! [`search_ivf_filtered`] given a [`QueryPlan`] per query scans exactly the decided lists.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -22,6 +28,7 @@ use std::sync::OnceLock;
 
 use ndarray::{ArrayView2, Axis};
 
+use crate::model::CoarseQuantizer;
 use crate::model::Model;
 use crate::scan::{ListTable, ListTopK, LutTerms};
 use crate::storage::Block;
@@ -44,6 +51,197 @@ pub(crate) enum IvfOutcome {
     Flat,
 }
 
+/// What the filtered IVF plan decides for one query from its lists' counts in probe order
+/// ([`ivf_probe_decision`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeDecision {
+    /// Scan the first `n` lists of the probe order.
+    Lists(usize),
+    /// Probing on would read more rows than the flat search over every passing row: that
+    /// search answers the query.
+    Flat,
+    /// The counts given end before the rule decides: the next lists' counts are needed.
+    Undecided,
+}
+
+/// One query's lists in probe order (the `nprobe` nearest centroids, then the others by
+/// distance, Jégou et al., TPAMI 2011, §III-A), from a given position on, with the rows each
+/// holds in one snapshot ([`crate::Snapshot::ivf_list_counts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListCounts {
+    /// The list ids, in probe order.
+    pub lists: Vec<u32>,
+    /// Per list, its live rows the filter passes.
+    pub passing: Vec<u64>,
+    /// Per list, its live rows (passing or not): the measure of the passing fraction.
+    pub read: Vec<u64>,
+}
+
+/// What a filtered IVF search does for one query when the plan is given
+/// ([`crate::Snapshot::search_ivf_planned`]): what [`ivf_probe_decision`] decided over the
+/// counts of every snapshot, so each snapshot runs the same one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryPlan {
+    /// Scan these lists' passing rows (ADC with each list's table, as the plan does).
+    Lists(Vec<u32>),
+    /// The flat search over every passing row.
+    Flat,
+}
+
+/// The probing rule of the filtered IVF plan, fed one list's counts at a time in probe order:
+/// the `nprobe` nearest lists are always read; then a query stops once its lists hold
+/// `target` passing rows or every list was read, and goes flat once [`flat_is_cheaper`].
+#[derive(Debug, Clone)]
+struct ProbeRule {
+    nprobe: usize,
+    lists: usize,
+    target: u64,
+    live: u64,
+    found: u64,
+    read: u64,
+    seen: usize,
+}
+
+impl ProbeRule {
+    fn new(nprobe: usize, lists: usize, target: u64, live: u64) -> ProbeRule {
+        ProbeRule {
+            nprobe: nprobe.min(lists),
+            lists,
+            target,
+            live,
+            found: 0,
+            read: 0,
+            seen: 0,
+        }
+    }
+
+    fn push(&mut self, passing: u64, read: u64) {
+        self.found += passing;
+        self.read += read;
+        self.seen += 1;
+    }
+
+    fn decide(&self) -> ProbeDecision {
+        if self.seen < self.nprobe {
+            return ProbeDecision::Undecided;
+        }
+        if self.found >= self.target || self.seen >= self.lists {
+            return ProbeDecision::Lists(self.seen);
+        }
+        if flat_is_cheaper(self.found, self.read, self.target, self.live) {
+            return ProbeDecision::Flat;
+        }
+        ProbeDecision::Undecided
+    }
+}
+
+/// The collector depth the plan fills for `k` (or `R` when re-ranked) over `live` rows: both
+/// capped at the live rows as every search caps them.
+fn plan_target(k: usize, rerank: Option<usize>, live: u64) -> u64 {
+    let cap = usize::try_from(live).unwrap_or(usize::MAX).max(1);
+    rerank.unwrap_or(k).min(cap) as u64
+}
+
+/// The filtered IVF plan's decision for one query (the module doc; Jégou et al., TPAMI 2011,
+/// §III-A, probing on under a filter): `passing[i]` and `read[i]` are the passing and live
+/// rows of the query's `i`-th list in probe order ([`ListCounts`], summed over the snapshots
+/// of a sharded index), `lists` the model's lists, `k` / `rerank` the search's, `live` the
+/// live rows of the whole index. The same rule the engine's own plan follows, so a driver
+/// deciding from summed counts probes exactly the lists one index holding every row probes.
+pub fn ivf_probe_decision(
+    passing: &[u64],
+    read: &[u64],
+    nprobe: usize,
+    lists: usize,
+    k: usize,
+    rerank: Option<usize>,
+    live: u64,
+) -> ProbeDecision {
+    let mut rule = ProbeRule::new(nprobe, lists, plan_target(k, rerank, live), live);
+    let mut decision = rule.decide();
+    for (&p, &r) in passing.iter().zip(read) {
+        if decision != ProbeDecision::Undecided {
+            break;
+        }
+        rule.push(p, r);
+        decision = rule.decide();
+    }
+    decision
+}
+
+/// The plan of a probed IVF search under a filter in the modes the filtered IVF plan does not
+/// scan (the exact ones): every query scans the passing rows instead of its lists when the
+/// `passing` live rows are no more than its `nprobe` of `lists` lists hold (nprobe/K of the
+/// `live` rows), or those lists are expected to hold fewer than `k` of them (nprobe/K of the
+/// passing rows): no more rows than the probed search, none of them missed. `k` is capped at
+/// the live rows as every search caps it. With `passing` and `live` summed over the shards of
+/// a sharded index, the decision of one index holding every row.
+pub fn ivf_filter_scans_passing(
+    passing: u64,
+    live: u64,
+    nprobe: usize,
+    lists: usize,
+    k: usize,
+) -> bool {
+    let k = plan_target(k, None, live);
+    let share = nprobe as f64 / lists.max(1) as f64;
+    let probed = live as f64 * share;
+    passing as f64 <= probed || (passing as f64 * share) < k as f64
+}
+
+/// A query's lists in probe order, ranked as far as they are read: its `nprobe` nearest
+/// (`first`, as probed), then the others of its `WIDEN` times as many nearest (at least
+/// `WIDEN_MIN`), and so on in stages of `WIDEN` times the lists ranked so far up to every
+/// list, each stage's new lists by centroid distance. Ranking every list
+/// exactly costs more than scanning a few, and most queries that probe on stop within the
+/// first stage. The engine's plan and [`list_counts`] both read this order, so a driver's
+/// decision over summed counts names the lists the engine's own plan would read.
+struct ProbeOrder<'q> {
+    coarse: &'q CoarseQuantizer,
+    row: &'q [f32],
+    order: Vec<(u32, f32)>,
+    ranked: Vec<bool>,
+    /// Lists ranked so far (the nearest `width`).
+    width: usize,
+}
+
+impl<'q> ProbeOrder<'q> {
+    fn new(coarse: &'q CoarseQuantizer, row: &'q [f32], first: &[(u32, f32)]) -> Self {
+        let mut ranked = vec![false; coarse.lists()];
+        for &(l, _) in first {
+            if let Some(r) = ranked.get_mut(l as usize) {
+                *r = true;
+            }
+        }
+        ProbeOrder {
+            coarse,
+            row,
+            order: first.to_vec(),
+            ranked,
+            width: first.len(),
+        }
+    }
+
+    /// The `i`-th list in probe order and its centroid distance; `None` past the last list.
+    fn get(&mut self, i: usize) -> Option<(u32, f32)> {
+        let all = self.coarse.lists();
+        while i >= self.order.len() && self.width < all {
+            let stage = (WIDEN * self.order.len().max(1)).max(WIDEN_MIN).min(all);
+            self.width = if stage > self.width { stage } else { all };
+            let near = self.coarse.probe(self.row, self.width);
+            for &(l, dist) in near.first().map_or(&[][..], |o| o.as_slice()) {
+                if let Some(r) = self.ranked.get_mut(l as usize)
+                    && !*r
+                {
+                    *r = true;
+                    self.order.push((l, dist));
+                }
+            }
+        }
+        self.order.get(i).copied()
+    }
+}
+
 /// The passing live rows of one list over every block, gathered.
 #[derive(Debug, Default)]
 struct ListRows {
@@ -58,8 +256,8 @@ struct ListRows {
 /// Queries a worker takes at once (their inner-product tables are computed together).
 const QUERY_CHUNK: usize = 64;
 
-/// A query probing on first ranks its `WIDEN × nprobe` nearest lists, at least `WIDEN_MIN`,
-/// and all of them only when those do not end it.
+/// A query probing on ranks its nearest lists in stages of `WIDEN` times those ranked so far,
+/// the first at least `WIDEN_MIN` ([`ProbeOrder`]).
 const WIDEN: usize = 4;
 const WIDEN_MIN: usize = 32;
 
@@ -187,7 +385,9 @@ fn flat_is_cheaper(found: u64, read: u64, target: u64, live: u64) -> bool {
 
 /// The filtered IVFADC search of `queries` (see the module doc): per query its hits, or
 /// [`IvfOutcome::Flat`] when the flat search over the passing rows is to answer it. `live`:
-/// the snapshot's live rows.
+/// the snapshot's live rows. `plan`: per query, what a driver decided over the counts of
+/// every snapshot ([`QueryPlan`]), followed instead of this snapshot's own rule.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn search_ivf_filtered(
     blocks: &[Block<'_>],
     model: &Model,
@@ -196,10 +396,15 @@ pub(crate) fn search_ivf_filtered(
     source: Option<&dyn VectorSource>,
     filter: &CompiledFilter<'_>,
     live: u64,
+    plan: Option<&[QueryPlan]>,
 ) -> Result<Vec<IvfOutcome>, SearchError> {
     let (Some((coarse, nprobe)), Some(pq)) = (ivf_nprobe(model, params.nprobe)?, model.pq()) else {
         return Err(invalid("mode", "the model is not an IVF model"));
     };
+    let nq = queries.nrows();
+    if let Some(plan) = plan {
+        check_plan(plan, nq, coarse.lists())?;
+    }
     let threads = params.threads.max(1);
     let kc = params.rerank.unwrap_or(params.k);
     ListTopK::new(kc)?;
@@ -208,8 +413,6 @@ pub(crate) fn search_ivf_filtered(
     let flat: Vec<f32> = y.iter().copied().collect();
     let first = coarse.probe(&flat, nprobe);
     let lists = Lists::new(blocks, filter, coarse.lists(), pq.m())?;
-    let target = kc as u64;
-    let nq = queries.nrows();
     let chunks: Vec<Range<usize>> = (0..nq)
         .step_by(QUERY_CHUNK)
         .map(|s| s..(s + QUERY_CHUNK).min(nq))
@@ -227,7 +430,6 @@ pub(crate) fn search_ivf_filtered(
                     .group(qi)
                     .ok_or_else(|| invalid("queries", "query terms missing"))?;
                 let mut top = ListTopK::new(kc)?;
-                let (mut found, mut read) = (0u64, 0u64);
                 // Scans list `l` into `top`: (passing live rows, live rows) it holds.
                 let mut scan =
                     |l: u32, dist: f32, top: &mut ListTopK| -> Result<(u64, u64), SearchError> {
@@ -241,49 +443,45 @@ pub(crate) fn search_ivf_filtered(
                         top.scan(&table, &rows.codes, &rows.ids, None, 0, l)?;
                         Ok(counts)
                     };
-                for &(l, dist) in &first[q] {
-                    let (f, r) = scan(l, dist, &mut top)?;
-                    (found, read) = (found + f, read + r);
-                }
-                let more = found < target && nprobe < coarse.lists();
-                let mut to_flat = more && flat_is_cheaper(found, read, target, live);
-                if more && !to_flat {
-                    // The query's lists in centroid order, made only when it probes on: its
-                    // `WIDEN` × nprobe (at least `WIDEN_MIN`) nearest, then — if those do not
-                    // end it — all of them (ranking every list exactly costs more than the
-                    // scan of a few lists).
-                    let mut done = vec![false; coarse.lists()];
-                    for &(l, _) in &first[q] {
-                        if let Some(x) = done.get_mut(l as usize) {
-                            *x = true;
+                let qrow = &flat[q * d..(q + 1) * d];
+                let to_flat = match plan.and_then(|p| p.get(q)) {
+                    Some(QueryPlan::Flat) => true,
+                    Some(QueryPlan::Lists(given)) => {
+                        // The decided lists, each with its centroid distance (the ADC table's
+                        // coarse term) from the query's probe of every list.
+                        let all = coarse.probe(qrow, coarse.lists());
+                        let all = all.first().map_or(&[][..], |o| o.as_slice());
+                        for &l in given {
+                            let dist =
+                                all.iter().find(|p| p.0 == l).map(|p| p.1).ok_or_else(|| {
+                                    invalid("plan", format!("list {l} not probed"))
+                                })?;
+                            scan(l, dist, &mut top)?;
                         }
+                        false
                     }
-                    let mut width = (WIDEN * nprobe).max(WIDEN_MIN).min(coarse.lists());
-                    'widen: loop {
-                        let order = coarse.probe(&flat[q * d..(q + 1) * d], width);
-                        for &(l, dist) in order.first().map_or(&[][..], |o| o.as_slice()) {
-                            if found >= target {
-                                break 'widen;
-                            }
-                            if done.get(l as usize).copied().unwrap_or(true) {
-                                continue;
-                            }
-                            if flat_is_cheaper(found, read, target, live) {
-                                to_flat = true;
-                                break 'widen;
-                            }
+                    None => {
+                        let mut rule = ProbeRule::new(nprobe, coarse.lists(), kc as u64, live);
+                        for &(l, dist) in &first[q] {
                             let (f, r) = scan(l, dist, &mut top)?;
-                            (found, read) = (found + f, read + r);
-                            if let Some(x) = done.get_mut(l as usize) {
-                                *x = true;
-                            }
+                            rule.push(f, r);
                         }
-                        if width == coarse.lists() {
-                            break;
+                        let mut decision = rule.decide();
+                        // The query's further lists, ranked only as it probes on.
+                        let mut order = ProbeOrder::new(coarse, qrow, &first[q]);
+                        let mut i = first[q].len();
+                        while decision == ProbeDecision::Undecided {
+                            let Some((l, dist)) = order.get(i) else {
+                                break;
+                            };
+                            let (f, r) = scan(l, dist, &mut top)?;
+                            rule.push(f, r);
+                            decision = rule.decide();
+                            i += 1;
                         }
-                        width = coarse.lists();
+                        decision == ProbeDecision::Flat
                     }
-                }
+                };
                 if to_flat {
                     out.push(None);
                     continue;
@@ -336,9 +534,112 @@ pub(crate) fn search_ivf_filtered(
     Ok(out)
 }
 
+/// A driver's plan checked against the queries and the model: one entry per query, list ids
+/// of the model.
+fn check_plan(plan: &[QueryPlan], nq: usize, lists: usize) -> Result<(), SearchError> {
+    if plan.len() != nq {
+        return Err(invalid(
+            "plan",
+            format!("{} entries for {nq} queries (one per query)", plan.len()),
+        ));
+    }
+    for (q, p) in plan.iter().enumerate() {
+        if let QueryPlan::Lists(ls) = p {
+            if ls.is_empty() {
+                return Err(invalid("plan", format!("query {q}: no list to scan")));
+            }
+            if let Some(l) = ls.iter().find(|&&l| l as usize >= lists) {
+                return Err(invalid(
+                    "plan",
+                    format!("query {q}: list {l} is not a list of the model ({lists} lists)"),
+                ));
+            }
+            let mut sorted = ls.clone();
+            sorted.sort_unstable();
+            if sorted.windows(2).any(|w| w[0] == w[1]) {
+                return Err(invalid("plan", format!("query {q}: a list given twice")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per query, its lists in probe order with their passing and live rows in these blocks
+/// ([`ListCounts`]), from position `start[q]` on (every query from 0 when `start` is empty):
+/// `count` lists (fewer at the end of the order), or with `count` `None` as many as this
+/// snapshot's own plan reads before it decides (the `nprobe` nearest at least). The filter
+/// is evaluated over the reported lists only, as the plan evaluates it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn list_counts(
+    blocks: &[Block<'_>],
+    model: &Model,
+    queries: ArrayView2<f32>,
+    params: &SearchParams,
+    filter: &CompiledFilter<'_>,
+    live: u64,
+    start: &[usize],
+    count: Option<usize>,
+) -> Result<Vec<ListCounts>, SearchError> {
+    let (Some((coarse, nprobe)), Some(pq)) = (ivf_nprobe(model, params.nprobe)?, model.pq()) else {
+        return Err(invalid("mode", "the model is not an IVF model"));
+    };
+    let nq = queries.nrows();
+    if !start.is_empty() && start.len() != nq {
+        return Err(invalid(
+            "start",
+            format!("{} entries for {nq} queries (one per query)", start.len()),
+        ));
+    }
+    let k_lists = coarse.lists();
+    let y = model.project(queries)?;
+    let d = y.ncols();
+    let flat: Vec<f32> = y.iter().copied().collect();
+    let first = coarse.probe(&flat, nprobe);
+    let lists = Lists::new(blocks, filter, k_lists, pq.m())?;
+    let target = plan_target(params.k, params.rerank, live);
+    let chunks: Vec<Range<usize>> = (0..nq)
+        .step_by(QUERY_CHUNK)
+        .map(|s| s..(s + QUERY_CHUNK).min(nq))
+        .collect();
+    in_chunks(&chunks, params.threads.max(1), |r: &Range<usize>| {
+        let mut out = Vec::with_capacity(r.len());
+        for q in r.clone() {
+            let from = start.get(q).copied().unwrap_or(0).min(k_lists);
+            let mut order = ProbeOrder::new(coarse, &flat[q * d..(q + 1) * d], &first[q]);
+            let end = match count {
+                Some(c) => from.saturating_add(c).min(k_lists),
+                None => {
+                    let mut rule = ProbeRule::new(nprobe, k_lists, target, live);
+                    let mut end = k_lists;
+                    let mut i = 0;
+                    while let Some((l, _)) = order.get(i) {
+                        let rows = lists.rows(l)?;
+                        rule.push(rows.ids.len() as u64, rows.read);
+                        i += 1;
+                        if rule.decide() != ProbeDecision::Undecided {
+                            end = i;
+                            break;
+                        }
+                    }
+                    end.max(from)
+                }
+            };
+            let mut c = ListCounts::default();
+            for l in (from..end).filter_map(|i| order.get(i).map(|p| p.0)) {
+                let rows = lists.rows(l)?;
+                c.lists.push(l);
+                c.passing.push(rows.ids.len() as u64);
+                c.read.push(rows.read);
+            }
+            out.push(c);
+        }
+        Ok(out)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::flat_is_cheaper;
+    use super::{ProbeDecision, flat_is_cheaper, ivf_probe_decision};
 
     #[test]
     fn probing_stops_when_the_flat_search_reads_less() {
@@ -353,5 +654,35 @@ mod tests {
         // 20,000 rows without one: the flat search.
         assert!(!flat_is_cheaper(0, 200, 20, 1_000_000));
         assert!(flat_is_cheaper(0, 20_000, 20, 1_000_000));
+    }
+
+    #[test]
+    fn the_decision_reads_the_counts_in_probe_order() {
+        // nprobe 2 of 8 lists, k 10 over 10⁶ live rows.
+        let d = |p: &[u64], r: &[u64]| ivf_probe_decision(p, r, 2, 8, 10, None, 1_000_000);
+        // Fewer than nprobe lists counted: undecided.
+        assert_eq!(d(&[20], &[100]), ProbeDecision::Undecided);
+        // The nprobe lists hold k: those two.
+        assert_eq!(d(&[6, 4, 9], &[100, 100, 100]), ProbeDecision::Lists(2));
+        // 5 of 200 read: probing on is cheaper (5 more at 2.5 %: 200 rows against 25,000).
+        assert_eq!(d(&[3, 2], &[100, 100]), ProbeDecision::Undecided);
+        assert_eq!(
+            d(&[3, 2, 1, 4], &[100, 100, 100, 100]),
+            ProbeDecision::Lists(4)
+        );
+        // 1 of 2,000 read: the flat search reads less (9 more at 0.05 % against 500 rows).
+        assert_eq!(d(&[1, 0, 7], &[1000, 1000, 10]), ProbeDecision::Flat);
+        // Every list read: those lists, however few they hold.
+        let all = [1u64; 8];
+        assert_eq!(
+            ivf_probe_decision(&all, &all, 2, 8, 10, None, 8),
+            ProbeDecision::Lists(8)
+        );
+        // The depth is R when re-ranked, capped at the live rows: R = 50 over 12 live rows
+        // needs 12.
+        assert_eq!(
+            ivf_probe_decision(&[6, 6], &[6, 6], 1, 4, 10, Some(50), 12),
+            ProbeDecision::Lists(2)
+        );
     }
 }

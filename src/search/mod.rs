@@ -66,6 +66,9 @@ pub use examples::{
     CodeClassifier, DEFAULT_RANDOM_NEGATIVES, ExampleClassifier, ExampleParams, ExampleSet,
     Negatives, example_groups,
 };
+pub use ivf_filter::{
+    ListCounts, ProbeDecision, QueryPlan, ivf_filter_scans_passing, ivf_probe_decision,
+};
 pub use list_scope::{ListCoverage, list_coverage};
 pub use mih::{AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice, mih_search};
 pub use mode::{MODE_NAMES, SearchMode, UnknownMode};

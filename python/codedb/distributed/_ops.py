@@ -150,6 +150,53 @@ def _assemble(
     return put(0), None if first[1] is None else put(1)
 
 
+def _op_ivf_counts(
+    target: Any,
+    q: npt.NDArray[np.float32],
+    k: int,
+    mode: str | None,
+    rerank: int | None,
+    threads: int,
+    nprobe: int,
+    where: str | None,
+    ids: Any,
+    start: list[int] | None,
+    count: int | None,
+) -> tuple[Any, int]:
+    """The shard's counts of the filtered IVF plan (:meth:`Index.ivf_list_counts`: per query its
+    lists in probe order, their passing and live rows; ``None`` when the search does not run
+    the plan) and its live rows, which the driver sums to decide as one index."""
+    counts = target.ivf_list_counts(q, k=k, mode=mode, rerank=rerank, nprobe=nprobe,
+                                    threads=threads, where=where, ids=ids, start=start,
+                                    count=count)
+    return counts, len(target)
+
+
+def _op_search_planned(
+    target: Any,
+    q: npt.NDArray[np.float32],
+    plan: list[list[int] | None],
+    k: int,
+    mode: str | None,
+    rerank: int | None,
+    threads: int,
+    nprobe: int,
+    where: str | None,
+    ids: Any,
+) -> tuple[_Result, _Result | None]:
+    """The shard's part of a filtered probed IVF search decided by the driver
+    (:meth:`Index.search_ivf_planned`): its k best of the planned lists; with ``rerank=R`` its R
+    best by code score and the same R re-scored exactly (a flat query: its exact R best passing
+    rows), as :func:`_search_pair` gives them."""
+    kw: dict[str, Any] = {"mode": mode, "nprobe": nprobe, "threads": threads, "where": where,
+                          "ids": ids}
+    if rerank is None:
+        return target.search_ivf_planned(q, plan, k=k, **kw), None
+    codes = target.search_ivf_planned(q, plan, k=rerank, **kw)
+    exact = target.search_ivf_planned(q, plan, k=rerank, rerank=rerank, **kw)
+    return codes, exact
+
+
 def _op_class_sums(target: Any) -> tuple[int, list[dict[str, Any]]]:
     dim, classes = target.class_sums()
     return int(dim), list(classes)
@@ -226,4 +273,6 @@ _OPS: dict[str, Callable[..., Any]] = {
     "info": _op_info,
     "classes": _op_classes,
     "list_coverage": _op_list_coverage,
+    "ivf_counts": _op_ivf_counts,
+    "search_planned": _op_search_planned,
 }

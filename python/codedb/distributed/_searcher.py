@@ -14,6 +14,7 @@ from codedb.distributed._backends import Backend
 from codedb.distributed._layout import ShardLayout
 from codedb.distributed._ops import Args
 from codedb.distributed._route import query_shards
+from codedb.distributed._filtered_probe import ivf_plan, merge_planned
 from codedb.distributed import _attributes
 from codedb.distributed._errors import (
     Missing,
@@ -91,9 +92,12 @@ class ShardedSearcher:
         ``attrs["missing"]`` names the missing shards, with ``allow_partial=True``). ``threads`` is per shard; ``mih``
         ("auto", "on", "off") as :meth:`Index.search`, in every shard. ``where`` and ``ids``
         (docs/filtering.md) go to every shard, so the merge is the k best passing rows of one
-        index holding every row; not with ``nprobe``, whose one-index plan (a query whose
-        probed lists hold too few passing rows probes on, or is answered by the flat search
-        over the passing rows) measures the passing rows of all shards together. A shard that fell back
+        index holding every row. With ``nprobe`` too, the driver plans as one index: an IVF
+        model's ADC search gathers every shard's passing rows per list (one more round trip),
+        decides per query which lists to scan or the flat search over the passing rows, and
+        has every shard run that decision (:mod:`codedb.distributed._filtered_probe`); class
+        lists search every list again for a query left with fewer than k hits. An IVF model in
+        an exact mode is refused with ``where``/``ids`` and ``nprobe``. A shard that fell back
         to an older version answers from it, with a :class:`ShardFallbackWarning` naming it.
 
         ``nprobe`` probes exactly as one index holding every row: an IVF model's coarse
@@ -111,11 +115,6 @@ class ShardedSearcher:
             raise InvalidArgument(f"nprobe: {nprobe}, must be at least 1")
         if nprobe is not None and classes is not None:
             raise InvalidArgument("nprobe: not with classes=[...] (each picks the lists to scan)")
-        if nprobe is not None and (where is not None or ids is not None):
-            raise InvalidArgument(
-                "nprobe: not with where=/ids= on a sharded index (a probed filtered search probes "
-                "on by the passing rows of all shards together)"
-            )
         qa = np.ascontiguousarray(q, dtype=np.float32)
         cls = list(classes) if classes is not None else None
         if ids is not None and not isinstance(ids, np.ndarray):
@@ -128,6 +127,12 @@ class ShardedSearcher:
                 shard_nprobe = nprobe
             else:
                 probes = self._class_probes(qa, nprobe, allow_partial)
+        filtered = nprobe is not None and (where is not None or ids is not None)
+        if filtered and shard_nprobe is not None:
+            return self._search_ivf_filtered(
+                qa, k, mode, rerank, threads, shard_nprobe, where, ids, columns, as_frame,
+                allow_partial,
+            )
         lists, model = self._partition() if shard_nprobe is not None else (None, None)
         if lists is not None and model is not None and qa.ndim == 2 and len(qa):
             ok, missing = self._search_routed(
@@ -145,16 +150,87 @@ class ShardedSearcher:
         if not ok:  # partitioned by list, every shard asked failed
             first = missing[0]
             raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
+        d, i = self._merge(ok, k, rerank, larger)
+        if filtered and qa.ndim == 2 and len(qa):
+            # One index searches every list again for a query whose probed lists hold fewer than
+            # min(k, passing rows) passing rows (_filtered_probe's module doc: why "fewer than
+            # k hits" gives the same answers).
+            short = np.flatnonzero((i >= 0).sum(axis=1) < k)
+            if short.size:
+                again, lost = self._gather(
+                    "search",
+                    (qa[short], k, mode, rerank, cls, threads, mih, None, None, where, ids),
+                    allow_partial,
+                )
+                missing.extend(m for m in lost if m.shard not in {x.shard for x in missing})
+                if again:
+                    ad, ai = self._merge(again, k, rerank, larger)
+                    d[short], i[short] = ad, ai
+                    ok = ok + again
+        return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
+                            allow_partial)
+
+    def _merge(
+        self, ok: list[tuple[int, Any]], k: int, rerank: int | None, larger: bool
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
         if rerank is None:
-            d, i = _merge.merge_topk([r[0] for _, r in ok], k, larger)
-        else:
-            d, i = _merge.merge_reranked(
-                [r[0] for _, r in ok], [r[1] for _, r in ok], k, rerank, larger
-            )
+            return _merge.merge_topk([r[0] for _, r in ok], k, larger)
+        return _merge.merge_reranked(
+            [r[0] for _, r in ok], [r[1] for _, r in ok], k, rerank, larger
+        )
+
+    def _finish(
+        self,
+        qa: npt.NDArray[np.float32],
+        d: npt.NDArray[Any],
+        i: npt.NDArray[np.int64],
+        ok: list[tuple[int, Any]],
+        reranked: bool,
+        columns: str | Sequence[str] | None,
+        as_frame: bool,
+        missing: list[Missing],
+        allow_partial: bool,
+    ) -> Any:
         if columns is None and not as_frame:
             return Partial(d, i, missing) if allow_partial else (d, i)
-        return self._with_columns(qa, d, i, ok, rerank is not None, columns, as_frame,
+        return self._with_columns(qa, d, i, ok, reranked, columns, as_frame,
                                   missing if allow_partial else None)
+
+    def _search_ivf_filtered(
+        self,
+        qa: npt.NDArray[np.float32],
+        k: int,
+        mode: str | None,
+        rerank: int | None,
+        threads: int,
+        nprobe: int,
+        where: str | None,
+        ids: Any,
+        columns: str | Sequence[str] | None,
+        as_frame: bool,
+        allow_partial: bool,
+    ) -> Any:
+        """A probed search of an IVF model under a filter, planned over every shard as one
+        index plans it (:mod:`codedb.distributed._filtered_probe`)."""
+        lists = self._ivf_lists()
+        assert lists is not None
+        planned = ivf_plan(self, qa, k, mode, rerank, threads, nprobe, where, ids, lists,
+                           allow_partial)
+        if planned is None:
+            raise InvalidArgument(
+                f"nprobe: not with where=/ids= in mode {mode!r} on a sharded index (one index "
+                "chooses between its probed lists and every passing row by the passing rows of "
+                "all shards together); search in the ADC mode, or without nprobe"
+            )
+        ok, missing, scanned = planned
+        if not ok:
+            first = missing[0]
+            raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
+        flat = [qi for qi, n in enumerate(scanned) if n is None]
+        d, i = merge_planned([r for _, r in ok], k, rerank, flat,
+                             _merge.larger_is_better(mode))
+        return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
+                            allow_partial)
 
     def _with_columns(
         self,

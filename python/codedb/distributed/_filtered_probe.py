@@ -1,0 +1,125 @@
+"""A probed search under a filter over shards, planned as one index holding every row plans it
+(docs/filtering.md, "IVF"; src/search/ivf_filter.rs).
+
+An IVF model's filtered ADC search reads a query's ``nprobe`` nearest lists, then the
+next-nearest while they hold fewer passing rows than its collector keeps (k, or R when
+re-ranked), unless the flat search over every passing row reads less. Every shard holds part of
+every list, so a shard left to itself would probe on until *it* had k passing rows and judge the
+flat search by *its* passing rows: other lists, other answers. Here the driver
+
+1. gathers each shard's counts per list in probe order (:meth:`Index.ivf_list_counts`: as many
+   lists as the shard's own plan reads, so one round trip usually suffices; a query still
+   undecided over the lists every shard reported asks the shards for more),
+2. sums them and decides once per query with the engine's own rule
+   (:func:`codedb._codedb.ivf_probe_decision`, with the live rows of every shard),
+3. has every shard run that decision (:meth:`Index.search_ivf_planned`) and merges the top-k
+   exactly, ties by id; re-ranked, the global R best code candidates re-scored (the merge of
+   :func:`codedb._merge.merge_reranked`), and a query left to the flat search the exact k best
+   passing rows, as one index answers it.
+
+With class lists (no IVF model) one index probes the lists of the ``nprobe`` nearest class
+means and searches every list again for a query whose probed lists hold fewer than
+min(k, passing rows) passing rows. The driver probes by the merged class means as for any
+probed search and searches every shard again, over every list, for a merged query with fewer
+than k hits: when the whole index has fewer than k passing rows and the probed lists hold them
+all, that second search finds the same rows with the same scores, so the answer is one index's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from codedb import _merge
+from codedb._codedb import ivf_probe_decision
+from codedb.distributed._errors import Missing, ShardError
+
+if TYPE_CHECKING:
+    from codedb.distributed._searcher import ShardedSearcher
+
+_Result = tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
+_Part = tuple[_Result, _Result | None]
+
+
+def ivf_plan(
+    searcher: ShardedSearcher,
+    qa: npt.NDArray[np.float32],
+    k: int,
+    mode: str | None,
+    rerank: int | None,
+    threads: int,
+    nprobe: int,
+    where: str | None,
+    ids: Any,
+    lists: int,
+    allow_partial: bool,
+) -> tuple[list[tuple[int, _Part]], list[Missing], list[int | None]] | None:
+    """Steps 1-2 and the planned search of step 3 (see the module doc): per answering shard its
+    part, the shards left out, and per query the lists scanned (``None``: the flat search).
+    ``None`` when a search with these arguments does not run the filtered IVF plan (an exact
+    mode)."""
+    rest = (k, mode, rerank, threads, nprobe, where, ids)
+    ok, missing = searcher._gather("ivf_counts", (qa, *rest, None, None), allow_partial)
+    if any(r[0] is None for _, r in ok):
+        return None
+    shards = [s for s, _ in ok]
+    live = sum(int(r[1]) for _, r in ok)
+    nq = len(qa)
+    order: list[list[int]] = [[] for _ in range(nq)]
+    passing: list[list[int]] = [[] for _ in range(nq)]
+    read: list[list[int]] = [[] for _ in range(nq)]
+    decided: list[int | str | None] = [None] * nq
+    pending = list(range(nq))
+    answers = {s: r[0] for s, r in ok}
+    while True:
+        for j, qi in enumerate(pending):
+            per = [answers[s][j] for s in shards]
+            known = min(len(c[0]) for c in per)
+            head = np.asarray(per[0][0][:known], dtype=np.int64)
+            for s, c in zip(shards, per):
+                if not np.array_equal(np.asarray(c[0][:known]), head):
+                    raise ShardError(s, searcher.backend.paths[s],
+                                     f"query {qi}: its probe order differs from shard "
+                                     f"{shards[0]}'s (the shards' models differ)")
+            order[qi].extend(int(v) for v in head)
+            passing[qi].extend(int(v) for v in np.sum([c[1][:known] for c in per], axis=0))
+            read[qi].extend(int(v) for v in np.sum([c[2][:known] for c in per], axis=0))
+            decided[qi] = ivf_probe_decision(passing[qi], read[qi], nprobe, lists, k, rerank, live)
+        pending = [qi for qi in pending if decided[qi] is None]
+        if not pending:
+            break
+        # Undecided over the lists every shard reported: the next lists, as many again.
+        start = [len(order[qi]) for qi in pending]
+        count = max(max(start), 1)
+        got, lost = searcher._gather(
+            "ivf_counts", (qa[pending], *rest, start, count), allow_partial, shards
+        )
+        missing.extend(lost)
+        shards = [s for s, _ in got]
+        answers = {s: r[0] for s, r in got}
+    plan: list[list[int] | None] = [
+        order[qi][:d] if isinstance(d, int) else None for qi, d in enumerate(decided)
+    ]
+    got, lost = searcher._gather(
+        "search_planned", (qa, plan, *rest), allow_partial, shards
+    )
+    missing.extend(lost)
+    return got, missing, [None if p is None else len(p) for p in plan]
+
+
+def merge_planned(
+    parts: list[_Part], k: int, rerank: int | None, flat: list[int], larger: bool
+) -> _Result:
+    """The planned search's parts merged (step 3): top-k by (score, id); re-ranked, the global
+    R best code candidates' exact scores, and for the queries in ``flat`` (answered by the flat
+    search, exact over the passing rows when re-ranked) the exact k best."""
+    if rerank is None:
+        return _merge.merge_topk([p[0] for p in parts], k, larger)
+    exact = [p[1] for p in parts if p[1] is not None]
+    d, i = _merge.merge_reranked([p[0] for p in parts], exact, k, rerank, larger)
+    if flat:
+        fd, fi = _merge.merge_topk([(e[0][flat], e[1][flat]) for e in exact], k, larger)
+        d[flat], i[flat] = fd, fi
+    return d, i
