@@ -624,6 +624,8 @@ def main():
                     help="comma-separated: codedb-flat, codedb-ivf, faiss-batch, faiss-bitmap, lancedb")
     ap.add_argument("--threads", default="1,2", help="client threads, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per setting (best of)")
+    ap.add_argument("--filters", help="run only the filters whose text holds one of these "
+                                      "comma-separated strings (e.g. \"'t49',u <\")")
     ap.add_argument("--target", type=float, default=0.9, help="the recall@10 to reach")
     ap.add_argument("--seed", type=int, default=1, help="seed of the data, queries and training")
     ap.add_argument("--candidates", type=int, default=3,
@@ -656,6 +658,11 @@ def main():
     log(f"{ds['name']}: {ds['n']} rows, {len(ds['xq'])} queries, {len(ds['cases'])} filters "
         f"({time.perf_counter() - t0:.1f} s)")
     cases = ds["cases"]
+    if a.filters:
+        wanted = [w.strip() for w in a.filters.split(",") if w.strip()]
+        cases = [c for c in cases if any(w in c.name for w in wanted)]
+        if not cases:
+            raise SystemExit(f"--filters {a.filters!r} names none of the filters")
     masks = [c.mask_fn() for c in cases]
     t0 = time.perf_counter()
     truths = ground_truth(np, ds, masks)

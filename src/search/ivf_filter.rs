@@ -672,10 +672,11 @@ mod tests {
         );
         // 1 of 2,000 read: the flat search reads less (9 more at 0.05 % against 500 rows).
         assert_eq!(d(&[1, 0, 7], &[1000, 1000, 10]), ProbeDecision::Flat);
-        // Every list read: those lists, however few they hold.
-        let all = [1u64; 8];
+        // Every list read: those lists, however few they hold (here empty lists, which say
+        // nothing of the passing fraction, and one row in the last).
+        let last = [0u64, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!(
-            ivf_probe_decision(&all, &all, 2, 8, 10, None, 8),
+            ivf_probe_decision(&last, &last, 2, 8, 10, None, 8),
             ProbeDecision::Lists(8)
         );
         // The depth is R when re-ranked, capped at the live rows: R = 50 over 12 live rows
