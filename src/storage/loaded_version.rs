@@ -274,6 +274,38 @@ pub(crate) fn load_version(
             format!("the manifest names model {}", manifest.model.id),
         ));
     }
+    let segments = open_segments(dir, &manifest, &model, opts)?;
+    let (log, log_tail) = match log_entry {
+        None => (None, None),
+        Some(entry) => {
+            let (view, tail) = open_log(dir, &manifest, &model, entry, whole_log)?;
+            (Some(view), tail)
+        }
+    };
+    let classes = fold_classes(dir, &manifest)?.map(Arc::new);
+    Ok(Loaded {
+        state: VersionState {
+            dir: dir.to_path_buf(),
+            manifest,
+            model: Arc::new(IndexModel::new(model)),
+            segments,
+            log,
+            classes,
+            class_means: ClassMeansCache::default(),
+        },
+        log_tail,
+    })
+}
+
+/// The segments a manifest lists, each checked against the manifest and the index's model
+/// (file id, rows, code layout, stored vectors), with their deletion bitmaps. A step of
+/// [`load_version`].
+fn open_segments(
+    dir: &Path,
+    manifest: &Manifest,
+    model: &ModelFile,
+    opts: &ReadOptions,
+) -> Result<Vec<SegmentSlot>> {
     let layout = (model.code_kind, model.code_bytes, model.code_bits);
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for entry in &manifest.segments {
@@ -335,98 +367,92 @@ pub(crate) fn load_version(
             deletions,
         });
     }
-    let mut log_tail = None;
-    let log = match log_entry {
-        None => None,
-        Some(entry) => {
-            let path = dir.join(&entry.log.name);
-            let bytes = read_log_bytes(&path, (!whole_log).then_some(entry.committed_len))?;
-            let contents = append_log::read_log(&bytes, &path, Some(entry.committed_len))?;
-            let want = LogMeta {
-                code_kind: model.code_kind,
-                code_bytes: model.code_bytes,
-                code_bits: model.code_bits,
-                model_id: model.model_id,
-                vectors: manifest.vectors,
-            };
-            if contents.file_id != entry.log.id {
-                return Err(mismatch(
-                    &path,
-                    "header.file_id",
-                    format!("the manifest names log {}", entry.log.id),
-                ));
-            }
-            if contents.meta != want {
-                return Err(mismatch(
-                    &path,
-                    "log meta",
-                    "written for another model, code layout or stored-vector setting than the index's"
-                        .into(),
-                ));
-            }
-            if contents.rows != entry.rows {
-                return Err(mismatch(
-                    &path,
-                    "log",
-                    format!(
-                        "{} committed rows, the manifest says {}",
-                        contents.rows, entry.rows
-                    ),
-                ));
-            }
-            if whole_log {
-                log_tail = Some((contents.tail.clone(), bytes.len() as u64));
-            }
-            let deletions = match &entry.deletions {
-                None => None,
-                Some(d) => Some(Arc::new(open_bitmap(
-                    dir,
-                    d,
-                    entry.log.id,
-                    None,
-                    entry.deleted,
-                )?)),
-            };
-            if let Some(d) = &deletions
-                && d.rows > entry.rows
-            {
-                return Err(mismatch(
-                    &dir.join(d_name(&entry)),
-                    "meta.rows",
-                    format!("covers {} rows, the log has {}", d.rows, entry.rows),
-                ));
-            }
-            let mut first_row = 0;
-            let batches = contents
-                .batches
-                .into_iter()
-                .map(|b| {
-                    let e = LogBatchEntry::new(b, first_row);
-                    first_row += e.rows();
-                    Arc::new(e)
-                })
-                .collect();
-            Some(LogView {
-                entry,
-                meta: contents.meta,
-                batches,
-                deletions,
-            })
-        }
+    Ok(segments)
+}
+
+/// The active log of a version: its committed batches, checked against the manifest and the
+/// index's model (file id, meta, committed rows), with its deletion bitmap; and `(tail, file
+/// length)` when `whole_log` (the writer's open reads past the committed length). A step of
+/// [`load_version`].
+fn open_log(
+    dir: &Path,
+    manifest: &Manifest,
+    model: &ModelFile,
+    entry: ActiveLogEntry,
+    whole_log: bool,
+) -> Result<(LogView, Option<(LogTail, u64)>)> {
+    let path = dir.join(&entry.log.name);
+    let bytes = read_log_bytes(&path, (!whole_log).then_some(entry.committed_len))?;
+    let contents = append_log::read_log(&bytes, &path, Some(entry.committed_len))?;
+    let want = LogMeta {
+        code_kind: model.code_kind,
+        code_bytes: model.code_bytes,
+        code_bits: model.code_bits,
+        model_id: model.model_id,
+        vectors: manifest.vectors,
     };
-    let classes = fold_classes(dir, &manifest)?.map(Arc::new);
-    Ok(Loaded {
-        state: VersionState {
-            dir: dir.to_path_buf(),
-            manifest,
-            model: Arc::new(IndexModel::new(model)),
-            segments,
-            log,
-            classes,
-            class_means: ClassMeansCache::default(),
-        },
-        log_tail,
-    })
+    if contents.file_id != entry.log.id {
+        return Err(mismatch(
+            &path,
+            "header.file_id",
+            format!("the manifest names log {}", entry.log.id),
+        ));
+    }
+    if contents.meta != want {
+        return Err(mismatch(
+            &path,
+            "log meta",
+            "written for another model, code layout or stored-vector setting than the index's"
+                .into(),
+        ));
+    }
+    if contents.rows != entry.rows {
+        return Err(mismatch(
+            &path,
+            "log",
+            format!(
+                "{} committed rows, the manifest says {}",
+                contents.rows, entry.rows
+            ),
+        ));
+    }
+    let log_tail = whole_log.then(|| (contents.tail.clone(), bytes.len() as u64));
+    let deletions = match &entry.deletions {
+        None => None,
+        Some(d) => Some(Arc::new(open_bitmap(
+            dir,
+            d,
+            entry.log.id,
+            None,
+            entry.deleted,
+        )?)),
+    };
+    if let Some(d) = &deletions
+        && d.rows > entry.rows
+    {
+        return Err(mismatch(
+            &dir.join(d_name(&entry)),
+            "meta.rows",
+            format!("covers {} rows, the log has {}", d.rows, entry.rows),
+        ));
+    }
+    let mut first_row = 0;
+    let batches = contents
+        .batches
+        .into_iter()
+        .map(|b| {
+            let e = LogBatchEntry::new(b, first_row);
+            first_row += e.rows();
+            Arc::new(e)
+        })
+        .collect();
+    let view = LogView {
+        entry,
+        meta: contents.meta,
+        batches,
+        deletions,
+    };
+    Ok((view, log_tail))
 }
 
 fn d_name(entry: &ActiveLogEntry) -> String {
