@@ -7,6 +7,12 @@
 //! (before timing), so the figures are the evaluation of the filter and the scan of its rows:
 //! what a Python process or a server pays per call.
 //!
+//! `first_touch` is what a process pays once per open segment instead: the segment opened
+//! afresh (without checking its columns, as the engine opens a large one), its columns decoded
+//! and checked, and its tag postings and zone maps made ready — read from the stored sections
+//! (format 1.8, `stored`) or built from the columns (a 1.7 copy of the same segment without
+//! them, `built`); `columns` decodes the columns alone.
+//!
 //! `cargo bench --bench filter_eval`. `CODEDB_FILTER_ROWS` sets the rows (default 10⁶); the
 //! index lives in the default temporary directory (`CODEDB_BENCH_DIR` elsewhere) and is
 //! removed at exit.
@@ -30,6 +36,29 @@ struct Fixture {
     _dir: tempfile::TempDir,
     _index: Index,
     snapshot: Snapshot,
+    /// The sealed segment, and a copy written as format 1.7 (no stored indexes).
+    segment: std::path::PathBuf,
+    segment_1_7: std::path::PathBuf,
+}
+
+/// A copy of segment `seg` at `to` without its stored indexes, labelled format 1.7.
+fn as_1_7(seg: &std::path::Path, to: &std::path::Path) {
+    use codedb::format::{Container, ContainerWriter, FileKind, LoadMode, section_kind};
+    let c = Container::open(seg, LoadMode::Read, Some(FileKind::Segment)).unwrap();
+    let mut w =
+        ContainerWriter::new(Vec::new(), FileKind::Segment, c.header().file_id, to).unwrap();
+    for (i, e) in c.entries().iter().enumerate() {
+        if e.kind != section_kind::SEG_ATTRIBUTE_POSTINGS
+            && e.kind != section_kind::SEG_ATTRIBUTE_ZONES
+        {
+            w.section(e.kind, e.required(), c.stored(i)).unwrap();
+        }
+    }
+    let mut bytes = w.finish().unwrap();
+    bytes[10] = 7;
+    let crc = crc32fast::hash(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(to, bytes).unwrap();
 }
 
 fn fixture() -> &'static Fixture {
@@ -91,10 +120,18 @@ fn fixture() -> &'static Fixture {
             .unwrap();
         index.commit_sealed().unwrap();
         let snapshot = index.snapshot();
+        let segment = snapshot
+            .blocks()
+            .find_map(|b| b.segment().map(|r| r.path().to_path_buf()))
+            .unwrap();
+        let segment_1_7 = dir.path().join("copy-1.7.seg");
+        as_1_7(&segment, &segment_1_7);
         Fixture {
             _dir: dir,
             _index: index,
             snapshot,
+            segment,
+            segment_1_7,
         }
     })
 }
@@ -120,4 +157,29 @@ fn search(bencher: divan::Bencher, filter: &str) {
     }
     f.snapshot.search(q.view(), &p).unwrap(); // first touch: decode and check the columns
     bencher.bench(|| f.snapshot.search(q.view(), &p).unwrap());
+}
+
+#[divan::bench(args = ["columns", "stored", "built"], sample_count = 10)]
+fn first_touch(bencher: divan::Bencher, what: &str) {
+    use codedb::format::{ChecksumPolicy, LoadMode, OpenOptions, SegmentReader};
+    let f = fixture();
+    let path = if what == "built" {
+        &f.segment_1_7
+    } else {
+        &f.segment
+    };
+    let opts = OpenOptions {
+        load: LoadMode::Mmap,
+        checksums: ChecksumPolicy::SkipColumns,
+    };
+    bencher.bench(|| {
+        let r = SegmentReader::open(path, opts).unwrap();
+        if what == "columns" {
+            r.attributes().unwrap().unwrap().rows()
+        } else {
+            let ix = r.attribute_index().unwrap().unwrap();
+            assert_eq!(ix.source().name() == "stored", what == "stored");
+            r.rows()
+        }
+    });
 }

@@ -148,3 +148,32 @@ def test_a_pyarrow_table_gives_the_same_columns(tmp_path: pathlib.Path) -> None:
     table = table.append_column("taken", pa.array(np.asarray(cols["taken"]).astype("datetime64[us]")))
     via = codedb.Index.build(tmp_path / "pa", model, x, attributes=table)
     assert np.array_equal(via.search(x[:3], k=8, where=WHERE)[1], want)
+
+
+def test_inspect_and_verify_show_the_stored_indexes_as_the_cli_does(tmp_path: pathlib.Path) -> None:
+    # A sealed segment stores its tag postings and zone maps (format 1.8); Python's inspect and
+    # verify report them in the CLI's words.
+    x, cols = data()
+    model = codedb.train(x, "pca-itq:16", seed=1)
+    idx = codedb.Index.build(tmp_path / "i", model, x, attributes=cols)
+    segs = [f for f in idx.inspect()["files"] if f["file_kind"] == "segment"]
+    assert segs
+    for f in segs:
+        assert f["format_version"] == "1.8"
+        kinds = [s["kind"] for s in f["sections"]]
+        assert "attribute_postings" in kinds and "attribute_zones" in kinds
+        ix = f["contents"]["attribute_index"]
+        assert ix["source"] == "stored"
+        shown = {c["column"]: (c["index"], c["entries"]) for c in ix["columns"]}
+        rows = f["contents"]["rows"]
+        assert shown["tags"] == ("postings", sum(len(t) for t in cols["tags"][:rows]))  # type: ignore[index]
+        for name in ("year", "score", "taken"):
+            assert shown[name] == ("zones", -(-rows // 4096))
+        assert "public" not in shown and "licence" not in shown
+    cli = os.environ.get("CODEDB_BIN", "codedb")
+    out = subprocess.run([cli, "inspect", str(tmp_path / "i"), "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    from_cli = [f["contents"]["attribute_index"] for f in json.loads(out)["files"]
+                if f["file_kind"] == "segment"]
+    assert from_cli == [f["contents"]["attribute_index"] for f in segs]
+    assert idx.verify()["ok"] is True

@@ -353,7 +353,11 @@ impl SegmentReader {
             r.check_code_padding(true)?;
             r.check_mih()?;
             r.attributes()?;
-            r.attribute_index()?;
+            if r.attribute_index_source() == Some(IndexSource::Stored) {
+                // The stored indexes' sections and rules; a 1.7 segment builds its indexes on
+                // the first filter, as before.
+                r.attribute_index()?;
+            }
         } else {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
             r.check_code_padding(false)?;

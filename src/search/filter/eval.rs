@@ -247,6 +247,69 @@ fn zoned_cmp(x: &[i64], op: CmpOp, v: i64, start: usize, zones: &[(i64, i64)]) -
     w
 }
 
+/// `x[i] op v` with IEEE semantics (NaN passes only `!=`).
+fn float_holds(x: f64, op: CmpOp, v: f64) -> bool {
+    match x.partial_cmp(&v) {
+        Some(o) => op.holds(o),
+        None => op == CmpOp::Ne,
+    }
+}
+
+/// Whether a float zone whose non-NaN rows lie in `lo..=hi` (`lo > hi`: none) and which holds
+/// a NaN when `nan` passes `op v` for none, every or some of its rows (FORMAT.md §3.8: a NaN
+/// row passes only `!=`, so a zone holding one is never "every row" for another operator).
+fn float_zone_says(op: CmpOp, v: f64, lo: f64, hi: f64, nan: bool) -> Option<bool> {
+    if v.is_nan() {
+        return None;
+    }
+    if lo > hi {
+        return Some(op == CmpOp::Ne);
+    }
+    match op {
+        CmpOp::Eq | CmpOp::Ne if lo == v && hi == v && !nan => Some(op == CmpOp::Eq),
+        CmpOp::Eq | CmpOp::Ne if v < lo || v > hi => Some(op == CmpOp::Ne),
+        CmpOp::Eq | CmpOp::Ne => None,
+        _ => match (float_holds(lo, op, v), float_holds(hi, op, v)) {
+            (false, false) => Some(false),
+            (true, true) if !nan => Some(true),
+            _ => None,
+        },
+    }
+}
+
+/// [`zoned_cmp`] for a float column: `x op v` over `rows` rows from block row `start`, whole
+/// zones decided by their bounds and NaN bits (`zones`, `nan`, over the block).
+fn zoned_float_cmp(
+    x: &[f64],
+    op: CmpOp,
+    v: f64,
+    start: usize,
+    zones: &[(f64, f64)],
+    nan: &[u64],
+) -> Vec<u64> {
+    let (rows, end) = (x.len(), start + x.len());
+    let mut w = vec![0u64; rows.div_ceil(64)];
+    for z in start / ZONE_ROWS..end.div_ceil(ZONE_ROWS) {
+        let (a, b) = ((z * ZONE_ROWS).max(start), ((z + 1) * ZONE_ROWS).min(end));
+        let has_nan = nan.get(z / 64).is_some_and(|w| w >> (z % 64) & 1 == 1);
+        match zones
+            .get(z)
+            .and_then(|&(lo, hi)| float_zone_says(op, v, lo, hi, has_nan))
+        {
+            Some(true) => set_range(&mut w, a - start, b - start),
+            Some(false) => {}
+            None => {
+                for i in a - start..b - start {
+                    if float_holds(x[i], op, v) {
+                        w[i / 64] |= 1 << (i % 64);
+                    }
+                }
+            }
+        }
+    }
+    w
+}
+
 /// The pass bitmap of `expr` over `at`'s rows.
 pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingColumn> {
     let (ids, column) = (at.ids, at.column);
@@ -303,11 +366,13 @@ pub(crate) fn eval(expr: &Expr, at: &Rows<'_, '_>) -> Result<Vec<u64>, MissingCo
             _ => return Err(MissingColumn(*c)),
         },
         Expr::FloatCmp(c, op, v) => match col(*c)? {
-            ColumnData::Float(x) => from_fn(rows, |i| match x[i].partial_cmp(v) {
-                Some(o) => op.holds(o),
+            ColumnData::Float(x) => match (at.index)(*c) {
+                Some(ColumnIndex::FloatZones { zones, nan }) => {
+                    zoned_float_cmp(x, *op, *v, at.start, zones, nan)
+                }
                 // IEEE: NaN is unequal to everything and ordered with nothing.
-                None => *op == CmpOp::Ne,
-            }),
+                _ => from_fn(rows, |i| float_holds(x[i], *op, *v)),
+            },
             _ => return Err(MissingColumn(*c)),
         },
         Expr::FloatIn(c, set) => match col(*c)? {
@@ -500,6 +565,58 @@ mod tests {
                         let x = &col[a..b];
                         let got = zoned_cmp(x, op, v, a, &zones);
                         let want = from_fn(x.len(), |i| op.holds(x[i].cmp(&v)));
+                        assert_eq!(got, want, "{op:?} {v} rows {a}..{b}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Float zone maps (bounds over the non-NaN rows, a NaN bit per zone) decide whole zones
+    /// and read the others: the same bits as a pass over the column, NaN rows included, for
+    /// every operator, over ranges starting anywhere in the block.
+    #[test]
+    fn zoned_float_comparisons_equal_the_pass() {
+        let n = 4 * ZONE_ROWS + 77;
+        let clustered: Vec<f64> = (0..n)
+            .map(|i| {
+                if i % 997 == 0 {
+                    f64::NAN
+                } else {
+                    i as f64 / 3.0
+                }
+            })
+            .collect();
+        let uniform: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 - 0.5).collect();
+        // A zone of NaN only, a constant zone with and without NaN, -0.0 beside 0.0.
+        let mixed: Vec<f64> = (0..n)
+            .map(|i| match i / ZONE_ROWS {
+                0 => f64::NAN,
+                1 => 42.0,
+                2 if i % 100 == 0 => f64::NAN,
+                2 => 42.0,
+                _ if i % 2 == 0 => -0.0,
+                _ => 0.0,
+            })
+            .collect();
+        for col in [&clustered, &uniform, &mixed] {
+            let (zones, nan) = match ColumnIndex::build(&ColumnData::Float(col)) {
+                ColumnIndex::FloatZones { zones, nan } => (zones, nan),
+                other => panic!("{other:?}"),
+            };
+            for op in [
+                CmpOp::Eq,
+                CmpOp::Ne,
+                CmpOp::Lt,
+                CmpOp::Le,
+                CmpOp::Gt,
+                CmpOp::Ge,
+            ] {
+                for v in [-1.0, 0.0, -0.0, 42.0, 500.5, 4000.0, 1e9, f64::NAN] {
+                    for (a, b) in [(0, n), (1, n - 3), (ZONE_ROWS - 5, 3 * ZONE_ROWS + 9)] {
+                        let x = &col[a..b];
+                        let got = zoned_float_cmp(x, op, v, a, &zones, &nan);
+                        let want = from_fn(x.len(), |i| float_holds(x[i], op, v));
                         assert_eq!(got, want, "{op:?} {v} rows {a}..{b}");
                     }
                 }
