@@ -87,6 +87,13 @@ def test_ivf_plan_over_shards_equals_one_index(ivf: Any) -> None:
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(c1["year"], c2["year"])
     assert_same(sharded.search(q[:0], **kw), one.search(q[:0], **kw))
+    part = sharded.search(q, allow_partial=True, **kw)
+    assert part.missing == []
+    assert_same((part.D, part.I), one.search(q, **kw))
+    for mode in (None, "exact"):
+        part = sharded.search(q, mode=mode, allow_partial=True, **kw)
+        assert part.missing == []
+        assert_same((part.D, part.I), one.search(q, mode=mode, **kw))
 
 
 @pytest.mark.parametrize("mode", ["exact", "exact-ip"])
