@@ -65,8 +65,9 @@ def main() -> None:
          + rng.normal(scale=0.5, size=(a.queries, 64))).astype(np.float32)
     model = codedb.train(x[rng.choice(a.rows, min(a.rows, 20_000), replace=False)],
                          f"ivf:{a.lists},pq:8x8", seed=a.seed)
-    one = codedb.Index.build(root / "one", model, x, attributes={"u": u})
-    sh = ShardedIndex.build([root / f"s{s}" for s in range(a.shards)], model, x,
+    ids = np.arange(a.rows, dtype=np.int64)
+    one = codedb.Index.build(root / "one", model, x, ids=ids, attributes={"u": u})
+    sh = ShardedIndex.build([root / f"s{s}" for s in range(a.shards)], model, x, ids=ids,
                             attributes={"u": u})
     kw = {"k": 10, "nprobe": a.nprobe}
     t = best(lambda: sh.search(q, **kw), a.repeats)

@@ -230,8 +230,9 @@ macro_rules! query_methods {
             /// passing row — what :func:`ivf_probe_decision` decided over every shard's counts
             /// (:meth:`ivf_list_counts`), so each shard runs the search one index holding every row runs.
             ///
-            /// Only for a probed ADC search of an IVF model under a filter; scores, ties and padding as
-            /// ``search``.
+            /// Only for a probed search of an IVF model under a filter: by ADC (each query its planned lists,
+            /// or the flat search), or in an exact mode (each query its lists, or every passing row); scores,
+            /// ties and padding as ``search``.
             ///
             /// Parameters
             /// ----------
@@ -267,7 +268,7 @@ macro_rules! query_methods {
             /// ------
             /// InvalidArgument
             ///     As ``search``; a plan without one entry per query, a list id the model lacks or given
-            ///     twice, or a search that does not run the filtered IVF plan.
+            ///     twice, or a search that is not a probed filtered search of an IVF model.
             /// ClosedError
             ///     The index or snapshot was closed.
             ///

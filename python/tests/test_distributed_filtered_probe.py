@@ -2,7 +2,8 @@
 model's filtered plan (a query whose probed lists hold too few passing rows probes on, or is
 answered by the flat search over the passing rows) decided once per query over every shard's
 counts (codedb.distributed._filtered_probe), with and without re-ranking, in threads and on Ray;
-class lists searched again for a query left short; the same errors as one index."""
+exact modes deciding by the passing rows of every shard; class lists searched again for a
+query left short; the same errors as one index."""
 
 from __future__ import annotations
 
@@ -86,6 +87,29 @@ def test_ivf_plan_over_shards_equals_one_index(ivf: Any) -> None:
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(c1["year"], c2["year"])
     assert_same(sharded.search(q[:0], **kw), one.search(q[:0], **kw))
+    part = sharded.search(q, allow_partial=True, **kw)
+    assert part.missing == []
+    assert_same((part.D, part.I), one.search(q, **kw))
+    for mode in (None, "exact"):
+        part = sharded.search(q, mode=mode, allow_partial=True, **kw)
+        assert part.missing == []
+        assert_same((part.D, part.I), one.search(q, mode=mode, **kw))
+
+
+@pytest.mark.parametrize("mode", ["exact", "exact-ip"])
+def test_exact_modes_plan_over_shards_as_one_index(ivf: Any, mode: str) -> None:
+    """An exact mode scans each query's probed lists or every passing row, by the passing rows
+    of the whole index, and a query short of passing rows the passing rows again."""
+    one, sharded, x, ids, _ = ivf
+    q = x[::47] + np.float32(0.05)
+    scans = {True: 0, False: 0}
+    for kw in filters(ids, seed=13):
+        for nprobe, k in [(1, 10), (2, 5), (4, 1)]:
+            assert_same(sharded.search(q, k=k, mode=mode, nprobe=nprobe, **kw),
+                        one.search(q, k=k, mode=mode, nprobe=nprobe, **kw))
+            passing = one.passing_rows(**kw)
+            scans[codedb.ivf_filter_scans_passing(passing, len(one), nprobe, LISTS, k)] += 1
+    assert min(scans.values()) > 0, scans
 
 
 def test_the_sharded_plan_is_not_each_shards_own(ivf: Any) -> None:
@@ -115,8 +139,6 @@ def test_errors_are_one_index_errors(ivf: Any) -> None:
         with pytest.raises((ShardError, codedb.InvalidArgument)) as many:
             sharded.search(q, k=5, **kw)
         assert str(single.value) in str(many.value), (kw, str(many.value))
-    with pytest.raises(codedb.InvalidArgument, match="nprobe: not with where=/ids= in mode 'exact'"):
-        sharded.search(q, k=5, mode="exact", nprobe=2, where="year > 2000")
     with pytest.raises(codedb.InvalidArgument, match="plan"):
         one.search_ivf_planned(q, [[0]], k=5, nprobe=1, where="rare")
     with pytest.raises(codedb.InvalidArgument, match="plan"):

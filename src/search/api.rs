@@ -87,10 +87,11 @@ impl Snapshot {
         passing_rows(self, filter)
     }
 
-    /// [`Snapshot::search`] of a probed ADC search of an IVF model under a filter, following
+    /// [`Snapshot::search`] of a probed search of an IVF model under a filter, following
     /// `plan` (one [`QueryPlan`] per query: the lists to scan, or the flat search over the
-    /// passing rows) instead of this snapshot's own probing rule: the same scan, re-ranking and
-    /// flat search as the plan, over the lists a driver decided from every shard's counts.
+    /// passing rows) instead of this snapshot's own rules: by ADC the filtered IVF plan's scan,
+    /// re-ranking and flat search over the lists a driver decided from every shard's counts;
+    /// in an exact mode the exact scan of each query's lists, or of every passing row.
     pub fn search_ivf_planned(
         &self,
         queries: ArrayView2<f32>,

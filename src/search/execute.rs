@@ -16,7 +16,8 @@ use super::code_scan::scan_codes;
 use super::error::{SearchError, invalid};
 use super::filter::{BlockFilter, RowFilter, filter_ranges};
 use super::ivf_filter::{
-    IvfOutcome, ListCounts, QueryPlan, ivf_filter_scans_passing, list_counts, search_ivf_filtered,
+    IvfOutcome, ListCounts, QueryPlan, check_plan, ivf_filter_scans_passing, list_counts,
+    search_ivf_filtered,
 };
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
@@ -95,8 +96,10 @@ pub(crate) fn passing_rows(snapshot: &Snapshot, filter: &RowFilter) -> Result<u6
 
 /// [`search_snapshot`] following a driver's `plan` for the filtered IVF plan: per query the
 /// lists to scan or the flat search over the passing rows ([`QueryPlan`]), instead of this
-/// snapshot's own probing rule. Only for a search that runs the plan (an ADC search of an
-/// IVF model with `nprobe` and a filter).
+/// snapshot's own probing rule. Only for a probed search of an IVF model under a filter: by
+/// ADC (the filtered IVF plan), or in an exact mode, whose plan per query is its `nprobe`
+/// lists or the passing rows ([`ivf_filter_scans_passing`], and a query short of passing rows
+/// searched again over the passing rows), each query scanning what the plan gives it.
 pub(crate) fn search_planned(
     snapshot: &Snapshot,
     queries: ArrayView2<f32>,
@@ -105,11 +108,16 @@ pub(crate) fn search_planned(
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     let model = snapshot.model()?;
     check(model, queries, params)?;
-    if !ivf_plan_applies(model, params) {
+    let exact_ivf = params.mode.is_exact()
+        && params.filter.is_some()
+        && params.nprobe.is_some()
+        && params.lists.is_none()
+        && model.ivf().is_some();
+    if !(ivf_plan_applies(model, params) || exact_ivf) {
         return Err(invalid(
             "plan",
-            "a planned search is a probed ADC search of an IVF model under a filter (mode \
-             adc, nprobe and where or ids)",
+            "a planned search is a probed search of an IVF model under a filter, by ADC or \
+             an exact mode (nprobe and where or ids)",
         ));
     }
     search_plan(snapshot, Queries::Image(queries), params, None, Some(plan))
@@ -198,6 +206,39 @@ fn search_plan(
         blocks: &blocks,
         filters: filters.as_deref(),
     };
+    if let (Some(plan), true) = (plan, params.mode.is_exact()) {
+        // An exact mode following a driver's plan: each query scans its given lists' passing
+        // rows, or every passing row; queries with the same lists are scanned together.
+        let lists = model.ivf().map_or(0, |c| c.lists());
+        check_plan(plan, queries.nrows(), lists)?;
+        let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
+            std::collections::BTreeMap::new();
+        for (i, p) in plan.iter().enumerate() {
+            let key = match p {
+                QueryPlan::Lists(l) => {
+                    let mut l = l.clone();
+                    l.sort_unstable();
+                    Some(l)
+                }
+                QueryPlan::Flat => None,
+            };
+            groups.entry(key).or_default().push(i);
+        }
+        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
+        for (lists, rows) in &groups {
+            let sub: Array2<f32> = queries.select(Axis(0), rows);
+            let scopes = scopes(&view, lists.as_deref())?;
+            let all = SearchParams {
+                nprobe: None,
+                ..params.clone()
+            };
+            let hits = search_scoped(&blocks, &scopes, model, q.with(sub.view()), &all, source)?;
+            for (&r, h) in rows.iter().zip(hits) {
+                out[r] = h;
+            }
+        }
+        return Ok(out);
+    }
     if let Some(outcomes) = ivf_outcomes {
         // The flat search over the passing rows for the queries left to it: scored exactly
         // when re-ranked with stored vectors (the true top-k over the passing rows, by the

@@ -536,7 +536,7 @@ pub(crate) fn search_ivf_filtered(
 
 /// A driver's plan checked against the queries and the model: one entry per query, list ids
 /// of the model.
-fn check_plan(plan: &[QueryPlan], nq: usize, lists: usize) -> Result<(), SearchError> {
+pub(crate) fn check_plan(plan: &[QueryPlan], nq: usize, lists: usize) -> Result<(), SearchError> {
     if plan.len() != nq {
         return Err(invalid(
             "plan",

@@ -17,6 +17,16 @@ flat search by *its* passing rows: other lists, other answers. Here the driver
    :func:`codedb._merge.merge_reranked`), and a query left to the flat search the exact k best
    passing rows, as one index answers it.
 
+An IVF model in an exact mode chooses otherwise: every query scans the passing rows instead of
+its ``nprobe`` lists when the passing rows are few (no more than those lists hold, or fewer than
+k expected in them), and a query whose lists hold fewer than min(k, passing rows) passing rows
+is searched again over the passing rows. The driver gathers every shard's passing and live rows
+(:meth:`Index.passing_rows`, one more round trip), decides with the engine's rule
+(:func:`codedb._codedb.ivf_filter_scans_passing`), has every shard scan each query's probed
+lists (the model's, :meth:`Model.probe_lists`) or the passing rows
+(:meth:`Index.search_ivf_planned`), and sends a query short after the merge to the passing rows
+of every shard.
+
 With class lists (no IVF model) one index probes the lists of the ``nprobe`` nearest class
 means and searches every list again for a query whose probed lists hold fewer than
 min(k, passing rows) passing rows. The driver probes by the merged class means as for any
@@ -33,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codedb import _merge
-from codedb._codedb import ivf_probe_decision
+from codedb._codedb import ivf_filter_scans_passing, ivf_probe_decision
 from codedb.distributed._errors import Missing, ShardError
 
 if TYPE_CHECKING:
@@ -123,3 +133,54 @@ def merge_planned(
         fd, fi = _merge.merge_topk([(e[0][flat], e[1][flat]) for e in exact], k, larger)
         d[flat], i[flat] = fd, fi
     return d, i
+
+
+def exact_plan(
+    searcher: ShardedSearcher,
+    qa: npt.NDArray[np.float32],
+    k: int,
+    mode: str | None,
+    rerank: int | None,
+    threads: int,
+    nprobe: int,
+    where: str | None,
+    ids: Any,
+    lists: int,
+    allow_partial: bool,
+) -> tuple[_Result, list[tuple[int, _Part]], list[Missing]]:
+    """The exact modes' plan over the shards (see the module doc): the merged ``(D, I)``, the
+    shards' parts (for ``columns=``) and the shards left out."""
+    ok, missing = searcher._gather("passing", (where, ids), allow_partial)
+    passing = sum(int(r[0]) for _, r in ok)
+    live = sum(int(r[1]) for _, r in ok)
+    shards = [s for s, _ in ok]
+    nq = len(qa)
+    if ivf_filter_scans_passing(passing, live, nprobe, lists, k):
+        plan: list[list[int] | None] = [None] * nq
+    else:
+        model = searcher.backend.run("model", (), shards[:1])[0]
+        if isinstance(model, BaseException):
+            raise ShardError(shards[0], searcher.backend.paths[shards[0]], model) from model
+        plan = [[int(v) for v in row] for row in model.probe_lists(qa, nprobe)] if nq else []
+    rest = (k, mode, rerank, threads, nprobe, where, ids)
+    larger = _merge.larger_is_better(mode)
+    got, lost = searcher._gather("search_planned", (qa, plan, *rest), allow_partial, shards)
+    missing.extend(lost)
+    if not got:
+        first = missing[0]
+        raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
+    d, i = merge_planned([r for _, r in got], k, rerank, [], larger)
+    want = min(k, passing)
+    short = [qi for qi in range(nq) if plan[qi] is not None and int((i[qi] >= 0).sum()) < want]
+    parts = list(got)
+    if short:
+        again, lost = searcher._gather(
+            "search_planned", (qa[short], [None] * len(short), *rest), allow_partial,
+            [s for s, _ in got],
+        )
+        missing.extend(lost)
+        if again:
+            sd, si = merge_planned([r for _, r in again], k, rerank, [], larger)
+            d[short], i[short] = sd, si
+            parts += again
+    return (d, i), parts, missing

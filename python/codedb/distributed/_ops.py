@@ -197,6 +197,11 @@ def _op_search_planned(
     return codes, exact
 
 
+def _op_passing(target: Any, where: str | None, ids: Any) -> tuple[int, int]:
+    """The shard's live rows the filter passes (:meth:`Index.passing_rows`) and its live rows."""
+    return int(target.passing_rows(where=where, ids=ids)), len(target)
+
+
 def _op_class_sums(target: Any) -> tuple[int, list[dict[str, Any]]]:
     dim, classes = target.class_sums()
     return int(dim), list(classes)
@@ -275,4 +280,5 @@ _OPS: dict[str, Callable[..., Any]] = {
     "list_coverage": _op_list_coverage,
     "ivf_counts": _op_ivf_counts,
     "search_planned": _op_search_planned,
+    "passing": _op_passing,
 }

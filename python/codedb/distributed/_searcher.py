@@ -14,7 +14,7 @@ from codedb.distributed._backends import Backend
 from codedb.distributed._layout import ShardLayout
 from codedb.distributed._ops import Args
 from codedb.distributed._route import query_shards
-from codedb.distributed._filtered_probe import ivf_plan, merge_planned
+from codedb.distributed._filtered_probe import exact_plan, ivf_plan, merge_planned
 from codedb.distributed import _attributes
 from codedb.distributed._errors import (
     Missing,
@@ -95,9 +95,9 @@ class ShardedSearcher:
         index holding every row. With ``nprobe`` too, the driver plans as one index: an IVF
         model's ADC search gathers every shard's passing rows per list (one more round trip),
         decides per query which lists to scan or the flat search over the passing rows, and
-        has every shard run that decision (:mod:`codedb.distributed._filtered_probe`); class
-        lists search every list again for a query left with fewer than k hits. An IVF model in
-        an exact mode is refused with ``where``/``ids`` and ``nprobe``. A shard that fell back
+        has every shard run that decision (:mod:`codedb.distributed._filtered_probe`; an exact
+        mode decides by the passing rows of every shard); class lists search every list again
+        for a query left with fewer than k hits. A shard that fell back
         to an older version answers from it, with a :class:`ShardFallbackWarning` naming it.
 
         ``nprobe`` probes exactly as one index holding every row: an IVF model's coarse
@@ -216,12 +216,11 @@ class ShardedSearcher:
         assert lists is not None
         planned = ivf_plan(self, qa, k, mode, rerank, threads, nprobe, where, ids, lists,
                            allow_partial)
-        if planned is None:
-            raise InvalidArgument(
-                f"nprobe: not with where=/ids= in mode {mode!r} on a sharded index (one index "
-                "chooses between its probed lists and every passing row by the passing rows of "
-                "all shards together); search in the ADC mode, or without nprobe"
-            )
+        if planned is None:  # an exact mode: its own plan
+            (d, i), ok, missing = exact_plan(self, qa, k, mode, rerank, threads, nprobe, where,
+                                             ids, lists, allow_partial)
+            return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
+                                allow_partial)
         ok, missing, scanned = planned
         if not ok:
             first = missing[0]
