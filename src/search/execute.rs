@@ -207,66 +207,10 @@ fn search_plan(
         filters: filters.as_deref(),
     };
     if let (Some(plan), true) = (plan, params.mode.is_exact()) {
-        // An exact mode following a driver's plan: each query scans its given lists' passing
-        // rows, or every passing row; queries with the same lists are scanned together.
-        let lists = model.ivf().map_or(0, |c| c.lists());
-        check_plan(plan, queries.nrows(), lists)?;
-        let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
-            std::collections::BTreeMap::new();
-        for (i, p) in plan.iter().enumerate() {
-            let key = match p {
-                QueryPlan::Lists(l) => {
-                    let mut l = l.clone();
-                    l.sort_unstable();
-                    Some(l)
-                }
-                QueryPlan::Flat => None,
-            };
-            groups.entry(key).or_default().push(i);
-        }
-        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
-        for (lists, rows) in &groups {
-            let sub: Array2<f32> = queries.select(Axis(0), rows);
-            let scopes = scopes(&view, lists.as_deref())?;
-            let all = SearchParams {
-                nprobe: None,
-                ..params.clone()
-            };
-            let hits = search_scoped(&blocks, &scopes, model, q.with(sub.view()), &all, source)?;
-            for (&r, h) in rows.iter().zip(hits) {
-                out[r] = h;
-            }
-        }
-        return Ok(out);
+        return search_exact_by_plan(&view, model, q, params, source, plan);
     }
     if let Some(outcomes) = ivf_outcomes {
-        // The flat search over the passing rows for the queries left to it: scored exactly
-        // when re-ranked with stored vectors (the true top-k over the passing rows, by the
-        // scores re-ranking gives), else by ADC over every list's passing rows.
-        let flat: Vec<usize> = (0..outcomes.len())
-            .filter(|&i| matches!(outcomes[i], IvfOutcome::Flat))
-            .collect();
-        let exact = params.rerank.is_some() && source.is_some();
-        let all = SearchParams {
-            nprobe: None,
-            mode: if exact {
-                SearchMode::ExactL2
-            } else {
-                params.mode
-            },
-            rerank: if exact { None } else { params.rerank },
-            ..params.clone()
-        };
-        let sub: Array2<f32> = queries.select(Axis(0), &flat);
-        let mut again =
-            search_blocks(snapshot, &view, q.with(sub.view()), &all, source)?.into_iter();
-        return Ok(outcomes
-            .into_iter()
-            .map(|o| match o {
-                IvfOutcome::Hits(h) => h,
-                IvfOutcome::Flat => again.next().unwrap_or_default(),
-            })
-            .collect());
+        return search_left_to_flat(snapshot, &view, q, params, source, outcomes);
     }
     // The plan of an IVF search under a filter in the other modes (the exact ones; a mode the
     // model cannot scan is refused as without a filter): when the live passing rows are no
@@ -314,6 +258,93 @@ fn search_plan(
         }
     }
     Ok(hits)
+}
+
+/// An exact mode following a driver's plan: each query scans its given lists' passing rows,
+/// or every passing row; queries with the same lists are scanned together.
+fn search_exact_by_plan(
+    view: &FilteredBlocks<'_, '_>,
+    model: &Model,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+    plan: &[QueryPlan],
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let queries = q.view();
+    let lists = model.ivf().map_or(0, |c| c.lists());
+    check_plan(plan, queries.nrows(), lists)?;
+    let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    for (i, p) in plan.iter().enumerate() {
+        let key = match p {
+            QueryPlan::Lists(l) => {
+                let mut l = l.clone();
+                l.sort_unstable();
+                Some(l)
+            }
+            QueryPlan::Flat => None,
+        };
+        groups.entry(key).or_default().push(i);
+    }
+    let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
+    for (lists, rows) in &groups {
+        let sub: Array2<f32> = queries.select(Axis(0), rows);
+        let scopes = scopes(view, lists.as_deref())?;
+        let all = SearchParams {
+            nprobe: None,
+            ..params.clone()
+        };
+        let hits = search_scoped(
+            view.blocks,
+            &scopes,
+            model,
+            q.with(sub.view()),
+            &all,
+            source,
+        )?;
+        for (&r, h) in rows.iter().zip(hits) {
+            if let Some(slot) = out.get_mut(r) {
+                *slot = h;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The flat search over the passing rows for the queries the filtered IVF plan left to it:
+/// scored exactly when re-ranked with stored vectors (the true top-k over the passing rows,
+/// by the scores re-ranking gives), else by ADC over every list's passing rows.
+fn search_left_to_flat(
+    snapshot: &Snapshot,
+    view: &FilteredBlocks<'_, '_>,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+    outcomes: Vec<IvfOutcome>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let flat: Vec<usize> = (0..outcomes.len())
+        .filter(|&i| matches!(outcomes[i], IvfOutcome::Flat))
+        .collect();
+    let exact = params.rerank.is_some() && source.is_some();
+    let all = SearchParams {
+        nprobe: None,
+        mode: if exact {
+            SearchMode::ExactL2
+        } else {
+            params.mode
+        },
+        rerank: if exact { None } else { params.rerank },
+        ..params.clone()
+    };
+    let sub: Array2<f32> = q.view().select(Axis(0), &flat);
+    let mut again = search_blocks(snapshot, view, q.with(sub.view()), &all, source)?.into_iter();
+    Ok(outcomes
+        .into_iter()
+        .map(|o| match o {
+            IvfOutcome::Hits(h) => h,
+            IvfOutcome::Flat => again.next().unwrap_or_default(),
+        })
+        .collect())
 }
 
 /// A snapshot's blocks as one search sees them: with the rows its filter rejects hidden, and
