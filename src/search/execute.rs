@@ -207,37 +207,7 @@ fn search_plan(
         filters: filters.as_deref(),
     };
     if let (Some(plan), true) = (plan, params.mode.is_exact()) {
-        // An exact mode following a driver's plan: each query scans its given lists' passing
-        // rows, or every passing row; queries with the same lists are scanned together.
-        let lists = model.ivf().map_or(0, |c| c.lists());
-        check_plan(plan, queries.nrows(), lists)?;
-        let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
-            std::collections::BTreeMap::new();
-        for (i, p) in plan.iter().enumerate() {
-            let key = match p {
-                QueryPlan::Lists(l) => {
-                    let mut l = l.clone();
-                    l.sort_unstable();
-                    Some(l)
-                }
-                QueryPlan::Flat => None,
-            };
-            groups.entry(key).or_default().push(i);
-        }
-        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
-        for (lists, rows) in &groups {
-            let sub: Array2<f32> = queries.select(Axis(0), rows);
-            let scopes = scopes(&view, lists.as_deref())?;
-            let all = SearchParams {
-                nprobe: None,
-                ..params.clone()
-            };
-            let hits = search_scoped(&blocks, &scopes, model, q.with(sub.view()), &all, source)?;
-            for (&r, h) in rows.iter().zip(hits) {
-                out[r] = h;
-            }
-        }
-        return Ok(out);
+        return search_exact_planned(&view, model, q, params, source, plan);
     }
     if let Some(outcomes) = ivf_outcomes {
         // The flat search over the passing rows for the queries left to it: scored exactly
@@ -314,6 +284,55 @@ fn search_plan(
         }
     }
     Ok(hits)
+}
+
+/// An exact mode following a driver's plan: each query scans its given lists' passing rows, or
+/// every passing row; queries with the same lists are scanned together.
+fn search_exact_planned(
+    view: &FilteredBlocks<'_, '_>,
+    model: &Model,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+    plan: &[QueryPlan],
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let queries = q.view();
+    let lists = model.ivf().map_or(0, |c| c.lists());
+    check_plan(plan, queries.nrows(), lists)?;
+    let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    for (i, p) in plan.iter().enumerate() {
+        let key = match p {
+            QueryPlan::Lists(l) => {
+                let mut l = l.clone();
+                l.sort_unstable();
+                Some(l)
+            }
+            QueryPlan::Flat => None,
+        };
+        groups.entry(key).or_default().push(i);
+    }
+    let all = SearchParams {
+        nprobe: None,
+        ..params.clone()
+    };
+    let mut out: Vec<Vec<Hit>> = vec![Vec::new(); queries.nrows()];
+    for (lists, rows) in &groups {
+        let sub: Array2<f32> = queries.select(Axis(0), rows);
+        let scopes = scopes(view, lists.as_deref())?;
+        let hits = search_scoped(
+            view.blocks,
+            &scopes,
+            model,
+            q.with(sub.view()),
+            &all,
+            source,
+        )?;
+        for (&r, h) in rows.iter().zip(hits) {
+            out[r] = h;
+        }
+    }
+    Ok(out)
 }
 
 /// A snapshot's blocks as one search sees them: with the rows its filter rejects hidden, and
