@@ -12,7 +12,7 @@
 //! The paper's μ_a averages the *training* classes under a (its 800 classes, never the held-out
 //! ones). Here that is every class of the table with a mean (count > 0), unweighted by count —
 //! the parent's own mean, if it has one, is not among them. New classes of one
-//! [`plan_new_classes`](super::plan_new_classes) call whose means come from the prior do not
+//! [`plan_new_classes`](super::add_class::plan_new_classes) call whose means come from the prior do not
 //! feed each other's priors (so a call's result does not depend on its order); a class
 //! committed earlier counts whatever made its mean, since the table does not record it.
 //!

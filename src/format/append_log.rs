@@ -802,7 +802,7 @@ mod tests {
             let p = Path::new("t");
             let mut bytes = encode_prelude(FileId::from_u128(9), &m);
             assert_eq!(bytes[8..10], [1, 0]);
-            let minor = crate::format::FormatVersion::MINOR.to_le_bytes();
+            let minor = crate::format::container::FormatVersion::MINOR.to_le_bytes();
             assert!(minor[0] >= 1, "1.1 added these fields");
             assert_eq!(bytes[10..12], minor, "written as the current format");
             let mut want = Vec::new();

@@ -17,8 +17,8 @@
 //! reads them, checked on first touch like a code block, instead of rebuilding them. A segment
 //! of format 1.7 builds them in memory from its decoded columns on the first filter that reads
 //! it — the same indexes ([`AttributeIndex::build`], which `codedb verify` compares the stored
-//! ones against). [`crate::format::SegmentReader`] keeps them with its columns, made once,
-//! thread-safe.
+//! ones against). [`SegmentReader`](crate::format::segment_reader::SegmentReader) keeps them
+//! with its columns, made once, thread-safe.
 
 use std::path::Path;
 

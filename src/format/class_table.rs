@@ -244,7 +244,11 @@ impl ClassTable {
 
     /// Reads and validates the class table at `path`.
     pub fn open(path: &Path) -> Result<ClassTable> {
-        let c = Container::open(path, super::LoadMode::Read, Some(FileKind::ClassTable))?;
+        let c = Container::open(
+            path,
+            super::file_bytes::LoadMode::Read,
+            Some(FileKind::ClassTable),
+        )?;
         ClassTable::from_container(&c)
     }
 

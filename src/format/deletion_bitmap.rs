@@ -80,7 +80,11 @@ impl DeletionBitmap {
 
     /// Reads and validates the deletion bitmap at `path`.
     pub fn open(path: &Path) -> Result<DeletionBitmap> {
-        let c = Container::open(path, super::LoadMode::Read, Some(FileKind::DeletionBitmap))?;
+        let c = Container::open(
+            path,
+            super::file_bytes::LoadMode::Read,
+            Some(FileKind::DeletionBitmap),
+        )?;
         DeletionBitmap::from_container(&c)
     }
 

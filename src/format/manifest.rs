@@ -323,7 +323,11 @@ impl Manifest {
 
     /// Reads a manifest and its active log entry (FORMAT.md §10.4).
     pub fn open_with_log(path: &Path) -> Result<(Manifest, Option<ActiveLogEntry>)> {
-        let c = Container::open(path, super::LoadMode::Read, Some(FileKind::Manifest))?;
+        let c = Container::open(
+            path,
+            super::file_bytes::LoadMode::Read,
+            Some(FileKind::Manifest),
+        )?;
         Manifest::from_container_with_log(&c)
     }
 

@@ -580,7 +580,7 @@ fn u32s_le(v: &[u32]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::SegmentReader;
+    use crate::format::segment_reader::SegmentReader;
 
     fn write(layout: SegmentLayout, rows: usize, codes: &[u8], chunk_rows: usize) -> Vec<u8> {
         let p = Path::new("<memory>");

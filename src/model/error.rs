@@ -192,7 +192,7 @@ pub enum ModelError {
         #[source]
         source: ClassifyError,
     },
-    /// The call was stopped through its [`Cancel`](super::Cancel) token (Ctrl-C in the Python
+    /// The call was stopped through its [`Cancel`](super::cancel::Cancel) token (Ctrl-C in the Python
     /// package); it returned without a result and changed nothing.
     #[error("cancelled")]
     Cancelled,

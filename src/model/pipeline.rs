@@ -22,7 +22,7 @@ use super::origin::Origin;
 use super::pq::{AdcMetric, ProductQuantizer};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_block, first_fault, get_bit};
 use super::stage::Stage;
-use super::text::TextHead;
+use super::text::{PamirOptions, PamirReport, TextHead, train_pamir};
 use super::transform::{ROW_BLOCK, RowMap};
 
 /// Rows a block is pushed through the transforms at a time (see [`Model::for_each_tile`]).
@@ -150,7 +150,7 @@ impl Model {
         self
     }
 
-    /// The text head, when the model has one (see [`crate::model::TextHead`]).
+    /// The text head, when the model has one (see [`TextHead`]).
     pub fn text_head(&self) -> Option<&TextHead> {
         self.text.as_ref()
     }
@@ -175,6 +175,21 @@ impl Model {
     pub fn without_text_head(mut self) -> Model {
         self.text = None;
         self
+    }
+
+    /// The same model with a PAMIR text head trained on the projection of `x` (what the
+    /// index's codes encode, so the head scores them, Grangier et al. §2.2) and the rows'
+    /// captions, and what the training did: the one word for "train a text head" that the
+    /// CLI's `train --captions`, `eval --task text` and Python's `train(captions=...)` use.
+    pub fn with_trained_text_head(
+        self,
+        x: ArrayView2<f32>,
+        captions: &[Vec<String>],
+        opts: &PamirOptions,
+    ) -> Result<(Model, PamirReport)> {
+        let p = self.project(x)?;
+        let (head, report) = train_pamir(p.view(), captions, opts)?;
+        Ok((self.with_text_head(head)?, report))
     }
 
     /// How the model was trained, when it records that (models trained by [`crate::model::train`]

@@ -55,8 +55,10 @@ pub struct TrainOptions {
     pub opq_iterations: usize,
     /// Receiver of progress events; `None` sends none.
     pub progress: Option<ProgressFn>,
-    /// Stops the training early with [`ModelError::Cancelled`](super::ModelError::Cancelled) (checked between steps, streamed
-    /// chunks, and ITQ, OPQ and k-means iterations; a supervised step's SGD runs to its end).
+    /// Stops the training early with
+    /// [`ModelError::Cancelled`](super::error::ModelError::Cancelled) (checked between steps,
+    /// streamed chunks, and ITQ, OPQ and k-means iterations; a supervised step's SGD runs to
+    /// its end).
     pub cancel: Cancel,
     /// Send [`TrainEvent::Message`] details.
     pub verbose: bool,

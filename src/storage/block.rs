@@ -2,8 +2,9 @@
 //! segment or one committed batch of the active log — with its ids, codes, labels, list ids,
 //! stored vectors, attributes and deletions, each handed out only after its checksums are
 //! checked (FORMAT.md §3.5); [`Row`] is one live row; [`FastScanRun`] a run of a fast-scan
-//! code column. A [`super::Snapshot`] hands out its blocks ([`super::Snapshot::blocks`]);
-//! every scan of the search room works block by block through them.
+//! code column. A [`Snapshot`](super::snapshot::Snapshot) hands out its blocks
+//! ([`Snapshot::blocks`](super::snapshot::Snapshot::blocks)); every scan of the search room
+//! works block by block through them.
 
 use std::ops::Range;
 

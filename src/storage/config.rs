@@ -20,7 +20,7 @@ pub struct ReadOptions {
     /// (`ChecksumPolicy::All`). Larger ones are opened with `ChecksumPolicy::SkipColumns`, which
     /// checks the header, section table and metadata but not the row columns, so opening a
     /// multi-gigabyte segment stays O(1); their rows are checked on first touch instead, block by
-    /// block, and remembered (FORMAT.md §3.5, [`super::Block`]); every column is checksummed
+    /// block, and remembered (FORMAT.md §3.5, [`Block`](super::block::Block)); every column is checksummed
     /// before compaction copies it, and `codedb verify` checks everything. Default 16 MiB.
     pub full_check_below: u64,
 }
@@ -126,8 +126,9 @@ impl Config {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CreateOptions {
     /// Store a vector beside every row's code (for re-ranking), of this type and dimension.
-    /// Every added row must then carry one ([`super::RowBatch::vectors`]); `None` (default):
-    /// no row may.
+    /// Every added row must then carry one
+    /// ([`RowBatch::vectors`](super::row_batch::RowBatch::vectors)); `None` (default): no row
+    /// may.
     pub store_vectors: Option<VectorSpec>,
     /// The index's attribute columns — names, types, defaults — that writes may give
     /// (`AddOptions::attributes`) and filters test (docs/filtering.md). Default: none.

@@ -82,8 +82,9 @@ pub struct RecoveryReport {
     pub version: u64,
     /// Newer manifests that did not read (damaged files): the index opened at an older
     /// version, and the writes of the skipped versions are not visible. When this is not
-    /// empty the handle refuses every write ([`crate::storage::StorageError::FellBack`]) and
-    /// repaired nothing (no temporary file removed, no log tail cut).
+    /// empty the handle refuses every write
+    /// ([`StorageError::FellBack`](super::error::StorageError::FellBack)) and repaired nothing
+    /// (no temporary file removed, no log tail cut).
     pub skipped_manifests: Vec<SkippedManifest>,
     /// `*.tmp` files of interrupted writes, removed.
     pub removed_temp_files: Vec<String>,

@@ -60,7 +60,7 @@ impl Projection {
         })
     }
 
-    /// The PCA projection (centre + top directions) of a fitted [`super::super::Pca`].
+    /// The PCA projection (centre + top directions) of a fitted [`Pca`](super::super::pca::Pca).
     pub fn from_pca(pca: &super::super::pca::Pca) -> Result<Projection> {
         Projection::new(
             pca.center().mean().to_vec(),

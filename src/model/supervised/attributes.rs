@@ -17,8 +17,8 @@ use super::super::error::{ModelError, Result};
 use super::super::linear::Linear;
 use super::super::pca::Pca;
 use super::super::stage::Stage;
+use super::options::{AttributeClassifier, SupervisedOptions};
 use super::triplet_sgd::class_ids;
-use super::{AttributeClassifier, SupervisedOptions};
 
 /// Fits the attribute projection to R dimensions on the rows of `x` (row-major, `dim`
 /// columns, validated) with one label per row. Returns CENTER + LINEAR stages.

@@ -1,5 +1,5 @@
-//! CCA's ρ: the `cca_rho` word of every front end ([`CcaRho`]) and its choice on held-out
-//! rows.
+//! CCA's ρ: its choice on held-out rows. The `cca_rho` word of every front end,
+//! [`CcaRho`](super::options::CcaRho), is in `options.rs`.
 //!
 //! Gordo et al. (§5, eq. 6-8) call ρ "a small regularization factor usually added to avoid
 //! numerically ill-conditioned situations" and tune it (§7.4) for *instance* retrieval: the
@@ -12,8 +12,9 @@
 //! makes `C_aa` nearly isotropic, so the directions tend to the leading eigenvectors of the
 //! between-class scatter `Σ_ab Σ_bb⁻¹ Σ_ba`, which keep the high-variance detail.
 //!
-//! So ρ is chosen from a grid ([`CcaRho::Grid`]; `auto` is [`CCA_RHO_GRID`], and the default
-//! whenever groups are given), one of two ways:
+//! So ρ is chosen from a grid ([`CcaRho::Grid`](super::options::CcaRho::Grid); `auto` is
+//! [`CCA_RHO_GRID`](super::options::CCA_RHO_GRID), and the default whenever groups are
+//! given), one of two ways:
 //! - **instance groups** (`TrainOptions::groups`, the paper's protocol): rows with the same
 //!   group id are views of one item (renderings, crops, near-duplicates). CCA is fitted for
 //!   each ρ on the rows outside the held-out groups, the held-out rows each query the others
@@ -30,141 +31,10 @@
 
 use super::super::error::{ModelError, Result};
 use super::super::linalg::a_bt_f32;
-use super::SupervisedOptions;
 use super::cca::{CcaFit, CcaView, fit_cca};
 use super::instance_validation::{HeldOutGroups, RhoValidation};
+use super::options::SupervisedOptions;
 use super::triplet_sgd::{Labelled, validation_precision};
-
-/// ρ values `--cca-rho auto` tries: every power of ten from 1e-4 (the ITQ paper's) to 1e3.
-pub const CCA_RHO_GRID: [f64; 8] = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0];
-
-/// CCA's ρ without instance groups or a grid: 1e-4, the ITQ paper's value (Gong et al. TPAMI
-/// 2013 §5.1), relative to each view's mean variance (`C_aa = Σ_aa + ρ·tr(Σ_aa)/D_a·I`,
-/// `cca.rs`), so it means the same on pixels and on unit-norm features. It suits class
-/// retrieval (held-out class precision@10 on openclipart: 0.587 at 1e-4, 0.603 at the best
-/// ρ = 1e-2, 0.471 at 1e3; docs/method-supervised.md); instance retrieval needs ρ chosen on
-/// instances, which is the default when groups are given.
-pub const DEFAULT_CCA_RHO: f64 = 1e-4;
-
-/// The `cca_rho` word of every front end (`codedb train --cca-rho`, Python's
-/// `codedb.train(cca_rho=...)`): one ρ, or a grid to choose it from on held-out rows.
-/// Parsed by [`str::parse`]: a number ≥ 0, a comma-separated list of them, or `auto`
-/// ([`CCA_RHO_GRID`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum CcaRho {
-    /// This ρ, no validation.
-    Fixed(f64),
-    /// Chosen from these on held-out rows: by the instance mAP of held-out groups when
-    /// `TrainOptions::groups` are given, else by held-out class precision@k.
-    Grid(Vec<f64>),
-}
-
-impl CcaRho {
-    /// `auto`: the grid [`CCA_RHO_GRID`].
-    pub fn auto() -> CcaRho {
-        CcaRho::Grid(CCA_RHO_GRID.to_vec())
-    }
-
-    /// What `SupervisedOptions::cca_rho = None` means: ρ chosen on instances
-    /// ([`CcaRho::auto`]) when instance groups are given, else [`DEFAULT_CCA_RHO`].
-    pub fn default_for(groups: bool) -> CcaRho {
-        if groups {
-            CcaRho::auto()
-        } else {
-            CcaRho::Fixed(DEFAULT_CCA_RHO)
-        }
-    }
-
-    /// One ρ, checked: finite and ≥ 0.
-    pub fn fixed(rho: f64) -> std::result::Result<CcaRho, CcaRhoError> {
-        check_rho(rho, &rho.to_string())?;
-        Ok(CcaRho::Fixed(rho))
-    }
-
-    /// A grid, checked: not empty, every value finite and ≥ 0.
-    pub fn grid(values: Vec<f64>) -> std::result::Result<CcaRho, CcaRhoError> {
-        if values.is_empty() {
-            return Err(CcaRhoError {
-                input: String::new(),
-                detail: "the ρ grid is empty".into(),
-            });
-        }
-        for &v in &values {
-            check_rho(v, &v.to_string())?;
-        }
-        Ok(CcaRho::Grid(values))
-    }
-
-    /// The values: the one ρ, or the grid.
-    pub fn values(&self) -> &[f64] {
-        match self {
-            CcaRho::Fixed(v) => std::slice::from_ref(v),
-            CcaRho::Grid(g) => g,
-        }
-    }
-}
-
-/// A `cca_rho` that is not a number ≥ 0, a list of them or `auto`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CcaRhoError {
-    /// The offending part of the input (empty for an empty grid).
-    pub input: String,
-    /// What is wrong with it.
-    pub detail: String,
-}
-
-impl std::fmt::Display for CcaRhoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.input.is_empty() {
-            write!(f, "{}", self.detail)?;
-        } else {
-            write!(f, "'{}': {}", self.input, self.detail)?;
-        }
-        write!(
-            f,
-            " (cca_rho is a number >= 0, a comma-separated list of them, or auto)"
-        )
-    }
-}
-
-impl std::error::Error for CcaRhoError {}
-
-fn check_rho(v: f64, text: &str) -> std::result::Result<(), CcaRhoError> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(CcaRhoError {
-            input: text.to_string(),
-            detail: "must be a finite number >= 0".into(),
-        })
-    }
-}
-
-impl std::str::FromStr for CcaRho {
-    type Err = CcaRhoError;
-
-    fn from_str(s: &str) -> std::result::Result<CcaRho, CcaRhoError> {
-        if s.trim().eq_ignore_ascii_case("auto") {
-            return Ok(CcaRho::auto());
-        }
-        let values = s
-            .split(',')
-            .map(|p| {
-                let p = p.trim();
-                let v = p.parse::<f64>().map_err(|_| CcaRhoError {
-                    input: p.to_string(),
-                    detail: "not a number".into(),
-                })?;
-                check_rho(v, p)?;
-                Ok(v)
-            })
-            .collect::<std::result::Result<Vec<f64>, CcaRhoError>>()?;
-        match values.as_slice() {
-            [v] => Ok(CcaRho::Fixed(*v)),
-            _ => Ok(CcaRho::Grid(values)),
-        }
-    }
-}
 
 /// One ρ of the grid and what it scored.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

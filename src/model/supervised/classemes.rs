@@ -29,7 +29,7 @@ use super::super::classify::{LinearSvm, LinearSvmOptions, train_linear_svm, trai
 use super::super::error::{ModelError, Result};
 use super::super::random::{derive_seed, rng};
 use super::super::stage::Stage;
-use super::SupervisedOptions;
+use super::options::SupervisedOptions;
 use super::picodes::{self, PicodesFit, check_code_fit};
 use rand::Rng;
 

@@ -22,7 +22,7 @@
 use super::super::error::{ModelError, Result};
 use super::super::linalg::a_bt_f32;
 use super::super::random::{permuted_indices, rng};
-use super::SupervisedOptions;
+use super::options::SupervisedOptions;
 
 /// The held-out rows of instance validation and their groups.
 #[derive(Debug, Clone)]
@@ -38,8 +38,8 @@ pub(crate) struct HeldOutGroups {
 }
 
 /// What a supervised step's free parameters were validated on: ρ of `cca:R`
-/// ([`RhoChoice`](super::RhoChoice)), η and the epoch of `metric:R` / `jscl:R`
-/// ([`SgdChoice`](super::SgdChoice)). Here, beside the held-out groups, so that the steps
+/// ([`RhoChoice`](super::cca_rho::RhoChoice)), η and the epoch of `metric:R` / `jscl:R`
+/// ([`SgdChoice`](super::triplet_sgd::SgdChoice)). Here, beside the held-out groups, so that the steps
 /// that validate share it without importing one another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

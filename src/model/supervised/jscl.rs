@@ -17,8 +17,8 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::super::error::Result;
-use super::SupervisedOptions;
 use super::metric::dot;
+use super::options::SupervisedOptions;
 use super::triplet_sgd::{
     EpochInfo, Labelled, SgdFit, TripletLearner, check_rank, fit, normal_start, other_class,
 };

@@ -11,7 +11,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::super::error::Result;
-use super::SupervisedOptions;
+use super::options::SupervisedOptions;
 use super::triplet_sgd::{
     EpochInfo, Labelled, SgdFit, TripletLearner, check_rank, fit, negative, normal_start, positive,
 };

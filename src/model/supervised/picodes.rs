@@ -41,7 +41,7 @@ use super::super::error::{ModelError, Result};
 use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
 use super::super::stage::Stage;
-use super::SupervisedOptions;
+use super::options::SupervisedOptions;
 use super::triplet_sgd::class_ids;
 
 /// Relative decrease of E below which training stops.

@@ -33,8 +33,8 @@ use super::super::linalg::a_bt_f32;
 use super::super::linear::Linear;
 use super::super::random::{derive_seed, gaussian, rng};
 use super::super::stage::Stage;
-use super::SupervisedOptions;
 use super::instance_validation::{HeldOutGroups, RhoValidation};
+use super::options::SupervisedOptions;
 
 /// Rows standardised, with class ids and the validation split.
 pub(crate) struct Labelled {
@@ -218,6 +218,28 @@ pub(crate) trait TripletLearner: Clone {
     fn u(&self) -> &[f32];
     /// One step with training row `q` as the query; returns the hinge loss of its triplet.
     fn step(&mut self, data: &Labelled, q: usize, rng: &mut ChaCha8Rng, eta: f32) -> f64;
+}
+
+/// What the η / epoch validation of `metric:R` or `jscl:R` chose.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SgdChoice {
+    /// The step: `metric:R` or `jscl:R`.
+    pub step: String,
+    /// The step size η kept.
+    pub learning_rate: f64,
+    /// The epoch whose U was kept (0 = the random start).
+    pub best_epoch: usize,
+    /// What η and the epoch were validated on: held-out class precision@k, or the instance
+    /// mAP of held-out groups (`TrainOptions::groups`).
+    pub validation: RhoValidation,
+    /// Its validation score: class precision@k or instance mAP (NaN without held-out rows).
+    pub validation_score: f64,
+    /// Rows learned on while validating, and rows held out.
+    pub train_rows: usize,
+    /// Held-out rows scored.
+    pub validation_rows: usize,
+    /// Instance validation: the held-out groups (0 for category validation).
+    pub validation_groups: usize,
 }
 
 /// What an SGD learner found.

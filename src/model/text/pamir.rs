@@ -35,7 +35,6 @@ use rand_chacha::ChaCha8Rng;
 use super::super::error::{ModelError, Result};
 use super::super::input::checked_rows;
 use super::super::linalg::{a_bt_f32, par};
-use super::super::pipeline::Model;
 use super::super::random::{derive_seed, rng};
 use super::super::train_options::{ProgressFn, TrainEvent};
 use super::ranking_metrics::RankingMetrics;
@@ -660,23 +659,6 @@ fn split_rows(
     val.sort_unstable();
     train.sort_unstable();
     Ok((val, train, count))
-}
-
-impl Model {
-    /// The same model with a PAMIR text head trained on the projection of `x` (what the
-    /// index's codes encode, so the head scores them, Grangier et al. §2.2) and the rows'
-    /// captions, and what the training did: the one word for "train a text head" that the
-    /// CLI's `train --captions`, `eval --task text` and Python's `train(captions=...)` use.
-    pub fn with_trained_text_head(
-        self,
-        x: ArrayView2<f32>,
-        captions: &[Vec<String>],
-        opts: &PamirOptions,
-    ) -> Result<(Model, PamirReport)> {
-        let p = self.project(x)?;
-        let (head, report) = train_pamir(p.view(), captions, opts)?;
-        Ok((self.with_text_head(head)?, report))
-    }
 }
 
 /// Trains a text head on projected rows `p` (n × D: what the index's codes encode) and their

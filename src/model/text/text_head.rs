@@ -13,7 +13,7 @@ use crate::format::{StageRecord, Tensor, TensorData, stage_kind};
 use super::super::error::{ModelError, Result};
 use super::super::record::{RecordReader, f32_tensor};
 use super::tfidf::TextVector;
-use super::tokenize;
+use super::tokenize::tokenize;
 use super::vocabulary::{MAX_TEXT_WEIGHTS, Vocabulary};
 
 const STAGE: &str = "text";

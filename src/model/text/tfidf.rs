@@ -78,7 +78,7 @@ impl TextVector {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tokenize;
+    use super::super::tokenize::tokenize;
     use super::*;
 
     #[test]

@@ -45,7 +45,10 @@ impl Vocabulary {
             )));
         }
         for (i, w) in words.iter().enumerate() {
-            if w.is_empty() || w.len() > MAX_WORD_BYTES || super::tokenize(w) != [w.as_str()] {
+            if w.is_empty()
+                || w.len() > MAX_WORD_BYTES
+                || super::tokenize::tokenize(w) != [w.as_str()]
+            {
                 return Err(bad(format!(
                     "word {i} {w:?} is not a single lower-case word of 1..={MAX_WORD_BYTES} bytes"
                 )));
@@ -142,7 +145,9 @@ mod tests {
     use super::*;
 
     fn caps(c: &[&str]) -> Vec<Vec<String>> {
-        c.iter().map(|s| super::super::tokenize(s)).collect()
+        c.iter()
+            .map(|s| super::super::tokenize::tokenize(s))
+            .collect()
     }
 
     #[test]

@@ -11,7 +11,8 @@ use std::path::Path;
 
 use crate::format::{FileId, Manifest};
 
-use super::{Index, check_is_index, now_ms};
+use super::handle::{Index, now_ms};
+use super::open::check_is_index;
 use crate::storage::config::Config;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{RECOVERED_DIR, list_manifests, manifest_file_name};

@@ -11,10 +11,12 @@ use crate::format::{Attributes, Schema};
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
 use crate::model::{Cancel, Model};
 use crate::storage::attributes::conform_write;
+use crate::storage::config::{Config, CreateOptions};
+use crate::storage::error::StorageError;
+use crate::storage::row_batch::RowBatch;
 use crate::storage::row_batch::check_batch;
-use crate::storage::{Config, CreateOptions, RowBatch, StorageError};
 
-use super::Index;
+use super::handle::Index;
 
 /// Why `lists` is refused with an IVF model.
 pub(crate) const IVF_OWN_LISTS: &str = "the model has a coarse quantiser (ivf:K): it files every \

@@ -29,7 +29,8 @@ use crate::format::append_log::NO_LABEL;
 use crate::format::class_table::class_name_problem;
 use crate::format::{ClassRecord, ClassTable, FileId, RowColumn};
 
-use super::{Index, WLoc, Writer};
+use super::handle::Index;
+use super::writer_state::{WLoc, Writer};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::log_rows::LogBatchEntry;
 

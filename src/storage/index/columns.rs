@@ -3,7 +3,7 @@
 //! or retyped, so every stored row keeps a value of every column (its default when it was
 //! stored before the column existed).
 
-use super::Index;
+use super::handle::Index;
 use crate::format::{ColumnType, Schema, Value};
 use crate::storage::error::{Result, StorageError};
 

@@ -8,7 +8,8 @@ use crate::format::{
     ActiveLogEntry, ClassFileEntry, ClassTable, DeletionBitmap, FileId, FileKind, FileRef, Manifest,
 };
 
-use super::{Index, Pending, Writer, now_ms};
+use super::handle::{Index, now_ms};
+use super::writer_state::{Pending, Writer};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
 use crate::storage::loaded_version::VersionState;

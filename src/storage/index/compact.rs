@@ -24,7 +24,9 @@ use serde::Serialize;
 use crate::format::{ClassFileEntry, ClassTable, FileId, FileKind, FileRef, Manifest};
 use crate::model::Cancel;
 
-use super::{GcReport, Index, Writer, now_ms};
+use super::gc::GcReport;
+use super::handle::{Index, now_ms};
+use super::writer_state::Writer;
 use crate::storage::config::CompactionPolicy;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};

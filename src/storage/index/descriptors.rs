@@ -18,10 +18,13 @@ use crate::classes::{ClassError, ListAssignment, assign_lists};
 use crate::format::ClassRecord;
 use crate::format::append_log::NO_LABEL;
 use crate::model::Cancel;
-use crate::storage::{RowBatch, StorageError};
+use crate::storage::error::StorageError;
+use crate::storage::row_batch::RowBatch;
 
 use super::build::encode_chunked;
-use super::{ClassStats, EncodedOptions, Index};
+use super::classes::ClassStats;
+use super::handle::Index;
+use super::stage_rows::EncodedOptions;
 
 /// Shorthand: the class layer's errors (an unknown label, a wrong model, …).
 type Result<T> = std::result::Result<T, StorageError>;

@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use crate::format::Manifest;
 
-use super::{Index, Writer, now_ms};
+use super::handle::{Index, now_ms};
+use super::writer_state::Writer;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{
     LOCK_FILE, TMP_SUFFIX, manifest_file_name, parse_data_file_name, parse_manifest_file_name,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::format::{FileId, FileKind, FileRef, Manifest, ModelFile};
 
-use super::{Index, LogWriter, now_ms};
+use super::handle::{Index, now_ms};
+use super::writer_state::LogWriter;
 use crate::storage::config::{Config, CreateOptions};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{TMP_SUFFIX, data_file_name, list_manifests, manifest_file_name};

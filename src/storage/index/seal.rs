@@ -9,7 +9,8 @@ use crate::format::{
     append_log::{NO_LABEL, NO_LIST},
 };
 
-use super::{Index, LogWriter};
+use super::handle::Index;
+use super::writer_state::LogWriter;
 use crate::format::{AttributesBuilder, Schema};
 use crate::storage::attributes::conformed;
 use crate::storage::error::{Result, StorageError};

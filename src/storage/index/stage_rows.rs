@@ -12,7 +12,9 @@ use crate::format::{
     append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS},
 };
 
-use super::{ClassStats, Index, LogWriter, WLoc, Writer};
+use super::classes::ClassStats;
+use super::handle::Index;
+use super::writer_state::{LogWriter, WLoc, Writer};
 use crate::storage::attributes::conform_write;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, tmp_name};
