@@ -21,7 +21,7 @@ use super::ivf_filter::{
 };
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
-use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check};
+use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check, check_stored};
 use super::rerank::exact_search;
 use super::vectors::{SnapshotVectors, VectorSource};
 use super::{examples, ivf_scan, probe, rerank, text};
@@ -120,6 +120,7 @@ pub(crate) fn search_planned(
              an exact mode (nprobe and where or ids)",
         ));
     }
+    check_plan(plan, queries.nrows(), model.ivf().map_or(0, |c| c.lists()))?;
     search_plan(snapshot, Queries::Image(queries), params, None, Some(plan))
 }
 
@@ -158,6 +159,13 @@ fn search_plan(
         }
         None => None,
     };
+    // Re-ranking and the exact modes score the raw image queries against the stored vectors
+    // (Jégou et al. TPAMI 2011, §IV-B): checked here once, whichever path below scores them.
+    if let (Queries::Image(v), Some(s)) = (q, source)
+        && (params.rerank.is_some() || params.mode.is_exact())
+    {
+        check_stored(v, s)?;
+    }
     let all_blocks: Vec<Block<'_>> = snapshot.blocks().collect();
     // A probed ADC search of an IVF model under a filter evaluates the filter only over the
     // lists its queries read, probing on while they hold too few passing rows
@@ -260,8 +268,9 @@ fn search_plan(
     Ok(hits)
 }
 
-/// An exact mode following a driver's plan: each query scans its given lists' passing rows,
-/// or every passing row; queries with the same lists are scanned together.
+/// An exact mode following a driver's plan (checked by [`search_planned`]): each query scans
+/// its given lists' passing rows, or every passing row; queries with the same lists are
+/// scanned together.
 fn search_exact_by_plan(
     view: &FilteredBlocks<'_, '_>,
     model: &Model,
@@ -271,8 +280,6 @@ fn search_exact_by_plan(
     plan: &[QueryPlan],
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
     let queries = q.view();
-    let lists = model.ivf().map_or(0, |c| c.lists());
-    check_plan(plan, queries.nrows(), lists)?;
     let mut groups: std::collections::BTreeMap<Option<Vec<u32>>, Vec<usize>> =
         std::collections::BTreeMap::new();
     for (i, p) in plan.iter().enumerate() {

@@ -386,7 +386,8 @@ fn flat_is_cheaper(found: u64, read: u64, target: u64, live: u64) -> bool {
 /// The filtered IVFADC search of `queries` (see the module doc): per query its hits, or
 /// [`IvfOutcome::Flat`] when the flat search over the passing rows is to answer it. `live`:
 /// the snapshot's live rows. `plan`: per query, what a driver decided over the counts of
-/// every snapshot ([`QueryPlan`]), followed instead of this snapshot's own rule.
+/// every snapshot ([`QueryPlan`]), followed instead of this snapshot's own rule; checked
+/// against the queries and the model ([`check_plan`]) where a planned search enters.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search_ivf_filtered(
     blocks: &[Block<'_>],
@@ -402,9 +403,6 @@ pub(crate) fn search_ivf_filtered(
         return Err(invalid("mode", "the model is not an IVF model"));
     };
     let nq = queries.nrows();
-    if let Some(plan) = plan {
-        check_plan(plan, nq, coarse.lists())?;
-    }
     let threads = params.threads.max(1);
     let kc = params.rerank.unwrap_or(params.k);
     ListTopK::new(kc)?;

@@ -15,6 +15,7 @@ use super::error::{SearchError, invalid};
 use super::filter::RowFilter;
 use super::mih::MihChoice;
 use super::mode::SearchMode;
+use super::vectors::VectorSource;
 
 /// One result row.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -169,6 +170,33 @@ pub(super) fn check(
         ));
     }
     check_params(model, params)
+}
+
+/// The check of image `queries` that re-ranking and the exact modes score against `source`'s
+/// stored vectors (squared L2 or inner product on the raw floats, Jégou et al. TPAMI 2011,
+/// §IV-B): as wide as the stored vectors, every value finite. Run once by the plan, before any
+/// path scores them.
+pub(super) fn check_stored(
+    queries: ArrayView2<f32>,
+    source: &dyn VectorSource,
+) -> Result<(), SearchError> {
+    if source.dim() != queries.ncols() {
+        return Err(invalid(
+            "queries",
+            format!(
+                "{} columns, the stored vectors are {}-D",
+                queries.ncols(),
+                source.dim()
+            ),
+        ));
+    }
+    if let Some(((r, c), v)) = queries.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        return Err(invalid(
+            "queries",
+            format!("row {r} column {c} is not finite ({v})"),
+        ));
+    }
+    Ok(())
 }
 
 /// `params` with `k` and `rerank` capped at `live` rows (at least 1, the smallest valid k),

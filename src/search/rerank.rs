@@ -88,26 +88,6 @@ pub(crate) fn locate_rows(
     Ok(found)
 }
 
-fn check_query_dim(queries: ArrayView2<f32>, source: &dyn VectorSource) -> Result<(), SearchError> {
-    if source.dim() != queries.ncols() {
-        return Err(invalid(
-            "queries",
-            format!(
-                "{} columns, the stored vectors are {}-D",
-                queries.ncols(),
-                source.dim()
-            ),
-        ));
-    }
-    if let Some(((r, c), v)) = queries.indexed_iter().find(|(_, v)| !v.is_finite()) {
-        return Err(invalid(
-            "queries",
-            format!("row {r} column {c} is not finite ({v})"),
-        ));
-    }
-    Ok(())
-}
-
 /// Sorts best first (by `direction`), ties by smaller id, and keeps `k`.
 pub(crate) fn sort_truncate(list: &mut Vec<Hit>, direction: Direction, k: usize) {
     list.sort_by(|a, b| {
@@ -132,7 +112,6 @@ pub(crate) fn rerank(
     k: usize,
     source: &dyn VectorSource,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check_query_dim(queries, source)?;
     let mut buf = vec![0.0f32; source.dim()];
     rescore(blocks, candidates, metric.direction(), k, |qi, rows| {
         let q: Vec<f32> = queries.row(qi).to_vec();
@@ -363,7 +342,6 @@ pub(crate) fn exact_search(
     source: &dyn VectorSource,
     opts: ScanOptions,
 ) -> Result<Vec<Vec<Hit>>, SearchError> {
-    check_query_dim(queries, source)?;
     let dim = source.dim();
     let flat: Vec<f32> = queries.iter().copied().collect();
     let nq = queries.nrows();

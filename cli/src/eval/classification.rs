@@ -2,7 +2,7 @@
 //! average top-1 and top-5 flat error of ILSVRC'10): a sample's error is 1 when its true label
 //! is not among the first k predicted labels, and the mean over samples is reported.
 
-use super::error::{EvalError, Result};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// `predictions[s]` lists labels best first for sample s (e.g. classes ranked by NCM distance
 /// with [`super::rank_by_score`]); each list needs at least `k` entries.

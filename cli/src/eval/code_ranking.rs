@@ -21,7 +21,7 @@ use codedb::kernels::{
 };
 use codedb::model::{AdcMetric, Model};
 
-use super::error::EvalError;
+use crate::error::EvalError;
 
 /// Queries scanned together by one task: enough to reuse each block of codes from cache, few
 /// enough that a chunk's full rankings (N entries per query) stay small.

@@ -19,9 +19,9 @@ use ndarray::{Array2, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::error::{EvalError, Result};
 use super::ground_truth::GroundTruth;
 use super::knn::{Database, checked_matrix, checked_pair, knn_l2_f64, within_sq_radius};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// The neighbour rank of the paper's threshold (ITQ §4.2 and §6.2).
 pub const ITQ_NEIGHBOUR_RANK: usize = 50;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::error::{EvalError, Result};
+use crate::error::{EvalError, EvalResult as Result};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Relevance {

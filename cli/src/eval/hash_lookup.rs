@@ -12,8 +12,8 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use super::error::{EvalError, Result};
 use super::ground_truth::{GroundTruth, check_index_list};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// Precision and recall of radius lookups over a set of queries.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -28,7 +28,7 @@ use std::collections::BinaryHeap;
 use ndarray::{ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
-use super::error::{EvalError, Result};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// One neighbour: database row index and squared Euclidean distance (rounded to f32 from the
 /// f64 value the ranking used).

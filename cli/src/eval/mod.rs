@@ -18,7 +18,6 @@
 pub mod classification;
 pub mod classify_eval;
 pub mod code_ranking;
-pub mod error;
 pub mod euclidean_truth;
 pub mod ground_truth;
 pub mod hash_lookup;
@@ -29,10 +28,10 @@ pub mod ranking;
 pub mod retrieval_eval;
 pub mod text_eval;
 
+pub use crate::error::EvalError;
 pub use classification::top_k_error;
 pub use classify_eval::{ClassifyRow, classify_eval};
 pub use code_ranking::{CodeScan, EncodedDatabase};
-pub use error::EvalError;
 pub use euclidean_truth::{
     EuclideanTruth, ITQ_NEIGHBOUR_RANK, euclidean_ground_truth, mean_neighbour_distance,
 };

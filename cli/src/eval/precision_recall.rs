@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use super::error::{EvalError, Result};
 use super::ground_truth::{GroundTruth, check_index_list};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// Points of a curve: list lengths and the mean precision and recall at each.
 #[derive(Debug, Clone, PartialEq, Serialize)]

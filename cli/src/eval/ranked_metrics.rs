@@ -15,8 +15,8 @@
 
 use rayon::prelude::*;
 
-use super::error::{EvalError, Result};
 use super::ground_truth::{GroundTruth, check_index_list};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// The mean of a per-query metric and how many queries it covers.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,7 +2,7 @@
 //! ordered by the smaller index. Hamming distances produce many ties, and AP or precision@k
 //! depend on how they are broken, so every caller breaks them the same way.
 
-use super::error::{EvalError, Result};
+use crate::error::{EvalError, EvalResult as Result};
 
 /// Whether the best item has the smallest score (distances) or the largest (similarities).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -38,13 +38,13 @@ use crate::error::Error;
 use codedb::model::{Model, PipelineSpec, TrainOptions, derive_seed, train};
 
 use super::code_ranking::{CodeScan, EncodedDatabase};
-use super::error::EvalError;
 use super::euclidean_truth::{ITQ_NEIGHBOUR_RANK, euclidean_ground_truth};
 use super::ground_truth::GroundTruth;
 use super::hash_lookup::LookupScores;
 use super::knn::{checked_matrix, knn_l2};
 use super::precision_recall::{PrCurve, PrSums, log_spaced_cutoffs, mean_curve};
 use super::ranked_metrics::recall_at_r;
+use crate::error::EvalError;
 
 /// Queries whose full rankings are held at once while computing mAP.
 const FULL_RANKING_CHUNK: usize = 64;

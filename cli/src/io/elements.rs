@@ -7,7 +7,7 @@ use std::path::Path;
 
 use bytemuck::Pod;
 
-use super::error::{IoError, Result};
+use crate::error::{IoError, IoResult as Result};
 
 /// A plain numeric element that can be read as raw bytes and byte-swapped.
 pub trait Element: Pod + Default {

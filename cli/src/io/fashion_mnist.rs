@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use ndarray::{Array2, concatenate};
 
-use super::error::{IoError, Result};
 use super::idx::{read_idx_images, read_idx_labels};
+use crate::error::{IoError, IoResult as Result};
 
 /// Where Debian's `dataset-fashion-mnist` package installs the files.
 pub const FASHION_MNIST_DEBIAN_DIR: &str = "/usr/share/datasets/fashion-mnist";

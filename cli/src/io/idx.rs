@@ -12,9 +12,9 @@ use flate2::read::MultiGzDecoder;
 use ndarray::Array2;
 
 use super::elements::{convert_to_f32, expect_eof, read_elements};
-use super::error::{IoError, Result};
 use super::npy_read::open_file;
 use super::row_source::{RowSource, read_all_rows};
+use crate::error::{IoError, IoResult as Result};
 
 /// An IDX file's dimensions and uint8 elements.
 #[derive(Debug, Clone, PartialEq, Eq)]

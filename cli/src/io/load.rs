@@ -5,13 +5,13 @@ use std::path::Path;
 
 use ndarray::Array2;
 
-use super::error::{IoError, Result};
 use super::fashion_mnist::{is_fashion_mnist_dir, load_fashion_mnist};
 use super::idx::{IdxRowReader, read_idx_images, read_idx_labels};
 use super::npy_read::{read_labels, read_matrix_f32, read_vector_f32};
 use super::npy_rows::NpyRowReader;
 use super::row_source::RowSource;
 use super::vecs::{VecsKind, VecsRowReader, read_fvecs};
+use crate::error::{IoError, IoResult as Result};
 
 /// The file formats vectors can be read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

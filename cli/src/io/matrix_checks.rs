@@ -4,7 +4,7 @@
 
 use ndarray::ArrayView2;
 
-use super::error::{IoError, Result};
+use crate::error::{IoError, IoResult as Result};
 
 /// Fails with [`IoError::NonFinite`] naming the first NaN/±Inf (row-major order) by row and
 /// column. `what` names the input in the message (a file path, or e.g. `"queries"`).

@@ -17,7 +17,6 @@ pub mod attributes_npy;
 pub mod attributes_raw;
 pub mod captions;
 pub mod elements;
-pub mod error;
 pub mod fashion_mnist;
 pub mod idx;
 pub mod load;
@@ -31,8 +30,8 @@ pub mod text_queries;
 pub mod tsv;
 pub mod vecs;
 
+pub use crate::error::IoError;
 pub use captions::read_captions;
-pub use error::IoError;
 pub use fashion_mnist::{
     FASHION_MNIST_DEBIAN_DIR, LabeledVectors, is_fashion_mnist_dir, load_fashion_mnist,
 };

@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::error::{IoError, Result};
+use crate::error::{IoError, IoResult as Result};
 
 /// Magic bytes at the start of every `.npy` file.
 pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";

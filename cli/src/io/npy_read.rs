@@ -8,9 +8,9 @@ use std::path::Path;
 use ndarray::Array2;
 
 use super::elements::{ToF32, convert_to_f32, expect_eof, read_elements};
-use super::error::{IoError, Result};
 use super::matrix_checks::check_finite;
 use super::npy_header::{NpyDtype, NpyHeader, read_header};
+use crate::error::{IoError, IoResult as Result};
 
 /// The elements of an `.npy` array, in row-major (C) order and native byte order.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use ndarray::Array2;
 
 use super::elements::{Element, ToF32, convert_to_f32, expect_eof, read_elements};
-use super::error::{IoError, Result};
 use super::matrix_checks::check_finite_from;
 use super::npy_header::{NpyDtype, NpyHeader};
 use super::npy_read::{matrix_shape, open_npy};
 use super::row_source::RowSource;
+use crate::error::{IoError, IoResult as Result};
 
 /// Streams the rows of a 2-D `.npy` file (any numeric dtype, converted to `f32` as in
 /// [`super::read_matrix_f32`]).

@@ -11,8 +11,8 @@ use ndarray::ArrayView2;
 use tempfile::NamedTempFile;
 
 use super::elements::{Element, fix_order};
-use super::error::{IoError, Result};
 use super::npy_header::{NpyDtype, encode_header};
+use crate::error::{IoError, IoResult as Result};
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IoError + '_ {
     move |source| IoError::Io {

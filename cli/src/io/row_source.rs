@@ -6,7 +6,7 @@ use std::path::Path;
 
 use ndarray::Array2;
 
-use super::error::{IoError, Result};
+use crate::error::{IoError, IoResult as Result};
 
 /// A source of `f32` vector rows read in chunks, front to back.
 ///

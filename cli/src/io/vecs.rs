@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use ndarray::{Array2, ArrayView2};
 
 use super::elements::{Element, convert_to_f32, fix_order};
-use super::error::{IoError, Result};
 use super::matrix_checks::check_finite_from;
 use super::npy_read::open_file;
 use super::npy_write::AtomicFile;
 use super::row_source::{RowSource, read_all_rows};
+use crate::error::{IoError, IoResult as Result};
 
 /// Which of the three record formats a file uses (they differ only in the value type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! value converted to the column's type, every operator checked against it. What reaches the
 //! evaluator cannot fail on types.
 
-use super::error::FilterError;
 use super::parse::{Ast, CmpOp, HasHow, Lit, Name, Value};
 use super::schema::{ColumnType, ID_COLUMN, Schema, parse_timestamp};
+use crate::search::error::FilterError;
 
 /// A typed filter expression; columns are positions in the schema it was checked against.
 #[derive(Debug, Clone, PartialEq)]

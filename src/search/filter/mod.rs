@@ -18,17 +18,16 @@
 //! included.
 
 mod check;
-pub(super) mod error;
 mod eval;
 mod parse;
 mod schema;
 
 use std::ops::Range;
 
+pub use super::error::FilterError;
 pub use crate::format::attribute_columns::{
     AttributeError, Attributes, AttributesBuilder, Column, ColumnBuilder, ColumnData, Value,
 };
-pub use error::FilterError;
 pub use parse::{MAX_DEPTH as MAX_FILTER_DEPTH, MAX_FILTER_BYTES};
 pub use schema::{ColumnType, ID_COLUMN, Schema, parse_timestamp};
 

@@ -15,7 +15,7 @@
 //! name  := [A-Za-z_][A-Za-z0-9_]* | "quoted"
 //! ```
 
-use super::error::FilterError;
+use crate::search::error::FilterError;
 
 /// The longest expression accepted, in bytes: a filter is typed by a person or built by a
 /// program from a few values; a megabyte of text is a mistake, and the parser's recursion

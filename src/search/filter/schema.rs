@@ -2,8 +2,8 @@
 //! schema ([`Schema`], stored with the index: `format/attribute_columns.rs`) — and the
 //! timestamp literals a `timestamp` column is compared with.
 
-use super::error::FilterError;
 pub use crate::format::attribute_columns::{ColumnType, ID_COLUMN, Schema};
+use crate::search::error::FilterError;
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
