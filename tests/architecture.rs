@@ -916,3 +916,395 @@ fn no_import_circle_between_files() {
         }
     }
 }
+
+/// `mod.rs` files that still hold code, each with why; the list only shrinks (ARCHITECTURE.md,
+/// "Rules between rooms"). Keyed by the path under `src/`. Their children may take what they
+/// define from them.
+const MOD_RS_WITH_CODE: [(&str, &str); 4] = [
+    (
+        "scan/fastscan/mod.rs",
+        "the fast-scan kernels' entry points; the room is being changed elsewhere",
+    ),
+    (
+        "scan/hamming/mod.rs",
+        "the Hamming kernels' entry points and dispatch beside their ISA children",
+    ),
+    (
+        "scan/lut/mod.rs",
+        "the LUT kernels' tables, entry points and dispatch beside their ISA children",
+    ),
+    (
+        "search/filter/mod.rs",
+        "the filter's public types and entry points; the room is being changed elsewhere",
+    ),
+];
+
+/// The code of `text` without `//` comments and without attributes (`#[…]`, `#![…]`), line
+/// structure kept.
+fn code_without_attributes(text: &str) -> String {
+    let code: String = text.lines().map(|l| format!("{}\n", code(l))).collect();
+    let mut out = String::with_capacity(code.len());
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '#' && matches!(chars.peek(), Some('[' | '!')) {
+            let mut depth = 0usize;
+            for d in chars.by_ref() {
+                match d {
+                    '[' => depth += 1,
+                    ']' if depth == 1 => break,
+                    ']' => depth -= 1,
+                    '\n' => out.push('\n'),
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The items of a `mod.rs` that are not a module declaration, a `pub` / `pub(crate)` /
+/// `pub(super)` re-export or a `compile_error!` guard: what the file defines or uses itself.
+fn mod_rs_definitions(text: &str) -> Vec<String> {
+    let code = code_without_attributes(text);
+    let mut out = Vec::new();
+    for item in code.split(';') {
+        let t = item.split_whitespace().collect::<Vec<_>>().join(" ");
+        if t.is_empty() {
+            continue;
+        }
+        let rest = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| t.strip_prefix(v));
+        let declared = {
+            let m = rest.unwrap_or(&t);
+            m.strip_prefix("mod ")
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        };
+        let re_export = rest.is_some_and(|r| r.starts_with("use "));
+        let guard = t.starts_with("compile_error!(") && t.ends_with(')');
+        if !(declared || re_export || guard) {
+            out.push(t.chars().take(80).collect());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_mod_rs_only_declares_and_re_exports() {
+    // A folder's `mod.rs` is its list of names: it declares its children and re-exports what
+    // they define. A name it defined would be one its children take through the file that
+    // declares them, an arrow back up inside the room (ARCHITECTURE.md, "Rules between rooms").
+    let src = src();
+    let mut offences = Vec::new();
+    let mut listed_clean = Vec::new();
+    for file in rust_files(&src) {
+        if file.file_name().is_none_or(|n| n != "mod.rs") {
+            continue;
+        }
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let defs = mod_rs_definitions(&std::fs::read_to_string(&file).unwrap());
+        let listed = MOD_RS_WITH_CODE.iter().any(|(f, _)| *f == rel);
+        match (defs.first(), listed) {
+            (Some(d), false) => offences.push(format!("{rel}: `{d}`")),
+            (None, true) => listed_clean.push(rel),
+            _ => {}
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "mod.rs files that define or use names themselves (move the code to a file of its own \
+         and re-export it):\n{}",
+        offences.join("\n")
+    );
+    assert!(
+        listed_clean.is_empty(),
+        "MOD_RS_WITH_CODE lists files that only declare and re-export now (strike them): {listed_clean:?}"
+    );
+}
+
+/// The paths of a `use` tree or an expression path at the start of `rest` (`a::b::C`,
+/// `a::{b, c::{self, D}}`, `a::*`), each as its segments; `self` in a group names the group's
+/// prefix, `*` is kept as a segment.
+fn path_tree(rest: &str) -> Vec<Vec<String>> {
+    fn tree(s: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        let mut segs = prefix.to_vec();
+        let mut rest = s.trim_start();
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 0usize;
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            tree(&group[start..i], &segs, out);
+                            return;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            tree(&group[start..i], &segs, out);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                return;
+            }
+            if rest.starts_with('*') {
+                segs.push("*".to_string());
+                break;
+            }
+            let w: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if w.is_empty() {
+                break;
+            }
+            rest = rest[w.len()..].trim_start();
+            if w != "self" {
+                segs.push(w);
+            }
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r.trim_start(),
+                None => break,
+            }
+        }
+        if segs.len() > prefix.len() || !prefix.is_empty() {
+            out.push(segs);
+        }
+    }
+    let mut out = Vec::new();
+    tree(rest, &[], &mut out);
+    out
+}
+
+/// Every name `file` takes through the `mod.rs` of a folder it stands in (its own folder or
+/// one above, not the crate root: that is the front door): `(line, name, that mod.rs)`. A
+/// path through such a folder to one of its modules (`super::child::Name`) is no offence; a
+/// name the `mod.rs` defines or only re-exports is. `super::` climbs from the module the path
+/// stands in: the file's, or an inline module's (`mod tests { … }`, `mod x86 { … }`).
+fn names_through_own_folders(root: &Path, file: &Path) -> Vec<(usize, String, PathBuf)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let own = module_of(root, file);
+    let code = text.as_str();
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    // Inline modules open at this file: (name, brace depth inside it).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut pending_mod: Option<String> = None;
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let at_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        // Comments and raw strings are no code.
+        let skip_to =
+            |end: &str, from: usize| rest[from..].find(end).map_or(rest.len(), |k| k + from);
+        if rest.starts_with("//") {
+            i += skip_to("\n", 0);
+            continue;
+        }
+        if rest.starts_with("/*") {
+            i += skip_to("*/", 2) + 2;
+            continue;
+        }
+        let raw = rest.strip_prefix("br").or_else(|| rest.strip_prefix('r'));
+        if at_word && let Some(r) = raw.filter(|r| r.trim_start_matches('#').starts_with('"')) {
+            let hashes = r.len() - r.trim_start_matches('#').len();
+            let open = rest.len() - r.len() + hashes + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            i += skip_to(&close, open) + close.len();
+            continue;
+        }
+        match bytes[i] {
+            b'"' => {
+                // A string literal: skip to its closing quote.
+                let mut j = i + 1;
+                while j < code.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+                continue;
+            }
+            b'\'' => {
+                // A char literal ('{', '\n'); a lifetime has no closing quote.
+                let close = if rest[1..].starts_with('\\') {
+                    rest[2..].find('\'').map(|k| k + 2)
+                } else {
+                    rest[1..].char_indices().nth(1).map(|(k, _)| k + 1)
+                };
+                if let Some(k) = close.filter(|&k| rest[k..].starts_with('\'')) {
+                    i += k + 1;
+                    continue;
+                }
+            }
+            b'{' => {
+                depth += 1;
+                if let Some(name) = pending_mod.take() {
+                    inline.push((name, depth));
+                }
+            }
+            b'}' => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b';' => pending_mod = None,
+            _ => {}
+        }
+        if at_word && let Some(r) = rest.strip_prefix("mod ") {
+            let name: String = r
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            pending_mod = Some(name);
+        }
+        let starts = ["super::", "crate::", "self::"]
+            .iter()
+            .any(|p| rest.starts_with(p));
+        if !at_word || !starts {
+            i += 1;
+            while i < code.len() && !code.is_char_boundary(i) {
+                i += 1;
+            }
+            continue;
+        }
+        // The module the path starts from: the file's, or the inline module it stands in.
+        let mut base = own.clone();
+        base.extend(inline.iter().map(|(n, _)| n.clone()));
+        let mut rest = rest;
+        loop {
+            if let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("self::") {
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("crate::") {
+                base.clear();
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        let line = code[..i].matches('\n').count() + 1;
+        for path in path_tree(rest) {
+            let mut m = base.clone();
+            for seg in &path {
+                let mut next = m.clone();
+                next.push(seg.clone());
+                if seg != "*" && module_file(root, &next).is_some() {
+                    m = next;
+                    continue;
+                }
+                let ancestor = !m.is_empty() && m.len() < own.len() && own.starts_with(&m);
+                let listed = |f: &Path| MOD_RS_WITH_CODE.iter().any(|(l, _)| root.join(l) == f);
+                if ancestor
+                    && let Some(f) = module_file(root, &m)
+                    && f.ends_with("mod.rs")
+                    && f != file
+                    && !listed(&f)
+                {
+                    out.push((line, seg.clone(), f));
+                }
+                break;
+            }
+        }
+        i += code[i..].len() - rest.len();
+    }
+    out
+}
+
+#[test]
+fn no_file_takes_a_name_through_the_mod_rs_of_its_own_folder() {
+    // A child that takes `super::Name` from the `mod.rs` that declares it runs an arrow back
+    // up inside its room: it names the defining file instead (`super::options::Name`).
+    let src = src();
+    let mut offences = Vec::new();
+    let mut files = 0;
+    for file in rust_files(&src) {
+        files += 1;
+        for (line, name, through) in names_through_own_folders(&src, &file) {
+            offences.push(format!(
+                "{}:{line}: `{name}` through {}",
+                file.strip_prefix(&src).unwrap().display(),
+                through.strip_prefix(&src).unwrap().display()
+            ));
+        }
+    }
+    assert!(files > 100, "only {files} files read; the reader is broken");
+    assert!(
+        offences.is_empty(),
+        "names taken through the mod.rs of the file's own folder (import them from the file \
+         that defines them):\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_folder_rules_find_a_name_through_a_mod_rs_and_code_in_one() {
+    // A small crate: room/b.rs takes `Word` through room/mod.rs, which also defines `Data`.
+    let dir = std::env::temp_dir().join(format!("codedb-arch-folder-{}", std::process::id()));
+    let room = dir.join("room");
+    std::fs::create_dir_all(&room).unwrap();
+    std::fs::write(dir.join("lib.rs"), "pub mod room;\npub struct Root;\n").unwrap();
+    let mod_rs = "//! The room.\n#[cfg(target_endian = \"big\")]\ncompile_error!(\"no\");\n\
+                  mod a;\npub(crate) mod b;\n#[allow(unused)]\npub use a::{\n    Word,\n};\n";
+    std::fs::write(room.join("mod.rs"), format!("{mod_rs}pub struct Data;\n")).unwrap();
+    std::fs::write(room.join("a.rs"), "pub struct Word;\n").unwrap();
+    let b = |uses: &str| {
+        format!(
+            "{uses}\npub fn f() -> crate::Root {{ crate::Root }}\n\
+             #[cfg(test)]\nmod tests {{\n    use super::*;\n    use super::super::a::Word;\n}}\n"
+        )
+    };
+    let found = |uses: &str| {
+        std::fs::write(room.join("b.rs"), b(uses)).unwrap();
+        names_through_own_folders(&dir, &room.join("b.rs"))
+            .into_iter()
+            .map(|(line, name, f)| (line, name, f.strip_prefix(&dir).unwrap().to_path_buf()))
+            .collect::<Vec<_>>()
+    };
+    let through_mod = PathBuf::from("room/mod.rs");
+    let before = [
+        found("use super::Word;"),
+        found("use super::{a, Word};"),
+        found("use crate::room::{a::{self, Word}, Data};"),
+        found("use super::*;"),
+        found("fn g() -> super::Word {\n    super::a::Word\n}"),
+        found("mod inner {\n    use super::super::Word;\n}"),
+    ];
+    let after = [
+        found("mod inner {\n    use super::super::a::Word;\n}"),
+        found("const S: &str = \"super::Word\"; // super::Word\nconst C: char = '{';"),
+        found("use super::a::Word;"),
+        found("use super::{a, a::Word};"),
+        found("use crate::room::{a::{self, Word}};"),
+        found("fn g() -> super::a::Word {\n    super::a::Word\n}"),
+    ];
+    let defs_before = mod_rs_definitions(&std::fs::read_to_string(room.join("mod.rs")).unwrap());
+    let defs_after = mod_rs_definitions(mod_rs);
+    let defs_use = mod_rs_definitions("mod a;\nuse a::Word;\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(before[0], [(1, "Word".to_string(), through_mod.clone())]);
+    assert_eq!(before[1], [(1, "Word".to_string(), through_mod.clone())]);
+    assert_eq!(before[2], [(1, "Data".to_string(), through_mod.clone())]);
+    assert_eq!(before[3], [(1, "*".to_string(), through_mod.clone())]);
+    assert_eq!(before[4], [(1, "Word".to_string(), through_mod.clone())]);
+    assert_eq!(before[5], [(2, "Word".to_string(), through_mod)]);
+    for a in &after {
+        assert!(a.is_empty(), "{a:?}");
+    }
+    assert_eq!(defs_before, ["pub struct Data"]);
+    assert!(defs_after.is_empty(), "{defs_after:?}");
+    assert_eq!(defs_use, ["use a::Word"]);
+}

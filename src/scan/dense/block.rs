@@ -83,7 +83,7 @@ mod tests {
     use super::*;
     use crate::scan::dispatch::available_dispatches;
 
-    use crate::scan::dense::test_lcg as lcg;
+    use crate::scan::dense::distance::test_lcg as lcg;
 
     #[test]
     fn every_output_is_the_lone_fixed_order_dot_on_every_path() {
@@ -98,8 +98,9 @@ mod tests {
                     let want: Vec<u32> = x
                         .chunks_exact(d)
                         .flat_map(|xr| {
-                            w.chunks_exact(d)
-                                .map(|wj| super::super::dot_fixed_order_scalar(wj, xr).to_bits())
+                            w.chunks_exact(d).map(|wj| {
+                                super::super::distance::dot_fixed_order_scalar(wj, xr).to_bits()
+                            })
                         })
                         .collect();
                     for disp in available_dispatches() {
@@ -114,7 +115,7 @@ mod tests {
                         for (j, wj) in w.chunks_exact(d).enumerate() {
                             assert_eq!(
                                 out[r * o + j].to_bits(),
-                                super::super::dot_fixed_order(wj, xr).to_bits(),
+                                super::super::distance::dot_fixed_order(wj, xr).to_bits(),
                                 "d={d} o={o} n={n} r={r} j={j}"
                             );
                         }

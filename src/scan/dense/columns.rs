@@ -342,10 +342,10 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::available_dispatches;
+    use crate::scan::dispatch::available_dispatches;
 
     fn lcg(seed: &mut u64) -> f32 {
-        crate::scan::dense::test_lcg(seed)
+        crate::scan::dense::distance::test_lcg(seed)
     }
 
     fn same_bits(a: &[f32], b: &[f32]) -> bool {

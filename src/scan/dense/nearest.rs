@@ -413,7 +413,7 @@ mod tests {
     use super::*;
     use crate::scan::dispatch::available_dispatches;
 
-    use crate::scan::dense::test_lcg as lcg;
+    use crate::scan::dense::distance::test_lcg as lcg;
 
     #[test]
     fn every_path_picks_the_same_centroid() {

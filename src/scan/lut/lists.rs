@@ -289,7 +289,10 @@ impl Sink for TaggedSink<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::{CodeRows, Direction, ScanOptions, lut8_topk_batch};
+    use crate::scan::lut::lut8_topk_batch;
+    use crate::scan::rows::CodeRows;
+    use crate::scan::schedule::ScanOptions;
+    use crate::scan::topk::Direction;
 
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed

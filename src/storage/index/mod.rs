@@ -48,6 +48,4 @@ pub use compact::{
 pub use descriptors::AddOptions;
 pub use gc::GcReport;
 pub use handle::Index;
-pub(crate) use open::check_is_index;
 pub use stage_rows::EncodedOptions;
-pub(crate) use writer_state::{LogWriter, Pending, WLoc, Writer};
