@@ -1,13 +1,100 @@
-//! The data files commands read (descriptors, labels, ids): every error names the file, and a
-//! descriptor file whose width does not fit names the index or model it must fit, before any
-//! work starts.
+//! What a command reads before any work starts, each in one place: the index it opens (for
+//! reading, with the warning every command that reads an index prints when it fell back to an
+//! older version because newer manifests do not read; for writing, refused at once when it fell
+//! back), and the data files (descriptors, labels, ids, attributes in their format, the list
+//! choice), read together for the commands that add rows ([`rows`]). Every error names the file,
+//! and a descriptor file whose width does not fit names the index or model it must fit.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use codedb::ListAssignment;
+use codedb::admin::{SkippedManifest, fell_back_warning};
+use codedb::{Attributes, Config, Index, ListAssignment, Schema, Snapshot};
 use codedb_cli::demo_tour::labels_u32;
+use codedb_cli::io::attributes_input::{AttributesFormat, read_attributes};
 use ndarray::Array2;
+
+use crate::out::errln;
+
+/// Says on stderr that `dir` is served at `version` because newer manifests do not read (the
+/// engine's text, [`fell_back_warning`], which Python's `FallbackWarning` carries too).
+pub fn warn_fell_back(dir: &Path, version: u64, skipped: &[SkippedManifest]) {
+    for line in fell_back_warning(dir, version, skipped) {
+        errln!("codedb: warning: {line}");
+    }
+}
+
+/// Opens the newest readable version of `dir` for reading, warning when it fell back.
+pub fn open_snapshot(dir: &Path) -> Result<Snapshot> {
+    let snap = Snapshot::open(dir)?;
+    warn_fell_back(dir, snap.version(), snap.skipped_manifests());
+    Ok(snap)
+}
+
+/// Opens `dir` for writing, refusing at once (before any work) when it fell back.
+pub fn open_writer(dir: &Path) -> Result<Index> {
+    let index = Index::open(dir, Config::default())?;
+    index.check_writable()?;
+    Ok(index)
+}
+
+/// The files of the rows a command adds (`build`, `add`), as given on the command line.
+pub struct RowFiles<'a> {
+    /// `--data`: the descriptors.
+    pub data: &'a Path,
+    /// `--labels`.
+    pub labels: Option<&'a Path>,
+    /// `--ids`.
+    pub ids: Option<&'a Path>,
+    /// `--lists`: `label` or `nearest`.
+    pub lists: Option<&'a str>,
+    /// `--attributes`.
+    pub attributes: Option<&'a Path>,
+    /// `--attributes-format` (clap has checked the name); `None`: by the file's extension.
+    pub attributes_format: Option<&'a str>,
+}
+
+/// The rows a command adds, read and checked: what [`rows`] returns.
+pub struct Rows {
+    /// The descriptors, as wide as the model takes.
+    pub x: Array2<f32>,
+    /// One class id per row.
+    pub labels: Option<Vec<u32>>,
+    /// One id per row.
+    pub ids: Option<Vec<u64>>,
+    /// How the rows get their inverted lists.
+    pub lists: Option<ListAssignment>,
+    /// The rows' attribute columns and the schema they were fitted to (or inferred).
+    pub attributes: Option<(Attributes, Schema)>,
+}
+
+/// Reads every file of `files`, in the order a user fixes them: the list choice, the
+/// descriptors (`dim` columns, to fit `whom`: "the model of index DIR", "model FILE"), labels,
+/// ids, then the attributes, one value per descriptor row, fitted to `schema` (an index's) or
+/// inferring one when `None`.
+pub fn rows(files: RowFiles<'_>, dim: usize, whom: &str, schema: Option<&Schema>) -> Result<Rows> {
+    let lists = lists(files.lists)?;
+    let x = vectors_for("--data", files.data, dim, whom)?;
+    let labels = labels(files.labels)?;
+    let ids = ids(files.ids)?;
+    let attributes = match files.attributes {
+        None => None,
+        Some(path) => Some(read_attributes(
+            "--attributes",
+            path,
+            files.attributes_format.and_then(AttributesFormat::parse),
+            x.nrows(),
+            schema,
+        )?),
+    };
+    Ok(Rows {
+        x,
+        labels,
+        ids,
+        lists,
+        attributes,
+    })
+}
 
 /// Descriptors from `path` (given as `flag`), which must have `dim` columns to fit `whom`
 /// ("the model of index DIR", "model FILE").
@@ -48,11 +135,4 @@ pub fn lists(name: Option<&str>) -> Result<Option<ListAssignment>> {
         ListAssignment::parse(l).with_context(|| format!("--lists {l}: expected label or nearest"))
     })
     .transpose()
-}
-
-/// The `--attributes-format` override (clap has checked the name), or `None`: by extension.
-pub fn attributes_format(
-    name: Option<&str>,
-) -> Option<codedb_cli::io::attributes_input::AttributesFormat> {
-    name.and_then(codedb_cli::io::attributes_input::AttributesFormat::parse)
 }

@@ -12,7 +12,6 @@ use clap::{Parser, Subcommand};
 mod args;
 mod cmd;
 mod inputs;
-mod open;
 mod out;
 mod progress;
 

@@ -100,16 +100,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             None => bail!("--store-vectors {name}: expected f16 or f32"),
         },
     };
-    let lists = inputs::lists(a.lists.as_deref())?;
     let model = load_model(&a.model)?;
-    let x = inputs::vectors_for(
-        "--data",
-        &a.data,
-        model.input_dim(),
-        &format!("model {}", a.model.display()),
-    )?;
-    let labels = inputs::labels(a.labels.as_deref())?;
-    let ids = inputs::ids(a.ids.as_deref())?;
     let schema = match a.schema.as_deref() {
         None => None,
         Some(text) => match Schema::parse(text) {
@@ -117,18 +108,28 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             Err(e) => usage!("--schema {text:?}: {e}"),
         },
     };
-    let (attrs, schema) = match &a.attributes {
+    let inputs::Rows {
+        x,
+        labels,
+        ids,
+        lists,
+        attributes,
+    } = inputs::rows(
+        inputs::RowFiles {
+            data: &a.data,
+            labels: a.labels.as_deref(),
+            ids: a.ids.as_deref(),
+            lists: a.lists.as_deref(),
+            attributes: a.attributes.as_deref(),
+            attributes_format: a.attributes_format.as_deref(),
+        },
+        model.input_dim(),
+        &format!("model {}", a.model.display()),
+        schema.as_ref(),
+    )?;
+    let (attrs, schema) = match attributes {
         None => (None, schema),
-        Some(path) => {
-            let (attrs, s) = codedb_cli::io::attributes_input::read_attributes(
-                "--attributes",
-                path,
-                inputs::attributes_format(a.attributes_format.as_deref()),
-                x.nrows(),
-                schema.as_ref(),
-            )?;
-            (Some(attrs), Some(s))
-        }
+        Some((attrs, s)) => (Some(attrs), Some(s)),
     };
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
     let index = Index::build(

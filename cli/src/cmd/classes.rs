@@ -131,7 +131,7 @@ pub fn add_class(a: AddClassArgs) -> Result<ExitCode> {
     })?;
     // Argument combinations (--validation with its labels, --data and --parent, not with
     // --prior-weight; --data or --mean) are checked by clap.
-    let index = crate::open::open_writer(&a.dir)?;
+    let index = crate::inputs::open_writer(&a.dir)?;
     let dim = index.model()?.input_dim();
     let whom = inputs::index_model(&a.dir);
     let data = a
@@ -254,7 +254,7 @@ pub fn classify(a: ClassifyArgs) -> Result<ExitCode> {
         format,
     } = a;
     let (dir, data, format) = (dir.as_path(), data.as_path(), format.as_str());
-    let snap = crate::open::open_snapshot(dir)?;
+    let snap = crate::inputs::open_snapshot(dir)?;
     let dim = snap.model()?.input_dim();
     let x = inputs::vectors_for("--data", data, dim, &inputs::index_model(dir))?;
     let res = snap
@@ -307,7 +307,7 @@ pub fn classes(a: ClassesArgs) -> Result<ExitCode> {
         count: u64,
         centroids: usize,
     }
-    let snap = crate::open::open_snapshot(dir)?;
+    let snap = crate::inputs::open_snapshot(dir)?;
     let Some(table) = snap.classes() else {
         if json {
             outln!("[]");

@@ -9,7 +9,7 @@ use clap::Args;
 use codedb::{ColumnType, Value};
 
 use crate::args::usage;
-use crate::open;
+use crate::inputs;
 use crate::out::outln;
 
 #[derive(Args)]
@@ -100,7 +100,7 @@ pub fn add_column(a: AddColumnArgs) -> Result<ExitCode> {
         Some(text) => default_value(t, text)?,
         None => Value::zero(t),
     };
-    let index = open::open_writer(&a.dir)?;
+    let index = inputs::open_writer(&a.dir)?;
     if let Err(e) = index.add_column(&a.name, t, default.clone()) {
         // A bad name (taken, not allowed) is the caller's to fix: a usage error.
         if matches!(e, codedb::StorageError::InvalidArgument { .. }) {

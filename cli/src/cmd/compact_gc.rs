@@ -74,7 +74,7 @@ pub fn compact(a: CompactArgs) -> Result<ExitCode> {
         max_deleted_fraction: deleted_threshold,
         ..CompactionPolicy::default()
     };
-    let index = crate::open::open_writer(dir)?;
+    let index = crate::inputs::open_writer(dir)?;
     let bar = progress::spinner("compacting");
     let step = std::sync::Mutex::new(String::new());
     let shown = bar.clone();
@@ -133,7 +133,7 @@ pub fn compact(a: CompactArgs) -> Result<ExitCode> {
 pub fn gc(a: GcArgs) -> Result<ExitCode> {
     let GcArgs { dir, json } = a;
     let dir = dir.as_path();
-    let index = crate::open::open_writer(dir)?;
+    let index = crate::inputs::open_writer(dir)?;
     let r = index.gc()?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&r)?);

@@ -55,7 +55,7 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     }
     if path.is_dir() {
         let r = inspect_dir(path)?;
-        crate::open::warn_fell_back(path, r.version, &r.skipped_manifests);
+        crate::inputs::warn_fell_back(path, r.version, &r.skipped_manifests);
         if json {
             outln!("{}", serde_json::to_string_pretty(&r)?);
         } else {

@@ -110,30 +110,27 @@ pub struct DeleteArgs {
 }
 
 pub fn add(a: AddArgs) -> Result<ExitCode> {
-    let lists = inputs::lists(a.lists.as_deref())?;
-    let index = crate::open::open_writer(&a.dir)?;
-    let model = index.model()?;
-    let x = inputs::vectors_for(
-        "--data",
-        &a.data,
-        model.input_dim(),
+    let index = inputs::open_writer(&a.dir)?;
+    let inputs::Rows {
+        x,
+        labels,
+        ids,
+        lists,
+        attributes,
+    } = inputs::rows(
+        inputs::RowFiles {
+            data: &a.data,
+            labels: a.labels.as_deref(),
+            ids: a.ids.as_deref(),
+            lists: a.lists.as_deref(),
+            attributes: a.attributes.as_deref(),
+            attributes_format: a.attributes_format.as_deref(),
+        },
+        index.model()?.input_dim(),
         &inputs::index_model(&a.dir),
+        Some(&index.attribute_schema()),
     )?;
-    let labels = inputs::labels(a.labels.as_deref())?;
-    let ids = inputs::ids(a.ids.as_deref())?;
-    let attrs = match &a.attributes {
-        None => None,
-        Some(path) => Some(
-            codedb_cli::io::attributes_input::read_attributes(
-                "--attributes",
-                path,
-                inputs::attributes_format(a.attributes_format.as_deref()),
-                x.nrows(),
-                Some(&index.attribute_schema()),
-            )?
-            .0,
-        ),
-    };
+    let attrs = attributes.map(|(attrs, _)| attrs);
     let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
     let report = |n: usize| bar.set_position(n as u64);
     let opts = AddOptions {
@@ -229,7 +226,7 @@ pub fn delete(a: DeleteArgs) -> Result<ExitCode> {
     if let Some(f) = ids_file {
         ids.extend(codedb_cli::io::read_ids(f)?);
     }
-    let index = crate::open::open_writer(dir)?;
+    let index = inputs::open_writer(dir)?;
     let stats = class_stats(keep_class_stats);
     let staged = if ignore_missing {
         index.delete_live(&ids, stats)

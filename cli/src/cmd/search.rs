@@ -319,7 +319,7 @@ pub fn run(a: SearchArgs) -> Result<ExitCode> {
     {
         usage!("--radius is a Hamming hash lookup; it does not take --mode {m}");
     }
-    let snap = crate::open::open_snapshot(&a.dir)?;
+    let snap = crate::inputs::open_snapshot(&a.dir)?;
     check_with(&snap, &a)?;
     let model = snap
         .model()

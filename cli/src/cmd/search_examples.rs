@@ -119,7 +119,7 @@ fn grouped_sets(
 }
 
 pub fn run(a: SearchArgs) -> Result<ExitCode> {
-    let snap = crate::open::open_snapshot(&a.dir)?;
+    let snap = crate::inputs::open_snapshot(&a.dir)?;
     let model = snap
         .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;

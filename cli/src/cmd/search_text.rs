@@ -26,7 +26,7 @@ fn text_queries(a: &SearchArgs) -> Result<Vec<String>> {
 
 pub fn run(a: SearchArgs) -> Result<ExitCode> {
     let queries = text_queries(&a)?;
-    let snap = crate::open::open_snapshot(&a.dir)?;
+    let snap = crate::inputs::open_snapshot(&a.dir)?;
     let model = snap
         .model()
         .with_context(|| format!("the model of {}", a.dir.display()))?;

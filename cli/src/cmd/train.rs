@@ -249,7 +249,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             (m, r)
         }
         TrainSource::Index(dir) => {
-            let snap = crate::open::open_snapshot(dir)?;
+            let snap = crate::inputs::open_snapshot(dir)?;
             codedb::train_from_index(&snap, &spec, &opts).with_context(|| {
                 format!(
                     "training {pipeline} on the codes of index {}",

@@ -93,7 +93,7 @@ pub fn versions(a: VersionsArgs) -> Result<ExitCode> {
         })
         .collect();
     match readable {
-        Some(r) if !skipped.is_empty() => crate::open::warn_fell_back(dir, r, &skipped),
+        Some(r) if !skipped.is_empty() => crate::inputs::warn_fell_back(dir, r, &skipped),
         Some(r) => errln!(
             "codedb: warning: {}: {} older manifest(s) do not read; garbage collection refuses \
              until `codedb recover {} --to-version {r}` sets them aside (or they are restored)",
