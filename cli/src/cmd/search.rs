@@ -526,6 +526,16 @@ pub(crate) fn write_hits(
         query: usize,
         results: &'a [H],
     }
+    /// `[{"query": i, "results": [...]}, ...]` and a newline: the JSON of every query's hits.
+    fn write_json<H: serde::Serialize>(o: &mut impl Write, rows: &[Vec<H>]) -> std::io::Result<()> {
+        let out: Vec<Query<'_, H>> = rows
+            .iter()
+            .enumerate()
+            .map(|(query, results)| Query { query, results })
+            .collect();
+        serde_json::to_writer(&mut *o, &out)?;
+        writeln!(o)
+    }
     #[derive(serde::Serialize)]
     struct HitWith {
         id: u64,
@@ -550,22 +560,10 @@ pub(crate) fn write_hits(
                         .collect()
                 })
                 .collect();
-            let out: Vec<Query<'_, HitWith>> = rows
-                .iter()
-                .enumerate()
-                .map(|(query, results)| Query { query, results })
-                .collect();
-            serde_json::to_writer(&mut o, &out)?;
-            writeln!(o)?;
+            write_json(&mut o, &rows)?;
             return o.flush();
         }
-        let out: Vec<Query<'_, Hit>> = hits
-            .iter()
-            .enumerate()
-            .map(|(query, results)| Query { query, results })
-            .collect();
-        serde_json::to_writer(&mut o, &out)?;
-        writeln!(o)?;
+        write_json(&mut o, hits)?;
     } else {
         let extra: String = with
             .map(|(n, _)| n.iter().map(|c| format!("\t{c}")).collect())
