@@ -303,6 +303,8 @@ fn the_front_ends_do_not_spell_the_engines_query_words() {
         ("eq_ignore_ascii_case(\"auto\")", "CcaRho::from_str"),
         ("CCA_RHO_GRID", "CcaRho::from_str / CcaRho::auto"),
         ("cca_rho_grid", "CcaRho"),
+        ("Predicate::parse(", "RowFilter::checked"),
+        ("RowFilter::default()", "RowFilter::checked"),
     ];
     let mut found = Vec::new();
     for (file, line, c) in front_end_code() {

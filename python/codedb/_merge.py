@@ -120,6 +120,30 @@ def merge_reranked(
     return merge_topk(kept, k, larger_is_better)
 
 
+def merge_parts(
+    parts: Sequence[tuple[tuple[npt.NDArray[Any], npt.NDArray[np.int64]],
+                          tuple[npt.NDArray[Any], npt.NDArray[np.int64]] | None]],
+    k: int,
+    rerank: int | None,
+    larger_is_better: bool,
+    flat: Sequence[int] = (),
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """One index's answer from every shard's part of a query, ``(codes, exact)`` as a shard
+    gives it (``exact`` only when re-ranked): the top-k by ``(score, id)``; re-ranked, the
+    exact scores of the global R best code candidates (:func:`merge_reranked`), and for the
+    queries in ``flat`` (answered exactly over every passing row, a filtered IVF search's flat
+    search) the exact k best."""
+    if rerank is None:
+        return merge_topk([p[0] for p in parts], k, larger_is_better)
+    exact = [p[1] for p in parts if p[1] is not None]
+    d, i = merge_reranked([p[0] for p in parts], exact, k, rerank, larger_is_better)
+    if len(flat):
+        rows = list(flat)
+        fd, fi = merge_topk([(e[0][rows], e[1][rows]) for e in exact], k, larger_is_better)
+        d[rows], i[rows] = fd, fi
+    return d, i
+
+
 def merge_class_sums(
     tables: Sequence[tuple[int, list[dict[str, Any]]]], names: Sequence[str] | None = None
 ) -> tuple[int, list[dict[str, Any]]]:

@@ -8,6 +8,9 @@ use ndarray::ArrayView2;
 
 pub use codedb::model::CcaRho;
 pub use codedb::{ClassRef, Error, Index, MihChoice, Model, ProbeDecision, RowFilter, Snapshot};
+// The filtered IVF plan's rules, called by the binding's functions of the same names as they
+// are (docs/filtering.md, "IVF").
+pub use codedb::{IdSelector, ivf_filter_scans_passing, ivf_probe_decision};
 
 use codedb::format::VectorDType;
 use codedb::model::PamirReport;
@@ -419,31 +422,6 @@ pub struct Query<'a> {
     pub filter: Option<RowFilter>,
 }
 
-/// `where=` and `ids=` as one engine filter (a row must pass both), or `None` when neither is
-/// given. The expression is parsed and checked against the snapshot's columns before anything
-/// is read; a refusal is `InvalidArgument` naming `where`, with the engine's message (its
-/// 1-based character column), as the CLI's `--where` usage error.
-pub fn row_filter(
-    snap: &Snapshot,
-    expression: Option<&str>,
-    ids: Option<Vec<u64>>,
-) -> Result<Option<RowFilter>> {
-    let mut filter = RowFilter::default();
-    if let Some(text) = expression {
-        let refused = |e: codedb::FilterError| Error::InvalidArgument {
-            argument: "where".into(),
-            detail: format!("{text:?}: {e}"),
-        };
-        let p = codedb::Predicate::parse(text).map_err(refused)?;
-        p.check(snap.attribute_schema()).map_err(refused)?;
-        filter.predicate = Some(p);
-    }
-    if let Some(ids) = ids {
-        filter.ids = Some(codedb::IdSelector::new(ids));
-    }
-    Ok((filter != RowFilter::default()).then_some(filter))
-}
-
 /// How scores read: Hamming distances (integers), or floats where smaller or larger is better.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Scores {
@@ -589,38 +567,12 @@ pub fn ivf_list_counts(
     Ok(applies.then_some(counts))
 }
 
-/// The filtered IVF plan's decision for one query from its lists' counts in probe order
-/// (`codedb::ivf_probe_decision`).
-pub fn ivf_probe_decision(
-    passing: &[u64],
-    read: &[u64],
-    nprobe: usize,
-    lists: usize,
-    k: usize,
-    rerank: Option<usize>,
-    live: u64,
-) -> ProbeDecision {
-    codedb::ivf_probe_decision(passing, read, nprobe, lists, k, rerank, live)
-}
-
 /// The live rows `filter` passes (every live row without one).
 pub fn passing_rows(snap: &Snapshot, filter: Option<&RowFilter>) -> Result<u64> {
     Ok(match filter {
         Some(f) => snap.passing_rows(f)?,
         None => snap.live_rows(),
     })
-}
-
-/// Whether a probed IVF search under a filter in an exact mode scans the passing rows
-/// (`codedb::ivf_filter_scans_passing`).
-pub fn ivf_filter_scans_passing(
-    passing: u64,
-    live: u64,
-    nprobe: usize,
-    lists: usize,
-    k: usize,
-) -> bool {
-    codedb::ivf_filter_scans_passing(passing, live, nprobe, lists, k)
 }
 
 /// A k-NN search following a driver's plan per query (`Snapshot::search_ivf_planned`).

@@ -65,9 +65,18 @@ impl<'a> FilterArgs<'a> {
         })
     }
 
-    /// The engine's filter, its expression parsed and checked against `snap`'s columns.
-    fn filter(&self, snap: &Snapshot) -> PyResult<Option<engine::RowFilter>> {
-        engine::row_filter(snap, self.expression, self.ids.clone()).py_err()
+    /// The engine's filter (`RowFilter::checked`), its expression parsed and checked against
+    /// `snap`'s columns before anything is read; a refusal is `InvalidArgument` naming `where`,
+    /// with the engine's message (its 1-based character column), as the CLI's `--where` usage
+    /// error.
+    pub fn filter(&self, snap: &Snapshot) -> PyResult<Option<engine::RowFilter>> {
+        let ids = self.ids.clone().map(engine::IdSelector::new);
+        engine::RowFilter::checked(self.expression, ids, snap.attribute_schema()).map_err(|e| {
+            invalid(
+                "where",
+                format!("{:?}: {e}", self.expression.unwrap_or_default()),
+            )
+        })
     }
 }
 

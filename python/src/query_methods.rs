@@ -221,8 +221,7 @@ macro_rules! query_methods {
                 ids: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<u64> {
                 let snap = self.queried()?;
-                let f = crate::query::FilterArgs::new(r#where, ids)?;
-                let filter = engine::row_filter(&snap, f.expression, f.ids).py_err()?;
+                let filter = crate::query::FilterArgs::new(r#where, ids)?.filter(&snap)?;
                 py.detach(|| engine::passing_rows(&snap, filter.as_ref())).py_err()
             }
 

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use clap::builder::PossibleValuesParser;
 use codedb::MihChoice;
-use codedb::{ClassRef, IdSelector, Predicate, RowFilter, SearchError, SearchMode, SearchParams};
+use codedb::{ClassRef, IdSelector, RowFilter, SearchError, SearchMode, SearchParams};
 use codedb::{Hit, Snapshot, Value};
 use ndarray::{ArrayView2, s};
 
@@ -275,29 +275,24 @@ impl SearchArgs {
         })
     }
 
-    /// `--where`, `--ids` and `--ids-file` as one filter (a row must pass all that are given);
-    /// an expression that does not parse or type against the index's columns is a usage error
-    /// naming the character column.
+    /// `--where`, `--ids` and `--ids-file` as one filter (a row must pass all that are given:
+    /// `RowFilter::checked`); an expression that does not parse or type against the index's
+    /// columns is a usage error naming the character column.
     pub(crate) fn row_filter(&self, snap: &Snapshot) -> Result<Option<RowFilter>> {
-        let mut filter = RowFilter::default();
-        if let Some(text) = &self.where_expr {
-            let p = match Predicate::parse(text) {
-                Ok(p) => p,
-                Err(e) => usage!("--where {text:?}: {e}"),
-            };
-            if let Err(e) = p.check(snap.attribute_schema()) {
-                usage!("--where {text:?}: {e}");
-            }
-            filter.predicate = Some(p);
-        }
-        if !self.ids.is_empty() || self.ids_file.is_some() {
+        let ids = if self.ids.is_empty() && self.ids_file.is_none() {
+            None
+        } else {
             let mut ids = self.ids.clone();
             if let Some(f) = &self.ids_file {
                 ids.extend(read_ids(f)?);
             }
-            filter.ids = Some(IdSelector::new(ids));
+            Some(IdSelector::new(ids))
+        };
+        let text = self.where_expr.as_deref();
+        match RowFilter::checked(text, ids, snap.attribute_schema()) {
+            Ok(filter) => Ok(filter),
+            Err(e) => usage!("--where {:?}: {e}", text.unwrap_or_default()),
         }
-        Ok((filter != RowFilter::default()).then_some(filter))
     }
 }
 
@@ -531,6 +526,16 @@ pub(crate) fn write_hits(
         query: usize,
         results: &'a [H],
     }
+    /// `[{"query": i, "results": [...]}, ...]` and a newline: the JSON of every query's hits.
+    fn write_json<H: serde::Serialize>(o: &mut impl Write, rows: &[Vec<H>]) -> std::io::Result<()> {
+        let out: Vec<Query<'_, H>> = rows
+            .iter()
+            .enumerate()
+            .map(|(query, results)| Query { query, results })
+            .collect();
+        serde_json::to_writer(&mut *o, &out)?;
+        writeln!(o)
+    }
     #[derive(serde::Serialize)]
     struct HitWith {
         id: u64,
@@ -555,22 +560,10 @@ pub(crate) fn write_hits(
                         .collect()
                 })
                 .collect();
-            let out: Vec<Query<'_, HitWith>> = rows
-                .iter()
-                .enumerate()
-                .map(|(query, results)| Query { query, results })
-                .collect();
-            serde_json::to_writer(&mut o, &out)?;
-            writeln!(o)?;
+            write_json(&mut o, &rows)?;
             return o.flush();
         }
-        let out: Vec<Query<'_, Hit>> = hits
-            .iter()
-            .enumerate()
-            .map(|(query, results)| Query { query, results })
-            .collect();
-        serde_json::to_writer(&mut o, &out)?;
-        writeln!(o)?;
+        write_json(&mut o, hits)?;
     } else {
         let extra: String = with
             .map(|(n, _)| n.iter().map(|c| format!("\t{c}")).collect())

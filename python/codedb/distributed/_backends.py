@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, Sequence
 
 from codedb._codedb import Index, Snapshot
 from codedb._errors import CodedbError, InvalidArgument
-from codedb.distributed._errors import ShardError, _skipped, _warn_fallback
+from codedb.distributed._calls import kill, pooled, ray_answers
+from codedb.distributed._errors import (
+    Missing,
+    ShardError,
+    _describe,
+    _no_answer,
+    _skipped,
+    _warn_fallback,
+)
 from codedb.distributed._layout import ShardLayout, _check_paths, _check_shards
 from codedb.distributed._cut import CUT_FILE, Cut
 from codedb.distributed._ops import _OPS, Args, _args
@@ -33,6 +40,48 @@ class Backend(Protocol):
     def fallbacks(self) -> list[tuple[int, Any, list[str]]]: ...
 
     def close(self) -> None: ...
+
+
+def gather(
+    backend: Backend,
+    op: str,
+    args: Args,
+    allow_partial: bool,
+    shards: Sequence[int] | None = None,
+) -> tuple[list[tuple[int, Any]], list[Missing]]:
+    """``op`` on ``shards`` (default: every shard): the ``(shard, result)`` of those that
+    answered and the shards left out. A failed shard raises :class:`ShardError` naming it,
+    unless ``allow_partial`` (then it is left out, unless its error is the query's own
+    ``InvalidArgument``, which every shard would raise); no shard answering raises too. Shards
+    that answered from an older version warn (:class:`ShardFallbackWarning`)."""
+    shards = range(len(backend.paths)) if shards is None else shards
+    results = backend.run(op, args, shards)
+    ok: list[tuple[int, Any]] = []
+    missing: list[Missing] = []
+    for s, r in zip(shards, results):
+        if isinstance(r, BaseException):
+            if not allow_partial or isinstance(r, InvalidArgument):
+                raise ShardError(s, backend.paths[s], r) from r
+            missing.append(Missing(s, backend.paths[s], _describe(r)))
+        else:
+            ok.append((s, r))
+    if not ok and not missing:
+        return ok, missing  # no shard was asked
+    if not ok:
+        raise _no_answer(missing)
+    answered = {s for s, _ in ok}
+    for s, version, skipped in backend.fallbacks():
+        if s in answered:
+            _warn_fallback(s, backend.paths[s], version, skipped, "answered from")
+    return ok, missing
+
+
+def ask(backend: Backend, op: str, args: Args, shard: int) -> Any:
+    """``op`` on one shard: its result, or :class:`ShardError` naming it."""
+    r = backend.run(op, args, [shard])[0]
+    if isinstance(r, BaseException):
+        raise ShardError(shard, backend.paths[shard], r) from r
+    return r
 
 
 class ThreadShards:
@@ -89,14 +138,7 @@ class ThreadShards:
 
     def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
         fn = _OPS[op]
-        futures = [self._pool.submit(fn, self.targets[s], *_args(args, s)) for s in shards]
-        out: list[Any] = []
-        for f in futures:
-            try:
-                out.append(f.result())
-            except Exception as e:  # reported per shard by the caller
-                out.append(e)
-        return out
+        return pooled([self._pool.submit(fn, self.targets[s], *_args(args, s)) for s in shards])
 
     def refresh(self) -> list[int]:
         """Moves to the newest published cut (every shard at the version it names; shards
@@ -251,21 +293,7 @@ class RayShards:
                 refs.append(self.actors[s].run_at.remote(self.pins[s], op, *_args(args, s)))
             except Exception as e:  # a dead handle
                 refs.append(e)
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        out: list[Any] = []
-        for ref in refs:
-            if isinstance(ref, BaseException):
-                out.append(ref)
-                continue
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                out.append(ray.get(ref, timeout=left))
-            except ray.exceptions.GetTimeoutError:
-                ray.cancel(ref)
-                out.append(TimeoutError(f"no answer within {self.timeout} s"))
-            except Exception as e:  # RayActorError past the retry budget, or the shard's error
-                out.append(e)
-        return out
+        return ray_answers(ray, refs, self.timeout, lambda n: f"no answer within {self.timeout} s")
 
     def refresh(self) -> list[int]:
         """Moves to the newest published cut (without cut records: every actor to its shard's
@@ -288,10 +316,7 @@ class RayShards:
         answers at the pinned version. Returns its health."""
         if not 0 <= shard < len(self.paths):
             raise InvalidArgument(f"shard: {shard}, expected 0 ≤ shard < {len(self.paths)}")
-        try:
-            self._ray.kill(self.actors[shard], no_restart=True)
-        except Exception:
-            pass  # already gone
+        kill(self._ray, [self.actors[shard]])
         self.actors[shard] = self._start(shard)
         return self.health()[shard]
 
@@ -319,11 +344,7 @@ class RayShards:
 
     def close(self) -> None:
         """Ends the actors (their restarts too)."""
-        for a in self.actors:
-            try:
-                self._ray.kill(a, no_restart=True)
-            except Exception:
-                pass
+        kill(self._ray, self.actors)
         self.actors = []
 
 

@@ -87,6 +87,12 @@ def _warn_fallback(shard: int, path: str, version: Any, skipped: Sequence[str], 
 
 
 
+def _no_answer(missing: Sequence[Missing]) -> ShardError:
+    """The error of a query no shard answered: the first shard left out, and why."""
+    first = missing[0]
+    return ShardError(first.shard, first.path, f"no shard answered; {first.error}")
+
+
 def _describe(cause: BaseException | str) -> str:
     if isinstance(cause, str):
         return cause

@@ -37,32 +37,25 @@ all, that second search finds the same rows with the same scores, so the answer 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from codedb import _merge
 from codedb._codedb import ivf_filter_scans_passing, ivf_probe_decision
+from codedb.distributed._backends import Backend, ask, gather
 from codedb.distributed._errors import Missing, ShardError
-
-if TYPE_CHECKING:
-    from codedb.distributed._searcher import ShardedSearcher
+from codedb.distributed._ops import Planned
 
 _Result = tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
 _Part = tuple[_Result, _Result | None]
 
 
 def ivf_plan(
-    searcher: ShardedSearcher,
+    backend: Backend,
     qa: npt.NDArray[np.float32],
-    k: int,
-    mode: str | None,
-    rerank: int | None,
-    threads: int,
-    nprobe: int,
-    where: str | None,
-    ids: Any,
+    p: Planned,
     lists: int,
     allow_partial: bool,
 ) -> tuple[list[tuple[int, _Part]], list[Missing], list[int | None]] | None:
@@ -70,8 +63,7 @@ def ivf_plan(
     part, the shards left out, and per query the lists scanned (``None``: the flat search).
     ``None`` when a search with these arguments does not run the filtered IVF plan (an exact
     mode)."""
-    rest = (k, mode, rerank, threads, nprobe, where, ids)
-    ok, missing = searcher._gather("ivf_counts", (qa, *rest, None, None), allow_partial)
+    ok, missing = gather(backend, "ivf_counts", (qa, p, None, None), allow_partial)
     if any(r[0] is None for _, r in ok):
         return None
     shards = [s for s, _ in ok]
@@ -90,97 +82,65 @@ def ivf_plan(
             head = np.asarray(per[0][0][:known], dtype=np.int64)
             for s, c in zip(shards, per):
                 if not np.array_equal(np.asarray(c[0][:known]), head):
-                    raise ShardError(s, searcher.backend.paths[s],
+                    raise ShardError(s, backend.paths[s],
                                      f"query {qi}: its probe order differs from shard "
                                      f"{shards[0]}'s (the shards' models differ)")
             order[qi].extend(int(v) for v in head)
             passing[qi].extend(int(v) for v in np.sum([c[1][:known] for c in per], axis=0))
             read[qi].extend(int(v) for v in np.sum([c[2][:known] for c in per], axis=0))
-            decided[qi] = ivf_probe_decision(passing[qi], read[qi], nprobe, lists, k, rerank, live)
+            decided[qi] = ivf_probe_decision(passing[qi], read[qi], p.nprobe, lists, p.k,
+                                             p.rerank, live)
         pending = [qi for qi in pending if decided[qi] is None]
         if not pending:
             break
         # Undecided over the lists every shard reported: the next lists, as many again.
         start = [len(order[qi]) for qi in pending]
         count = max(max(start), 1)
-        got, lost = searcher._gather(
-            "ivf_counts", (qa[pending], *rest, start, count), allow_partial, shards
-        )
+        got, lost = gather(backend, "ivf_counts", (qa[pending], p, start, count), allow_partial,
+                           shards)
         missing.extend(lost)
         shards = [s for s, _ in got]
         answers = {s: r[0] for s, r in got}
     plan: list[list[int] | None] = [
         order[qi][:d] if isinstance(d, int) else None for qi, d in enumerate(decided)
     ]
-    got, lost = searcher._gather(
-        "search_planned", (qa, plan, *rest), allow_partial, shards
-    )
+    got, lost = gather(backend, "search_planned", (qa, plan, p), allow_partial, shards)
     missing.extend(lost)
-    return got, missing, [None if p is None else len(p) for p in plan]
-
-
-def merge_planned(
-    parts: list[_Part], k: int, rerank: int | None, flat: list[int], larger: bool
-) -> _Result:
-    """The planned search's parts merged (step 3): top-k by (score, id); re-ranked, the global
-    R best code candidates' exact scores, and for the queries in ``flat`` (answered by the flat
-    search, exact over the passing rows when re-ranked) the exact k best."""
-    if rerank is None:
-        return _merge.merge_topk([p[0] for p in parts], k, larger)
-    exact = [p[1] for p in parts if p[1] is not None]
-    d, i = _merge.merge_reranked([p[0] for p in parts], exact, k, rerank, larger)
-    if flat:
-        fd, fi = _merge.merge_topk([(e[0][flat], e[1][flat]) for e in exact], k, larger)
-        d[flat], i[flat] = fd, fi
-    return d, i
+    return got, missing, [None if q is None else len(q) for q in plan]
 
 
 def exact_plan(
-    searcher: ShardedSearcher,
+    backend: Backend,
     qa: npt.NDArray[np.float32],
-    k: int,
-    mode: str | None,
-    rerank: int | None,
-    threads: int,
-    nprobe: int,
-    where: str | None,
-    ids: Any,
+    p: Planned,
     lists: int,
     allow_partial: bool,
 ) -> tuple[_Result, list[tuple[int, _Part]], list[Missing]]:
     """The exact modes' plan over the shards (see the module doc): the merged ``(D, I)``, the
     shards' parts (for ``columns=``) and the shards left out."""
-    ok, missing = searcher._gather("passing", (where, ids), allow_partial)
+    ok, missing = gather(backend, "passing", (p.where, p.ids), allow_partial)
     passing = sum(int(r[0]) for _, r in ok)
     live = sum(int(r[1]) for _, r in ok)
     shards = [s for s, _ in ok]
     nq = len(qa)
-    if ivf_filter_scans_passing(passing, live, nprobe, lists, k):
+    if ivf_filter_scans_passing(passing, live, p.nprobe, lists, p.k):
         plan: list[list[int] | None] = [None] * nq
     else:
-        model = searcher.backend.run("model", (), shards[:1])[0]
-        if isinstance(model, BaseException):
-            raise ShardError(shards[0], searcher.backend.paths[shards[0]], model) from model
-        plan = [[int(v) for v in row] for row in model.probe_lists(qa, nprobe)] if nq else []
-    rest = (k, mode, rerank, threads, nprobe, where, ids)
-    larger = _merge.larger_is_better(mode)
-    got, lost = searcher._gather("search_planned", (qa, plan, *rest), allow_partial, shards)
+        model = ask(backend, "model", (), shards[0])
+        plan = [[int(v) for v in row] for row in model.probe_lists(qa, p.nprobe)] if nq else []
+    larger = _merge.larger_is_better(p.mode)
+    got, lost = gather(backend, "search_planned", (qa, plan, p), allow_partial, shards)
     missing.extend(lost)
-    if not got:
-        first = missing[0]
-        raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
-    d, i = merge_planned([r for _, r in got], k, rerank, [], larger)
-    want = min(k, passing)
+    d, i = _merge.merge_parts([r for _, r in got], p.k, p.rerank, larger)
+    want = min(p.k, passing)
     short = [qi for qi in range(nq) if plan[qi] is not None and int((i[qi] >= 0).sum()) < want]
     parts = list(got)
     if short:
-        again, lost = searcher._gather(
-            "search_planned", (qa[short], [None] * len(short), *rest), allow_partial,
-            [s for s, _ in got],
-        )
+        again, lost = gather(backend, "search_planned", (qa[short], [None] * len(short), p),
+                             allow_partial, [s for s, _ in got])
         missing.extend(lost)
         if again:
-            sd, si = merge_planned([r for _, r in again], k, rerank, [], larger)
+            sd, si = _merge.merge_parts([r for _, r in again], p.k, p.rerank, larger)
             d[short], i[short] = sd, si
             parts += again
     return (d, i), parts, missing

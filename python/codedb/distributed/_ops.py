@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -63,14 +64,19 @@ def _op_search(
     return _search_probed(target, q, k, rerank, kw, probes)
 
 
+def _pair(search: Callable[..., _Result], k: int, rerank: int | None) -> tuple[_Result, _Result | None]:
+    """A shard's part of a query answered by ``search`` (called with ``k=`` and ``rerank=``):
+    its k best; with ``rerank=R`` its R best by code score and the same R re-scored exactly,
+    what :func:`codedb._merge.merge_reranked` needs to pick the global R best candidates."""
+    if rerank is None:
+        return search(k=k), None
+    return search(k=rerank), search(k=rerank, rerank=rerank)
+
+
 def _search_pair(
     target: Any, q: npt.NDArray[np.float32], k: int, rerank: int | None, kw: dict[str, Any]
 ) -> tuple[_Result, _Result | None]:
-    if rerank is None:
-        return target.search(q, k=k, **kw), None
-    codes = target.search(q, k=rerank, **kw)
-    exact = target.search(q, k=rerank, rerank=rerank, **kw)
-    return codes, exact
+    return _pair(partial(target.search, q, **kw), k, rerank)
 
 
 def _search_probed(
@@ -110,91 +116,82 @@ def _search_probed(
         elif own:
             # Nothing of this shard is in the probed lists: one list's scan gives the
             # result's shape and score type, its hits are dropped.
-            part = _blank(_search_pair(target, sub, k, rerank, {**kw, "classes": [min(own)]}),
-                          kw.get("mode"))
+            one = _search_pair(target, sub, k, rerank, {**kw, "classes": [min(own)]})
+            part = assemble([], len(rows), kw.get("mode"), like=one)
         else:
             part = _search_pair(target, sub, k, rerank, kw)  # no live rows: nothing found
         parts.append((rows, part))
-    return _assemble(parts, len(q))
+    return assemble(parts, len(q), kw.get("mode"))
 
 
-def _blank(part: tuple[_Result, _Result | None], mode: str | None) -> tuple[_Result, _Result | None]:
-    """``part`` with every hit removed: ids −1, scores the padding one index uses."""
-    larger = _merge.larger_is_better(mode)
-
-    def blank(r: _Result) -> _Result:
-        d, i = r
-        return np.full_like(d, _merge._pad(d.dtype, larger)), np.full_like(i, -1)
-
-    return blank(part[0]), None if part[1] is None else blank(part[1])
-
-
-def _assemble(
-    parts: list[tuple[list[int], tuple[_Result, _Result | None]]], nq: int
+def assemble(
+    parts: Sequence[tuple[Any, tuple[_Result, _Result | None]]],
+    nq: int,
+    mode: str | None,
+    like: tuple[_Result, _Result | None] | None = None,
 ) -> tuple[_Result, _Result | None]:
-    """Per-group results put back in query order."""
-    first = parts[0][1]
+    """Parts of an answer, each to the queries ``rows`` of ``(rows, part)``, as one answer to
+    ``nq`` queries in query order, shaped like the first part (or ``like``); a query no part
+    answers is blank (ids −1, the padding score one index uses for ``mode``), which the merge
+    skips."""
+    first = like if like is not None else parts[0][1]
+    larger = _merge.larger_is_better(mode)
 
     def put(which: int) -> _Result:
         ref = first[which]
         assert ref is not None
-        d = np.empty((nq, ref[0].shape[1]), dtype=ref[0].dtype)
-        i = np.empty((nq, ref[1].shape[1]), dtype=np.int64)
+        d = np.full((nq, ref[0].shape[1]), _merge._pad(ref[0].dtype, larger), dtype=ref[0].dtype)
+        i = np.full((nq, ref[1].shape[1]), -1, dtype=np.int64)
         for rows, part in parts:
             got = part[which]
             assert got is not None
-            d[rows] = got[0]
-            i[rows] = got[1]
+            d[rows], i[rows] = got
         return d, i
 
     return put(0), None if first[1] is None else put(1)
 
 
+class Planned(NamedTuple):
+    """A filtered probed IVF search's arguments, the same for every shard and every round trip
+    of its plan (:mod:`codedb.distributed._filtered_probe`)."""
+
+    k: int
+    mode: str | None
+    rerank: int | None
+    threads: int
+    nprobe: int
+    where: str | None
+    ids: Any
+
+    def kw(self) -> dict[str, Any]:
+        """As keywords of :meth:`Index.ivf_list_counts` and :meth:`Index.search_ivf_planned`,
+        without ``k`` and ``rerank``."""
+        return {"mode": self.mode, "nprobe": self.nprobe, "threads": self.threads,
+                "where": self.where, "ids": self.ids}
+
+
 def _op_ivf_counts(
     target: Any,
     q: npt.NDArray[np.float32],
-    k: int,
-    mode: str | None,
-    rerank: int | None,
-    threads: int,
-    nprobe: int,
-    where: str | None,
-    ids: Any,
+    p: Planned,
     start: list[int] | None,
     count: int | None,
 ) -> tuple[Any, int]:
     """The shard's counts of the filtered IVF plan (:meth:`Index.ivf_list_counts`: per query its
     lists in probe order, their passing and live rows; ``None`` when the search does not run
     the plan) and its live rows, which the driver sums to decide as one index."""
-    counts = target.ivf_list_counts(q, k=k, mode=mode, rerank=rerank, nprobe=nprobe,
-                                    threads=threads, where=where, ids=ids, start=start,
-                                    count=count)
+    counts = target.ivf_list_counts(q, k=p.k, rerank=p.rerank, start=start, count=count,
+                                    **p.kw())
     return counts, len(target)
 
 
 def _op_search_planned(
-    target: Any,
-    q: npt.NDArray[np.float32],
-    plan: list[list[int] | None],
-    k: int,
-    mode: str | None,
-    rerank: int | None,
-    threads: int,
-    nprobe: int,
-    where: str | None,
-    ids: Any,
+    target: Any, q: npt.NDArray[np.float32], plan: list[list[int] | None], p: Planned
 ) -> tuple[_Result, _Result | None]:
     """The shard's part of a filtered probed IVF search decided by the driver
-    (:meth:`Index.search_ivf_planned`): its k best of the planned lists; with ``rerank=R`` its R
-    best by code score and the same R re-scored exactly (a flat query: its exact R best passing
-    rows), as :func:`_search_pair` gives them."""
-    kw: dict[str, Any] = {"mode": mode, "nprobe": nprobe, "threads": threads, "where": where,
-                          "ids": ids}
-    if rerank is None:
-        return target.search_ivf_planned(q, plan, k=k, **kw), None
-    codes = target.search_ivf_planned(q, plan, k=rerank, **kw)
-    exact = target.search_ivf_planned(q, plan, k=rerank, rerank=rerank, **kw)
-    return codes, exact
+    (:meth:`Index.search_ivf_planned`) over the planned lists, as :func:`_pair` gives it (a
+    flat query's exact part: its exact R best passing rows)."""
+    return _pair(partial(target.search_ivf_planned, q, plan, **p.kw()), p.k, p.rerank)
 
 
 def _op_passing(target: Any, where: str | None, ids: Any) -> tuple[int, int]:

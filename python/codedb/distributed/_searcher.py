@@ -10,20 +10,13 @@ import numpy.typing as npt
 from codedb import _merge
 from codedb._errors import CodedbError, InvalidArgument
 from codedb._codedb import Model
-from codedb.distributed._backends import Backend
+from codedb.distributed._backends import Backend, ask, gather
 from codedb.distributed._layout import ShardLayout
-from codedb.distributed._ops import Args
+from codedb.distributed._ops import Planned, assemble
 from codedb.distributed._route import query_shards
-from codedb.distributed._filtered_probe import exact_plan, ivf_plan, merge_planned
+from codedb.distributed._filtered_probe import exact_plan, ivf_plan
 from codedb.distributed import _attributes
-from codedb.distributed._errors import (
-    Missing,
-    Partial,
-    PartialColumns,
-    ShardError,
-    _describe,
-    _warn_fallback,
-)
+from codedb.distributed._errors import Missing, Partial, PartialColumns, ShardError, _no_answer
 
 class ShardedSearcher:
     """Queries over every shard of a backend, merged exactly: ``search`` and ``classify`` give
@@ -43,31 +36,6 @@ class ShardedSearcher:
     @property
     def paths(self) -> list[str]:
         return list(self.backend.paths)
-
-    def _gather(
-        self, op: str, args: Args, allow_partial: bool, shards: Sequence[int] | None = None
-    ) -> tuple[list[tuple[int, Any]], list[Missing]]:
-        shards = range(len(self.backend.paths)) if shards is None else shards
-        results = self.backend.run(op, args, shards)
-        ok: list[tuple[int, Any]] = []
-        missing: list[Missing] = []
-        for s, r in zip(shards, results):
-            if isinstance(r, BaseException):
-                if not allow_partial or isinstance(r, InvalidArgument):
-                    raise ShardError(s, self.backend.paths[s], r) from r
-                missing.append(Missing(s, self.backend.paths[s], _describe(r)))
-            else:
-                ok.append((s, r))
-        if not ok and not missing:
-            return ok, missing  # no shard was asked
-        if not ok:
-            first = missing[0]
-            raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
-        answered = {s for s, _ in ok}
-        for s, version, skipped in self.backend.fallbacks():
-            if s in answered:
-                _warn_fallback(s, self.backend.paths[s], version, skipped, "answered from")
-        return ok, missing
 
     def search(
         self,
@@ -129,10 +97,8 @@ class ShardedSearcher:
                 probes = self._class_probes(qa, nprobe, allow_partial)
         filtered = nprobe is not None and (where is not None or ids is not None)
         if filtered and shard_nprobe is not None:
-            return self._search_ivf_filtered(
-                qa, k, mode, rerank, threads, shard_nprobe, where, ids, columns, as_frame,
-                allow_partial,
-            )
+            planned = Planned(k, mode, rerank, threads, shard_nprobe, where, ids)
+            return self._search_ivf_filtered(qa, planned, columns, as_frame, allow_partial)
         lists, model = self._partition() if shard_nprobe is not None else (None, None)
         if lists is not None and model is not None and qa.ndim == 2 and len(qa):
             ok, missing = self._search_routed(
@@ -141,43 +107,58 @@ class ShardedSearcher:
                 allow_partial,
             )
         else:
-            ok, missing = self._gather(
+            ok, missing = gather(
+                self.backend,
                 "search",
                 (qa, k, mode, rerank, cls, threads, mih, shard_nprobe, probes, where, ids),
                 allow_partial,
             )
         larger = _merge.larger_is_better(mode)
         if not ok:  # partitioned by list, every shard asked failed
-            first = missing[0]
-            raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
-        d, i = self._merge(ok, k, rerank, larger)
+            raise _no_answer(missing)
+        d, i = _merge.merge_parts([r for _, r in ok], k, rerank, larger)
         if filtered and qa.ndim == 2 and len(qa):
             # One index searches every list again for a query whose probed lists hold fewer than
             # min(k, passing rows) passing rows (_filtered_probe's module doc: why "fewer than
             # k hits" gives the same answers).
             short = np.flatnonzero((i >= 0).sum(axis=1) < k)
             if short.size:
-                again, lost = self._gather(
+                again, lost = gather(
+                    self.backend,
                     "search",
                     (qa[short], k, mode, rerank, cls, threads, mih, None, None, where, ids),
                     allow_partial,
                 )
                 missing.extend(m for m in lost if m.shard not in {x.shard for x in missing})
                 if again:
-                    ad, ai = self._merge(again, k, rerank, larger)
+                    ad, ai = _merge.merge_parts([r for _, r in again], k, rerank, larger)
                     d[short], i[short] = ad, ai
                     ok = ok + again
         return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
                             allow_partial)
 
-    def _merge(
-        self, ok: list[tuple[int, Any]], k: int, rerank: int | None, larger: bool
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
-        if rerank is None:
-            return _merge.merge_topk([r[0] for _, r in ok], k, larger)
-        return _merge.merge_reranked(
-            [r[0] for _, r in ok], [r[1] for _, r in ok], k, rerank, larger
-        )
+    def _search_ivf_filtered(
+        self,
+        qa: npt.NDArray[np.float32],
+        p: Planned,
+        columns: str | Sequence[str] | None,
+        as_frame: bool,
+        allow_partial: bool,
+    ) -> Any:
+        """A probed search of an IVF model under a filter, planned over every shard as one
+        index plans it (:mod:`codedb.distributed._filtered_probe`)."""
+        lists = self._ivf_lists()
+        assert lists is not None
+        planned = ivf_plan(self.backend, qa, p, lists, allow_partial)
+        if planned is None:  # an exact mode: its own plan
+            (d, i), ok, missing = exact_plan(self.backend, qa, p, lists, allow_partial)
+        else:
+            ok, missing, scanned = planned
+            flat = [qi for qi, n in enumerate(scanned) if n is None]
+            d, i = _merge.merge_parts([r for _, r in ok], p.k, p.rerank,
+                                      _merge.larger_is_better(p.mode), flat)
+        return self._finish(qa, d, i, ok, p.rerank is not None, columns, as_frame, missing,
+                            allow_partial)
 
     def _finish(
         self,
@@ -191,59 +172,11 @@ class ShardedSearcher:
         missing: list[Missing],
         allow_partial: bool,
     ) -> Any:
+        """The merged hits as the caller asked for them: ``(D, I)`` (a :class:`Partial` with
+        ``allow_partial``), or with their attribute columns, each shard asked for the columns
+        of the hits it found (src/search's ``ids=`` selector, one search per shard)."""
         if columns is None and not as_frame:
             return Partial(d, i, missing) if allow_partial else (d, i)
-        return self._with_columns(qa, d, i, ok, reranked, columns, as_frame,
-                                  missing if allow_partial else None)
-
-    def _search_ivf_filtered(
-        self,
-        qa: npt.NDArray[np.float32],
-        k: int,
-        mode: str | None,
-        rerank: int | None,
-        threads: int,
-        nprobe: int,
-        where: str | None,
-        ids: Any,
-        columns: str | Sequence[str] | None,
-        as_frame: bool,
-        allow_partial: bool,
-    ) -> Any:
-        """A probed search of an IVF model under a filter, planned over every shard as one
-        index plans it (:mod:`codedb.distributed._filtered_probe`)."""
-        lists = self._ivf_lists()
-        assert lists is not None
-        planned = ivf_plan(self, qa, k, mode, rerank, threads, nprobe, where, ids, lists,
-                           allow_partial)
-        if planned is None:  # an exact mode: its own plan
-            (d, i), ok, missing = exact_plan(self, qa, k, mode, rerank, threads, nprobe, where,
-                                             ids, lists, allow_partial)
-            return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
-                                allow_partial)
-        ok, missing, scanned = planned
-        if not ok:
-            first = missing[0]
-            raise ShardError(first.shard, first.path, f"no shard answered; {first.error}")
-        flat = [qi for qi, n in enumerate(scanned) if n is None]
-        d, i = merge_planned([r for _, r in ok], k, rerank, flat,
-                             _merge.larger_is_better(mode))
-        return self._finish(qa, d, i, ok, rerank is not None, columns, as_frame, missing,
-                            allow_partial)
-
-    def _with_columns(
-        self,
-        qa: npt.NDArray[np.float32],
-        d: npt.NDArray[Any],
-        i: npt.NDArray[np.int64],
-        ok: list[tuple[int, Any]],
-        reranked: bool,
-        columns: str | Sequence[str] | None,
-        as_frame: bool,
-        missing: list[Missing] | None,
-    ) -> Any:
-        """The merged hits with their attribute columns: each shard is asked for the columns
-        of the hits it found (src/search's ``ids=`` selector, one search per shard)."""
         names = [columns] if isinstance(columns, str) else list(columns or [])
         owner_of: dict[int, int] = {}
         for s, r in ok:
@@ -258,18 +191,18 @@ class ShardedSearcher:
         answers: dict[int, Any] = {}
         if names and asked:
             per = {s: np.unique(i[(owner == s) & (i >= 0)]).astype(np.int64) for s in asked}
-            got, _ = self._gather("columns", lambda s: (qa[:1], per[s], names), False, asked)
+            got, _ = gather(self.backend, "columns", lambda s: (qa[:1], per[s], names), False, asked)
             answers = {s: _attributes.values_by_id(r, names) for s, r in got}
         if names and not len(qa):  # no query: the columns' types, from a shard's empty answer
-            got, _ = self._gather("columns", (qa, np.zeros(0, np.int64), names), False,
+            got, _ = gather(self.backend, "columns", (qa, np.zeros(0, np.int64), names), False,
                                   [ok[0][0]])
             empty = got[0][1][2]
             cols = {n: np.empty(i.shape, dtype=empty[n].dtype) for n in names}
         else:
             cols = _attributes.gather(i, owner, answers, names) if names else {}
         if as_frame:
-            return _attributes.frame(d, i, cols, names, missing)
-        if missing is not None:
+            return _attributes.frame(d, i, cols, names, missing if allow_partial else None)
+        if allow_partial:
             return PartialColumns(d, i, cols, missing)
         return d, i, cols
 
@@ -277,18 +210,12 @@ class ShardedSearcher:
         """The list placement of a sharded index partitioned by list and its model (read once,
         from shard 0's layout record); ``(None, None)`` when partitioned by id."""
         if not hasattr(self, "_route"):
-            paths = self.backend.paths
-            info = self.backend.run("info", lambda s: (paths[s],), [0])[0]
-            if isinstance(info, BaseException):
-                raise ShardError(0, paths[0], info) from info
+            info = ask(self.backend, "info", (self.backend.paths[0],), 0)
             rec = None if info["layout"] is None else ShardLayout(*info["layout"])
             if rec is None or rec.lists is None:
                 self._route = (None, None)
             else:
-                model = self.backend.run("model", (), [0])[0]
-                if isinstance(model, BaseException):
-                    raise ShardError(0, paths[0], model) from model
-                self._route = (rec.lists, model)
+                self._route = (rec.lists, ask(self.backend, "model", (), 0))
         return self._route
 
     def _search_routed(
@@ -305,17 +232,17 @@ class ShardedSearcher:
         nprobe = rest[6]
         asked = query_shards(lists, model, qa, nprobe, n)
         shards = [s for s in range(n) if asked[s].size]
-        ok, missing = self._gather(
-            "search", lambda s: (qa[asked[s]], *rest), allow_partial, shards
+        ok, missing = gather(
+            self.backend, "search", lambda s: (qa[asked[s]], *rest), allow_partial, shards
         )
         mode = rest[1]
-        return [(s, _scatter(part, asked[s], len(qa), mode)) for s, part in ok], missing
+        return [(s, assemble([(asked[s], part)], len(qa), mode)) for s, part in ok], missing
 
     def _ivf_lists(self) -> int | None:
         """The model's coarse cells (``Model.ivf_lists``), from the first shard that answers
         (every shard has the model: checked at open)."""
         if not hasattr(self, "_ivf"):
-            ok, _ = self._gather("info", (), allow_partial=True)
+            ok, _ = gather(self.backend, "info", (), allow_partial=True)
             self._ivf: int | None = ok[0][1]["ivf_lists"]
         return self._ivf
 
@@ -325,16 +252,14 @@ class ShardedSearcher:
         """Per query, the ``nprobe`` classes whose merged means are nearest (NCM, Mensink et
         al., TPAMI 2013, eq. 1; ties by smaller class id), sorted; ``None`` when ``nprobe``
         covers every class with rows, where one index scans every row (src/search/probe.rs)."""
-        ok, _ = self._gather("class_sums", (), allow_partial)
-        names = [f"shard {s} ({self.backend.paths[s]})" for s, _ in ok]
-        dim, table = _merge.merge_class_sums([r for _, r in ok], names=names)
+        (dim, table), shards, _ = self._class_table(allow_partial)
         with_rows = [c for c in table if int(c["count"]) > 0]
         if not with_rows:
             raise InvalidArgument(
                 "nprobe: the class means are the coarse quantiser, and no class of the sharded "
                 "index has images (build or add with labels)"
             )
-        cover, _ = self._gather("list_coverage", (), allow_partial)
+        cover, _ = gather(self.backend, "list_coverage", (), allow_partial)
         listed = sum(c[0] for _, c in cover)
         unlisted = sum(c[1] for _, c in cover)
         if listed == 0 and unlisted > 0:
@@ -345,40 +270,51 @@ class ShardedSearcher:
             )
         if nprobe >= len(with_rows):
             return None
-        for s, _ in ok:
-            r = self.backend.run("classify_sums", (dim, with_rows, qa, nprobe), [s])[0]
+        _, ranked = self._classified(shards, dim, with_rows, qa, nprobe)
+        return np.sort(np.asarray(ranked, dtype=np.int64), axis=1)
+
+    def _class_table(
+        self, allow_partial: bool
+    ) -> tuple[tuple[int, list[dict[str, Any]]], list[int], list[Missing]]:
+        """The sharded class table (every shard's counts and sums added up: FORMAT.md §5), the
+        shards that gave it and the shards left out."""
+        ok, missing = gather(self.backend, "class_sums", (), allow_partial)
+        names = [f"shard {s} ({self.backend.paths[s]})" for s, _ in ok]
+        return _merge.merge_class_sums([r for _, r in ok], names=names), [s for s, _ in ok], missing
+
+    def _classified(
+        self,
+        shards: list[int],
+        dim: int,
+        table: list[dict[str, Any]],
+        x: npt.NDArray[np.float32],
+        top: int,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+        """NCM over the merged ``table`` (Mensink et al., TPAMI 2013, eq. 1), by the first of
+        ``shards`` that answers (every shard holds the model): ``(scores, class ids)``."""
+        last: BaseException | None = None
+        for s in shards:
+            r = self.backend.run("classify_sums", (dim, table, x, top), [s])[0]
             if not isinstance(r, BaseException):
-                return np.sort(np.asarray(r[1], dtype=np.int64), axis=1)
+                return r  # type: ignore[no-any-return, unused-ignore]
             if isinstance(r, CodedbError) and not isinstance(r, ShardError):
-                raise r
-        raise ShardError(ok[-1][0], self.backend.paths[ok[-1][0]], "no shard ranked the class means")
+                raise r  # the query's own error (shape, NaN, no classes): no other shard helps
+            last = r
+        assert last is not None
+        raise ShardError(shards[-1], self.backend.paths[shards[-1]], last) from last
 
     def class_sums(self, allow_partial: bool = False) -> tuple[int, list[dict[str, Any]]]:
         """The sharded class table: every shard's counts and sums added up."""
-        ok, _ = self._gather("class_sums", (), allow_partial)
-        return _merge.merge_class_sums(
-            [r for _, r in ok], names=[f"shard {s} ({self.backend.paths[s]})" for s, _ in ok]
-        )
+        return self._class_table(allow_partial)[0]
 
     def classify(self, x: npt.ArrayLike, top: int = 5, allow_partial: bool = False) -> Any:
         """NCM classification against the class means of the whole sharded index (merged from
         per-shard counts and sums): ``(scores, class ids)`` as :meth:`Index.classify` (a
         :class:`Partial` with ``allow_partial=True``)."""
-        ok, missing = self._gather("class_sums", (), allow_partial)
-        names = [f"shard {s} ({self.backend.paths[s]})" for s, _ in ok]
-        dim, table = _merge.merge_class_sums([r for _, r in ok], names=names)
+        (dim, table), shards, missing = self._class_table(allow_partial)
         xa = np.ascontiguousarray(x, dtype=np.float32)
-        # The merged table is classified by one shard that answered (it holds the model).
-        last: BaseException | None = None
-        for s, _ in ok:
-            r = self.backend.run("classify_sums", (dim, table, xa, top), [s])[0]
-            if not isinstance(r, BaseException):
-                return Partial(r[0], r[1], missing) if allow_partial else r
-            if isinstance(r, CodedbError) and not isinstance(r, ShardError):
-                raise r  # the query's own error (shape, NaN, no classes): no other shard helps
-            last = r
-        assert last is not None
-        raise ShardError(ok[-1][0], self.backend.paths[ok[-1][0]], last) from last
+        d, i = self._classified(shards, dim, table, xa, top)
+        return Partial(d, i, missing) if allow_partial else (d, i)
 
     def fanout(self, q: npt.ArrayLike, nprobe: int) -> list[int]:
         """Per query, how many shards a search with ``nprobe`` asks: every shard partitioned by
@@ -401,22 +337,3 @@ class ShardedSearcher:
     def close(self) -> None:
         self.backend.close()
 
-
-def _scatter(
-    part: tuple[Any, Any], rows: npt.NDArray[np.int64], nq: int, mode: str | None
-) -> tuple[Any, Any]:
-    """A shard's answer to the queries ``rows`` as an answer to all ``nq``: the others blank
-    (ids −1, the padding score), which the merge skips."""
-    larger = _merge.larger_is_better(mode)
-
-    def widen(r: Any) -> Any:
-        if r is None:
-            return None
-        d, i = r
-        dd = np.full((nq, d.shape[1]), _merge._pad(d.dtype, larger), dtype=d.dtype)
-        ii = np.full((nq, i.shape[1]), -1, dtype=np.int64)
-        dd[rows] = d
-        ii[rows] = i
-        return dd, ii
-
-    return widen(part[0]), widen(part[1])

@@ -6,11 +6,11 @@ committed version through its writer."""
 from __future__ import annotations
 
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from codedb._errors import CodedbError
+from codedb.distributed._calls import kill, pooled, ray_answers
 from codedb.distributed._errors import ShardError
 from codedb.distributed._ops import Args, _args
 from codedb.distributed._placement import ActorOptions, describe, options_for
@@ -32,14 +32,9 @@ class ThreadWriters:
     def call(self, shards: Sequence[int], method: str, args_of: ArgsOf) -> list[Any]:
         """``method(*args_of(s))`` on every shard's writer at once; per shard its result or
         its exception."""
-        futures = [self._pool.submit(getattr(self.writers[s], method), *args_of(s)) for s in shards]
-        out: list[Any] = []
-        for f in futures:
-            try:
-                out.append(f.result())
-            except Exception as e:  # reported per shard by the caller
-                out.append(e)
-        return out
+        return pooled(
+            [self._pool.submit(getattr(self.writers[s], method), *args_of(s)) for s in shards]
+        )
 
     def is_lost(self, e: BaseException) -> bool:
         """Whether ``e`` says the writer is gone (restarted), rather than refusing the call."""
@@ -127,7 +122,6 @@ class RayWriters:
     def call(
         self, shards: Sequence[int], method: str, args_of: ArgsOf, timeout: float | None = None
     ) -> list[Any]:
-        ray = self._ray
         refs: list[Any] = []
         for s in shards:
             try:
@@ -135,24 +129,11 @@ class RayWriters:
             except Exception as e:  # the actor handle is dead for good
                 refs.append(e)
         wait = self.timeout if timeout is None else timeout
-        deadline = None if wait is None else time.monotonic() + wait
-        out: list[Any] = []
-        for s, ref in zip(shards, refs):
-            if isinstance(ref, BaseException):
-                out.append(ref)
-                continue
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                out.append(ray.get(ref, timeout=left))
-            except ray.exceptions.GetTimeoutError:
-                ray.cancel(ref)
-                out.append(TimeoutError(
-                    f"no answer within {wait} s (does the cluster have what its actor asks "
-                    f"for: {describe(self.options[s])}?)"
-                ))
-            except Exception as e:  # the actor died, or the writer's own error
-                out.append(e)
-        return out
+        return ray_answers(
+            self._ray, refs, wait,
+            lambda n: f"no answer within {wait} s (does the cluster have what its actor asks "
+                      f"for: {describe(self.options[shards[n]])}?)",
+        )
 
     def is_lost(self, e: BaseException) -> bool:
         return isinstance(e, (StaleWriter, self._ray.exceptions.RayActorError))
@@ -160,10 +141,7 @@ class RayWriters:
     def restart(self, shard: int) -> None:
         """A new actor for ``shard`` (the old one killed, its restarts too), e.g. after
         ``ray.kill(actor)`` or past ``max_restarts``."""
-        try:
-            self._ray.kill(self.actors[shard], no_restart=True)
-        except Exception:
-            pass  # already gone
+        kill(self._ray, [self.actors[shard]])
         self.actors[shard] = self._start(shard)
 
     def run(self, op: str, args: Args, shards: Sequence[int]) -> list[Any]:
@@ -192,9 +170,5 @@ class RayWriters:
         self._kill_all()
 
     def _kill_all(self) -> None:
-        for a in self.actors:
-            try:
-                self._ray.kill(a, no_restart=True)
-            except Exception:
-                pass
+        kill(self._ray, self.actors)
         self.actors = []

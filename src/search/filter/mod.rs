@@ -138,6 +138,29 @@ impl RowFilter {
         Ok(RowFilter::predicate(Predicate::parse(text)?))
     }
 
+    /// A query's filter from what a caller names: an expression in the filter language and an
+    /// id list, a row passing both (AND); `Ok(None)` when neither is given, so an unfiltered
+    /// query takes the unfiltered scans. The expression is parsed and checked against `schema`
+    /// (the index's row id and attribute columns) here, before anything is read, so a refusal
+    /// names its 1-based character column (docs/filtering.md, "Grammar"). This is the one
+    /// place the CLI's `--where`/`--ids` and Python's `where=`/`ids=` become a filter; each
+    /// front end only names the argument in the error.
+    pub fn checked(
+        expression: Option<&str>,
+        ids: Option<IdSelector>,
+        schema: &Schema,
+    ) -> Result<Option<RowFilter>, FilterError> {
+        let predicate = match expression {
+            Some(text) => {
+                let p = Predicate::parse(text)?;
+                p.check(schema)?;
+                Some(p)
+            }
+            None => None,
+        };
+        Ok((predicate.is_some() || ids.is_some()).then_some(RowFilter { ids, predicate }))
+    }
+
     /// The same filter, also requiring `ids`.
     pub fn and_ids(self, ids: IdSelector) -> RowFilter {
         RowFilter {
@@ -507,5 +530,43 @@ mod tests {
             dict: vec!["x".into()],
         };
         assert!(Attributes::new(2, vec![("a".into(), bad)]).is_err());
+    }
+
+    #[test]
+    fn checked_builds_the_query_filter_or_refuses_naming_the_column() {
+        let attrs =
+            Attributes::new(2, vec![("year".into(), Column::Int(vec![2009, 2010]))]).unwrap();
+        let schema = attrs.schema();
+        assert_eq!(RowFilter::checked(None, None, schema).unwrap(), None);
+        let f = RowFilter::checked(Some("year > 2009"), None, schema)
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.ids, None);
+        assert_eq!(
+            f.predicate.as_ref().map(Predicate::text),
+            Some("year > 2009")
+        );
+        let both = RowFilter::checked(Some("id < 5"), Some(IdSelector::new([3, 1, 3])), schema)
+            .unwrap()
+            .unwrap();
+        assert_eq!(both.ids.as_ref().map(IdSelector::ids), Some(&[1u64, 3][..]));
+        assert!(both.predicate.is_some());
+        // An empty id list is a filter passing no row, not "no filter".
+        let none = RowFilter::checked(None, Some(IdSelector::new([])), schema).unwrap();
+        assert_eq!(none, Some(RowFilter::ids(IdSelector::new([]))));
+        // Syntax and schema refusals, each naming its 1-based character column.
+        let syntax = RowFilter::checked(Some("year >"), None, schema).unwrap_err();
+        assert!(
+            matches!(syntax, FilterError::Syntax { column: 7, .. }),
+            "{syntax}"
+        );
+        let unknown =
+            RowFilter::checked(Some("id < 3 AND colour = 'red'"), None, schema).unwrap_err();
+        assert!(
+            matches!(unknown, FilterError::UnknownColumn { column: 12, ref name, .. } if name == "colour"),
+            "{unknown}"
+        );
+        let typed = RowFilter::checked(Some("year = 'x'"), None, schema).unwrap_err();
+        assert!(matches!(typed, FilterError::Type { .. }), "{typed}");
     }
 }
