@@ -13,7 +13,7 @@ mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub(crate) use entry::merge_parts;
 pub use entry::{
     hamming_distance, hamming_topk, hamming_topk_batch, hamming_topk_into, hamming_within,
 };
-pub(crate) use entry::merge_parts;
