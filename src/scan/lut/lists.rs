@@ -3,19 +3,19 @@
 //!
 //! The table of list `l` for query `x` is `T = B_l + A_x` with `‖x − c_l‖²` added to table 0,
 //! where `B_l` depends on the list only and `A_x` on the query only. Checking `T` entry by
-//! entry for every probed (query, list) pair, as [`super::Tables::new`] does for a table handed
-//! in from outside, costs about as much as scanning a list of a few hundred rows. Here the
-//! terms are checked once ([`LutTerms::new`]: every entry finite, and per group of tables the
-//! sum of their largest |entry|), and assembling a list's table checks one number: if
-//! `bound(B_l) + bound(A_x) + |d| ≤ f32::MAX / 4`, every entry of `T` is finite and the sum of
-//! its largest |entries| stays under `f32::MAX / 2` (each f32 addition rounds by at most a
+//! entry for every probed (query, list) pair, as [`super::entry::Tables::new`] does for a
+//! table handed in from outside, costs about as much as scanning a list of a few hundred rows.
+//! Here the terms are checked once ([`LutTerms::new`]: every entry finite, and per group of
+//! tables the sum of their largest |entry|), and assembling a list's table checks one number:
+//! if `bound(B_l) + bound(A_x) + |d| ≤ f32::MAX / 4`, every entry of `T` is finite and the sum
+//! of its largest |entries| stays under `f32::MAX / 2` (each f32 addition rounds by at most a
 //! factor 1 + 2⁻²⁴), the invariant the LUT-8 kernels need so no partial sum overflows.
 //!
 //! A table entry is `fl(B + A)` (`fl(fl(B + A) + d)` in table 0) and a row's score is summed in
 //! ascending table order by the scalar kernel ([`super::scalar::scan8`]), so scores are the
-//! same bits as those of the generic entry ([`super::lut8_topk_batch`]) given the same table.
-//! One collector ([`ListTopK`]) runs over all of a query's lists, so its threshold carries
-//! from list to list.
+//! same bits as those of the generic entry ([`super::entry::lut8_topk_batch`]) given the same
+//! table. One collector ([`ListTopK`]) runs over all of a query's lists, so its threshold
+//! carries from list to list.
 
 use super::scalar;
 use crate::scan::error::{Result, ScanError};
@@ -289,7 +289,7 @@ impl Sink for TaggedSink<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::lut::lut8_topk_batch;
+    use crate::scan::lut::entry::lut8_topk_batch;
     use crate::scan::rows::CodeRows;
     use crate::scan::schedule::ScanOptions;
     use crate::scan::topk::Direction;

@@ -317,7 +317,7 @@ pub(crate) fn scan4_avx512<S: Sink>(
 
 /// AVX2 LUT-8 scan of up to 8 queries at once, one query per lane (no gathers).
 ///
-/// `t` holds the queries' tables interleaved (see [`super::QueryLanes`]): entry `j * 256 + v`
+/// `t` holds the queries' tables interleaved (see [`super::entry::QueryLanes`]): entry `j * 256 + v`
 /// is the 8 queries' table-`j` entry for code byte value `v`, so one 32-byte load and one
 /// `vaddps` add a code byte's term for all 8 queries. Rows go four at a time (four independent
 /// accumulator chains; eight measured slower on AMD Zen 3). Lane `l` adds its entries in
