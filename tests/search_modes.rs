@@ -490,6 +490,58 @@ fn bad_searches_are_clear_errors() {
 }
 
 #[test]
+fn raw_queries_are_checked_against_the_stored_vectors_whenever_they_are_scored() {
+    // Re-ranking and the exact modes score the raw queries against the stored vectors: a
+    // source of another width, or a query value that is not finite, is the same error on
+    // every path that scores them, and a search that scores no stored vector does not ask.
+    let x = digits();
+    let m = model("pca-itq:16", x.view());
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = Index::build(
+        tmp.path(),
+        &m,
+        x.view(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let snap = idx.snapshot();
+    let q = x.slice(s![0..3, ..]);
+    let ids: Vec<u64> = (0..x.nrows() as u64).collect();
+    let narrow = MemoryVectors::new(32, &ids, vec![0.0; x.nrows() * 32]).unwrap();
+    let scored = [
+        SearchParams::new(5, SearchMode::Hamming).rerank(50),
+        SearchParams::new(5, SearchMode::ExactL2),
+        SearchParams::new(5, SearchMode::ExactDot),
+    ];
+    for p in &scored {
+        match snap.search_with_vectors(q, p, &narrow) {
+            Err(SearchError::InvalidArgument { argument, detail }) => {
+                assert_eq!(argument, "queries", "{p:?}");
+                assert_eq!(detail, "64 columns, the stored vectors are 32-D", "{p:?}");
+            }
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+    let unscored = SearchParams::new(5, SearchMode::Hamming);
+    assert_eq!(
+        snap.search_with_vectors(q, &unscored, &narrow).unwrap(),
+        snap.search(q, &unscored).unwrap()
+    );
+    let mem = memory_vectors(&x);
+    let mut nan = q.to_owned();
+    nan[[1, 2]] = f32::NAN;
+    for p in &scored {
+        let e = snap.search_with_vectors(nan.view(), p, &mem).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid argument queries: row 1 column 2 is not finite (NaN)",
+            "{p:?}"
+        );
+    }
+}
+
+#[test]
 fn k_far_above_the_live_rows_returns_every_live_row_as_k_equal_to_them() {
     // k is capped at the live rows before anything is sized by it: usize::MAX (a Python
     // `k=2**64-1`, a CLI `-k` typo) must neither overflow nor ask for memory.

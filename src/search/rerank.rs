@@ -103,7 +103,9 @@ pub(crate) fn sort_truncate(list: &mut Vec<Hit>, direction: Direction, k: usize)
 /// Candidates ahead of the one being scored whose rows are prefetched.
 const PREFETCH_AHEAD: usize = 2;
 
-/// Re-scores each query's candidates exactly with `metric` and keeps the `k` best.
+/// Re-scores each query's candidates exactly with `metric` and keeps the `k` best. `queries`
+/// are as wide as `source`'s vectors and finite: the plan checked them where the query entered
+/// ([`super::query::check_stored`]).
 pub(crate) fn rerank(
     blocks: &[Block<'_>],
     candidates: &[Vec<Candidate>],
@@ -332,7 +334,7 @@ fn exact_gathered(
 }
 
 /// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
-/// best live rows per query.
+/// best live rows per query (`queries` checked as for [`rerank`]).
 pub(crate) fn exact_search(
     blocks: &[Block<'_>],
     scopes: &[Vec<Range<usize>>],
