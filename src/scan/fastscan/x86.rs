@@ -133,34 +133,52 @@ fn row_order(lo: u32, hi: u32) -> u32 {
 /// Most queries the AVX2 kernel scores per pass over a block (see [`plane_masks`]).
 pub(crate) const GROUP_AVX2: usize = 2;
 
+/// The tables of a group of queries interleaved for [`scan_avx2`]: entry `Q j + i` is query
+/// `i`'s two u8 tables of load `j` (`Q` = `qls.len()`), so one block's loads walk the group's
+/// tables in order. Made once per batch: it is the same for every block.
+pub(crate) fn interleave_avx2(qls: &[QuantLut<'_>], m: usize) -> Vec<[u8; 32]> {
+    let n = block_bytes(m) / 32;
+    let q = qls.len();
+    let mut tabs = vec![[0u8; 32]; n * q];
+    for (i, ql) in qls.iter().enumerate() {
+        for (j, t) in ql.q.as_chunks::<32>().0.iter().take(n).enumerate() {
+            tabs[q * j + i] = *t;
+        }
+    }
+    tabs
+}
+
 /// Scans rows `rows` (start on a block boundary) of the packed column for `Q` queries at once
-/// (`Q` = `qls.len()` = `sinks.len()`, 1 to [`GROUP_AVX2`]).
+/// (`Q` = `qls.len()` = `sinks.len()`, 1 to [`GROUP_AVX2`]; `tabs` from [`interleave_avx2`]
+/// of `qls`).
 #[target_feature(enable = "avx2")]
 pub(crate) fn scan_avx2<S: Sink>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    tabs: &[[u8; 32]],
+    sinks: &mut [S],
 ) {
     // Blocks of 4, 8, 12 or 16 loads (M = 8, 16, 24, 32) run a kernel with the load count
     // fixed at compile time: the loops unroll and no bounds check or counter runs per load.
     let loads = block_bytes(m) / 32;
     match (qls.len().min(sinks.len()), loads) {
         (0, _) => {}
-        (1, 4) => group_avx2::<S, 1, 4>(packed, m, rows, qls, sinks),
-        (1, 8) => group_avx2::<S, 1, 8>(packed, m, rows, qls, sinks),
-        (1, 12) => group_avx2::<S, 1, 12>(packed, m, rows, qls, sinks),
-        (1, 16) => group_avx2::<S, 1, 16>(packed, m, rows, qls, sinks),
-        (2, 4) => group_avx2::<S, 2, 4>(packed, m, rows, qls, sinks),
-        (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, sinks),
-        (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, sinks),
-        (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, sinks),
-        (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, sinks),
-        (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, sinks),
+        (1, 4) => group_avx2::<S, 1, 4>(packed, m, rows, qls, tabs, sinks),
+        (1, 8) => group_avx2::<S, 1, 8>(packed, m, rows, qls, tabs, sinks),
+        (1, 12) => group_avx2::<S, 1, 12>(packed, m, rows, qls, tabs, sinks),
+        (1, 16) => group_avx2::<S, 1, 16>(packed, m, rows, qls, tabs, sinks),
+        (2, 4) => group_avx2::<S, 2, 4>(packed, m, rows, qls, tabs, sinks),
+        (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, tabs, sinks),
+        (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, tabs, sinks),
+        (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, tabs, sinks),
+        (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, tabs, sinks),
+        (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, tabs, sinks),
         _ => {
             for (ql, sink) in qls.chunks(GROUP_AVX2).zip(sinks.chunks_mut(GROUP_AVX2)) {
-                scan_avx2(packed, m, rows.clone(), ql, sink);
+                let tabs = interleave_avx2(ql, m);
+                scan_avx2(packed, m, rows.clone(), ql, &tabs, sink);
             }
         }
     }
@@ -174,8 +192,9 @@ fn group_avx2<S: Sink, const Q: usize, const C: usize>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    tabs: &[[u8; 32]],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -186,14 +205,9 @@ fn group_avx2<S: Sink, const Q: usize, const C: usize>(
     }
     let n = if C != 0 { C } else { n };
     // The group's tables interleaved: entry `j` holds the `Q` queries' tables of load `j`.
-    let mut tabs = vec![[[0u8; 32]; Q]; n];
-    for (i, ql) in qls.iter().enumerate() {
-        let Some(tables) = ql.q.as_chunks::<32>().0.get(..n) else {
-            return;
-        };
-        for (e, t) in tabs.iter_mut().zip(tables) {
-            e[i] = *t;
-        }
+    let (tabs, _) = tabs.as_chunks::<Q>();
+    if tabs.len() != n {
+        return;
     }
     let (chunks, _) = packed.as_chunks::<32>();
     let mut tv: [__m256i; Q] =
@@ -202,12 +216,12 @@ fn group_avx2<S: Sink, const Q: usize, const C: usize>(
         let Some(blk) = chunks.get(b * n..(b + 1) * n) else {
             return;
         };
-        let lo = plane_masks::<Q, false, C>(blk, &tabs, &tv);
-        let hi = plane_masks::<Q, true, C>(blk, &tabs, &tv);
+        let lo = plane_masks::<Q, false, C>(blk, tabs, &tv);
+        let hi = plane_masks::<Q, true, C>(blk, tabs, &tv);
         for i in 0..Q {
             if (lo[i] | hi[i]) != 0 {
                 let pass = row_order(lo[i], hi[i]);
-                let tq = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                let tq = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
                 tv[i] = _mm256_set1_epi16(tq as i16);
             }
         }
@@ -312,8 +326,8 @@ pub(crate) fn scan_avx512<S: Sink>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let bb = block_bytes(m);
     // Blocks of whole 64-byte chunks (M2 a multiple of 4) at the common widths run a kernel
@@ -355,8 +369,8 @@ fn group_avx512<S: Sink, const Q: usize>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -421,7 +435,7 @@ fn group_avx512<S: Sink, const Q: usize>(
             for i in 0..Q {
                 if pass[i] != 0 {
                     let pass = row_mask(pass[i]);
-                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
                     tv[i] = _mm512_set1_epi16(tq[i] as i16);
                 }
             }
@@ -438,8 +452,8 @@ fn group_avx512<S: Sink, const Q: usize>(
 fn fixed_avx512<S: Sink, const Q: usize, const C: usize>(
     packed: &[u8],
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -488,7 +502,7 @@ fn fixed_avx512<S: Sink, const Q: usize, const C: usize>(
             for i in 0..Q {
                 if pass[i] != 0 {
                     let pass = row_mask(pass[i]);
-                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
                     tv[i] = _mm512_set1_epi16(tq[i] as i16);
                 }
             }
