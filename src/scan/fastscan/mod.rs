@@ -302,7 +302,7 @@ mod tests {
     /// not only safe. Covers every query-group width of both kernels (AVX2: 1 and 2, AVX-512: 1
     /// to 4; 5 and 9 split into groups), the fixed-load kernels (M = 8, 16, 24, 32) and the
     /// generic ones, whole and partial last blocks (1,000 rows: 8 rows in the last block; 95
-    /// rows: 31).
+    /// rows: 31), up to M = 256 (sums up to 63 · 256, under the AVX2 signed compare's 2¹⁵).
     #[test]
     fn every_kernel_passes_exactly_the_rows_whose_quantised_sum_is_in_the_bound() {
         use crate::scan::dispatch::available_dispatches;
@@ -328,6 +328,7 @@ mod tests {
             (32, 95),
             (64, 1_000),
             (200, 1_000),
+            (256, 1_000),
         ] {
             let cb = m.div_ceil(2);
             let codes: Vec<u8> = (0..n * cb).map(|_| next() as u8).collect();
