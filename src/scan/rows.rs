@@ -122,6 +122,7 @@ pub(crate) fn bit_set(deleted: Option<&[u64]>, row: usize) -> bool {
 }
 
 /// Collects the k best live rows of one column for one query.
+#[derive(Clone)]
 pub(crate) struct TopKSink<'a> {
     pub topk: TopK,
     ids: &'a [u64],

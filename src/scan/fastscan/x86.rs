@@ -59,7 +59,7 @@ fn load(a: &[u8; 32]) -> __m256i {
 /// two planes' masks into row order.
 ///
 /// `C` = 0: any number of loads per block; otherwise exactly `C` (the loops then unroll). The
-/// codes' and tables' addresses go through [`core::hint::black_box`] once per plane: without
+/// codes' and tables' addresses are offset by an [`opaque_zero`] once per plane: without
 /// it LLVM hoisted the loop-invariant table loads and the other plane's nibble split out of
 /// the block loop and spilled them to the stack (perf annotate, AMD Zen 4: a quarter of the
 /// cycles on stack stores and reloads), which is slower than reloading the tables from L1. A
@@ -72,9 +72,9 @@ fn plane_masks<const Q: usize, const HI: bool, const C: usize>(
     tabs: &[[[u8; 32]; Q]],
     t: &[__m256i; Q],
 ) -> [u32; Q] {
-    let (blk, tabs) = core::hint::black_box((blk, tabs));
+    let z = opaque_zero();
     let n = if C != 0 { C } else { blk.len() };
-    let (Some(blk), Some(tabs)) = (blk.get(..n), tabs.get(..n)) else {
+    let (Some(blk), Some(tabs)) = (blk.get(z..z + n), tabs.get(z..z + n)) else {
         return [u32::MAX; Q];
     };
     let low = _mm256_set1_epi8(0x0f);
@@ -107,10 +107,36 @@ fn plane_masks<const Q: usize, const HI: bool, const C: usize>(
             _mm256_permute2x128_si256::<0x20>(even, odd[i]),
             _mm256_permute2x128_si256::<0x31>(even, odd[i]),
         );
-        let le = _mm256_cmpeq_epi16(_mm256_min_epu16(sums, t[i]), sums);
-        // Bytes [words 0-7, words 0-7 | words 8-15, words 8-15]: one bit per row.
-        _mm256_movemask_epi8(_mm256_packs_epi16(le, le)) as u32 & 0x00ff_00ff
+        // Signed compare: sums and bounds are below 2¹⁵ (see [`bound_vector`]).
+        let gt = _mm256_cmpgt_epi16(sums, t[i]);
+        // Bytes [words 0-7, words 0-7 | words 8-15, words 8-15]: one bit per row that fails.
+        !(_mm256_movemask_epi8(_mm256_packs_epi16(gt, gt)) as u32) & 0x00ff_00ff
     })
+}
+
+/// Zero, opaque to the optimiser, so that the block's addresses computed from it are new in
+/// every call: LLVM cannot hoist the loop-invariant table loads and the other plane's nibble
+/// split out of the block loop (where they spill, see [`plane_masks`]). An empty `asm!` costs
+/// one register move per plane where [`core::hint::black_box`] of the two slices stored and
+/// reloaded four words.
+#[inline(always)]
+fn opaque_zero() -> usize {
+    let mut z = 0usize;
+    // SAFETY: the template is empty: no instruction runs, no memory or flag is touched; the
+    // compiler only forgets that `z` is zero.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) z, options(nomem, nostack, preserves_flags))
+    };
+    z
+}
+
+/// The bound `tq` broadcast for [`plane_masks`]' signed compare: a row's sum is at most
+/// `LEVELS · M2 ≤ 63 · 256 < 2¹⁵`, so a bound clamped to `i16::MAX` keeps every row a larger
+/// bound keeps, and the signed `vpcmpgtw` replaces the unsigned `min` + `cmpeq` pair.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bound_vector(tq: u16) -> __m256i {
+    _mm256_set1_epi16(tq.min(i16::MAX as u16) as i16)
 }
 
 /// Bits 0-7 of `x` moved to the even bits 0, 2, …, 14.
@@ -133,34 +159,52 @@ fn row_order(lo: u32, hi: u32) -> u32 {
 /// Most queries the AVX2 kernel scores per pass over a block (see [`plane_masks`]).
 pub(crate) const GROUP_AVX2: usize = 2;
 
+/// The tables of a group of queries interleaved for [`scan_avx2`]: entry `Q j + i` is query
+/// `i`'s two u8 tables of load `j` (`Q` = `qls.len()`), so one block's loads walk the group's
+/// tables in order. Made once per batch: it is the same for every block.
+pub(crate) fn interleave_avx2(qls: &[QuantLut<'_>], m: usize) -> Vec<[u8; 32]> {
+    let n = block_bytes(m) / 32;
+    let q = qls.len();
+    let mut tabs = vec![[0u8; 32]; n * q];
+    for (i, ql) in qls.iter().enumerate() {
+        for (j, t) in ql.q.as_chunks::<32>().0.iter().take(n).enumerate() {
+            tabs[q * j + i] = *t;
+        }
+    }
+    tabs
+}
+
 /// Scans rows `rows` (start on a block boundary) of the packed column for `Q` queries at once
-/// (`Q` = `qls.len()` = `sinks.len()`, 1 to [`GROUP_AVX2`]).
+/// (`Q` = `qls.len()` = `sinks.len()`, 1 to [`GROUP_AVX2`]; `tabs` from [`interleave_avx2`]
+/// of `qls`).
 #[target_feature(enable = "avx2")]
 pub(crate) fn scan_avx2<S: Sink>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    tabs: &[[u8; 32]],
+    sinks: &mut [S],
 ) {
     // Blocks of 4, 8, 12 or 16 loads (M = 8, 16, 24, 32) run a kernel with the load count
     // fixed at compile time: the loops unroll and no bounds check or counter runs per load.
     let loads = block_bytes(m) / 32;
     match (qls.len().min(sinks.len()), loads) {
         (0, _) => {}
-        (1, 4) => group_avx2::<S, 1, 4>(packed, m, rows, qls, sinks),
-        (1, 8) => group_avx2::<S, 1, 8>(packed, m, rows, qls, sinks),
-        (1, 12) => group_avx2::<S, 1, 12>(packed, m, rows, qls, sinks),
-        (1, 16) => group_avx2::<S, 1, 16>(packed, m, rows, qls, sinks),
-        (2, 4) => group_avx2::<S, 2, 4>(packed, m, rows, qls, sinks),
-        (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, sinks),
-        (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, sinks),
-        (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, sinks),
-        (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, sinks),
-        (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, sinks),
+        (1, 4) => group_avx2::<S, 1, 4>(packed, m, rows, qls, tabs, sinks),
+        (1, 8) => group_avx2::<S, 1, 8>(packed, m, rows, qls, tabs, sinks),
+        (1, 12) => group_avx2::<S, 1, 12>(packed, m, rows, qls, tabs, sinks),
+        (1, 16) => group_avx2::<S, 1, 16>(packed, m, rows, qls, tabs, sinks),
+        (2, 4) => group_avx2::<S, 2, 4>(packed, m, rows, qls, tabs, sinks),
+        (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, tabs, sinks),
+        (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, tabs, sinks),
+        (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, tabs, sinks),
+        (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, tabs, sinks),
+        (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, tabs, sinks),
         _ => {
             for (ql, sink) in qls.chunks(GROUP_AVX2).zip(sinks.chunks_mut(GROUP_AVX2)) {
-                scan_avx2(packed, m, rows.clone(), ql, sink);
+                let tabs = interleave_avx2(ql, m);
+                scan_avx2(packed, m, rows.clone(), ql, &tabs, sink);
             }
         }
     }
@@ -174,8 +218,9 @@ fn group_avx2<S: Sink, const Q: usize, const C: usize>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    tabs: &[[u8; 32]],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -186,29 +231,24 @@ fn group_avx2<S: Sink, const Q: usize, const C: usize>(
     }
     let n = if C != 0 { C } else { n };
     // The group's tables interleaved: entry `j` holds the `Q` queries' tables of load `j`.
-    let mut tabs = vec![[[0u8; 32]; Q]; n];
-    for (i, ql) in qls.iter().enumerate() {
-        let Some(tables) = ql.q.as_chunks::<32>().0.get(..n) else {
-            return;
-        };
-        for (e, t) in tabs.iter_mut().zip(tables) {
-            e[i] = *t;
-        }
+    let (tabs, _) = tabs.as_chunks::<Q>();
+    if tabs.len() != n {
+        return;
     }
     let (chunks, _) = packed.as_chunks::<32>();
     let mut tv: [__m256i; Q] =
-        core::array::from_fn(|i| _mm256_set1_epi16(qls[i].q_bound(sinks[i].bound()) as i16));
+        core::array::from_fn(|i| bound_vector(qls[i].q_bound(sinks[i].bound())));
     for b in rows.start / BLOCK_ROWS..rows.end.div_ceil(BLOCK_ROWS) {
         let Some(blk) = chunks.get(b * n..(b + 1) * n) else {
             return;
         };
-        let lo = plane_masks::<Q, false, C>(blk, &tabs, &tv);
-        let hi = plane_masks::<Q, true, C>(blk, &tabs, &tv);
+        let lo = plane_masks::<Q, false, C>(blk, tabs, &tv);
+        let hi = plane_masks::<Q, true, C>(blk, tabs, &tv);
         for i in 0..Q {
             if (lo[i] | hi[i]) != 0 {
                 let pass = row_order(lo[i], hi[i]);
-                let tq = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
-                tv[i] = _mm256_set1_epi16(tq as i16);
+                let tq = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
+                tv[i] = bound_vector(tq);
             }
         }
     }
@@ -312,8 +352,8 @@ pub(crate) fn scan_avx512<S: Sink>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let bb = block_bytes(m);
     // Blocks of whole 64-byte chunks (M2 a multiple of 4) at the common widths run a kernel
@@ -355,8 +395,8 @@ fn group_avx512<S: Sink, const Q: usize>(
     packed: &[u8],
     m: usize,
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -421,7 +461,7 @@ fn group_avx512<S: Sink, const Q: usize>(
             for i in 0..Q {
                 if pass[i] != 0 {
                     let pass = row_mask(pass[i]);
-                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
                     tv[i] = _mm512_set1_epi16(tq[i] as i16);
                 }
             }
@@ -438,8 +478,8 @@ fn group_avx512<S: Sink, const Q: usize>(
 fn fixed_avx512<S: Sink, const Q: usize, const C: usize>(
     packed: &[u8],
     rows: Range<usize>,
-    qls: &[&QuantLut<'_>],
-    sinks: &mut [&mut S],
+    qls: &[QuantLut<'_>],
+    sinks: &mut [S],
 ) {
     let (Some(qls), Some(sinks)) = (qls.get(..Q), sinks.get_mut(..Q)) else {
         return;
@@ -488,7 +528,7 @@ fn fixed_avx512<S: Sink, const Q: usize, const C: usize>(
             for i in 0..Q {
                 if pass[i] != 0 {
                     let pass = row_mask(pass[i]);
-                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut *sinks[i]);
+                    tq[i] = qls[i].rescore(packed, b, pass, rows.end, &mut sinks[i]);
                     tv[i] = _mm512_set1_epi16(tq[i] as i16);
                 }
             }
