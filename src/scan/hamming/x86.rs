@@ -177,30 +177,12 @@ pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: 
                 let s1 =
                     _mm256_add_epi64(_mm256_unpacklo_epi64(p2, p3), _mm256_unpackhi_epi64(p2, p3));
                 let s: [u64; 4] = core::array::from_fn(|i| scalar_row(ch, 128 + 16 * i, &qw));
-                let mut m = within256(s0, thr) | (within256(s1, thr) << 4);
+                let m = within256(s0, thr) | (within256(s1, thr) << 4);
                 if m != 0 || any_within(&s, bound) {
-                    m |= scalar_mask(&s, bound);
-                    let (v0, v1) = (lanes256(s0), lanes256(s1));
-                    let all = [
-                        v0[0], v0[1], v0[2], v0[3], v1[0], v1[1], v1[2], v1[3], s[0], s[1], s[2],
-                        s[3],
-                    ];
-                    let r = base + c * 12;
-                    let rows = [
-                        r,
-                        r + 2,
-                        r + 1,
-                        r + 3,
-                        r + 4,
-                        r + 6,
-                        r + 5,
-                        r + 7,
-                        r + 8,
-                        r + 9,
-                        r + 10,
-                        r + 11,
-                    ];
-                    bound = offer_lanes(sink, &all, m, &rows, bound);
+                    // The registers hold rows in lane order [0, 2, 1, 3].
+                    const ORDER: [usize; 12] = [0, 2, 1, 3, 4, 6, 5, 7, 8, 9, 10, 11];
+                    let rows = ORDER.map(|i| base + c * 12 + i);
+                    bound = offer_step12(sink, s0, s1, &s, m, &rows, bound);
                     thr = thr256(bound);
                 }
             }
@@ -231,17 +213,10 @@ pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: 
                     pop_xor(ch, 224, qv),
                 );
                 let s: [u64; 4] = core::array::from_fn(|i| scalar_row(ch, 256 + 32 * i, &qw));
-                let mut m = within256(d0, thr) | (within256(d1, thr) << 4);
+                let m = within256(d0, thr) | (within256(d1, thr) << 4);
                 if m != 0 || any_within(&s, bound) {
-                    m |= scalar_mask(&s, bound);
-                    let (v0, v1) = (lanes256(d0), lanes256(d1));
-                    let all = [
-                        v0[0], v0[1], v0[2], v0[3], v1[0], v1[1], v1[2], v1[3], s[0], s[1], s[2],
-                        s[3],
-                    ];
-                    let r = base + c * 12;
-                    let rows: [usize; 12] = core::array::from_fn(|i| r + i);
-                    bound = offer_lanes(sink, &all, m, &rows, bound);
+                    let rows: [usize; 12] = core::array::from_fn(|i| base + c * 12 + i);
+                    bound = offer_step12(sink, d0, d1, &s, m, &rows, bound);
                     thr = thr256(bound);
                 }
             }
@@ -274,6 +249,28 @@ pub(crate) fn scan_avx2<S: Sink>(codes: &[u8], base: usize, query: &[u8], sink: 
     };
     let rest = codes.get(done_rows * w..).unwrap_or(&[]);
     scalar::scan(rest, base + done_rows, query, sink);
+}
+
+/// Offers the rows of a 12-row step (8 vector rows, 4 scalar ones) that can enter the
+/// collector: the lanes of `d0` and `d1` set in `vector_mask` (rows `rows[0..8]`), then the
+/// scalar distances `s` within `bound` (rows `rows[8..12]`). Returns the new bound.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn offer_step12<S: Sink>(
+    sink: &mut S,
+    d0: __m256i,
+    d1: __m256i,
+    s: &[u64; 4],
+    vector_mask: u32,
+    rows: &[usize; 12],
+    bound: u32,
+) -> u32 {
+    let mask = vector_mask | scalar_mask(s, bound);
+    let (v0, v1) = (lanes256(d0), lanes256(d1));
+    let all = [
+        v0[0], v0[1], v0[2], v0[3], v1[0], v1[1], v1[2], v1[3], s[0], s[1], s[2], s[3],
+    ];
+    offer_lanes(sink, &all, mask, rows, bound)
 }
 
 /// Whether any of the 4 scalar rows' distances is `<= bound`, in 8 integer µops and one branch:
