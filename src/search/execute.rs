@@ -2,17 +2,16 @@
 //! the stored vectors when re-ranking or an exact mode needs them, the filter compiled into
 //! per-block bitmaps (rejected rows hidden like deleted ones), the IVF plan under a filter,
 //! the inverted lists each query scans (given, or probed per query), then per group of
-//! queries the code scan ([`super::code_scan`]) or the exact scan, and re-ranking.
+//! queries the scan of the rows in scope ([`super::block_scan`]).
 
 use std::ops::Range;
 
 use ndarray::{Array2, ArrayView2, Axis};
 
 use crate::model::Model;
-use crate::scan::ScanOptions;
 use crate::storage::{Block, Snapshot};
 
-use super::code_scan::scan_codes;
+use super::block_scan::search_scoped;
 use super::error::{SearchError, invalid};
 use super::filter::{BlockFilter, RowFilter, filter_ranges};
 use super::ivf_filter::{
@@ -22,9 +21,8 @@ use super::ivf_filter::{
 use super::list_scope::{block_ranges, list_coverage};
 use super::mode::SearchMode;
 use super::query::{Hit, Queries, SearchParams, cap_at_live_rows, check, check_stored};
-use super::rerank::exact_search;
 use super::vectors::{SnapshotVectors, VectorSource};
-use super::{examples, ivf_scan, probe, rerank, text};
+use super::{examples, ivf_scan, probe, text};
 
 /// The `k` best live rows of `snapshot` for each query row (see [`Snapshot::search`]), full
 /// vectors for re-ranking and the exact modes read from `source`, or from the snapshot's
@@ -461,64 +459,4 @@ fn scopes(
             })
         })
         .collect()
-}
-
-/// One search over the rows `scopes` names in each block.
-fn search_scoped(
-    blocks: &[Block<'_>],
-    scopes: &[Vec<Range<usize>>],
-    model: &Model,
-    q: Queries<'_>,
-    params: &SearchParams,
-    source: Option<&dyn VectorSource>,
-) -> Result<Vec<Vec<Hit>>, SearchError> {
-    let opts = ScanOptions {
-        threads: params.threads.max(1),
-        ..ScanOptions::default()
-    };
-    let need_source = || {
-        source.ok_or_else(|| SearchError::NoVectors {
-            detail: format!(
-                "{} needs stored vectors and none were given",
-                if params.mode.is_exact() {
-                    params.mode.name()
-                } else {
-                    "re-ranking"
-                }
-            ),
-        })
-    };
-    let metric = params.mode.rerank_metric();
-    let queries = q.view();
-    if params.mode.is_exact() {
-        return exact_search(
-            blocks,
-            scopes,
-            queries,
-            metric,
-            params.k,
-            need_source()?,
-            opts,
-        );
-    }
-    let kc = params.rerank.unwrap_or(params.k);
-    let candidates = scan_codes(blocks, scopes, model, q, params, kc, opts)?;
-    match (params.rerank, q) {
-        (None, _) => Ok(rerank::hits(candidates)),
-        (Some(_), Queries::Image(_)) => rerank::rerank(
-            blocks,
-            &candidates,
-            queries,
-            metric,
-            params.k,
-            need_source()?,
-        ),
-        (Some(_), Queries::Text(u)) => {
-            text::rerank_text(blocks, &candidates, model, u, params.k, need_source()?)
-        }
-        (Some(_), Queries::Linear(_, r)) => {
-            let r = r.ok_or_else(|| invalid("rerank", "no classifier for the stored vectors"))?;
-            text::rerank_text(blocks, &candidates, model, r, params.k, need_source()?)
-        }
-    }
 }

@@ -33,12 +33,13 @@ use crate::model::Model;
 use crate::scan::{ListTable, ListTopK, LutTerms};
 use crate::storage::Block;
 
+use super::block_scan::rerank;
+use super::candidates::{Candidate, hits};
 use super::error::{SearchError, invalid};
 use super::filter::CompiledFilter;
 use super::ivf_scan::{in_chunks, ivf_nprobe, list_terms};
 use super::list_scope::range_deleted;
 use super::query::{Hit, SearchParams};
-use super::rerank::{Candidate, hits, rerank};
 use super::vectors::VectorSource;
 
 /// What the filtered IVF plan made of one query.

@@ -22,11 +22,12 @@ use crate::model::{CoarseQuantizer, Model, ProductQuantizer};
 use crate::scan::{ListTable, ListTopK, LutTerms, Terms};
 use crate::storage::Block;
 
+use super::block_scan::rerank;
+use super::candidates::{Candidate, hits};
 use super::error::{SearchError, invalid};
 use super::filter::{BlockFilter, filter_ranges};
 use super::mode::SearchMode;
 use super::query::{Hit, SearchParams};
-use super::rerank::{Candidate, hits, rerank};
 use super::vectors::VectorSource;
 
 /// One chunk of queries' candidates, best first.

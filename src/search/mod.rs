@@ -15,7 +15,7 @@
 //! | `exact` / `exact-ip` | any, with stored vectors | the raw query | dense | squared L2 / inner product |
 //!
 //! Re-ranking ([`SearchParams::rerank`]) takes the R best by the mode's score and re-scores
-//! them against stored vectors (see [`rerank`]); radius lookups of short binary codes use a
+//! them against stored vectors (see [`candidates`]); radius lookups of short binary codes use a
 //! hash table ([`HammingTable`]). Deleted rows never appear. With `k` larger than the number
 //! of live rows, every live row is returned.
 //!
@@ -33,14 +33,15 @@
 //! (class ids) and text or classifier queries are refused.
 //!
 //! **Layout.** One file per query kind, each checking, preparing and re-ranking its own
-//! queries: image k-NN (the plan in [`execute`], the code scan in [`code_scan`]), text
+//! queries: image k-NN (the plan in [`execute`], the scan of the rows in scope in [`block_scan`]), text
 //! ([`text`]), by examples ([`examples`]), radius ([`radius`]), IVF lists ([`ivf_scan`],
 //! [`probe`]); the words they share in [`query`]; every `impl Snapshot` of the room, the
 //! entry points, in [`api`].
 
 mod api;
 pub mod asym;
-mod code_scan;
+mod block_scan;
+mod candidates;
 mod error;
 mod examples;
 mod execute;
@@ -55,7 +56,6 @@ mod pq4_fastscan;
 mod probe;
 mod query;
 pub mod radius;
-pub mod rerank;
 mod text;
 mod train_from_index;
 pub mod vectors;

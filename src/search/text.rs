@@ -21,9 +21,9 @@ use crate::model::{AdcMetric, Model};
 use crate::scan::{Direction, lut8_from_bit_terms};
 use crate::storage::Block;
 
+use super::candidates::{Candidate, gather, rescore};
 use super::error::{SearchError, invalid};
 use super::query::{Hit, Prepared, SearchParams, check_params};
-use super::rerank::{Candidate, gather, rescore};
 use super::vectors::VectorSource;
 
 /// Argument checks of a text search (`u`: the queries' `Wᵀq` rows).

@@ -1,15 +1,20 @@
 //! The rows one call adds: codes plus the optional columns (ids, labels, list ids, stored
-//! vectors), and their validation against the index before anything is written.
+//! vectors, attributes), and their validation against the index before anything is written:
+//! the columns against the model and the vector setting ([`check_batch`]), the attribute
+//! columns against the schema ([`conform_write`] — a column the schema lacks, of another type
+//! or of another length is refused naming it; in schema order, a column the write leaves out
+//! taking its default).
 
 use std::path::Path;
 
 use ndarray::ArrayView2;
 
 use crate::format::{
-    CodeKind, ModelFile, VectorBuf, VectorSpec,
+    AttributeError, Attributes, CodeKind, ModelFile, Schema, VectorBuf, VectorSpec,
     append_log::{NO_LABEL, NO_LIST},
 };
 
+use super::attributes::defaults;
 use super::error::{Result, StorageError};
 
 /// Encoded rows to add ([`super::Index::add_encoded`]) or upsert
@@ -279,4 +284,37 @@ fn check_codes(dir: &Path, m: &ModelFile, codes: &[u8]) -> Result<usize> {
         return Err(invalid(dir, "codes", format!("code of row {r} {what}")));
     }
     Ok(rows)
+}
+
+/// The columns a write of `rows` rows stores: `attrs` conformed to `schema` (missing columns
+/// take their defaults), every column's default when the write gives none, and `None` when the
+/// index has no columns. Refused, naming the column, when `attrs` has a column the schema lacks
+/// or of another type, or another number of rows.
+pub(crate) fn conform_write(
+    dir: &Path,
+    schema: &Schema,
+    attrs: Option<&Attributes>,
+    rows: usize,
+) -> Result<Option<Attributes>> {
+    let Some(a) = attrs else {
+        return Ok((!schema.is_empty()).then(|| defaults(schema, rows)));
+    };
+    if a.rows() != rows {
+        let column = a
+            .schema()
+            .columns()
+            .first()
+            .map_or(String::new(), |(n, _)| n.clone());
+        return Err(StorageError::attributes(
+            dir,
+            AttributeError::column(
+                &column,
+                format!("{} rows of attributes for {rows} rows", a.rows()),
+            ),
+        ));
+    }
+    let c = a
+        .conform(schema)
+        .map_err(|e| StorageError::attributes(dir, e))?;
+    Ok((!schema.is_empty()).then_some(c))
 }

@@ -10,51 +10,13 @@ use crate::classes::{ListAssignment, assign_lists};
 use crate::format::{Attributes, Schema};
 use crate::format::{ClassTable, FileId, VectorDType, VectorSpec};
 use crate::model::{Cancel, Model};
-use crate::storage::attributes::conform_write;
 use crate::storage::config::{Config, CreateOptions};
 use crate::storage::error::StorageError;
 use crate::storage::row_batch::RowBatch;
-use crate::storage::row_batch::check_batch;
+use crate::storage::row_batch::{check_batch, conform_write};
 
+use super::add_rows::{IVF_OWN_LISTS, encode_chunked};
 use super::handle::Index;
-
-/// Why `lists` is refused with an IVF model.
-pub(crate) const IVF_OWN_LISTS: &str = "the model has a coarse quantiser (ivf:K): it files every \
-     row under its nearest k-means list itself, so rows cannot take class lists";
-
-/// Rows encoded per chunk (bounds the memory of the float → code step).
-const ENCODE_CHUNK: usize = 65_536;
-
-/// Encodes `data` with `model` in chunks of [`ENCODE_CHUNK`] rows (each encoded in parallel),
-/// calling `progress(rows_done)` after each: the codes, and with an IVF model each row's list.
-/// `cancel` is checked inside each chunk's encoding. Shared by [`Index::build`] and
-/// [`Index::add`], so both report progress the same way.
-pub(crate) fn encode_chunked(
-    model: &Model,
-    data: ArrayView2<f32>,
-    cancel: &Cancel,
-    progress: &mut dyn FnMut(usize),
-) -> Result<(Vec<u8>, Option<Vec<u32>>), StorageError> {
-    let n = data.nrows();
-    let mut codes = Vec::with_capacity(n * model.code_bytes());
-    // An IVF model files each row under its nearest coarse centroid as it encodes it.
-    let mut lists = model.ivf().map(|_| Vec::with_capacity(n));
-    let mut start = 0;
-    while start < n {
-        let end = (start + ENCODE_CHUNK).min(n);
-        let chunk = data.slice(ndarray::s![start..end, ..]);
-        let (c, l) = model
-            .encode_lists_cancellable(chunk, cancel)
-            .map_err(|e| e.rows_from(start))?;
-        codes.extend(c);
-        if let (Some(all), Some(l)) = (lists.as_mut(), l) {
-            all.extend(l);
-        }
-        start = end;
-        progress(end);
-    }
-    Ok((codes, lists))
-}
 
 /// What `dir` was before a build, so a failed build can remove what it created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

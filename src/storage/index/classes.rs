@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::classes::class_ref::{ClassLookup, ClassRef};
 use crate::classes::{ClassError, NewClass, PlannedClass, plan_new_classes};
 use crate::format::append_log::NO_LABEL;
 use crate::format::class_table::class_name_problem;
@@ -79,6 +80,30 @@ fn class_ids(w: &Writer) -> HashSet<u32> {
 }
 
 impl Index {
+    /// The class ids of `classes` (each a name or an id) in the class table as the next commit
+    /// will publish it (committed classes plus those staged), for [`AddOptions::labels`](super::AddOptions::labels). A
+    /// class that does not exist is [`ClassError::UnknownClass`] (in [`StorageError::Class`])
+    /// naming `classes[i]`.
+    pub fn class_ids(&self, classes: &[ClassRef]) -> Result<Vec<u32>> {
+        let table = self.staged_classes()?;
+        let lookup = ClassLookup::new(table.as_ref());
+        let mut resolved: HashMap<&ClassRef, u32> = HashMap::new();
+        let mut ids = Vec::with_capacity(classes.len());
+        for (i, r) in classes.iter().enumerate() {
+            let id = match resolved.get(r) {
+                Some(id) => *id,
+                None => {
+                    let c = lookup.resolve(r, &format!("classes[{i}]"))?;
+                    resolved.insert(r, c.id);
+                    c.id
+                }
+            };
+            debug_assert_ne!(id, NO_LABEL);
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
     /// Stages class records for the class table (visible at the next commit, as one delta
     /// file). Per class id, counts and sums add to the existing class and centroids replace
     /// its centroids; new ids create classes (FORMAT.md §5). The records are checked against

@@ -1,7 +1,7 @@
 //! The index handle: [`Index`], what it shares with every clone of its `Arc` (`Shared`: the
 //! directory, the settings fixed at creation, the newest committed version, the writer), and
 //! its accessors. Every write method is in a file of its own beside this one (`open.rs`,
-//! `stage_rows.rs`, `commit.rs`, …; the module documentation lists them).
+//! `add_rows.rs`, `commit.rs`, …; the module documentation lists them).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};

@@ -17,9 +17,9 @@
 //! reopen, which recovers the last committed version from disk. Argument errors (a duplicate id,
 //! a wrong shape) are checked before anything is written and never poison.
 //!
-//! One file per concern: `open` (create, open), `descriptors` (the front door for writes:
-//! descriptors in — encode, file under lists, count in classes), `stage_rows` (the low-level
-//! path: add, upsert and delete encoded rows), `columns` (attribute columns added later),
+//! One file per concern: `open` (create, open), `add_rows` (rows in: the front door,
+//! descriptors encoded, filed under lists, counted in classes, and the low-level path of rows
+//! already encoded, appended to the active log), `delete_rows` (deletes by id), `columns` (attribute columns added later),
 //! `classes` (class records and the class statistics of rows), `commit`, `seal` (log →
 //! segment), `compact` (apply the merge policy, publish), `gc`, `accept_loss` (accept the loss
 //! of damaged manifests), `build` (a whole index from raw descriptors). The handle itself,
@@ -27,25 +27,24 @@
 //! `writer_state`. This file only declares and re-exports.
 
 mod accept_loss;
+mod add_rows;
 mod build;
 mod classes;
 mod columns;
 mod commit;
 mod compact;
-mod descriptors;
+mod delete_rows;
 mod gc;
 mod handle;
 mod open;
 mod seal;
-mod stage_rows;
 mod writer_state;
 
+pub use add_rows::{AddOptions, EncodedOptions};
 pub use build::BuildOptions;
 pub use classes::ClassStats;
 pub use compact::{
     CompactProgress, CompactProgressFn, CompactionReport, MergeReport, SealedCompaction,
 };
-pub use descriptors::AddOptions;
 pub use gc::GcReport;
 pub use handle::Index;
-pub use stage_rows::EncodedOptions;

@@ -1,25 +1,84 @@
-//! Staging rows, the low-level path: rows already encoded ([`RowBatch`]: codes plus optional
-//! ids, labels, list ids and stored vectors) are added, upserted or deleted, visible at the next
-//! commit. Rows go to the active log at once (unsynced); deletes of sealed rows wait in memory,
-//! by id. Descriptors take the front door, [`Index::add`] (`descriptors.rs`), which encodes them
-//! and ends here.
+//! Rows in — every write that adds rows. The front door, [`Index::add`]: the descriptors
+//! are encoded with the index's model, their vectors kept when the index stores vectors, the
+//! rows filed under inverted lists ([`ListAssignment`], `classes::assign_lists`) and, when
+//! they carry labels and the index has a class table, added to their classes' counts and sums
+//! in the same commit, so NCM class means (Mensink et al., TPAMI 2013, eq. 2) stay current at
+//! O(D) per image; [`Index::upsert`] does the same while replacing rows by id, the replaced
+//! rows leaving their classes ([`ClassStats`]). With f16 stored vectors the sums are of the
+//! f16-rounded rows, what the index stores, so a later delete subtracts exactly what was
+//! added. The low-level path, [`Index::add_encoded`] / [`Index::upsert_encoded`], takes rows
+//! already encoded ([`RowBatch`]: codes plus optional ids, labels, list ids, stored vectors,
+//! attributes), checks them ([`check_batch`], [`conform_write`]) and appends them to the
+//! active log at once (unsynced); they become visible at the next commit.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use ndarray::ArrayView2;
+
+use crate::classes::class_ref::ClassLookup;
+use crate::classes::label_sums::sum_by_label;
+use crate::classes::{ClassError, ListAssignment, assign_lists};
 use crate::format::{
     Attributes, ClassRecord, FileId, FileKind, FileRef, LogBatch, LogMeta, VectorBuf,
     append_log::{self, LOG_DATA_START, MAX_BATCH_ROWS},
 };
-
-use super::classes::ClassStats;
-use super::handle::Index;
-use super::writer_state::{LogWriter, WLoc, Writer};
-use crate::storage::attributes::conform_write;
+use crate::model::{Cancel, Model};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, tmp_name};
 use crate::storage::log_rows::LogBatchEntry;
-use crate::storage::row_batch::{CheckedRows, RowBatch, check_batch};
+use crate::storage::row_batch::{CheckedRows, RowBatch, check_batch, conform_write};
+
+use super::classes::ClassStats;
+use super::handle::Index;
+use super::writer_state::{LogWriter, Writer};
+
+/// Why `lists` is refused with an IVF model.
+pub(crate) const IVF_OWN_LISTS: &str = "the model has a coarse quantiser (ivf:K): it files every \
+     row under its nearest k-means list itself, so rows cannot take class lists";
+
+/// What [`Index::add`] and [`Index::upsert`] store besides the descriptors.
+#[derive(Clone, Copy, Default)]
+pub struct AddOptions<'a> {
+    /// One user id per row (default: assigned by the index; required by an upsert).
+    pub ids: Option<&'a [u64]>,
+    /// One class label (class id) per row. When the index has a class table every label must
+    /// be one of its classes, and the rows' descriptors are added to their classes' counts and
+    /// sums; without a class table the labels are stored on the rows only. Class names resolve
+    /// to ids with [`Index::class_ids`].
+    pub labels: Option<&'a [u32]>,
+    /// How to give the rows inverted-list ids (`None`: no list ids).
+    pub lists: Option<ListAssignment>,
+    /// What an upsert does to the classes of the rows it replaces (default
+    /// [`ClassStats::Update`]; `Keep` for an index without stored vectors). An add replaces
+    /// nothing and ignores it.
+    pub class_stats: ClassStats,
+    /// Stops the call with [`ModelError::Cancelled`](crate::model::ModelError::Cancelled) (in
+    /// [`StorageError::Model`]) soon after the token is cancelled: it is checked while the rows
+    /// are encoded and once more before they are staged, so a cancelled call stages nothing.
+    /// `None`: never cancelled.
+    pub cancel: Option<&'a Cancel>,
+    /// Called with the number of rows encoded so far, after each chunk of rows (on the
+    /// calling thread), so a front end can draw progress in rows. `None`: no reports.
+    pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
+    /// The rows' attribute columns, one value per row in `x`'s row order (see
+    /// [`EncodedOptions::attributes`]: a column left out takes its default; a column the
+    /// index lacks, of another type or another length is refused naming it, nothing staged).
+    pub attributes: Option<&'a crate::format::Attributes>,
+}
+
+impl std::fmt::Debug for AddOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddOptions")
+            .field("ids", &self.ids)
+            .field("labels", &self.labels)
+            .field("lists", &self.lists)
+            .field("class_stats", &self.class_stats)
+            .field("attributes", &self.attributes.map(|a| a.schema().known()))
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.map(|_| "Fn(usize)"))
+            .finish()
+    }
+}
 
 /// What a low-level write ([`Index::add_encoded`], [`Index::upsert_encoded`]) stages with its
 /// rows. The default stages rows only.
@@ -44,6 +103,122 @@ pub struct EncodedOptions<'a> {
 }
 
 impl Index {
+    /// Encodes the rows of `x` with the index's model and adds them, with their stored vectors
+    /// when the index keeps vectors, their list ids per `opts.lists`, and — for labelled rows
+    /// of an index with a class table — a count/sum delta per class, so rows, lists and class
+    /// means change together at the next commit. A given id that is already live is
+    /// [`StorageError::DuplicateId`](crate::StorageError::DuplicateId) (use [`Index::upsert`]).
+    /// Everything is checked first (an unknown label is [`ClassError::UnknownLabel`] in
+    /// [`StorageError::Class`]); on error nothing is staged. Returns the rows' ids, in `x`'s
+    /// order.
+    pub fn add(&self, x: ArrayView2<f32>, opts: &AddOptions<'_>) -> Result<Vec<u64>> {
+        let p = self.prepare_descriptors(x, opts)?;
+        let write = EncodedOptions {
+            classes: &p.deltas,
+            class_stats: opts.class_stats,
+            attributes: opts.attributes,
+        };
+        self.add_encoded(&p.batch(self, &x, opts), &write)
+    }
+
+    /// [`Index::add`] that replaces the live row of each given id instead of refusing it (the
+    /// old row is deleted in the same commit); `opts.ids` is required. A replaced row that
+    /// counts in a class leaves it per `opts.class_stats` (by default its stored vector is
+    /// subtracted) and a new labelled row joins its class. Everything is checked first; on
+    /// error nothing is staged. Returns the rows' ids and how many live rows were replaced.
+    pub fn upsert(&self, x: ArrayView2<f32>, opts: &AddOptions<'_>) -> Result<(Vec<u64>, u64)> {
+        let Some(ids) = opts.ids else {
+            return Err(ClassError::invalid("ids", "an upsert needs the ids of its rows").into());
+        };
+        let p = self.prepare_descriptors(x, opts)?;
+        let write = EncodedOptions {
+            classes: &p.deltas,
+            class_stats: opts.class_stats,
+            attributes: opts.attributes,
+        };
+        let replaced = self.upsert_encoded(&p.batch(self, &x, opts), &write)?;
+        Ok((ids.to_vec(), replaced))
+    }
+
+    /// Checks, encodes and assigns lists for [`Index::add`] and [`Index::upsert`]; stages
+    /// nothing.
+    fn prepare_descriptors(
+        &self,
+        x: ArrayView2<f32>,
+        opts: &AddOptions<'_>,
+    ) -> Result<PreparedRows> {
+        let model = self.model()?;
+        let (n, d) = x.dim();
+        if n == 0 {
+            return Err(ClassError::invalid("data", "no rows").into());
+        }
+        if d != model.input_dim() {
+            return Err(ClassError::Dimension {
+                argument: "data".into(),
+                expected: model.input_dim(),
+                got: d,
+            }
+            .into());
+        }
+        if let Some(l) = opts.labels
+            && l.len() != n
+        {
+            return Err(
+                ClassError::invalid("labels", format!("{} labels for {n} rows", l.len())).into(),
+            );
+        }
+        let table = self.staged_classes()?;
+        let deltas = match (opts.labels, &table) {
+            (Some(labels), Some(t)) => {
+                let lookup = ClassLookup::new(Some(t));
+                if let Some((row, &label)) = labels
+                    .iter()
+                    .enumerate()
+                    .find(|(_, l)| lookup.by_id(**l).is_none())
+                {
+                    return Err(ClassError::UnknownLabel { row, label }.into());
+                }
+                sum_by_label(x, labels, self.vector_spec().map(|v| v.dtype), &|id| {
+                    lookup
+                        .by_id(id)
+                        .map_or((String::new(), None), |c| (c.name.clone(), c.parent))
+                })?
+            }
+            _ => Vec::new(),
+        };
+        if model.ivf().is_some() && opts.lists.is_some() {
+            return Err(ClassError::invalid("lists", IVF_OWN_LISTS).into());
+        }
+        let lists = match opts.lists {
+            None => None,
+            Some(how) => {
+                // Nearest-class lists go by the class table as the next commit will publish it
+                // (committed classes plus those staged).
+                let table = match how {
+                    ListAssignment::Label => None,
+                    ListAssignment::Nearest => table.as_ref(),
+                };
+                Some(assign_lists(how, model, x, opts.labels, table)?)
+            }
+        };
+        let never = Cancel::new();
+        let cancel = opts.cancel.unwrap_or(&never);
+        let (codes, ivf_lists) = encode_chunked(model, x, cancel, &mut |done| {
+            if let Some(p) = opts.progress {
+                p(done)
+            }
+        })?;
+        // The point of no return: past it the rows are staged, and a later cancel says it did
+        // not take.
+        cancel.commit()?;
+        let lists = ivf_lists.or(lists);
+        Ok(PreparedRows {
+            codes,
+            lists,
+            deltas,
+        })
+    }
+
     /// Adds rows of codes already encoded by the index's model (see [`RowBatch`]) and stages
     /// `opts.classes` with them: the low-level path under [`Index::add`], for codes made
     /// elsewhere (a copy from another index, generated codes for a benchmark). Without ids,
@@ -157,49 +332,6 @@ impl Index {
         Ok(found.len() as u64)
     }
 
-    /// Marks located live rows deleted (segment rows by id, resolved at commit).
-    fn stage_deletes(w: &mut Writer, rows: &[(u64, WLoc)]) {
-        for &(id, loc) in rows {
-            match loc {
-                WLoc::Segment { .. } => {
-                    w.pending.segment_deletes.insert(id);
-                }
-                WLoc::Log(row) => {
-                    if let Some(l) = w.log.as_mut() {
-                        l.delete(row);
-                    }
-                }
-            }
-        }
-        w.pending.changed |= !rows.is_empty();
-    }
-
-    /// Deletes the live rows with these ids (visible at the next commit). An id that is not
-    /// live is [`StorageError::UnknownId`] and nothing is deleted. A deleted row that counts in
-    /// a class leaves it in the same commit (its stored vector is subtracted from its class's
-    /// sum: [`ClassStats::Update`]; [`Index::delete_with`] can keep the classes as they are).
-    pub fn delete(&self, ids: &[u64]) -> Result<()> {
-        self.delete_with(ids, ClassStats::Update)
-    }
-
-    /// [`Index::delete`], with what happens to the class statistics of deleted labelled rows
-    /// (see [`ClassStats`]): with `Update`, each one's stored vector is subtracted from its
-    /// class's sum and the class's count drops by one, and an index without stored vectors
-    /// refuses ([`StorageError::ClassStatsNeedVectors`]); with `Keep` the classes stay as they
-    /// are. Everything is checked before anything is staged.
-    pub fn delete_with(&self, ids: &[u64], stats: ClassStats) -> Result<()> {
-        self.delete_rows(ids, stats, false).map(|_| ())
-    }
-
-    /// [`Index::delete_with`] that skips the ids that are not live (as the index will see
-    /// them at the next commit, staged writes included) instead of refusing the batch:
-    /// `codedb delete --ignore-missing`, Python's `delete(ignore_missing=True)`. Returns the
-    /// skipped ids, in `ids`' order; the others are staged for deletion. Nothing is staged when
-    /// every id is missing.
-    pub fn delete_live(&self, ids: &[u64], stats: ClassStats) -> Result<Vec<u64>> {
-        self.delete_rows(ids, stats, true)
-    }
-
     /// Whether each of `ids` is live as the index will see it at the next commit: committed
     /// rows not staged for deletion, and staged rows — the check [`Index::add_encoded`] makes
     /// before refusing a duplicate id, asked without writing. A sharded index partitioned by
@@ -208,45 +340,6 @@ impl Index {
         let w = self.shared.writer.lock();
         w.check_poisoned(&self.shared.dir)?;
         ids.iter().map(|&id| Ok(w.find(id)?.is_some())).collect()
-    }
-
-    /// The delete of [`Index::delete_with`] and [`Index::delete_live`]; returns the ids skipped
-    /// (only with `skip_missing`).
-    fn delete_rows(&self, ids: &[u64], stats: ClassStats, skip_missing: bool) -> Result<Vec<u64>> {
-        if ids.is_empty() {
-            return Err(self.invalid("ids", "no ids given"));
-        }
-        let mut seen = HashSet::with_capacity(ids.len());
-        if let Some(&dup) = ids.iter().find(|&&x| !seen.insert(x)) {
-            return Err(self.invalid("ids", format!("id {dup} appears twice")));
-        }
-        let mut w = self.shared.writer.lock();
-        w.check_poisoned(&self.shared.dir)?;
-        let mut locs = Vec::with_capacity(ids.len());
-        let mut missing = Vec::new();
-        for &id in ids {
-            match w.find(id)? {
-                Some(loc) => locs.push((id, loc)),
-                None if skip_missing => missing.push(id),
-                None => {
-                    return Err(StorageError::UnknownId {
-                        dir: self.shared.dir.clone(),
-                        id,
-                    });
-                }
-            }
-        }
-        let records = self.removal_records(&w, &locs, stats)?;
-        let staged_classes = if records.is_empty() {
-            None
-        } else {
-            Some(self.stage_classes(&w, &records)?)
-        };
-        Self::stage_deletes(&mut w, &locs);
-        if let Some(t) = staged_classes {
-            w.pending.classes = Some(t);
-        }
-        Ok(missing)
     }
 
     /// Appends rows to the active log (creating it if needed). An I/O failure poisons.
@@ -372,6 +465,64 @@ impl Index {
         w.pending.changed = true;
         Ok(())
     }
+}
+
+/// Rows ready to stage: their codes, list ids and per-class count/sum deltas.
+struct PreparedRows {
+    codes: Vec<u8>,
+    lists: Option<Vec<u32>>,
+    deltas: Vec<ClassRecord>,
+}
+
+impl PreparedRows {
+    fn batch<'a>(
+        &'a self,
+        index: &Index,
+        x: &'a ArrayView2<'_, f32>,
+        opts: &AddOptions<'a>,
+    ) -> RowBatch<'a> {
+        RowBatch {
+            ids: opts.ids,
+            labels: opts.labels,
+            lists: self.lists.as_deref(),
+            vectors: index.vector_spec().map(|_| x.view()),
+            ..RowBatch::new(&self.codes)
+        }
+    }
+}
+
+/// Rows encoded per chunk (bounds the memory of the float → code step).
+const ENCODE_CHUNK: usize = 65_536;
+
+/// Encodes `data` with `model` in chunks of [`ENCODE_CHUNK`] rows (each encoded in parallel),
+/// calling `progress(rows_done)` after each: the codes, and with an IVF model each row's list.
+/// `cancel` is checked inside each chunk's encoding. Shared by [`Index::build`] and
+/// [`Index::add`], so both report progress the same way.
+pub(crate) fn encode_chunked(
+    model: &Model,
+    data: ArrayView2<f32>,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(usize),
+) -> std::result::Result<(Vec<u8>, Option<Vec<u32>>), StorageError> {
+    let n = data.nrows();
+    let mut codes = Vec::with_capacity(n * model.code_bytes());
+    // An IVF model files each row under its nearest coarse centroid as it encodes it.
+    let mut lists = model.ivf().map(|_| Vec::with_capacity(n));
+    let mut start = 0;
+    while start < n {
+        let end = (start + ENCODE_CHUNK).min(n);
+        let chunk = data.slice(ndarray::s![start..end, ..]);
+        let (c, l) = model
+            .encode_lists_cancellable(chunk, cancel)
+            .map_err(|e| e.rows_from(start))?;
+        codes.extend(c);
+        if let (Some(all), Some(l)) = (lists.as_mut(), l) {
+            all.extend(l);
+        }
+        start = end;
+        progress(end);
+    }
+    Ok((codes, lists))
 }
 
 /// Appends rows `order` (of `dim` values each) of `src` to `out` (same dtype).

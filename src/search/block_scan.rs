@@ -1,35 +1,39 @@
-//! The code scan of one search: the query side prepared once per kind and mode (codes,
-//! LUT-8 / LUT-4 tables, projected floats), then every block's rows in scope scanned by the
-//! kernel of its codes — in place for fast-scan segments, through multi-index hashing tables
-//! where they pay ([`super::mih`]), over the passing rows gathered into one buffer under a
-//! filter where that pays — and each query's candidates merged over blocks.
+//! One search over the rows a plan scoped in each block: the exact scan of their stored
+//! vectors (the `exact` modes), or the code scan — the query side prepared once per kind and
+//! mode (codes, LUT-8 / LUT-4 tables, projected floats), then every block's rows in scope
+//! scanned by the kernel of its codes: in place for fast-scan segments, through multi-index
+//! hashing tables where they pay ([`super::mih`]), over the passing rows gathered into one
+//! buffer under a filter where that pays — each query's candidates merged over blocks and,
+//! with re-ranking, re-scored against the stored vectors ([`super::candidates`]).
 
 use std::ops::Range;
 
+use half::f16;
 use ndarray::ArrayView2;
 
 use crate::format::{CodeKind, RowColumn};
 use crate::model::{AdcMetric, Model};
 use crate::scan::{
-    CodeRows, DenseRows, Direction, Metric, ScanOptions, dense_topk, hamming_topk_batch,
-    lut4_topk_batch, lut8_topk_batch,
+    CodeRows, DenseRows, DenseValues, Direction, Dispatch, Metric, ScanOptions, TopK, dense_f32,
+    dense_topk, f32_to_key, hamming_topk_batch, key_to_score, lut4_topk_batch, lut8_topk_batch,
 };
 use crate::storage::Block;
 
 use super::asym::asym_tables;
+use super::candidates::{self, Candidate, no_vector, rescore, sort_truncate};
 use super::error::{SearchError, invalid};
 use super::float_codes::FloatColumn;
 use super::list_scope::range_deleted;
 use super::mih::{self, AUTO_MIN_ROWS, AUTO_WORK_DIVISOR, MihChoice};
 use super::mode::SearchMode;
 use super::pq4_fastscan::fastscan_scope;
-use super::query::{Prepared, Queries, SearchParams};
-use super::rerank::Candidate;
+use super::query::{Hit, Prepared, Queries, SearchParams};
 use super::text;
+use super::vectors::{RowRef, VectorSource};
 
 /// Scans every block's codes: the `k` best candidates per query by the mode's score, merged
 /// over blocks, best first, ties by smaller id.
-pub(super) fn scan_codes(
+fn scan_codes(
     blocks: &[Block<'_>],
     scopes: &[Vec<Range<usize>>],
     model: &Model,
@@ -408,4 +412,287 @@ fn mih_block(
         }
     }
     Ok(true)
+}
+
+/// One search over the rows `scopes` names in each block.
+pub(super) fn search_scoped(
+    blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
+    model: &Model,
+    q: Queries<'_>,
+    params: &SearchParams,
+    source: Option<&dyn VectorSource>,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let opts = ScanOptions {
+        threads: params.threads.max(1),
+        ..ScanOptions::default()
+    };
+    let need_source = || {
+        source.ok_or_else(|| SearchError::NoVectors {
+            detail: format!(
+                "{} needs stored vectors and none were given",
+                if params.mode.is_exact() {
+                    params.mode.name()
+                } else {
+                    "re-ranking"
+                }
+            ),
+        })
+    };
+    let metric = params.mode.rerank_metric();
+    let queries = q.view();
+    if params.mode.is_exact() {
+        return exact_search(
+            blocks,
+            scopes,
+            queries,
+            metric,
+            params.k,
+            need_source()?,
+            opts,
+        );
+    }
+    let kc = params.rerank.unwrap_or(params.k);
+    let candidates = scan_codes(blocks, scopes, model, q, params, kc, opts)?;
+    match (params.rerank, q) {
+        (None, _) => Ok(candidates::hits(candidates)),
+        (Some(_), Queries::Image(_)) => rerank(
+            blocks,
+            &candidates,
+            queries,
+            metric,
+            params.k,
+            need_source()?,
+        ),
+        (Some(_), Queries::Text(u)) => {
+            text::rerank_text(blocks, &candidates, model, u, params.k, need_source()?)
+        }
+        (Some(_), Queries::Linear(_, r)) => {
+            let r = r.ok_or_else(|| invalid("rerank", "no classifier for the stored vectors"))?;
+            text::rerank_text(blocks, &candidates, model, r, params.k, need_source()?)
+        }
+    }
+}
+
+/// Candidates ahead of the one being scored whose rows are prefetched.
+const PREFETCH_AHEAD: usize = 2;
+
+/// Re-scores each query's candidates exactly with `metric` and keeps the `k` best. `queries`
+/// are as wide as `source`'s vectors and finite: the plan checked them where the query entered
+/// ([`super::query::check_stored`]).
+pub(super) fn rerank(
+    blocks: &[Block<'_>],
+    candidates: &[Vec<Candidate>],
+    queries: ArrayView2<f32>,
+    metric: Metric,
+    k: usize,
+    source: &dyn VectorSource,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let mut buf = vec![0.0f32; source.dim()];
+    rescore(blocks, candidates, metric.direction(), k, |qi, rows| {
+        let q: Vec<f32> = queries.row(qi).to_vec();
+        // In storage order (the candidates of one probed list lie in one run of rows), each
+        // row prefetched a few candidates ahead of its scoring.
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_unstable_by_key(|&i| (rows[i].block, rows[i].row));
+        let mut scores = vec![0f32; rows.len()];
+        for (n, &i) in order.iter().enumerate() {
+            if let Some(&next) = order.get(n + PREFETCH_AHEAD) {
+                source.prefetch(rows[next]);
+            }
+            let at = rows[i];
+            scores[i] = source
+                .score(at, &q, metric, &mut buf)?
+                .ok_or_else(|| no_vector(at))?;
+        }
+        Ok(scores)
+    })
+}
+
+/// Per query, the (score, id) pairs one kernel call found.
+type QueryParts = Vec<Vec<(f32, u64)>>;
+
+/// Rows gathered per kernel call by [`exact_gathered`] (at most 64 Ki rows' vectors copied at a
+/// time: 24 MiB of 96-D f32).
+const EXACT_GATHER_ROWS: usize = 1 << 16;
+
+/// Exact search of a filtered block's live rows in `ranges` gathered into one buffer, when
+/// fewer than half of the ranges' rows are live and the source holds the block's vectors as a
+/// column (`None` otherwise: the caller scans the ranges in place, masked). A sparse filter's
+/// ranges are runs of 64-row words mostly of rejected rows, and many of them: scanned in place,
+/// each run is a kernel call that scores every row of it for every query; gathered, one call
+/// per [`EXACT_GATHER_ROWS`] scores only the passing rows, each by the same arithmetic.
+fn exact_gathered(
+    (b, block): (usize, &Block<'_>),
+    ranges: &[Range<usize>],
+    deleted: Option<&[u64]>,
+    source: &dyn VectorSource,
+    (queries, metric, k): (&[f32], Metric, usize),
+    opts: ScanOptions,
+) -> Result<Option<Vec<QueryParts>>, SearchError> {
+    let dim = source.dim();
+    let is_dead = |row: usize| {
+        deleted
+            .and_then(|d| d.get(row / 64))
+            .is_some_and(|w| (w >> (row % 64)) & 1 == 1)
+    };
+    let len: usize = ranges.iter().map(|r| r.len()).sum();
+    let live = ranges
+        .iter()
+        .flat_map(|r| r.clone())
+        .filter(|&row| !is_dead(row))
+        .count();
+    if 2 * live >= len {
+        return Ok(None);
+    }
+    let Some(first) = ranges.first() else {
+        return Ok(None);
+    };
+    if source.column(b, first.clone())?.is_none() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    let (mut ids, mut v32, mut v16): (Vec<u64>, Vec<f32>, Vec<f16>) = Default::default();
+    let flush =
+        |ids: &mut Vec<u64>, v32: &mut Vec<f32>, v16: &mut Vec<f16>| -> Result<_, SearchError> {
+            let values = if v16.is_empty() {
+                DenseValues::F32(v32)
+            } else {
+                DenseValues::F16(v16)
+            };
+            let rows = DenseRows::new(values, dim, ids, None)?;
+            let part = dense_topk(&rows, queries, metric, k, opts)?;
+            ids.clear();
+            v32.clear();
+            v16.clear();
+            Ok(part)
+        };
+    for r in ranges {
+        for col in [RowColumn::Ids, RowColumn::Vectors] {
+            block.check_par(col, r.clone(), opts.threads)?;
+        }
+        let rids = block.ids_in(r.clone())?;
+        let values = source.column(b, r.clone())?.ok_or_else(|| {
+            invalid(
+                "vectors",
+                "a block's vectors are a column for some rows only",
+            )
+        })?;
+        for (j, &id) in rids.iter().enumerate() {
+            if is_dead(r.start + j) {
+                continue;
+            }
+            let span = j * dim..(j + 1) * dim;
+            let short = || {
+                invalid(
+                    "vectors",
+                    format!("row {} has fewer than {dim} values", r.start + j),
+                )
+            };
+            match values {
+                DenseValues::F32(v) => v32.extend_from_slice(v.get(span).ok_or_else(short)?),
+                DenseValues::F16(v) => v16.extend_from_slice(v.get(span).ok_or_else(short)?),
+            }
+            ids.push(id);
+            if ids.len() == EXACT_GATHER_ROWS {
+                parts.push(flush(&mut ids, &mut v32, &mut v16)?);
+            }
+        }
+    }
+    if !ids.is_empty() {
+        parts.push(flush(&mut ids, &mut v32, &mut v16)?);
+    }
+    Ok(Some(parts))
+}
+
+/// Exact search over the stored vectors of the rows `scopes` names in each block: the `k`
+/// best live rows per query (`queries` checked as for [`rerank`]).
+fn exact_search(
+    blocks: &[Block<'_>],
+    scopes: &[Vec<Range<usize>>],
+    queries: ArrayView2<f32>,
+    metric: Metric,
+    k: usize,
+    source: &dyn VectorSource,
+    opts: ScanOptions,
+) -> Result<Vec<Vec<Hit>>, SearchError> {
+    let dim = source.dim();
+    let flat: Vec<f32> = queries.iter().copied().collect();
+    let nq = queries.nrows();
+    let direction = metric.direction();
+    let mut lists: Vec<Vec<Hit>> = vec![Vec::new(); nq];
+    let mut buf = vec![0.0f32; dim];
+    for ((b, block), ranges) in blocks.iter().enumerate().zip(scopes) {
+        if ranges.is_empty() {
+            continue;
+        }
+        let deleted = block.deleted_words();
+        if block.is_filtered()
+            && let Some(parts) = exact_gathered(
+                (b, block),
+                ranges,
+                deleted.as_deref(),
+                source,
+                (&flat, metric, k),
+                opts,
+            )?
+        {
+            for part in parts {
+                for (acc, p) in lists.iter_mut().zip(part) {
+                    acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
+                }
+            }
+            continue;
+        }
+        for r in ranges {
+            for col in [RowColumn::Ids, RowColumn::Vectors] {
+                block.check_par(col, r.clone(), opts.threads)?;
+            }
+            let del = deleted.as_deref().map(|d| range_deleted(d, r.clone()));
+            let ids = block.ids_in(r.clone())?;
+            let part: Vec<Vec<(f32, u64)>> = match source.column(b, r.clone())? {
+                Some(values) => {
+                    let rows = DenseRows::new(values, dim, ids, del.as_deref())?;
+                    dense_topk(&rows, &flat, metric, k, opts)?
+                }
+                None => {
+                    let mut tops: Vec<TopK> =
+                        (0..nq).map(|_| TopK::new(k)).collect::<Result<_, _>>()?;
+                    for (j, &id) in ids.iter().enumerate() {
+                        let row = r.start + j;
+                        if block.is_deleted(row) {
+                            continue;
+                        }
+                        let at = RowRef { block: b, row, id };
+                        if !source.vector(at, &mut buf)? {
+                            return Err(no_vector(at));
+                        }
+                        for (t, q) in tops.iter_mut().zip(flat.chunks_exact(dim)) {
+                            let s = dense_f32(metric, q, &buf, Dispatch::Auto)?;
+                            let key = match direction {
+                                Direction::SmallerIsBetter => f32_to_key(s),
+                                Direction::LargerIsBetter => f32_to_key(-s),
+                            };
+                            t.push(key, id);
+                        }
+                    }
+                    tops.into_iter()
+                        .map(|t| {
+                            t.into_sorted_vec()
+                                .into_iter()
+                                .map(|(key, id)| (key_to_score(key, direction), id))
+                                .collect()
+                        })
+                        .collect()
+                }
+            };
+            for (acc, p) in lists.iter_mut().zip(part) {
+                acc.extend(p.into_iter().map(|(score, id)| Hit { id, score }));
+            }
+        }
+    }
+    for l in &mut lists {
+        sort_truncate(l, direction, k);
+    }
+    Ok(lists)
 }
