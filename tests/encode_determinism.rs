@@ -1,4 +1,4 @@
-//! The encoding determinism contract (src/model/kernels.rs): a row's code is bit-identical
+//! The encoding determinism contract (src/model/fixed_order.rs): a row's code is bit-identical
 //! whether it is encoded alone or inside any batch, on any thread count, and on every CPU path.
 //!
 //! Each model here is checked against a reference encoder written in this file from the

@@ -26,7 +26,7 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::cancel::Cancel;
 use super::error::{ModelError, Result};
-use super::kernels::{dot, l2sq, nearest_transposed};
+use super::fixed_order::{dot, l2sq, nearest_transposed};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::linalg::a_bt_f32;
 use super::pq::ProductQuantizer;

@@ -11,7 +11,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::{add_bias, matmul_rows};
+use super::fixed_order::{add_bias, matmul_rows};
 use super::random::{gaussian, rng};
 use super::record::{RecordReader, f32_tensor, f64_tensor};
 use super::transform::{RowMap, apply_checked};

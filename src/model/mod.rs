@@ -6,7 +6,7 @@
 //!
 //! Matrices in the public API are `ndarray` arrays with rows = vectors. Training uses faer
 //! (eigendecomposition, SVD, QR, large products) and rayon; encoding uses fixed-order plain
-//! Rust kernels so codes are reproducible bit for bit (`kernels.rs`).
+//! Rust kernels so codes are reproducible bit for bit (`fixed_order.rs`).
 //!
 //! Entry points: [`PipelineSpec::parse`] → [`train`] (or [`Model::train`]) → [`Model`]
 //! (`encode`, `project`, `adc_tables`, `to_model_file` / `from_model_file`).
@@ -46,12 +46,12 @@ mod center;
 pub(crate) mod classify;
 mod error;
 mod faiss_factory;
+mod fixed_order;
 mod float;
 mod hom;
 mod input;
 mod itq;
 mod ivf;
-mod kernels;
 mod kmeans;
 mod linalg;
 mod linear;

@@ -23,8 +23,8 @@ use crate::format::{StageRecord, stage_kind};
 
 use super::cancel::Cancel;
 use super::error::{ModelError, Result};
+use super::fixed_order::{ColumnOp, columns, nearest_transposed, nearest_transposed_pair};
 use super::input::checked_rows;
-use super::kernels::{ColumnOp, columns, nearest_transposed, nearest_transposed_pair};
 use super::kmeans::{KMeansOptions, kmeans_rows};
 use super::quantizer::{RowFault, RowQuantizer, code_rows, encode_rows};
 use super::random::{derive_seed, gather_rows, rng, sample_indices};

@@ -16,7 +16,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::dot;
+use super::fixed_order::dot;
 use super::random::{gaussian, rng, uniform};
 use super::record::{RecordReader, f32_tensor, f64_tensor};
 use super::transform::{RowMap, apply_checked};

@@ -12,7 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
-use super::kernels::matmul_rows;
+use super::fixed_order::matmul_rows;
 use super::linalg::{orthogonal_from_gaussian, orthogonality_error};
 use super::random::{gaussian, rng};
 use super::record::{RecordReader, f32_tensor};

@@ -17,8 +17,8 @@ use ndarray::{Array2, ArrayView2};
 use crate::format::{StageRecord, stage_kind};
 
 use super::error::{ModelError, Result};
+use super::fixed_order::dot;
 use super::input::checked_rows;
-use super::kernels::dot;
 use super::quantizer::{RowFault, RowQuantizer, encode_rows, set_bit};
 use super::random::{derive_seed, rng, uniform};
 use super::record::{RecordReader, f32_tensor, f64_tensor};
