@@ -389,77 +389,9 @@ fn no_glob_re_export_in_the_engine() {
 /// the signature and closing brace counted).
 const MAX_FN_LINES: usize = 150;
 
-/// Functions longer than [`MAX_FN_LINES`] today, each with why it is not split yet; the list
-/// only shrinks. Keyed by file (under the repository) and function name.
-const LONG_FN_ALLOWED: [(&str, &str, &str); 13] = [
-    (
-        "src/classes/add_class.rs",
-        "plan_new_classes",
-        "checks and plans every kind of new class (images, mean, zero-shot) in one pass so a \
-         batch is refused whole; splitting it per source is the next step",
-    ),
-    (
-        "src/model/faiss_factory.rs",
-        "from_faiss_factory",
-        "one match arm per FAISS factory token, each a few lines",
-    ),
-    (
-        "cli/src/bench/ivf_case.rs",
-        "run_ivf_bench",
-        "builds, sweeps nprobe and compares with the flat scan in one timed sequence",
-    ),
-    (
-        "src/model/text/pamir.rs",
-        "train_pamir",
-        "the PA-I loop with its checkpoints and early stop (PAMIR, Grangier & Bengio §3) reads \
-         as one algorithm",
-    ),
-    (
-        "src/format/manifest.rs",
-        "from_container_with_log",
-        "in format/, which another engineer is changing",
-    ),
-    (
-        "cli/src/eval/text_eval.rs",
-        "text_eval",
-        "the text protocol end to end (PAMIR §5): split, train, rank, score",
-    ),
-    (
-        "src/model/classify/knn_metric.rs",
-        "train_knn_metric",
-        "the SGD loop of eq. 25-28 with its target refresh and early stop",
-    ),
-    (
-        "src/storage/index/compact.rs",
-        "publish_compaction",
-        "the publish protocol of a compaction (FORMAT.md §11), one durable step after another",
-    ),
-    (
-        "src/storage/index/commit.rs",
-        "commit_inner",
-        "the commit protocol (FORMAT.md §11), one durable step after another",
-    ),
-    (
-        "src/format/segment_reader.rs",
-        "from_container",
-        "in format/, which another engineer is changing",
-    ),
-    (
-        "src/format/class_table.rs",
-        "from_container",
-        "in format/, which another engineer is changing",
-    ),
-    (
-        "src/search/filter/check.rs",
-        "check",
-        "in search/, which another engineer is changing",
-    ),
-    (
-        "src/model/supervised/picodes.rs",
-        "fit_picodes",
-        "the alternating descent of PiCoDes (Bergamo et al. §3.2) with its stop rules",
-    ),
-];
+/// Functions allowed over [`MAX_FN_LINES`], each with why splitting it would hurt reading; the
+/// list only shrinks. Keyed by file (under the repository) and function name.
+const LONG_FN_ALLOWED: [(&str, &str, &str); 0] = [];
 
 /// Every function of `file` with its length in lines of code. Relies on rustfmt's layout (CI
 /// runs `cargo fmt --check`): a body ends at the first line that is the signature's

@@ -176,7 +176,74 @@ pub fn plan_new_classes(
         });
     }
     let lookup = ClassLookup::new(table);
-    // Names: valid, not taken, not repeated.
+    let batch_names = check_names(new, &lookup)?;
+    let ids = assign_ids(table, new, &lookup, max_label)?;
+    let parents = resolve_parents(new, &batch_names, &ids, &lookup)?;
+    check_no_parent_cycle(new, &parents)?;
+    let samples = check_sources(new, &parents, dim)?;
+    // Means: each class sees the classes planned before it (so a zero-shot class can sit
+    // under a new class); the priors average only classes whose means come from data (see
+    // `hierarchy_node`).
+    let mut work = table.cloned().unwrap_or_else(|| ClassTable {
+        file_id: crate::format::FileId::ZERO,
+        dim: dim as u32,
+        delta_of: None,
+        classes: Vec::new(),
+    });
+    let mut planned: Vec<Option<PlannedClass>> = vec![None; new.len()];
+    for i in planning_order(new, &parents)? {
+        let c = &new[i];
+        let parent = match parents[i] {
+            Parent::None => None,
+            Parent::Table(id) => Some(id),
+            Parent::Batch(j) => ids.get(j).copied(),
+        };
+        let (count, sum, source) = plan_mean(
+            &work,
+            c,
+            samples[i].as_ref(),
+            needs_prior(new, &parents, i),
+            parent,
+            dim,
+        )?;
+        if let Some(j) = sum.iter().position(|v| !v.is_finite()) {
+            return Err(ClassError::NonFinite {
+                argument: format!("sum of class {:?}", c.name),
+                row: 0,
+                col: j,
+                value: sum[j],
+            });
+        }
+        let record = ClassRecord {
+            id: ids[i],
+            name: c.name.clone(),
+            parent,
+            count,
+            sum,
+            centroids: Vec::new(),
+            removed: 0,
+        };
+        work.classes.push(hierarchy_node(&record, source, dim));
+        planned[i] = Some(PlannedClass { record, source });
+    }
+    planned
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.ok_or_else(|| {
+                ClassError::invalid("classes", format!("internal: class {i} not planned"))
+            })
+        })
+        .collect()
+}
+
+/// Checks the names of a batch: valid, not taken by the table, not repeated in the batch.
+/// Returns each name's position in the batch, which is how a parent names a class of the same
+/// call.
+fn check_names<'n>(
+    new: &'n [NewClass<'_>],
+    lookup: &ClassLookup<'_>,
+) -> Result<HashMap<&'n str, usize>> {
     let mut batch_names: HashMap<&str, usize> = HashMap::new();
     for (i, c) in new.iter().enumerate() {
         if let Some(problem) = class_name_problem(&c.name) {
@@ -195,7 +262,18 @@ pub fn plan_new_classes(
             ));
         }
     }
-    // Ids: given ones free, automatic ones past every class id and label in use.
+    Ok(batch_names)
+}
+
+/// The id of every class of the batch, in call order: given ones must be free, automatic ones
+/// go past every class id and row label in use, so existing labelled rows never silently join
+/// a new class.
+fn assign_ids(
+    table: Option<&ClassTable>,
+    new: &[NewClass<'_>],
+    lookup: &ClassLookup<'_>,
+    max_label: Option<u32>,
+) -> Result<Vec<u32>> {
     let mut used: HashSet<u32> =
         table.map_or_else(HashSet::new, |t| t.classes.iter().map(|c| c.id).collect());
     let mut next = used
@@ -205,7 +283,6 @@ pub fn plan_new_classes(
         .chain(new.iter().filter_map(|c| c.id))
         .max()
         .map_or(Some(0), |m| m.checked_add(1));
-    let mut ids = Vec::with_capacity(new.len());
     for c in new {
         if let Some(id) = c.id {
             if id == NO_PARENT {
@@ -223,6 +300,7 @@ pub fn plan_new_classes(
             }
         }
     }
+    let mut ids = Vec::with_capacity(new.len());
     for c in new {
         let id = match c.id {
             Some(id) => id,
@@ -237,13 +315,26 @@ pub fn plan_new_classes(
         };
         ids.push(id);
     }
-    // Parents: an existing class or one of this call (index into `new`).
-    #[derive(Clone, Copy)]
-    enum Parent {
-        None,
-        Table(u32),
-        Batch(usize),
-    }
+    Ok(ids)
+}
+
+/// A new class's parent: none, an existing class, or another class of the same call (its
+/// index in the batch).
+#[derive(Clone, Copy)]
+enum Parent {
+    None,
+    Table(u32),
+    Batch(usize),
+}
+
+/// Resolves every class's parent, preferring a class of the same call (by name or by its
+/// id) over the table; a class naming itself is the shortest cycle.
+fn resolve_parents(
+    new: &[NewClass<'_>],
+    batch_names: &HashMap<&str, usize>,
+    ids: &[u32],
+    lookup: &ClassLookup<'_>,
+) -> Result<Vec<Parent>> {
     let mut parents = Vec::with_capacity(new.len());
     for (i, c) in new.iter().enumerate() {
         let p = match &c.parent {
@@ -266,7 +357,12 @@ pub fn plan_new_classes(
         };
         parents.push(p);
     }
-    // Cycles can only run through classes of this call (the table has none).
+    Ok(parents)
+}
+
+/// Refuses a parent cycle, naming its classes. Cycles can only run through classes of this
+/// call (the table has none), so following `Parent::Batch` links suffices.
+fn check_no_parent_cycle(new: &[NewClass<'_>], parents: &[Parent]) -> Result<()> {
     for i in 0..new.len() {
         let mut chain = vec![i];
         let mut cur = i;
@@ -285,8 +381,21 @@ pub fn plan_new_classes(
             cur = j;
         }
     }
-    // Sources, checked before any mean is computed.
-    let mut samples: Vec<Option<(u64, Vec<f64>)>> = Vec::with_capacity(new.len());
+    Ok(())
+}
+
+/// A class's sample: its image count and the sum of its images (a given mean is one image).
+type Sample = (u64, Vec<f64>);
+
+/// Checks every class's source before any mean is computed, so a bad source anywhere refuses
+/// the batch whole. Returns each class's sample (count and sum; a given mean counts as one
+/// image), or `None` for a zero-shot class (eq. 29), which needs a parent and m ≥ 1.
+fn check_sources(
+    new: &[NewClass<'_>],
+    parents: &[Parent],
+    dim: usize,
+) -> Result<Vec<Option<Sample>>> {
+    let mut samples: Vec<Option<Sample>> = Vec::with_capacity(new.len());
     for (i, c) in new.iter().enumerate() {
         samples.push(match c.source {
             ClassSource::Images(x) => Some(finite_rows(&format!("images of class {:?}", c.name), x, dim)?),
@@ -327,28 +436,26 @@ pub fn plan_new_classes(
             }
         });
     }
-    // Means: classes that need no prior first, then the others parents-first, each seeing
-    // the classes planned before it (so a zero-shot class can sit under a new class); the
-    // priors average only classes whose means come from data (see the push below).
-    let mut work = table.cloned().unwrap_or_else(|| ClassTable {
-        file_id: crate::format::FileId::ZERO,
-        dim: dim as u32,
-        delta_of: None,
-        classes: Vec::new(),
-    });
-    let parent_id = |p: Parent| match p {
-        Parent::None => None,
-        Parent::Table(id) => Some(id),
-        Parent::Batch(j) => ids.get(j).copied(),
-    };
-    let mut planned: Vec<Option<PlannedClass>> = vec![None; new.len()];
-    let needs_prior = |i: usize| {
-        !matches!(parents[i], Parent::None)
-            && !matches!(new[i].source, ClassSource::Mean(_))
-            && new[i].prior_weight > 0
-    };
-    let mut order: Vec<usize> = (0..new.len()).filter(|&i| !needs_prior(i)).collect();
-    let mut rest: Vec<usize> = (0..new.len()).filter(|&i| needs_prior(i)).collect();
+    Ok(samples)
+}
+
+/// Whether class `i`'s mean involves the zero-shot prior of eq. 29 (zero-shot, or the MAP
+/// mean of eq. 30): it has a parent, no given mean, and a prior weight m > 0.
+fn needs_prior(new: &[NewClass<'_>], parents: &[Parent], i: usize) -> bool {
+    !matches!(parents[i], Parent::None)
+        && !matches!(new[i].source, ClassSource::Mean(_))
+        && new[i].prior_weight > 0
+}
+
+/// The order the means are computed in: classes that need no prior first, then the others
+/// parents-first, so a prior (eq. 29) can draw on a parent of the same call.
+fn planning_order(new: &[NewClass<'_>], parents: &[Parent]) -> Result<Vec<usize>> {
+    let mut order: Vec<usize> = (0..new.len())
+        .filter(|&i| !needs_prior(new, parents, i))
+        .collect();
+    let mut rest: Vec<usize> = (0..new.len())
+        .filter(|&i| needs_prior(new, parents, i))
+        .collect();
     while !rest.is_empty() {
         let before = rest.len();
         rest.retain(|&i| {
@@ -368,91 +475,78 @@ pub fn plan_new_classes(
             });
         }
     }
-    for i in order {
-        let c = &new[i];
-        let parent = parent_id(parents[i]);
-        let (count, sum, source) = match (&samples[i], needs_prior(i)) {
-            (Some((n, s)), false) => (
-                *n,
-                s.clone(),
-                match c.source {
-                    ClassSource::Mean(_) => MeanSource::GivenMean,
-                    _ => MeanSource::Images { n: *n },
-                },
-            ),
-            (sample, true) => {
-                let p = parent.unwrap_or(NO_PARENT);
-                let prior = zero_shot_prior(&work, p, c.prior_scope, None, &c.name);
-                match (sample, prior) {
-                    (Some((n, s)), Ok(prior)) => {
-                        let (count, sum) = map_record(s, *n, &prior, c.prior_weight)?;
-                        (
-                            count,
-                            sum,
-                            MeanSource::Map {
-                                n: *n,
-                                m: c.prior_weight,
-                            },
-                        )
-                    }
-                    (Some((n, s)), Err(ClassError::EmptyPrior { .. })) => {
-                        (*n, s.clone(), MeanSource::ImagesNoPrior { n: *n })
-                    }
-                    (None, Ok(prior)) => {
-                        let zero = vec![0f64; dim];
-                        let (count, sum) = map_record(&zero, 0, &prior, c.prior_weight)?;
-                        (count, sum, MeanSource::ZeroShot { m: c.prior_weight })
-                    }
-                    (_, Err(e)) => return Err(e),
+    Ok(order)
+}
+
+/// One class's stored count and sum and how they were made: the sample itself, or with a
+/// prior from the working table `work` the MAP mean (eq. 30), the zero-shot mean (eq. 29, m
+/// pseudo-images of the prior), or the sample alone when the parent has no class with images
+/// to average yet.
+fn plan_mean(
+    work: &ClassTable,
+    c: &NewClass<'_>,
+    sample: Option<&Sample>,
+    with_prior: bool,
+    parent: Option<u32>,
+    dim: usize,
+) -> Result<(u64, Vec<f64>, MeanSource)> {
+    Ok(match (sample, with_prior) {
+        (Some((n, s)), false) => (
+            *n,
+            s.clone(),
+            match c.source {
+                ClassSource::Mean(_) => MeanSource::GivenMean,
+                _ => MeanSource::Images { n: *n },
+            },
+        ),
+        (sample, true) => {
+            let p = parent.unwrap_or(NO_PARENT);
+            let prior = zero_shot_prior(work, p, c.prior_scope, None, &c.name);
+            match (sample, prior) {
+                (Some((n, s)), Ok(prior)) => {
+                    let (count, sum) = map_record(s, *n, &prior, c.prior_weight)?;
+                    (
+                        count,
+                        sum,
+                        MeanSource::Map {
+                            n: *n,
+                            m: c.prior_weight,
+                        },
+                    )
                 }
+                (Some((n, s)), Err(ClassError::EmptyPrior { .. })) => {
+                    (*n, s.clone(), MeanSource::ImagesNoPrior { n: *n })
+                }
+                (None, Ok(prior)) => {
+                    let zero = vec![0f64; dim];
+                    let (count, sum) = map_record(&zero, 0, &prior, c.prior_weight)?;
+                    (count, sum, MeanSource::ZeroShot { m: c.prior_weight })
+                }
+                (_, Err(e)) => return Err(e),
             }
-            (None, false) => {
-                return Err(ClassError::NoSource {
-                    name: c.name.clone(),
-                });
-            }
-        };
-        if let Some(j) = sum.iter().position(|v| !v.is_finite()) {
-            return Err(ClassError::NonFinite {
-                argument: format!("sum of class {:?}", c.name),
-                row: 0,
-                col: j,
-                value: sum[j],
+        }
+        (None, false) => {
+            return Err(ClassError::NoSource {
+                name: c.name.clone(),
             });
         }
-        let record = ClassRecord {
-            id: ids[i],
-            name: c.name.clone(),
-            parent,
-            count,
-            sum,
-            centroids: Vec::new(),
-            removed: 0,
-        };
-        // Eq. 29 averages the means of *training* classes. A class of this call whose mean
-        // is made from the prior (zero-shot or MAP) is not one: it joins the working table as
-        // a hierarchy node only (count 0, so no mean), or the prior of a later sibling would
-        // include it — and depend on the order of the call and the siblings' few images.
-        let node = match source {
-            MeanSource::ZeroShot { .. } | MeanSource::Map { .. } => ClassRecord {
-                count: 0,
-                sum: vec![0f64; dim],
-                ..record.clone()
-            },
-            _ => record.clone(),
-        };
-        work.classes.push(node);
-        planned[i] = Some(PlannedClass { record, source });
+    })
+}
+
+/// The record a planned class adds to the working table. Eq. 29 averages the means of
+/// *training* classes. A class of this call whose mean is made from the prior (zero-shot or
+/// MAP) is not one: it joins the working table as a hierarchy node only (count 0, so no
+/// mean), or the prior of a later sibling would include it — and depend on the order of the
+/// call and the siblings' few images.
+fn hierarchy_node(record: &ClassRecord, source: MeanSource, dim: usize) -> ClassRecord {
+    match source {
+        MeanSource::ZeroShot { .. } | MeanSource::Map { .. } => ClassRecord {
+            count: 0,
+            sum: vec![0f64; dim],
+            ..record.clone()
+        },
+        _ => record.clone(),
     }
-    planned
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            p.ok_or_else(|| {
-                ClassError::invalid("classes", format!("internal: class {i} not planned"))
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

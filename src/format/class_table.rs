@@ -282,9 +282,7 @@ impl ClassTable {
         } else {
             return Err(r.corrupt("base table id set on a non-delta table"));
         };
-        let size = |n: u64, w: u64, s: &str| -> Result<usize> {
-            to_usize(checked_mul(n, w, path, s, "size")?, path, s, "size")
-        };
+        let size = |n: u64, w: u64, s: &str| section_size(path, n, w, s);
         let recs = c.stored(c.require(CLS_RECORDS)?);
         if recs.len() != size(count, RECORD_LEN as u64, "classes")? {
             return Err(c.corrupt("classes", &format!("length does not match {count} classes")));
@@ -297,126 +295,22 @@ impl ClassTable {
                 &format!("length does not match {count} x {dim} f64"),
             ));
         }
-        let (cents, wts): (&[u8], &[u8]) = if total_centroids > 0 {
-            let a = c.stored(c.require(CLS_CENTROIDS)?);
-            let b = c.stored(c.require(CLS_CENTROID_WEIGHTS)?);
-            if a.len() != size(total_centroids, dim as u64 * 4, "centroids")?
-                || b.len() != size(total_centroids, 4, "centroid_weights")?
-            {
-                return Err(c.corrupt(
-                    "centroids",
-                    &format!("length does not match {total_centroids} centroids"),
-                ));
-            }
-            (a, b)
-        } else {
-            if c.find_one(CLS_CENTROIDS)?.is_some() || c.find_one(CLS_CENTROID_WEIGHTS)?.is_some() {
-                return Err(c.corrupt("centroids", "present but meta declares none"));
-            }
-            (&[], &[])
-        };
-        // Format 1.3: what each record of a delta removes.
-        let removed: Option<&[u8]> = match c.find_one(CLS_REMOVED)? {
-            None => None,
-            Some(i) => {
-                if c.version() < (1, 3) {
-                    return Err(c.corrupt(
-                        "removed",
-                        &format!(
-                            "a removed section in a format {}.{} file (defined by 1.3)",
-                            c.version().0,
-                            c.version().1
-                        ),
-                    ));
-                }
-                if delta_of.is_none() {
-                    return Err(c.corrupt("removed", "a base table removes no images"));
-                }
-                let b = c.stored(i);
-                if b.len() != size(count, 8, "removed")? {
-                    return Err(
-                        c.corrupt("removed", &format!("length does not match {count} classes"))
-                    );
-                }
-                Some(b)
-            }
-        };
-        let f64s = |b: &[u8]| -> Vec<f64> {
-            b.chunks_exact(8)
-                .map(|x| f64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
-                .collect()
-        };
-        let f32s = |b: &[u8]| -> Vec<f32> {
-            b.chunks_exact(4)
-                .map(|x| f32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
-                .collect()
-        };
-        let d = dim as usize;
-        let mut rr = LeReader::new(recs, path, "classes");
-        let mut classes = Vec::with_capacity(count as usize);
-        let mut next_centroid = 0u64;
-        let mut next_name = 0usize;
-        for i in 0..count as usize {
-            let id = rr.u32()?;
-            let parent = rr.u32()?;
-            let n = rr.u64()?;
-            let name_off = rr.u32()? as usize;
-            let name_len = rr.u32()? as usize;
-            let cstart = rr.u64()?;
-            let ccount = rr.u32()? as u64;
-            rr.zeros(4, "reserved")?;
-            // Names lie back to back in record order, as the writer lays them out: no overlap,
-            // no unowned bytes, so a file cannot carry names its writer never wrote.
-            if name_off != next_name {
-                return Err(c.corrupt(
-                    "names",
-                    &format!("class {id}: name at {name_off}, expected {next_name}"),
-                ));
-            }
-            next_name = name_off.saturating_add(name_len);
-            let name = names
-                .get(name_off..name_off.saturating_add(name_len))
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .ok_or_else(|| {
-                    c.corrupt(
-                        "names",
-                        &format!("class {id}: name is out of range or not UTF-8"),
-                    )
-                })?;
-            if cstart != next_centroid || cstart.saturating_add(ccount) > total_centroids {
-                return Err(c.corrupt(
-                    "classes",
-                    &format!("class {id}: centroid range {cstart}+{ccount} is not contiguous"),
-                ));
-            }
-            next_centroid += ccount;
-            let centroids = (cstart..cstart + ccount)
-                .map(|k| {
-                    let k = k as usize;
-                    Centroid {
-                        weight: f32s(&wts[k * 4..k * 4 + 4])[0],
-                        vector: f32s(&cents[k * d * 4..(k + 1) * d * 4]),
-                    }
-                })
-                .collect();
-            classes.push(ClassRecord {
-                id,
-                name: name.to_string(),
-                parent: (parent != NO_PARENT).then_some(parent),
-                count: n,
-                sum: f64s(&sums[i * d * 8..(i + 1) * d * 8]),
-                centroids,
-                removed: removed.map_or(0, |b| {
-                    u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
-                }),
-            });
-        }
-        if next_centroid != total_centroids {
-            return Err(c.corrupt("classes", "centroids not all owned by a class"));
-        }
-        if next_name != names.len() {
-            return Err(c.corrupt("names", "name bytes not all owned by a class"));
-        }
+        let (cents, wts) = centroid_sections(c, total_centroids, dim)?;
+        let removed = removed_section(c, count, delta_of.is_some())?;
+        let classes = read_records(
+            c,
+            &Sections {
+                recs,
+                names,
+                sums,
+                cents,
+                wts,
+                removed,
+            },
+            count,
+            dim,
+            total_centroids,
+        )?;
         let t = ClassTable {
             file_id: c.header().file_id,
             dim,
@@ -507,4 +401,162 @@ impl ClassTable {
         *self = out;
         Ok(())
     }
+}
+
+/// `n` × `w` bytes, the length section `s` must have (an overflow is a corrupt size).
+fn section_size(path: &Path, n: u64, w: u64, s: &str) -> Result<usize> {
+    to_usize(checked_mul(n, w, path, s, "size")?, path, s, "size")
+}
+
+/// The centroid sections (FORMAT.md §5.2): `total_centroids` vectors of `dim` f32 and their
+/// weights, both required when the meta declares centroids and refused when it declares none.
+fn centroid_sections(c: &Container, total_centroids: u64, dim: u32) -> Result<(&[u8], &[u8])> {
+    let size = |n: u64, w: u64, s: &str| section_size(c.path(), n, w, s);
+    Ok(if total_centroids > 0 {
+        let a = c.stored(c.require(CLS_CENTROIDS)?);
+        let b = c.stored(c.require(CLS_CENTROID_WEIGHTS)?);
+        if a.len() != size(total_centroids, dim as u64 * 4, "centroids")?
+            || b.len() != size(total_centroids, 4, "centroid_weights")?
+        {
+            return Err(c.corrupt(
+                "centroids",
+                &format!("length does not match {total_centroids} centroids"),
+            ));
+        }
+        (a, b)
+    } else {
+        if c.find_one(CLS_CENTROIDS)?.is_some() || c.find_one(CLS_CENTROID_WEIGHTS)?.is_some() {
+            return Err(c.corrupt("centroids", "present but meta declares none"));
+        }
+        (&[], &[])
+    })
+}
+
+/// Format 1.3's `removed` section (FORMAT.md §5.2): what each record of a delta removes, one
+/// u64 per class; refused in an older file and in a base table (`delta` false).
+fn removed_section(c: &Container, count: u64, delta: bool) -> Result<Option<&[u8]>> {
+    let size = |n: u64, w: u64, s: &str| section_size(c.path(), n, w, s);
+    Ok(match c.find_one(CLS_REMOVED)? {
+        None => None,
+        Some(i) => {
+            if c.version() < (1, 3) {
+                return Err(c.corrupt(
+                    "removed",
+                    &format!(
+                        "a removed section in a format {}.{} file (defined by 1.3)",
+                        c.version().0,
+                        c.version().1
+                    ),
+                ));
+            }
+            if !delta {
+                return Err(c.corrupt("removed", "a base table removes no images"));
+            }
+            let b = c.stored(i);
+            if b.len() != size(count, 8, "removed")? {
+                return Err(c.corrupt("removed", &format!("length does not match {count} classes")));
+            }
+            Some(b)
+        }
+    })
+}
+
+/// A class table's sections, their lengths checked against the meta.
+struct Sections<'a> {
+    recs: &'a [u8],
+    names: &'a [u8],
+    sums: &'a [u8],
+    cents: &'a [u8],
+    wts: &'a [u8],
+    removed: Option<&'a [u8]>,
+}
+
+/// The class records (FORMAT.md §5.2), each with its name, sum, centroids and removed count.
+/// Names and centroid ranges must tile their sections in record order, as the writer lays
+/// them out, so a file cannot carry bytes its writer never wrote.
+fn read_records(
+    c: &Container,
+    secs: &Sections<'_>,
+    count: u64,
+    dim: u32,
+    total_centroids: u64,
+) -> Result<Vec<ClassRecord>> {
+    let f64s = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|x| f64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
+            .collect()
+    };
+    let f32s = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|x| f32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
+            .collect()
+    };
+    let d = dim as usize;
+    let mut rr = LeReader::new(secs.recs, c.path(), "classes");
+    let mut classes = Vec::with_capacity(count as usize);
+    let mut next_centroid = 0u64;
+    let mut next_name = 0usize;
+    for i in 0..count as usize {
+        let id = rr.u32()?;
+        let parent = rr.u32()?;
+        let n = rr.u64()?;
+        let name_off = rr.u32()? as usize;
+        let name_len = rr.u32()? as usize;
+        let cstart = rr.u64()?;
+        let ccount = rr.u32()? as u64;
+        rr.zeros(4, "reserved")?;
+        // Names lie back to back in record order, as the writer lays them out: no overlap,
+        // no unowned bytes, so a file cannot carry names its writer never wrote.
+        if name_off != next_name {
+            return Err(c.corrupt(
+                "names",
+                &format!("class {id}: name at {name_off}, expected {next_name}"),
+            ));
+        }
+        next_name = name_off.saturating_add(name_len);
+        let name = secs
+            .names
+            .get(name_off..name_off.saturating_add(name_len))
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .ok_or_else(|| {
+                c.corrupt(
+                    "names",
+                    &format!("class {id}: name is out of range or not UTF-8"),
+                )
+            })?;
+        if cstart != next_centroid || cstart.saturating_add(ccount) > total_centroids {
+            return Err(c.corrupt(
+                "classes",
+                &format!("class {id}: centroid range {cstart}+{ccount} is not contiguous"),
+            ));
+        }
+        next_centroid += ccount;
+        let centroids = (cstart..cstart + ccount)
+            .map(|k| {
+                let k = k as usize;
+                Centroid {
+                    weight: f32s(&secs.wts[k * 4..k * 4 + 4])[0],
+                    vector: f32s(&secs.cents[k * d * 4..(k + 1) * d * 4]),
+                }
+            })
+            .collect();
+        classes.push(ClassRecord {
+            id,
+            name: name.to_string(),
+            parent: (parent != NO_PARENT).then_some(parent),
+            count: n,
+            sum: f64s(&secs.sums[i * d * 8..(i + 1) * d * 8]),
+            centroids,
+            removed: secs.removed.map_or(0, |b| {
+                u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+            }),
+        });
+    }
+    if next_centroid != total_centroids {
+        return Err(c.corrupt("classes", "centroids not all owned by a class"));
+    }
+    if next_name != secs.names.len() {
+        return Err(c.corrupt("names", "name bytes not all owned by a class"));
+    }
+    Ok(classes)
 }

@@ -367,171 +367,21 @@ impl Manifest {
         if !c.is_newer_minor() {
             r.finish()?;
         }
-        let strings = c.stored(c.require(MAN_STRINGS)?);
-        // Names lie back to back in the order the writer adds them (model, then per segment its
-        // name and bitmap name, then class files): each must start where the previous ended, so
-        // no two names overlap and no byte is unowned.
-        let next = std::cell::Cell::new(0usize);
-        let string = |off: u32, len: u32, what: &str| -> Result<String> {
-            let (off, len) = (off as usize, len as usize);
-            if off != next.get() {
-                return Err(c.corrupt(
-                    "strings",
-                    &format!("{what}: name at {off}, expected {}", next.get()),
-                ));
-            }
-            next.set(off.saturating_add(len));
-            strings
-                .get(off..off.saturating_add(len))
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .map(str::to_string)
-                .ok_or_else(|| c.corrupt("strings", &format!("{what}: name out of range")))
+        let names = Names {
+            c,
+            bytes: c.stored(c.require(MAN_STRINGS)?),
+            next: std::cell::Cell::new(0),
         };
         let model = FileRef {
             id: model_id,
-            name: string(mo, ml, "model")?,
+            name: names.take(mo, ml, "model")?,
         };
-        let segs = c.stored(c.require(MAN_SEGMENTS)?);
-        if segs.len() as u64 != checked_mul(nseg, SEGMENT_RECORD_LEN, path, "segments", "size")? {
-            return Err(c.corrupt(
-                "segments",
-                &format!("length does not match {nseg} segments"),
-            ));
-        }
-        let mut sr = LeReader::new(segs, path, "segments");
-        let mut segments = Vec::with_capacity(nseg as usize);
-        for i in 0..nseg {
-            let id = FileId(sr.array()?);
-            let rows = sr.u64()?;
-            let deleted = sr.u64()?;
-            let (so, sl) = (sr.u32()?, sr.u32()?);
-            let (dof, dl) = (sr.u32()?, sr.u32()?);
-            let did = FileId(sr.array()?);
-            let name = string(so, sl, &format!("segment {i}"))?;
-            let deletions = if dl == 0 {
-                if dof != 0 || !did.is_zero() {
-                    return Err(c.corrupt("segments", &format!("segment {i}: stray bitmap fields")));
-                }
-                None
-            } else {
-                Some(FileRef {
-                    id: did,
-                    name: string(dof, dl, &format!("segment {i} deletions"))?,
-                })
-            };
-            segments.push(SegmentEntry {
-                segment: FileRef { id, name },
-                rows,
-                deleted,
-                deletions,
-            });
-        }
-        let cls = c.stored(c.require(MAN_CLASS_FILES)?);
-        if cls.len() as u64 != checked_mul(ncls, CLASS_RECORD_LEN, path, "class_files", "size")? {
-            return Err(c.corrupt(
-                "class_files",
-                &format!("length does not match {ncls} class files"),
-            ));
-        }
-        let mut cr = LeReader::new(cls, path, "class_files");
-        let mut class_files = Vec::with_capacity(ncls as usize);
-        for i in 0..ncls {
-            let id = FileId(cr.array()?);
-            let (o, l) = (cr.u32()?, cr.u32()?);
-            let kind = cr.u32()?;
-            cr.zeros(4, "reserved")?;
-            if kind > 1 {
-                return Err(c.corrupt("class_files", &format!("class file {i}: kind {kind}")));
-            }
-            class_files.push(ClassFileEntry {
-                file: FileRef {
-                    id,
-                    name: string(o, l, &format!("class file {i}"))?,
-                },
-                delta: kind == 1,
-            });
-        }
-        let vectors = match c.find_one(MAN_VECTORS)? {
-            None => None,
-            Some(i) => {
-                let b = c.stored(i);
-                if b.len() != VECTORS_LEN {
-                    return Err(c.corrupt(
-                        "vectors",
-                        &format!("{} bytes, expected {VECTORS_LEN}", b.len()),
-                    ));
-                }
-                let mut vr = LeReader::new(b, path, "vectors");
-                let t = vr.u8()?;
-                vr.zeros(3, "reserved")?;
-                let dim = vr.u32()?;
-                vr.zeros(8, "reserved")?;
-                let dtype = VectorDType::from_u8(t)
-                    .ok_or_else(|| c.corrupt("vectors", &format!("unknown vector type {t}")))?;
-                if dim == 0 {
-                    return Err(c.corrupt("vectors", "dimension 0"));
-                }
-                Some(VectorSpec::new(dtype, dim))
-            }
-        };
-        let attributes = match c.find_one(MAN_ATTRIBUTE_SCHEMA)? {
-            None => Schema::default(),
-            // Kind 69 is unknown to 1.0-1.6, so a file that says so is read as they would.
-            Some(_) if c.version() < (1, 7) => {
-                return Err(FormatError::UnknownRequiredSection {
-                    path: path.to_path_buf(),
-                    section: format!("section kind {MAN_ATTRIBUTE_SCHEMA}"),
-                });
-            }
-            Some(i) => {
-                let s = attribute_columns::decode_schema(c.stored(i), path, "attribute_schema")?;
-                if s.is_empty() {
-                    return Err(c.corrupt("attribute_schema", "a schema of no columns"));
-                }
-                s
-            }
-        };
-        let active_log = match c.find_one(MAN_ACTIVE_LOG)? {
-            None => None,
-            Some(i) => {
-                let b = c.stored(i);
-                if b.len() != ACTIVE_LOG_LEN {
-                    return Err(c.corrupt(
-                        "active_log",
-                        &format!("{} bytes, expected {ACTIVE_LOG_LEN}", b.len()),
-                    ));
-                }
-                let mut lr = LeReader::new(b, path, "active_log");
-                let id = FileId(lr.array()?);
-                let committed_len = lr.u64()?;
-                let rows = lr.u64()?;
-                let deleted = lr.u64()?;
-                let (lo, ll) = (lr.u32()?, lr.u32()?);
-                let (dof, dl) = (lr.u32()?, lr.u32()?);
-                let did = FileId(lr.array()?);
-                lr.zeros(8, "reserved")?;
-                let name = string(lo, ll, "active log")?;
-                let deletions = if dl == 0 {
-                    if dof != 0 || !did.is_zero() {
-                        return Err(c.corrupt("active_log", "stray bitmap fields"));
-                    }
-                    None
-                } else {
-                    Some(FileRef {
-                        id: did,
-                        name: string(dof, dl, "active log deletions")?,
-                    })
-                };
-                Some(ActiveLogEntry {
-                    log: FileRef { id, name },
-                    committed_len,
-                    rows,
-                    deleted,
-                    deletions,
-                })
-            }
-        };
-        if next.get() != strings.len() {
+        let segments = read_segments(c, nseg, &names)?;
+        let class_files = read_class_files(c, ncls, &names)?;
+        let vectors = read_vectors(c)?;
+        let attributes = read_attribute_schema(c)?;
+        let active_log = read_active_log(c, &names)?;
+        if names.next.get() != names.bytes.len() {
             return Err(c.corrupt("strings", "string bytes not all referenced"));
         }
         let m = Manifest {
@@ -548,6 +398,218 @@ impl Manifest {
         m.validate(active_log.as_ref(), path, "manifest")?;
         Ok((m, active_log))
     }
+}
+
+/// The manifest's `strings` section as it is read (FORMAT.md §7.2). Names lie back to back in
+/// the order the writer adds them (model, then per segment its name and bitmap name, then
+/// class files, then the active log's): each must start where the previous ended, so no two
+/// names overlap and no byte is unowned.
+struct Names<'c> {
+    c: &'c Container,
+    bytes: &'c [u8],
+    /// Where the next name must start.
+    next: std::cell::Cell<usize>,
+}
+
+impl Names<'_> {
+    /// The name at `off..off + len`, which must start where the previous one ended.
+    fn take(&self, off: u32, len: u32, what: &str) -> Result<String> {
+        let (off, len) = (off as usize, len as usize);
+        if off != self.next.get() {
+            return Err(self.c.corrupt(
+                "strings",
+                &format!("{what}: name at {off}, expected {}", self.next.get()),
+            ));
+        }
+        self.next.set(off.saturating_add(len));
+        self.bytes
+            .get(off..off.saturating_add(len))
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                self.c
+                    .corrupt("strings", &format!("{what}: name out of range"))
+            })
+    }
+
+    /// A deletion bitmap's reference: none when its name length is 0 (then its offset and id
+    /// must be zero too, or `section` is corrupt with `stray`), else the file `id` named at
+    /// `off..off + len`.
+    fn deletions(
+        &self,
+        (section, stray): (&str, &str),
+        off: u32,
+        len: u32,
+        id: FileId,
+        what: &str,
+    ) -> Result<Option<FileRef>> {
+        if len == 0 {
+            if off != 0 || !id.is_zero() {
+                return Err(self.c.corrupt(section, stray));
+            }
+            return Ok(None);
+        }
+        Ok(Some(FileRef {
+            id,
+            name: self.take(off, len, what)?,
+        }))
+    }
+}
+
+/// The `segments` section (FORMAT.md §7.2): `nseg` fixed-size records, each a segment, its row
+/// and deleted counts and its deletion bitmap, if any.
+fn read_segments(c: &Container, nseg: u64, names: &Names<'_>) -> Result<Vec<SegmentEntry>> {
+    let path = c.path();
+    let segs = c.stored(c.require(MAN_SEGMENTS)?);
+    if segs.len() as u64 != checked_mul(nseg, SEGMENT_RECORD_LEN, path, "segments", "size")? {
+        return Err(c.corrupt(
+            "segments",
+            &format!("length does not match {nseg} segments"),
+        ));
+    }
+    let mut sr = LeReader::new(segs, path, "segments");
+    let mut segments = Vec::with_capacity(nseg as usize);
+    for i in 0..nseg {
+        let id = FileId(sr.array()?);
+        let rows = sr.u64()?;
+        let deleted = sr.u64()?;
+        let (so, sl) = (sr.u32()?, sr.u32()?);
+        let (dof, dl) = (sr.u32()?, sr.u32()?);
+        let did = FileId(sr.array()?);
+        let name = names.take(so, sl, &format!("segment {i}"))?;
+        let stray = format!("segment {i}: stray bitmap fields");
+        let deletions = names.deletions(
+            ("segments", &stray),
+            dof,
+            dl,
+            did,
+            &format!("segment {i} deletions"),
+        )?;
+        segments.push(SegmentEntry {
+            segment: FileRef { id, name },
+            rows,
+            deleted,
+            deletions,
+        });
+    }
+    Ok(segments)
+}
+
+/// The `class_files` section (FORMAT.md §7.2): `ncls` records, each a class table file, full
+/// (kind 0) or a delta (kind 1).
+fn read_class_files(c: &Container, ncls: u64, names: &Names<'_>) -> Result<Vec<ClassFileEntry>> {
+    let path = c.path();
+    let cls = c.stored(c.require(MAN_CLASS_FILES)?);
+    if cls.len() as u64 != checked_mul(ncls, CLASS_RECORD_LEN, path, "class_files", "size")? {
+        return Err(c.corrupt(
+            "class_files",
+            &format!("length does not match {ncls} class files"),
+        ));
+    }
+    let mut cr = LeReader::new(cls, path, "class_files");
+    let mut class_files = Vec::with_capacity(ncls as usize);
+    for i in 0..ncls {
+        let id = FileId(cr.array()?);
+        let (o, l) = (cr.u32()?, cr.u32()?);
+        let kind = cr.u32()?;
+        cr.zeros(4, "reserved")?;
+        if kind > 1 {
+            return Err(c.corrupt("class_files", &format!("class file {i}: kind {kind}")));
+        }
+        class_files.push(ClassFileEntry {
+            file: FileRef {
+                id,
+                name: names.take(o, l, &format!("class file {i}"))?,
+            },
+            delta: kind == 1,
+        });
+    }
+    Ok(class_files)
+}
+
+/// The optional `vectors` section (FORMAT.md §7.3): the stored vectors' type and dimension.
+fn read_vectors(c: &Container) -> Result<Option<VectorSpec>> {
+    let Some(i) = c.find_one(MAN_VECTORS)? else {
+        return Ok(None);
+    };
+    let b = c.stored(i);
+    if b.len() != VECTORS_LEN {
+        return Err(c.corrupt(
+            "vectors",
+            &format!("{} bytes, expected {VECTORS_LEN}", b.len()),
+        ));
+    }
+    let mut vr = LeReader::new(b, c.path(), "vectors");
+    let t = vr.u8()?;
+    vr.zeros(3, "reserved")?;
+    let dim = vr.u32()?;
+    vr.zeros(8, "reserved")?;
+    let dtype = VectorDType::from_u8(t)
+        .ok_or_else(|| c.corrupt("vectors", &format!("unknown vector type {t}")))?;
+    if dim == 0 {
+        return Err(c.corrupt("vectors", "dimension 0"));
+    }
+    Ok(Some(VectorSpec::new(dtype, dim)))
+}
+
+/// The `attribute_schema` section (FORMAT.md §7.4): the attribute columns' names and types;
+/// none is an empty schema.
+fn read_attribute_schema(c: &Container) -> Result<Schema> {
+    let path = c.path();
+    match c.find_one(MAN_ATTRIBUTE_SCHEMA)? {
+        None => Ok(Schema::default()),
+        // Kind 69 is unknown to 1.0-1.6, so a file that says so is read as they would.
+        Some(_) if c.version() < (1, 7) => Err(FormatError::UnknownRequiredSection {
+            path: path.to_path_buf(),
+            section: format!("section kind {MAN_ATTRIBUTE_SCHEMA}"),
+        }),
+        Some(i) => {
+            let s = attribute_columns::decode_schema(c.stored(i), path, "attribute_schema")?;
+            if s.is_empty() {
+                return Err(c.corrupt("attribute_schema", "a schema of no columns"));
+            }
+            Ok(s)
+        }
+    }
+}
+
+/// The optional `active_log` section (FORMAT.md §10.4): the append log rows are staged in,
+/// its committed prefix, counts and deletion bitmap.
+fn read_active_log(c: &Container, names: &Names<'_>) -> Result<Option<ActiveLogEntry>> {
+    let Some(i) = c.find_one(MAN_ACTIVE_LOG)? else {
+        return Ok(None);
+    };
+    let b = c.stored(i);
+    if b.len() != ACTIVE_LOG_LEN {
+        return Err(c.corrupt(
+            "active_log",
+            &format!("{} bytes, expected {ACTIVE_LOG_LEN}", b.len()),
+        ));
+    }
+    let mut lr = LeReader::new(b, c.path(), "active_log");
+    let id = FileId(lr.array()?);
+    let committed_len = lr.u64()?;
+    let rows = lr.u64()?;
+    let deleted = lr.u64()?;
+    let (lo, ll) = (lr.u32()?, lr.u32()?);
+    let (dof, dl) = (lr.u32()?, lr.u32()?);
+    let did = FileId(lr.array()?);
+    lr.zeros(8, "reserved")?;
+    let name = names.take(lo, ll, "active log")?;
+    let deletions = names.deletions(
+        ("active_log", "stray bitmap fields"),
+        dof,
+        dl,
+        did,
+        "active log deletions",
+    )?;
+    Ok(Some(ActiveLogEntry {
+        log: FileRef { id, name },
+        committed_len,
+        rows,
+        deleted,
+        deletions,
+    }))
 }
 
 #[cfg(test)]

@@ -149,6 +149,92 @@ pub struct SegmentReader {
     attribute_index: OnceLock<std::result::Result<AttributeIndex, (bool, String, String)>>,
 }
 
+/// Checks that each row column holds `rows` × its width bytes (the ids 8, the codes
+/// `code_bytes` or the fast-scan layout's blocks of 32 rows, labels and lists 4, vectors `d` ×
+/// the element size; FORMAT.md §3.2, §3.4) and that stored vectors and the meta agree, before
+/// any column is viewed.
+fn check_column_sizes(
+    c: &Container,
+    meta: &SegmentMeta,
+    [ids, codes]: [usize; 2],
+    fastscan_m: Option<usize>,
+    [labels, lists, vectors]: [Option<usize>; 3],
+) -> Result<()> {
+    let path = c.path().to_path_buf();
+    let rows = meta.rows;
+    let expect = |i: usize, width: u64, what: &str| -> Result<()> {
+        let want = checked_mul(rows, width, &path, what, "column size")?;
+        let e = &c.entries()[i];
+        if e.raw_len != want {
+            return Err(FormatError::Corrupt {
+                path: path.clone(),
+                section: what.to_string(),
+                detail: format!("{} bytes, expected {rows} rows x {width}", e.raw_len),
+            });
+        }
+        to_usize(want, &path, what, "column size").map(|_| ())
+    };
+    expect(ids, 8, "ids")?;
+    match fastscan_m {
+        None => expect(codes, meta.code_bytes as u64, "codes")?,
+        Some(m) => {
+            let want = fsl::packed_len(rows, m)
+                .ok_or_else(|| c.corrupt("codes_fastscan", "column size overflows"))?;
+            let e = &c.entries()[codes];
+            if e.raw_len != want {
+                return Err(c.corrupt(
+                    "codes_fastscan",
+                    &format!(
+                        "{} bytes, expected {} blocks of 32 rows x {} bytes for {rows} rows",
+                        e.raw_len,
+                        rows.div_ceil(fsl::BLOCK_ROWS as u64),
+                        fsl::block_bytes(m)
+                    ),
+                ));
+            }
+            to_usize(want, &path, "codes_fastscan", "column size")?;
+        }
+    }
+    if let Some(i) = labels {
+        expect(i, 4, "labels")?;
+    }
+    if let Some(i) = lists {
+        expect(i, 4, "lists")?;
+    }
+    match (vectors, meta.vectors) {
+        (Some(i), Some((t, d))) => {
+            let width = checked_mul(d as u64, t.size(), &path, "vectors", "row size")?;
+            expect(i, width, "vectors")?;
+        }
+        (None, None) => {}
+        (Some(_), None) => {
+            return Err(c.corrupt("vectors", "stored vectors present but meta declares none"));
+        }
+        (None, Some(_)) => {
+            return Err(c.corrupt("vectors", "meta declares stored vectors, section missing"));
+        }
+    }
+    Ok(())
+}
+
+/// Section `kind` if present, read as a reader of the file's version would: in a file older
+/// than `since` (the version that defined the kind) it is unknown, so skipped when optional
+/// and refused when required (FORMAT.md §1.2).
+fn section_since(c: &Container, kind: u32, since: (u16, u16)) -> Result<Option<usize>> {
+    match c.find_one(kind)? {
+        Some(i) if c.version() < since => {
+            if c.entries()[i].required() {
+                return Err(FormatError::UnknownRequiredSection {
+                    path: c.path().to_path_buf(),
+                    section: format!("section kind {kind}"),
+                });
+            }
+            Ok(None)
+        }
+        found => Ok(found),
+    }
+}
+
 impl SegmentReader {
     /// Opens and validates the segment at `path`.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<SegmentReader> {
@@ -180,59 +266,14 @@ impl SegmentReader {
         let labels = c.find_one(SEG_LABELS)?;
         let lists = c.find_one(SEG_LISTS)?;
         let vectors = c.find_one(SEG_VECTORS)?;
+        check_column_sizes(
+            &c,
+            &meta,
+            [ids, codes],
+            fastscan_m,
+            [labels, lists, vectors],
+        )?;
         let rows = meta.rows;
-        let expect = |i: usize, width: u64, what: &str| -> Result<()> {
-            let want = checked_mul(rows, width, &path, what, "column size")?;
-            let e = &c.entries()[i];
-            if e.raw_len != want {
-                return Err(FormatError::Corrupt {
-                    path: path.clone(),
-                    section: what.to_string(),
-                    detail: format!("{} bytes, expected {rows} rows x {width}", e.raw_len),
-                });
-            }
-            to_usize(want, &path, what, "column size").map(|_| ())
-        };
-        expect(ids, 8, "ids")?;
-        match fastscan_m {
-            None => expect(codes, meta.code_bytes as u64, "codes")?,
-            Some(m) => {
-                let want = fsl::packed_len(rows, m)
-                    .ok_or_else(|| c.corrupt("codes_fastscan", "column size overflows"))?;
-                let e = &c.entries()[codes];
-                if e.raw_len != want {
-                    return Err(c.corrupt(
-                        "codes_fastscan",
-                        &format!(
-                            "{} bytes, expected {} blocks of 32 rows x {} bytes for {rows} rows",
-                            e.raw_len,
-                            rows.div_ceil(fsl::BLOCK_ROWS as u64),
-                            fsl::block_bytes(m)
-                        ),
-                    ));
-                }
-                to_usize(want, &path, "codes_fastscan", "column size")?;
-            }
-        }
-        if let Some(i) = labels {
-            expect(i, 4, "labels")?;
-        }
-        if let Some(i) = lists {
-            expect(i, 4, "lists")?;
-        }
-        match (vectors, meta.vectors) {
-            (Some(i), Some((t, d))) => {
-                let width = checked_mul(d as u64, t.size(), &path, "vectors", "row size")?;
-                expect(i, width, "vectors")?;
-            }
-            (None, None) => {}
-            (Some(_), None) => {
-                return Err(c.corrupt("vectors", "stored vectors present but meta declares none"));
-            }
-            (None, Some(_)) => {
-                return Err(c.corrupt("vectors", "meta declares stored vectors, section missing"));
-            }
-        }
         let list_index = match c.find_one(SEG_LIST_INDEX)? {
             None => None,
             Some(i) => {
@@ -243,18 +284,7 @@ impl SegmentReader {
                 Some(decode_list_index(&c, c.stored(i), rows)?)
             }
         };
-        let mih = match c.find_one(SEG_MIH)? {
-            // A file that says 1.0-1.5 is read as such a reader would: an unknown optional
-            // section is skipped, an unknown required one refused.
-            Some(i) if c.version() < (1, 6) => {
-                if c.entries()[i].required() {
-                    return Err(FormatError::UnknownRequiredSection {
-                        path: path.clone(),
-                        section: format!("section kind {SEG_MIH}"),
-                    });
-                }
-                None
-            }
+        let mih = match section_since(&c, SEG_MIH, (1, 6))? {
             Some(_) if meta.code_kind != CodeKind::Binary => {
                 return Err(c.corrupt(
                     "mih",
@@ -266,36 +296,13 @@ impl SegmentReader {
             }
             found => found,
         };
-        let attributes = match c.find_one(SEG_ATTRIBUTES)? {
-            // A file that says 1.0-1.6 is read as such a reader would: kind 11 is unknown
-            // there, refused when required and skipped when not.
-            Some(i) if c.version() < (1, 7) => {
-                if c.entries()[i].required() {
-                    return Err(FormatError::UnknownRequiredSection {
-                        path: path.clone(),
-                        section: format!("section kind {SEG_ATTRIBUTES}"),
-                    });
-                }
-                None
-            }
-            found => found,
-        };
+        let attributes = section_since(&c, SEG_ATTRIBUTES, (1, 7))?;
         let [attribute_postings, attribute_zones] = [
             (SEG_ATTRIBUTE_POSTINGS, attribute_index::POSTINGS_SECTION),
             (SEG_ATTRIBUTE_ZONES, attribute_index::ZONES_SECTION),
         ]
         .map(|(kind, name)| -> Result<Option<usize>> {
-            match c.find_one(kind)? {
-                // A file that says 1.0-1.7 is read as such a reader would.
-                Some(i) if c.version() < (1, 8) => {
-                    if c.entries()[i].required() {
-                        return Err(FormatError::UnknownRequiredSection {
-                            path: path.clone(),
-                            section: format!("section kind {kind}"),
-                        });
-                    }
-                    Ok(None)
-                }
+            match section_since(&c, kind, (1, 8))? {
                 Some(_) if attributes.is_none() => {
                     Err(c.corrupt(name, "an index of attribute columns the segment lacks"))
                 }
@@ -333,6 +340,16 @@ impl SegmentReader {
             attribute_zones,
             attribute_index: OnceLock::new(),
         };
+        r.check_on_open(policy)?;
+        Ok(r)
+    }
+
+    /// The checks of an open (FORMAT.md §1.3-1.4): the typed columns' alignment always, and
+    /// under [`ChecksumPolicy::All`] every section's checksum, every block, and every rule a
+    /// lazy reader would otherwise check on first use; else the last block's padding only
+    /// (O(1), so even an unchecked open refuses dirty padding).
+    fn check_on_open(&self, policy: ChecksumPolicy) -> Result<()> {
+        let r = self;
         for (i, what) in [(r.ids, "ids")]
             .into_iter()
             .chain(r.labels.map(|i| (i, "labels")))
@@ -362,7 +379,7 @@ impl SegmentReader {
             // The last block only: O(1), so even an unchecked open refuses dirty padding.
             r.check_code_padding(false)?;
         }
-        Ok(r)
+        Ok(())
     }
 
     /// The lists column agrees with the list index (an O(rows) check; nothing to check without

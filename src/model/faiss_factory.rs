@@ -91,32 +91,7 @@ impl PipelineSpec {
         if let Some(empty) = parts.iter().find(|p| p.is_empty()) {
             return Err(t.refuse(empty, "empty component (two commas in a row?)"));
         }
-        // IDMap / IDMap2 wrap any index in FAISS to give it ids; codedb rows always have them.
-        while let Some(&first) = parts.first()
-            && (first == "IDMap" || first == "IDMap2")
-        {
-            t.note(format!(
-                "{first}: not needed, every codedb row carries a u64 id (automatic, or given \
-                 with `add --ids` / `add(x, ids=…)`)"
-            ));
-            parts.remove(0);
-        }
-        // A trailing refinement: FAISS keeps the raw vectors and re-scores the candidates.
-        if let Some(&last) = parts.last() {
-            if last == "RFlat" || last == "Refine(Flat)" {
-                t.note(format!(
-                    "{last}: store the vectors at build (`--store-vectors f32`) and re-rank at \
-                     search (`--rerank R`, R = k_factor × k)"
-                ));
-                parts.pop();
-            } else if last.starts_with("Refine(") {
-                return Err(t.refuse(
-                    last,
-                    "only an exact refinement has a counterpart: `RFlat` (stored vectors and \
-                     `--rerank R`)",
-                ));
-            }
-        }
+        t.strip_wrappers(&mut parts)?;
         if parts.is_empty() {
             return Err(t.refuse(text, "no index type (Flat, PQ…, IVF…,PQ…, LSH, …)"));
         }
@@ -139,84 +114,13 @@ impl PipelineSpec {
                     ),
                 ));
             }
+            let next = parts.get(i + 1).copied();
             if let Some(after) = part.strip_prefix("PCA") {
-                // PCA{d}, PCAR{d}, PCAW{d}, PCAWR{d}: FAISS writes the letters before the digits.
-                let end = after
-                    .find(|c: char| c.is_ascii_digit())
-                    .unwrap_or(after.len());
-                let (letters, digits) = after.split_at(end);
-                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(t.refuse(part, "expected PCA{d}, PCAR{d}, PCAW{d} or PCAWR{d}"));
-                }
-                let d = t.count(part, digits, "output dimension")?;
-                match letters {
-                    "" => t.steps.push(format!("pca:{d}")),
-                    "R" => {
-                        t.steps.push(format!("pca:{d}"));
-                        t.steps.push("rr".to_string());
-                    }
-                    "W" | "WR" => {
-                        return Err(t.refuse(
-                            part,
-                            "whitening has no counterpart: codedb's pca:C keeps the components' \
-                             variances (ITQ and PQ rely on them); use PCA{d}",
-                        ));
-                    }
-                    _ => {
-                        return Err(t.refuse(part, "expected PCA{d}, PCAR{d}, PCAW{d} or PCAWR{d}"));
-                    }
-                }
+                t.pca(part, after)?;
             } else if let Some((m, rest)) = prefix_digits(part, "OPQ") {
-                let m = t.count(part, m, "sub-quantiser count")?;
-                if let Some(d) = rest.strip_prefix('_') {
-                    let d = t.count(part, d, "output dimension")?;
-                    t.steps.push(format!("pca:{d}"));
-                    t.note(format!(
-                        "{part}: FAISS learns the reduction to {d} dimensions inside OPQ; codedb \
-                         reduces with PCA first, then learns OPQ's rotation on the {d} \
-                         dimensions"
-                    ));
-                } else if !rest.is_empty() {
-                    return Err(t.refuse(part, "expected OPQ{M} or OPQ{M}_{d}"));
-                }
-                opq = Some((part, m));
+                opq = Some((part, t.opq(part, m, rest)?));
             } else if let Some((d, rest)) = prefix_digits(part, "ITQ") {
-                if !rest.is_empty() {
-                    return Err(t.refuse(part, "expected ITQ or ITQ{d}"));
-                }
-                match parts.get(i + 1) {
-                    Some(&"LSH") => {}
-                    next => {
-                        return Err(t.refuse(
-                            part,
-                            format!(
-                                "ITQ learns a rotation for sign bits and must be followed by \
-                                 LSH (ITQ{{d}},LSH), not {:?}",
-                                next.unwrap_or(&"nothing")
-                            ),
-                        ));
-                    }
-                }
-                if d.is_empty() {
-                    // PCA to the full dimension is only a rotation, which ITQ learns anyway.
-                    t.steps.push("center".to_string());
-                    t.steps.push("itq".to_string());
-                    quantizer = Some("bits".to_string());
-                    t.note(format!(
-                        "{part}: without a dimension FAISS runs PCA to the full dimension, a \
-                         rotation ITQ learns anyway: center,itq,bits gives one bit per input \
-                         dimension"
-                    ));
-                } else {
-                    let d = t.count(part, d, "bit count")?;
-                    if t.steps.is_empty() {
-                        quantizer = Some(format!("pca-itq:{d}"));
-                    } else {
-                        t.steps.push(format!("pca:{d}"));
-                        t.steps.push("itq".to_string());
-                        quantizer = Some("bits".to_string());
-                    }
-                }
+                quantizer = Some(t.itq(part, d, rest, next)?);
                 i += 1; // the LSH that takes the signs
             } else if part == "Flat" {
                 quantizer = Some("float".to_string());
@@ -236,101 +140,257 @@ impl PipelineSpec {
                 let pq = parse_pq(&t, part)?;
                 quantizer = Some(pq_token(&mut t, part, &pq, opq.take())?);
             } else if let Some((n, flags)) = prefix_digits(part, "LSH") {
-                if !matches!(flags, "" | "r" | "t" | "rt") {
-                    return Err(t.refuse(part, "expected LSH, LSH{n}, with r and/or t after it"));
-                }
-                let n = if n.is_empty() {
-                    dim.ok_or_else(|| {
-                        t.refuse(
-                            part,
-                            "FAISS takes the bit count from the input dimension d: give the \
-                             dimension (`codedb spec --dim D`) or write the bits (LSH256r)",
-                        )
-                    })?
-                } else {
-                    t.count(part, n, "bit count")?
-                };
-                t.note(format!(
-                    "{part}: codedb's lsh:{n} is Charikar's random hyperplanes: the centred data \
-                     projected on {n} Gaussian directions, then signs. FAISS's LSH thresholds \
-                     {} at {}: the same family of codes, not the same bits",
-                    if flags.contains('r') {
-                        "a random rotation of the data"
-                    } else {
-                        "the first n input coordinates themselves"
-                    },
-                    if flags.contains('t') {
-                        "trained medians"
-                    } else {
-                        "0"
-                    }
-                ));
-                if i > 0 {
-                    return Err(t.refuse(
-                        part,
-                        "LSH after a pre-transform has no counterpart: lsh:C is a whole \
-                         pipeline; to take signs after PCA use ITQ{d},LSH or PCA{d},PQ…",
-                    ));
-                }
-                quantizer = Some(format!("lsh:{n}"));
+                quantizer = Some(t.lsh(part, n, flags, dim, i > 0)?);
             } else if let Some((k, rest)) = prefix_digits(part, "IVF") {
-                if k.is_empty() {
-                    return Err(t.refuse(part, "expected IVF{K}"));
-                }
-                if !rest.is_empty() {
-                    return Err(t.refuse(
-                        part,
-                        "only a flat k-means coarse quantiser (IVF{K}) has a counterpart; \
-                         codedb's ivf:K assigns rows by exhaustive search over the K centroids",
-                    ));
-                }
-                let k = t.count(part, k, "list count")?;
-                let Some(&next) = parts.get(i + 1) else {
-                    return Err(t.refuse(part, "IVF{K} needs an encoding after it (IVF256,PQ16)"));
-                };
-                if !next.starts_with("PQ") {
-                    return Err(t.refuse(
-                        next,
-                        format!(
-                            "IVF{k},{next} has no counterpart: codedb's ivf:K stores 8-bit PQ \
-                             codes of the residuals (ivf:{k},pq:Mx8); for inverted lists over \
-                             other codes build with class lists (`--lists nearest`) and \
-                             search with `--nprobe n`"
-                        ),
-                    ));
-                }
-                let pq = parse_pq(&t, next)?;
-                if pq.nbits != 8 || pq.fast_scan {
-                    return Err(t.refuse(
-                        next,
-                        "codedb's ivf:K encodes residuals with 8-bit PQ only (ivf:K,pq:Mx8)",
-                    ));
-                }
-                t.steps.push(format!("ivf:{k}"));
-                t.note(format!(
-                    "IVF{k}: FAISS's nprobe is `search --nprobe n` (Python: nprobe=n); without \
-                     it every list is scanned"
-                ));
-                quantizer = Some(format!("pq:{}x8", pq.m));
-                i += 1;
+                quantizer = Some(t.ivf(part, k, rest, next)?);
+                i += 1; // the PQ that encodes the residuals
             } else {
                 return Err(refuse_unknown(&t, part));
             }
             i += 1;
         }
+        t.finish(&parts, opq, quantizer)
+    }
+}
+
+/// The steps of a factory string, one component at a time. Each method reads one FAISS token
+/// (its letters and counts) and pushes the codedb steps it stands for, or refuses it.
+impl<'a> Translator<'a> {
+    /// Drops what wraps an index in FAISS but is built in or a search option in codedb: a
+    /// leading `IDMap`/`IDMap2` (codedb rows always have ids) and a trailing exact refinement
+    /// `RFlat` (stored vectors and `--rerank`), each with a note; refuses any other `Refine(…)`.
+    fn strip_wrappers(&mut self, parts: &mut Vec<&'a str>) -> Result<()> {
+        // IDMap / IDMap2 wrap any index in FAISS to give it ids; codedb rows always have them.
+        while let Some(&first) = parts.first()
+            && (first == "IDMap" || first == "IDMap2")
+        {
+            self.note(format!(
+                "{first}: not needed, every codedb row carries a u64 id (automatic, or given \
+                 with `add --ids` / `add(x, ids=…)`)"
+            ));
+            parts.remove(0);
+        }
+        // A trailing refinement: FAISS keeps the raw vectors and re-scores the candidates.
+        if let Some(&last) = parts.last() {
+            if last == "RFlat" || last == "Refine(Flat)" {
+                self.note(format!(
+                    "{last}: store the vectors at build (`--store-vectors f32`) and re-rank at \
+                     search (`--rerank R`, R = k_factor × k)"
+                ));
+                parts.pop();
+            } else if last.starts_with("Refine(") {
+                return Err(self.refuse(
+                    last,
+                    "only an exact refinement has a counterpart: `RFlat` (stored vectors and \
+                     `--rerank R`)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `PCA{d}` → `pca:d`, `PCAR{d}` → `pca:d,rr` (`after` is the part after `PCA`); whitening
+    /// (`PCAW…`) is refused.
+    fn pca(&mut self, part: &str, after: &str) -> Result<()> {
+        // PCA{d}, PCAR{d}, PCAW{d}, PCAWR{d}: FAISS writes the letters before the digits.
+        let end = after
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let (letters, digits) = after.split_at(end);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.refuse(part, "expected PCA{d}, PCAR{d}, PCAW{d} or PCAWR{d}"));
+        }
+        let d = self.count(part, digits, "output dimension")?;
+        match letters {
+            "" => self.steps.push(format!("pca:{d}")),
+            "R" => {
+                self.steps.push(format!("pca:{d}"));
+                self.steps.push("rr".to_string());
+            }
+            "W" | "WR" => {
+                return Err(self.refuse(
+                    part,
+                    "whitening has no counterpart: codedb's pca:C keeps the components' \
+                     variances (ITQ and PQ rely on them); use PCA{d}",
+                ));
+            }
+            _ => {
+                return Err(self.refuse(part, "expected PCA{d}, PCAR{d}, PCAW{d} or PCAWR{d}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `OPQ{M}` or `OPQ{M}_{d}`: returns M, which the PQ after it must match (codedb's opq:MxB
+    /// learns rotation and PQ together, Ge et al.); the reduction to d becomes `pca:d` first.
+    fn opq(&mut self, part: &str, m: &str, rest: &str) -> Result<usize> {
+        let m = self.count(part, m, "sub-quantiser count")?;
+        if let Some(d) = rest.strip_prefix('_') {
+            let d = self.count(part, d, "output dimension")?;
+            self.steps.push(format!("pca:{d}"));
+            self.note(format!(
+                "{part}: FAISS learns the reduction to {d} dimensions inside OPQ; codedb \
+                 reduces with PCA first, then learns OPQ's rotation on the {d} \
+                 dimensions"
+            ));
+        } else if !rest.is_empty() {
+            return Err(self.refuse(part, "expected OPQ{M} or OPQ{M}_{d}"));
+        }
+        Ok(m)
+    }
+
+    /// `ITQ{d},LSH` (Gong et al.): ITQ learns a rotation for sign bits, so it must be followed
+    /// by the `LSH` that takes the signs (`next`). Returns the quantiser token.
+    fn itq(&mut self, part: &str, d: &str, rest: &str, next: Option<&str>) -> Result<String> {
+        if !rest.is_empty() {
+            return Err(self.refuse(part, "expected ITQ or ITQ{d}"));
+        }
+        if next != Some("LSH") {
+            return Err(self.refuse(
+                part,
+                format!(
+                    "ITQ learns a rotation for sign bits and must be followed by \
+                     LSH (ITQ{{d}},LSH), not {:?}",
+                    next.unwrap_or("nothing")
+                ),
+            ));
+        }
+        if d.is_empty() {
+            // PCA to the full dimension is only a rotation, which ITQ learns anyway.
+            self.steps.push("center".to_string());
+            self.steps.push("itq".to_string());
+            self.note(format!(
+                "{part}: without a dimension FAISS runs PCA to the full dimension, a \
+                 rotation ITQ learns anyway: center,itq,bits gives one bit per input \
+                 dimension"
+            ));
+            return Ok("bits".to_string());
+        }
+        let d = self.count(part, d, "bit count")?;
+        if self.steps.is_empty() {
+            Ok(format!("pca-itq:{d}"))
+        } else {
+            self.steps.push(format!("pca:{d}"));
+            self.steps.push("itq".to_string());
+            Ok("bits".to_string())
+        }
+    }
+
+    /// `LSH`, `LSH{n}` with `r`/`t` flags → `lsh:n` (Charikar's random hyperplanes), with a
+    /// note on how FAISS's bits differ; the bit count defaults to `dim` as in FAISS. Only as
+    /// the whole pipeline (`after_transform` refuses it after a pre-transform).
+    fn lsh(
+        &mut self,
+        part: &str,
+        n: &str,
+        flags: &str,
+        dim: Option<usize>,
+        after_transform: bool,
+    ) -> Result<String> {
+        if !matches!(flags, "" | "r" | "t" | "rt") {
+            return Err(self.refuse(part, "expected LSH, LSH{n}, with r and/or t after it"));
+        }
+        let n = if n.is_empty() {
+            dim.ok_or_else(|| {
+                self.refuse(
+                    part,
+                    "FAISS takes the bit count from the input dimension d: give the \
+                     dimension (`codedb spec --dim D`) or write the bits (LSH256r)",
+                )
+            })?
+        } else {
+            self.count(part, n, "bit count")?
+        };
+        self.note(format!(
+            "{part}: codedb's lsh:{n} is Charikar's random hyperplanes: the centred data \
+             projected on {n} Gaussian directions, then signs. FAISS's LSH thresholds \
+             {} at {}: the same family of codes, not the same bits",
+            if flags.contains('r') {
+                "a random rotation of the data"
+            } else {
+                "the first n input coordinates themselves"
+            },
+            if flags.contains('t') {
+                "trained medians"
+            } else {
+                "0"
+            }
+        ));
+        if after_transform {
+            return Err(self.refuse(
+                part,
+                "LSH after a pre-transform has no counterpart: lsh:C is a whole \
+                 pipeline; to take signs after PCA use ITQ{d},LSH or PCA{d},PQ…",
+            ));
+        }
+        Ok(format!("lsh:{n}"))
+    }
+
+    /// `IVF{K},PQ{M}` → `ivf:K,pq:Mx8`: IVFADC (Jégou et al. §IV) with a flat k-means coarse
+    /// quantiser and 8-bit PQ codes of the residuals, the only inverted file codedb has; `next`
+    /// is the PQ component, consumed here. Returns the quantiser token.
+    fn ivf(&mut self, part: &str, k: &str, rest: &str, next: Option<&str>) -> Result<String> {
+        if k.is_empty() {
+            return Err(self.refuse(part, "expected IVF{K}"));
+        }
+        if !rest.is_empty() {
+            return Err(self.refuse(
+                part,
+                "only a flat k-means coarse quantiser (IVF{K}) has a counterpart; \
+                 codedb's ivf:K assigns rows by exhaustive search over the K centroids",
+            ));
+        }
+        let k = self.count(part, k, "list count")?;
+        let Some(next) = next else {
+            return Err(self.refuse(part, "IVF{K} needs an encoding after it (IVF256,PQ16)"));
+        };
+        if !next.starts_with("PQ") {
+            return Err(self.refuse(
+                next,
+                format!(
+                    "IVF{k},{next} has no counterpart: codedb's ivf:K stores 8-bit PQ \
+                     codes of the residuals (ivf:{k},pq:Mx8); for inverted lists over \
+                     other codes build with class lists (`--lists nearest`) and \
+                     search with `--nprobe n`"
+                ),
+            ));
+        }
+        let pq = parse_pq(self, next)?;
+        if pq.nbits != 8 || pq.fast_scan {
+            return Err(self.refuse(
+                next,
+                "codedb's ivf:K encodes residuals with 8-bit PQ only (ivf:K,pq:Mx8)",
+            ));
+        }
+        self.steps.push(format!("ivf:{k}"));
+        self.note(format!(
+            "IVF{k}: FAISS's nprobe is `search --nprobe n` (Python: nprobe=n); without \
+             it every list is scanned"
+        ));
+        Ok(format!("pq:{}x8", pq.m))
+    }
+
+    /// The SPEC once every component is read: refuses an OPQ left without its PQ and a string
+    /// with no index type, and checks the translation parses as a pipeline codedb trains (bit
+    /// counts, ranges), naming the FAISS string, rather than failing at training.
+    fn finish(
+        mut self,
+        parts: &[&str],
+        opq: Option<(&str, usize)>,
+        quantizer: Option<String>,
+    ) -> Result<FaissTranslation> {
+        let text = self.factory;
         if let Some((o, _)) = opq {
-            return Err(t.refuse(o, "OPQ needs a PQ after it (OPQ16,PQ16)"));
+            return Err(self.refuse(o, "OPQ needs a PQ after it (OPQ16,PQ16)"));
         }
         let Some(q) = quantizer else {
-            return Err(t.refuse(
+            return Err(self.refuse(
                 parts.last().copied().unwrap_or(text),
                 "the string ends without an index type (Flat, PQ…, IVF…,PQ…, LSH, ITQ…,LSH)",
             ));
         };
-        t.steps.push(q);
-        let spec = t.steps.join(",");
-        // The translation must be a pipeline codedb trains (bit counts, ranges): check it here,
-        // naming the FAISS string, rather than at training.
+        self.steps.push(q);
+        let spec = self.steps.join(",");
         if let Err(source) = PipelineSpec::parse(&spec) {
             return Err(ModelError::FaissFactorySpec {
                 factory: text.to_string(),
@@ -340,7 +400,7 @@ impl PipelineSpec {
         }
         Ok(FaissTranslation {
             spec,
-            notes: t.notes,
+            notes: self.notes,
         })
     }
 }

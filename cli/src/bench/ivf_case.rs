@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::error::Error;
 use codedb::format::{VectorDType, VectorSpec};
 use codedb::kernels::l2sq_f32;
-use codedb::model::{PipelineSpec, TrainOptions, train};
+use codedb::model::{Model, PipelineSpec, TrainOptions, train};
 use codedb::{AddOptions, Config, CreateOptions, Index, Retention, SearchMode, SearchParams};
 
 use super::generated_segment::SplitMix;
@@ -293,6 +293,69 @@ pub fn run_ivf_bench(
     keep: bool,
     progress: &mut dyn FnMut(u64, &str),
 ) -> Result<IvfResult, Error> {
+    check_bench(b)?;
+    let pipeline = format!("ivf:{},pq:{}x8", b.lists, b.m);
+    let spec = PipelineSpec::parse(&pipeline).map_err(|e| invalid("lists", e.to_string()))?;
+    let generator = Rows::new(b);
+    let (model, train_s) = train_on_sample(b, &spec, &generator, progress)?;
+    let qx = Array2::from_shape_vec((b.queries, b.dim), generator.block(b.rows, b.queries))
+        .map_err(|e| invalid("queries", e.to_string()))?;
+    let path: PathBuf = dir.join("ivf-bench");
+    if path.exists() {
+        std::fs::remove_dir_all(&path)
+            .map_err(|e| invalid("dir", format!("{}: {e}", path.display())))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| invalid("dir", format!("{}: {e}", dir.display())))?;
+    let result = (|| -> Result<IvfResult, Error> {
+        let (index, truth, add_s, gen_s) =
+            build_index(&path, b, &model, &generator, &qx, progress)?;
+        let t = Instant::now();
+        index.commit_sealed()?;
+        index.gc()?;
+        let seal_s = t.elapsed().as_secs_f64();
+        progress(b.rows, "searching");
+        let timed = time_cases(&index, b, &qx)?;
+        Ok(IvfResult {
+            rows: b.rows,
+            dim: b.dim,
+            clusters: b.clusters,
+            sigma: b.sigma,
+            pipeline: pipeline.clone(),
+            queries: b.queries,
+            k: b.k,
+            threads: b.threads,
+            rerank: b.rerank,
+            repeat: b.repeat,
+            load_before_search: timed.load_before,
+            load_after_search: timed.load_after,
+            seed: b.seed,
+            train_rows: b.train_rows,
+            train_s,
+            add_s,
+            generate_and_truth_s: gen_s,
+            encode_add_s: add_s - gen_s,
+            seal_s,
+            index_bytes: dir_bytes(&path),
+            peak_rss_bytes: peak_rss(),
+            cases: score_cases(b, &truth, &timed),
+        })
+    })();
+    if !keep
+        && let Err(e) = std::fs::remove_dir_all(&path)
+        && result.is_ok()
+    {
+        return Err(invalid(
+            "dir",
+            format!("could not remove {}: {e}", path.display()),
+        ));
+    }
+    result
+}
+
+/// Refuses a benchmark that cannot run or whose figures would mean nothing, before anything
+/// is generated: empty sizes, re-ranking fewer than k, M not dividing the dimension (PQ splits
+/// it into M sub-vectors, Jégou et al. §II), an nprobe outside 1..=K, a bad σ.
+fn check_bench(b: &IvfBench) -> Result<(), Error> {
     if b.dim == 0
         || b.clusters == 0
         || b.rows == 0
@@ -331,9 +394,18 @@ pub fn run_ivf_bench(
             format!("{}: must be finite and ≥ 0", b.sigma),
         ));
     }
-    let pipeline = format!("ivf:{},pq:{}x8", b.lists, b.m);
-    let spec = PipelineSpec::parse(&pipeline).map_err(|e| invalid("lists", e.to_string()))?;
-    let generator = Rows::new(b);
+    Ok(())
+}
+
+/// Trains the pipeline through the engine's `train` on a seeded sample of the indexed rows
+/// (the rows are never all held). Returns the model and the training seconds (generating the
+/// sample excluded).
+fn train_on_sample(
+    b: &IvfBench,
+    spec: &PipelineSpec,
+    generator: &Rows,
+    progress: &mut dyn FnMut(u64, &str),
+) -> Result<(Model, f64), Error> {
     // Training sample: rows drawn by a seeded generator from the indexed rows.
     let mut pick = SplitMix(b.seed ^ 0x7472_6169_6e00_0000);
     let sample_ids: Vec<u64> = (0..b.train_rows.max(1))
@@ -353,196 +425,189 @@ pub fn run_ivf_bench(
         sample: Some(sample_ids.len()),
         ..TrainOptions::default()
     };
-    let (model, _) = train(&spec, sample.view(), &opts)?;
-    let train_s = t.elapsed().as_secs_f64();
-    drop(sample);
-    let qx = Array2::from_shape_vec((b.queries, b.dim), generator.block(b.rows, b.queries))
-        .map_err(|e| invalid("queries", e.to_string()))?;
-    let path: PathBuf = dir.join("ivf-bench");
-    if path.exists() {
-        std::fs::remove_dir_all(&path)
-            .map_err(|e| invalid("dir", format!("{}: {e}", path.display())))?;
-    }
-    std::fs::create_dir_all(dir).map_err(|e| invalid("dir", format!("{}: {e}", dir.display())))?;
-    let result = (|| -> Result<IvfResult, Error> {
-        // Old versions' files (committed log batches, replaced segments) are collected after
-        // every commit: the disk holds about one copy of the rows.
-        let config = Config {
-            retention: Retention {
-                keep_versions: 1,
-                keep_for: Duration::ZERO,
+    let (model, _) = train(spec, sample.view(), &opts)?;
+    Ok((model, t.elapsed().as_secs_f64()))
+}
+
+/// Creates the index at `path` and streams the rows into it in batches (`Index::add`, commit,
+/// gc), folding each batch into the queries' exact neighbours on the way, so the rows are
+/// generated once. Returns the index, the truth, and the seconds of the whole pass and of its
+/// generation-and-truth part.
+fn build_index(
+    path: &Path,
+    b: &IvfBench,
+    model: &Model,
+    generator: &Rows,
+    qx: &Array2<f32>,
+    progress: &mut dyn FnMut(u64, &str),
+) -> Result<(Index, Truth, f64, f64), Error> {
+    // Old versions' files (committed log batches, replaced segments) are collected after
+    // every commit: the disk holds about one copy of the rows.
+    let config = Config {
+        retention: Retention {
+            keep_versions: 1,
+            keep_for: Duration::ZERO,
+        },
+        ..Config::default()
+    };
+    let create = CreateOptions {
+        store_vectors: b
+            .rerank
+            .map(|_| VectorSpec::new(VectorDType::F16, b.dim as u32)),
+        ..CreateOptions::default()
+    };
+    let index = Index::create_with(path, &model.to_model_file(), &create, config)?;
+    let qflat: Vec<f32> = qx.iter().copied().collect();
+    let mut truth = Truth {
+        best: vec![Vec::with_capacity(TRUTH_K + 1); b.queries],
+    };
+    let t = Instant::now();
+    let mut gen_s = 0.0;
+    let mut start = 0u64;
+    while start < b.rows {
+        let n = (b.batch as u64).min(b.rows - start) as usize;
+        let tg = Instant::now();
+        let x = generator.block(start, n);
+        truth.fold(&qflat, b.dim, &x, start)?;
+        gen_s += tg.elapsed().as_secs_f64();
+        let ids: Vec<u64> = (start..start + n as u64).collect();
+        let view =
+            ArrayView2::from_shape((n, b.dim), &x).map_err(|e| invalid("batch", e.to_string()))?;
+        index.add(
+            view,
+            &AddOptions {
+                ids: Some(&ids),
+                ..AddOptions::default()
             },
-            ..Config::default()
-        };
-        let create = CreateOptions {
-            store_vectors: b
-                .rerank
-                .map(|_| VectorSpec::new(VectorDType::F16, b.dim as u32)),
-            ..CreateOptions::default()
-        };
-        let index = Index::create_with(&path, &model.to_model_file(), &create, config)?;
-        let qflat: Vec<f32> = qx.iter().copied().collect();
-        let mut truth = Truth {
-            best: vec![Vec::with_capacity(TRUTH_K + 1); b.queries],
-        };
-        let t = Instant::now();
-        let mut gen_s = 0.0;
-        let mut start = 0u64;
-        while start < b.rows {
-            let n = (b.batch as u64).min(b.rows - start) as usize;
-            let tg = Instant::now();
-            let x = generator.block(start, n);
-            truth.fold(&qflat, b.dim, &x, start)?;
-            gen_s += tg.elapsed().as_secs_f64();
-            let ids: Vec<u64> = (start..start + n as u64).collect();
-            let view = ArrayView2::from_shape((n, b.dim), &x)
-                .map_err(|e| invalid("batch", e.to_string()))?;
-            index.add(
-                view,
-                &AddOptions {
-                    ids: Some(&ids),
-                    ..AddOptions::default()
-                },
-            )?;
-            index.commit()?;
-            index.gc()?;
-            start += n as u64;
-            progress(start, "encoding and adding");
-        }
-        let add_s = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        index.commit_sealed()?;
+        )?;
+        index.commit()?;
         index.gc()?;
-        let seal_s = t.elapsed().as_secs_f64();
-        let snap = index.snapshot();
-        progress(b.rows, "searching");
-        let search = |nprobe: usize| -> Result<(f64, Vec<Vec<u64>>), Error> {
-            let mut p = SearchParams::new(b.k, SearchMode::AdcL2)
-                .nprobe(nprobe)
-                .threads(b.threads);
-            if let Some(r) = b.rerank {
-                p = p.rerank(r);
-            }
-            let t = Instant::now();
-            let hits = snap.search(qx.view(), &p)?;
-            let s = t.elapsed().as_secs_f64();
-            Ok((
-                s,
-                hits.into_iter()
-                    .map(|h| h.into_iter().map(|h| h.id).collect())
-                    .collect(),
-            ))
-        };
-        // Case 0 is the flat scan; rounds interleave the cases so each sees the same load.
-        let probes: Vec<usize> = std::iter::once(b.lists)
-            .chain(b.nprobe.iter().copied())
-            .collect();
-        let load_before_search = load_average();
-        let mut seconds = vec![Vec::with_capacity(b.repeat); probes.len()];
-        let mut found: Vec<Vec<Vec<u64>>> = Vec::with_capacity(probes.len());
-        for round in 0..b.repeat {
-            for (c, &n) in probes.iter().enumerate() {
-                let (s, ids) = search(n)?;
-                seconds[c].push(s);
-                if round == 0 {
-                    found.push(ids);
-                } else if ids != found[c] {
-                    return Err(invalid(
-                        "repeat",
-                        format!("nprobe {n}: round {round} returned other results than round 0"),
-                    ));
-                }
+        start += n as u64;
+        progress(start, "encoding and adding");
+    }
+    Ok((index, truth, t.elapsed().as_secs_f64(), gen_s))
+}
+
+/// The timed searches: case 0 is the flat scan (`nprobe = K`), then each nprobe; every round's
+/// seconds per case, round 0's results, and the load average around the searches.
+struct TimedCases {
+    probes: Vec<usize>,
+    seconds: Vec<Vec<f64>>,
+    found: Vec<Vec<Vec<u64>>>,
+    load_before: Option<f64>,
+    load_after: Option<f64>,
+}
+
+/// Runs every case `repeat` times in interleaved rounds (flat, each nprobe, flat, …) so each
+/// sees the same load, all queries in one call; a round that returns other results than round
+/// 0 is an error (the search is deterministic).
+fn time_cases(index: &Index, b: &IvfBench, qx: &Array2<f32>) -> Result<TimedCases, Error> {
+    let snap = index.snapshot();
+    let search = |nprobe: usize| -> Result<(f64, Vec<Vec<u64>>), Error> {
+        let mut p = SearchParams::new(b.k, SearchMode::AdcL2)
+            .nprobe(nprobe)
+            .threads(b.threads);
+        if let Some(r) = b.rerank {
+            p = p.rerank(r);
+        }
+        let t = Instant::now();
+        let hits = snap.search(qx.view(), &p)?;
+        let s = t.elapsed().as_secs_f64();
+        Ok((
+            s,
+            hits.into_iter()
+                .map(|h| h.into_iter().map(|h| h.id).collect())
+                .collect(),
+        ))
+    };
+    // Case 0 is the flat scan; rounds interleave the cases so each sees the same load.
+    let probes: Vec<usize> = std::iter::once(b.lists)
+        .chain(b.nprobe.iter().copied())
+        .collect();
+    let load_before = load_average();
+    let mut seconds = vec![Vec::with_capacity(b.repeat); probes.len()];
+    let mut found: Vec<Vec<Vec<u64>>> = Vec::with_capacity(probes.len());
+    for round in 0..b.repeat {
+        for (c, &n) in probes.iter().enumerate() {
+            let (s, ids) = search(n)?;
+            seconds[c].push(s);
+            if round == 0 {
+                found.push(ids);
+            } else if ids != found[c] {
+                return Err(invalid(
+                    "repeat",
+                    format!("nprobe {n}: round {round} returned other results than round 0"),
+                ));
             }
         }
-        let load_after_search = load_average();
-        let recall = |found: &[Vec<u64>]| -> f64 {
-            let hit = found
-                .iter()
-                .zip(&truth.best)
-                .filter(|(f, t)| {
-                    t.first()
-                        .is_some_and(|t| f.iter().take(10).any(|&id| id == t.1))
-                })
-                .count();
-            hit as f64 / b.queries as f64
-        };
-        let overlap = |found: &[Vec<u64>], with: &mut dyn Iterator<Item = Vec<u64>>| -> f64 {
-            let s: f64 = found
-                .iter()
-                .zip(with)
-                .map(|(f, g10)| {
-                    f.iter().take(10).filter(|id| g10.contains(id)).count() as f64
-                        / g10.len().max(1) as f64
-                })
-                .sum();
-            s / b.queries as f64
-        };
-        let flat = &found[0];
-        let exact10 = || {
-            truth
-                .best
-                .iter()
-                .map(|t| t.iter().map(|e| e.1).collect::<Vec<u64>>())
-        };
-        let flat10 = || {
-            flat.iter()
-                .map(|g| g.iter().take(10).copied().collect::<Vec<u64>>())
-        };
-        let flat_qps = b.queries as f64 / median(&seconds[0]);
-        let cases: Vec<IvfCase> = probes
-            .iter()
-            .zip(&found)
-            .zip(&seconds)
-            .enumerate()
-            .map(|(c, ((&n, f), secs))| {
-                let s = median(secs);
-                let qps = b.queries as f64 / s;
-                IvfCase {
-                    nprobe: n,
-                    flat: c == 0,
-                    seconds: s,
-                    seconds_per_round: secs.clone(),
-                    queries_per_s: qps,
-                    recall_at_10: recall(f),
-                    recall_10_at_10: overlap(f, &mut exact10()),
-                    recall_10_vs_flat: overlap(f, &mut flat10()),
-                    speedup_vs_flat: qps / flat_qps,
-                }
-            })
-            .collect();
-        Ok(IvfResult {
-            rows: b.rows,
-            dim: b.dim,
-            clusters: b.clusters,
-            sigma: b.sigma,
-            pipeline: pipeline.clone(),
-            queries: b.queries,
-            k: b.k,
-            threads: b.threads,
-            rerank: b.rerank,
-            repeat: b.repeat,
-            load_before_search,
-            load_after_search,
-            seed: b.seed,
-            train_rows: b.train_rows,
-            train_s,
-            add_s,
-            generate_and_truth_s: gen_s,
-            encode_add_s: add_s - gen_s,
-            seal_s,
-            index_bytes: dir_bytes(&path),
-            peak_rss_bytes: peak_rss(),
-            cases,
-        })
-    })();
-    if !keep
-        && let Err(e) = std::fs::remove_dir_all(&path)
-        && result.is_ok()
-    {
-        return Err(invalid(
-            "dir",
-            format!("could not remove {}: {e}", path.display()),
-        ));
     }
-    result
+    Ok(TimedCases {
+        probes,
+        seconds,
+        found,
+        load_before,
+        load_after: load_average(),
+    })
+}
+
+/// Each case's figures: its median time and speed-up over the flat scan, recall@10 in Jégou et
+/// al.'s sense (§V: the true nearest neighbour among the first 10), and 10-recall@10 against
+/// the exact 10 nearest and against the flat scan's first 10.
+fn score_cases(b: &IvfBench, truth: &Truth, timed: &TimedCases) -> Vec<IvfCase> {
+    let recall = |found: &[Vec<u64>]| -> f64 {
+        let hit = found
+            .iter()
+            .zip(&truth.best)
+            .filter(|(f, t)| {
+                t.first()
+                    .is_some_and(|t| f.iter().take(10).any(|&id| id == t.1))
+            })
+            .count();
+        hit as f64 / b.queries as f64
+    };
+    let overlap = |found: &[Vec<u64>], with: &mut dyn Iterator<Item = Vec<u64>>| -> f64 {
+        let s: f64 = found
+            .iter()
+            .zip(with)
+            .map(|(f, g10)| {
+                f.iter().take(10).filter(|id| g10.contains(id)).count() as f64
+                    / g10.len().max(1) as f64
+            })
+            .sum();
+        s / b.queries as f64
+    };
+    let flat = &timed.found[0];
+    let exact10 = || {
+        truth
+            .best
+            .iter()
+            .map(|t| t.iter().map(|e| e.1).collect::<Vec<u64>>())
+    };
+    let flat10 = || {
+        flat.iter()
+            .map(|g| g.iter().take(10).copied().collect::<Vec<u64>>())
+    };
+    let flat_qps = b.queries as f64 / median(&timed.seconds[0]);
+    timed
+        .probes
+        .iter()
+        .zip(&timed.found)
+        .zip(&timed.seconds)
+        .enumerate()
+        .map(|(c, ((&n, f), secs))| {
+            let s = median(secs);
+            let qps = b.queries as f64 / s;
+            IvfCase {
+                nprobe: n,
+                flat: c == 0,
+                seconds: s,
+                seconds_per_round: secs.clone(),
+                queries_per_s: qps,
+                recall_at_10: recall(f),
+                recall_10_at_10: overlap(f, &mut exact10()),
+                recall_10_vs_flat: overlap(f, &mut flat10()),
+                speedup_vs_flat: qps / flat_qps,
+            }
+        })
+        .collect()
 }

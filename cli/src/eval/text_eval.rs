@@ -269,130 +269,21 @@ pub fn text_eval(
     opts: &TextEvalOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<TextReport, Error> {
-    let n = data.vectors.nrows();
-    if data.captions.len() != n || data.test.len() != n {
-        return Err(invalid(
-            "captions/split",
-            format!(
-                "{} captions and {} split entries for {n} rows",
-                data.captions.len(),
-                data.test.len()
-            ),
-        ));
-    }
-    if let Some(g) = data.validation_groups.filter(|g| g.len() != n) {
-        return Err(invalid(
-            "validation groups",
-            format!("{} group ids for {n} rows", g.len()),
-        ));
-    }
-    let test_rows: Vec<usize> = (0..n).filter(|&r| data.test[r]).collect();
-    let train_rows: Vec<usize> = (0..n).filter(|&r| !data.test[r]).collect();
-    if test_rows.is_empty() || train_rows.is_empty() {
-        return Err(invalid(
-            "split",
-            format!(
-                "{} training and {} test rows: both must be non-empty",
-                train_rows.len(),
-                test_rows.len()
-            ),
-        ));
-    }
-    let mut pos = vec![usize::MAX; n];
-    for (i, &r) in test_rows.iter().enumerate() {
-        pos[r] = i;
-    }
-    // Relevance over test positions, for the queries that have any.
-    let mut kept: Vec<usize> = Vec::new();
-    let mut relevant: Vec<Vec<bool>> = Vec::new();
-    for (qi, q) in data.queries.iter().enumerate() {
-        let mut rel = vec![false; test_rows.len()];
-        for &r in &q.relevant {
-            if r >= n {
-                return Err(invalid(
-                    "queries",
-                    format!("query {qi} {:?}: relevant row {r} of {n} rows", q.text),
-                ));
-            }
-            if pos[r] != usize::MAX {
-                rel[pos[r]] = true;
-            }
-        }
-        if rel.iter().any(|&b| b) {
-            kept.push(qi);
-            relevant.push(rel);
-        }
-    }
-    if kept.is_empty() {
-        return Err(invalid(
-            "queries",
-            format!(
-                "none of the {} queries has a relevant test row",
-                data.queries.len()
-            ),
-        ));
-    }
+    let (train_rows, test_rows) = split_train_test(data)?;
+    let (kept, relevant) = relevance(data, &test_rows)?;
     let texts: Vec<&str> = kept
         .iter()
         .map(|&q| data.queries[q].text.as_str())
         .collect();
     if rankers.iter().any(|r| matches!(r, TextRanker::Cca(_))) {
-        match (data.caption_embeddings, data.query_embeddings) {
-            (Some(c), Some(q)) if c.nrows() == n && q.nrows() == data.queries.len() => {
-                if c.ncols() != q.ncols() {
-                    return Err(invalid(
-                        "query embeddings",
-                        format!(
-                            "{} columns, the caption embeddings {}",
-                            q.ncols(),
-                            c.ncols()
-                        ),
-                    ));
-                }
-            }
-            (Some(c), Some(q)) => {
-                return Err(invalid(
-                    "embeddings",
-                    format!(
-                        "{} caption embeddings for {n} rows and {} query embeddings for {} \
-                         queries",
-                        c.nrows(),
-                        q.nrows(),
-                        data.queries.len()
-                    ),
-                ));
-            }
-            _ => {
-                return Err(invalid(
-                    "pipelines",
-                    "cca:R needs caption embeddings and query embeddings",
-                ));
-            }
-        }
+        check_embeddings(data)?;
     }
     let mut out = Vec::with_capacity(rankers.len());
     // The ρ the last CCA baseline chose on validation, for `cca:R` steps of later SPECs.
     let mut chosen_rho: Option<f64> = None;
     for ranker in rankers {
         progress(&ranker.name());
-        let mut row = TextScores {
-            pipeline: ranker.name(),
-            margin: None,
-            bits: 0,
-            avgp: 0.0,
-            bep: 0.0,
-            p10: 0.0,
-            queries: kept.len(),
-            unknown_queries: 0,
-            c: None,
-            iterations: None,
-            selected_iterations: None,
-            stopped: None,
-            cca: None,
-            vocabulary: None,
-            train_s: 0.0,
-            query_ms: 0.0,
-        };
+        let mut row = empty_scores(ranker.name(), kept.len());
         let rankings = match ranker {
             TextRanker::Random => {
                 let t = Instant::now();
@@ -452,6 +343,142 @@ pub fn text_eval(
         queries: kept.len(),
         rankers: out,
     })
+}
+
+/// The training and test rows (ascending) of the protocol's split (PAMIR §5), after checking
+/// that captions, split and validation groups have one entry per row and both sides have rows.
+fn split_train_test(data: &TextEvalData) -> Result<(Vec<usize>, Vec<usize>), Error> {
+    let n = data.vectors.nrows();
+    if data.captions.len() != n || data.test.len() != n {
+        return Err(invalid(
+            "captions/split",
+            format!(
+                "{} captions and {} split entries for {n} rows",
+                data.captions.len(),
+                data.test.len()
+            ),
+        ));
+    }
+    if let Some(g) = data.validation_groups.filter(|g| g.len() != n) {
+        return Err(invalid(
+            "validation groups",
+            format!("{} group ids for {n} rows", g.len()),
+        ));
+    }
+    let test_rows: Vec<usize> = (0..n).filter(|&r| data.test[r]).collect();
+    let train_rows: Vec<usize> = (0..n).filter(|&r| !data.test[r]).collect();
+    if test_rows.is_empty() || train_rows.is_empty() {
+        return Err(invalid(
+            "split",
+            format!(
+                "{} training and {} test rows: both must be non-empty",
+                train_rows.len(),
+                test_rows.len()
+            ),
+        ));
+    }
+    Ok((train_rows, test_rows))
+}
+
+/// The queries kept (those with at least one relevant test row: AvgP is undefined without
+/// one) and, for each, relevance over the test positions; a relevant row out of range is an
+/// error naming the query.
+fn relevance(
+    data: &TextEvalData,
+    test_rows: &[usize],
+) -> Result<(Vec<usize>, Vec<Vec<bool>>), Error> {
+    let n = data.vectors.nrows();
+    let mut pos = vec![usize::MAX; n];
+    for (i, &r) in test_rows.iter().enumerate() {
+        pos[r] = i;
+    }
+    let mut kept: Vec<usize> = Vec::new();
+    let mut relevant: Vec<Vec<bool>> = Vec::new();
+    for (qi, q) in data.queries.iter().enumerate() {
+        let mut rel = vec![false; test_rows.len()];
+        for &r in &q.relevant {
+            if r >= n {
+                return Err(invalid(
+                    "queries",
+                    format!("query {qi} {:?}: relevant row {r} of {n} rows", q.text),
+                ));
+            }
+            if pos[r] != usize::MAX {
+                rel[pos[r]] = true;
+            }
+        }
+        if rel.iter().any(|&b| b) {
+            kept.push(qi);
+            relevant.push(rel);
+        }
+    }
+    if kept.is_empty() {
+        return Err(invalid(
+            "queries",
+            format!(
+                "none of the {} queries has a relevant test row",
+                data.queries.len()
+            ),
+        ));
+    }
+    Ok((kept, relevant))
+}
+
+/// `cca:R` needs a caption embedding per row and a query embedding per query, of the same
+/// width (the two views of CCA, Gordo et al. eq. 6-8).
+fn check_embeddings(data: &TextEvalData) -> Result<(), Error> {
+    let n = data.vectors.nrows();
+    match (data.caption_embeddings, data.query_embeddings) {
+        (Some(c), Some(q)) if c.nrows() == n && q.nrows() == data.queries.len() => {
+            if c.ncols() != q.ncols() {
+                return Err(invalid(
+                    "query embeddings",
+                    format!(
+                        "{} columns, the caption embeddings {}",
+                        q.ncols(),
+                        c.ncols()
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        (Some(c), Some(q)) => Err(invalid(
+            "embeddings",
+            format!(
+                "{} caption embeddings for {n} rows and {} query embeddings for {} \
+                 queries",
+                c.nrows(),
+                q.nrows(),
+                data.queries.len()
+            ),
+        )),
+        _ => Err(invalid(
+            "pipelines",
+            "cca:R needs caption embeddings and query embeddings",
+        )),
+    }
+}
+
+/// A ranker's row before it runs: its name and query count, every figure zero or unset.
+fn empty_scores(pipeline: String, queries: usize) -> TextScores {
+    TextScores {
+        pipeline,
+        margin: None,
+        bits: 0,
+        avgp: 0.0,
+        bep: 0.0,
+        p10: 0.0,
+        queries,
+        unknown_queries: 0,
+        c: None,
+        iterations: None,
+        selected_iterations: None,
+        stopped: None,
+        cca: None,
+        vocabulary: None,
+        train_s: 0.0,
+        query_ms: 0.0,
+    }
 }
 
 fn ms_per(t: Instant, queries: usize) -> f64 {

@@ -397,6 +397,116 @@ fn query_coefficients(
     (loss, (tp.len() * neg.len()) as f64)
 }
 
+/// Refuses options the procedure cannot run with: an empty or zero k grid, dynamic targets
+/// with k = 0, and a batch too small for §4's ⅔ positives and ⅓ negatives.
+fn check_options(opts: &KnnMetricOptions) -> Result<()> {
+    check_grid(&opts.k_grid)?;
+    if let Targets::Dynamic(0) = opts.targets {
+        return Err(ClassifyError::invalid(
+            "knn: targets",
+            "dynamic targets need k >= 1",
+        ));
+    }
+    if opts.sgd.batch_size < 3 {
+        return Err(ClassifyError::invalid(
+            "knn: batch_size",
+            "needs at least 3 images (⅔ positives, ⅓ negatives)",
+        ));
+    }
+    Ok(())
+}
+
+/// One batch (§4 "Triplet sampling strategy"): a class drawn uniformly, up to `m_pos` of its
+/// training images (queries and positives) and `m_neg` images of other classes (negatives,
+/// drawn with a bounded number of tries). Returns the batch, positives first, and the number
+/// of positives.
+fn sample_batch(
+    r: &mut impl Rng,
+    prep: &Prepared<'_>,
+    members: &[Vec<usize>],
+    m_pos: usize,
+    m_neg: usize,
+) -> (Vec<usize>, usize) {
+    let cls = r.random_range(0..members.len());
+    let pool = &members[cls];
+    let np = m_pos.min(pool.len());
+    let pos_idx: Vec<usize> = rand::seq::index::sample(r, pool.len(), np)
+        .into_iter()
+        .map(|i| pool[i])
+        .collect();
+    let mut neg_idx = Vec::with_capacity(m_neg);
+    let mut tries = 0;
+    while neg_idx.len() < m_neg && tries < 50 * m_neg {
+        let j = prep.train[r.random_range(0..prep.train.len())];
+        if prep.ids[j] as usize != cls {
+            neg_idx.push(j);
+        }
+        tries += 1;
+    }
+    let batch = pos_idx.iter().chain(&neg_idx).copied().collect();
+    (batch, np)
+}
+
+/// One SGD step on a batch (the first `np` rows positives): the batch's projected distances,
+/// the hinge coefficients A of every query (Algorithm 1, eq. 28), and the update
+/// `W ← W − 2η/T · W Xᵀ (diag(A_s 1) − A_s) X` with A_s = A + Aᵀ, averaged over the T
+/// triplets (no update when none is active). Adds the hinge loss into `loss_sum`; returns T.
+fn sgd_step(
+    prep: &Prepared<'_>,
+    w: &mut [f32],
+    batch: &[usize],
+    np: usize,
+    targets: Targets,
+    lr: f32,
+    loss_sum: &mut f64,
+) -> f64 {
+    let (d, dd) = (w.len() / prep.dim.max(1), prep.dim);
+    let m = batch.len();
+    let xb = prep.gather(batch);
+    let q = a_bt_f32(&xb, w, m, dd, d, par());
+    let norms: Vec<f32> = q
+        .chunks_exact(d)
+        .map(|v| v.iter().map(|a| a * a).sum())
+        .collect();
+    let dots = a_bt_f32(&q, &q, m, d, m, par());
+    let mut dist = vec![0f32; m * m];
+    for a in 0..m {
+        for b in 0..m {
+            dist[a * m + b] = (norms[a] + norms[b] - 2.0 * dots[a * m + b]).max(0.0);
+        }
+    }
+    let pos: Vec<usize> = (0..np).collect();
+    let neg: Vec<usize> = (np..m).collect();
+    let mut coef = vec![0f32; m * m];
+    let mut triplets = 0f64;
+    for &qi in &pos {
+        let (l, t) = query_coefficients(qi, &dist, m, &pos, &neg, targets, &mut coef);
+        *loss_sum += l;
+        triplets += t;
+    }
+    if triplets == 0.0 {
+        return triplets;
+    }
+    // Laplacian of A_s = A + Aᵀ.
+    let mut lap = vec![0f32; m * m];
+    for a in 0..m {
+        let mut rs = 0f32;
+        for b in 0..m {
+            let v = coef[a * m + b] + coef[b * m + a];
+            lap[a * m + b] = -v;
+            rs += v;
+        }
+        lap[a * m + a] += rs;
+    }
+    let lx = matmul_f32(&lap, &xb, m, m, dd, par());
+    let g = at_b_f32(&q, &lx, m, d, dd, par());
+    let scale = 2.0 * lr / triplets as f32;
+    for (a, gv) in w.iter_mut().zip(&g) {
+        *a -= scale * gv;
+    }
+    triplets
+}
+
 /// Learns W for k-NN (LMNN-style) on the rows of `x` labelled `labels`.
 pub fn train_knn_metric(
     x: ArrayView2<f32>,
@@ -405,20 +515,8 @@ pub fn train_knn_metric(
     mut callback: Option<EpochCallback>,
 ) -> Result<KnnMetricTraining> {
     let method = "knn";
-    check_grid(&opts.k_grid)?;
-    if let Targets::Dynamic(0) = opts.targets {
-        return Err(ClassifyError::invalid(
-            "knn: targets",
-            "dynamic targets need k >= 1",
-        ));
-    }
+    check_options(opts)?;
     let s = &opts.sgd;
-    if s.batch_size < 3 {
-        return Err(ClassifyError::invalid(
-            "knn: batch_size",
-            "needs at least 3 images (⅔ positives, ⅓ negatives)",
-        ));
-    }
     let rows = checked_rows("knn: training data", x, None)?;
     let src = RowSource::Dense {
         x: rows.as_slice(),
@@ -468,68 +566,10 @@ pub fn train_knn_metric(
         let mut loss_sum = 0f64;
         let mut trip_sum = 0f64;
         for _ in 0..iters_per_epoch {
-            let cls = r.random_range(0..c);
-            let pool = &members[cls];
-            let np = m_pos.min(pool.len());
-            let pos_idx: Vec<usize> = rand::seq::index::sample(&mut r, pool.len(), np)
-                .into_iter()
-                .map(|i| pool[i])
-                .collect();
-            let mut neg_idx = Vec::with_capacity(m_neg);
-            let mut tries = 0;
-            while neg_idx.len() < m_neg && tries < 50 * m_neg {
-                let j = prep.train[r.random_range(0..prep.train.len())];
-                if prep.ids[j] as usize != cls {
-                    neg_idx.push(j);
-                }
-                tries += 1;
-            }
-            let batch: Vec<usize> = pos_idx.iter().chain(&neg_idx).copied().collect();
-            let m = batch.len();
-            let xb = prep.gather(&batch);
-            let q = a_bt_f32(&xb, &w, m, dd, d, par());
-            let norms: Vec<f32> = q
-                .chunks_exact(d)
-                .map(|v| v.iter().map(|a| a * a).sum())
-                .collect();
-            let dots = a_bt_f32(&q, &q, m, d, m, par());
-            let mut dist = vec![0f32; m * m];
-            for a in 0..m {
-                for b in 0..m {
-                    dist[a * m + b] = (norms[a] + norms[b] - 2.0 * dots[a * m + b]).max(0.0);
-                }
-            }
-            let pos: Vec<usize> = (0..np).collect();
-            let neg: Vec<usize> = (np..m).collect();
-            let mut coef = vec![0f32; m * m];
-            let mut triplets = 0f64;
-            for &qi in &pos {
-                let (l, t) = query_coefficients(qi, &dist, m, &pos, &neg, opts.targets, &mut coef);
-                loss_sum += l;
-                triplets += t;
-            }
+            let (batch, np) = sample_batch(&mut r, &prep, &members, m_pos, m_neg);
+            let triplets = sgd_step(&prep, &mut w, &batch, np, opts.targets, lr, &mut loss_sum);
             trip_sum += triplets;
             iterations += 1;
-            if triplets == 0.0 {
-                continue;
-            }
-            // Laplacian of A_s = A + Aᵀ.
-            let mut lap = vec![0f32; m * m];
-            for a in 0..m {
-                let mut rs = 0f32;
-                for b in 0..m {
-                    let v = coef[a * m + b] + coef[b * m + a];
-                    lap[a * m + b] = -v;
-                    rs += v;
-                }
-                lap[a * m + a] += rs;
-            }
-            let lx = matmul_f32(&lap, &xb, m, m, dd, par());
-            let g = at_b_f32(&q, &lx, m, d, dd, par());
-            let scale = 2.0 * lr / triplets as f32;
-            for (a, gv) in w.iter_mut().zip(&g) {
-                *a -= scale * gv;
-            }
         }
         let loss = loss_sum / trip_sum.max(1.0);
         if !loss.is_finite() || w.iter().any(|v| !v.is_finite()) {

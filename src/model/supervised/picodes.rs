@@ -207,7 +207,6 @@ pub fn fit_picodes(
             h[i * bits + c] = *on > 0.0;
         }
     }
-    let y = |i: usize, kk: usize| if ids[i] as usize == kk { 1.0 } else { -1.0 };
     let mut objective = Vec::new();
     let mut updated_per_round = Vec::new();
     let mut stop = PicodesStop::Rounds;
@@ -215,19 +214,7 @@ pub fn fit_picodes(
     let mut previous: Option<(Vec<f64>, Vec<f64>)> = None;
     for round in 0..opts.picodes_rounds {
         // 1. classifiers on the current bits.
-        let hf: Vec<f32> = h.iter().map(|&b| f32::from(u8::from(b))).collect();
-        let hv =
-            ArrayView2::from_shape((n, bits), &hf[..]).map_err(|e| ModelError::shape(&name, e))?;
-        let mut w = vec![0f64; k * bits];
-        let mut b = vec![0f64; k];
-        let seed_k = |kk: usize| derive_seed(seed, (round * (k + bits) + kk) as u64 + 1);
-        let copts = svm_options(opts, 0.01, 0, n);
-        let svms = train_one_vs_rest(hv, &ids, k, &copts, &seed_k)
-            .map_err(|e| ModelError::from_classifier(&name, e))?;
-        for (kk, svm) in svms.iter().enumerate() {
-            w[kk * bits..(kk + 1) * bits].copy_from_slice(&svm.weights);
-            b[kk] = svm.bias;
-        }
+        let (mut w, mut b) = fit_classifiers(&h, &ids, n, k, bits, opts, seed, round, &name)?;
         let (mut s, mut e) = scores_and_objective(&h, &ids, &w, &b, bits, c_cost);
         // The solver stops at a tolerance: never take classifiers worse than the last ones.
         if let (Some((pw, pb)), Some(prev)) = (&previous, last)
@@ -248,68 +235,25 @@ pub fn fit_picodes(
         // 2. projectors, one at a time.
         let mut updated = 0;
         let mut e_now = e;
+        let step = ProjectorStep {
+            x,
+            xv,
+            dim,
+            ids: &ids,
+            bits,
+            k,
+            proj_cost,
+            opts,
+            name: &name,
+        };
         for c in 0..bits {
-            let mut d = vec![0f64; n];
-            for (i, di) in d.iter_mut().enumerate() {
-                let on = h[i * bits + c];
-                for kk in 0..k {
-                    let wkc = w[kk * bits + c];
-                    let without = s[i * k + kk] - if on { wkc } else { 0.0 };
-                    let yi = y(i, kk);
-                    *di += hinge(yi * (without + wkc)) - hinge(yi * without);
-                }
-            }
-            let want: Vec<bool> = d.iter().map(|&v| v < 0.0).collect();
-            let has = |t: bool| (0..n).any(|i| want[i] == t && d[i] != 0.0);
-            if !has(true) || !has(false) {
-                continue;
-            }
-            // Eq. 6's weights v_i = |d_i|, mean 1 over the rows that count.
-            let active = d.iter().filter(|v| **v != 0.0).count();
-            let total: f64 = d.iter().map(|v| v.abs()).sum();
-            let scale = active as f64 / total;
-            let v: Vec<f64> = d.iter().map(|x| x.abs() * scale).collect();
             let seed_c = derive_seed(seed, (round * (k + bits) + k + c) as u64 + 1);
-            let sopts = LinearSvmOptions {
-                c: proj_cost,
-                ..svm_options(opts, 0.1, seed_c, n)
+            let mut bit = Projector {
+                a: &mut a[c],
+                beta: &mut beta[c],
+                c,
             };
-            let svm = train_linear_svm(xv, &want, Some(&v), &sopts)
-                .map_err(|e| ModelError::from_classifier(&name, e))?;
-            let old = scores(x, dim, &a[c], beta[c]);
-            let cand = scores(x, dim, &svm.weights, svm.bias);
-            let Some((ta, tb)) = line_search(&old, &cand, &d) else {
-                continue;
-            };
-            let (na, nb): (Vec<f64>, f64) = (
-                a[c].iter()
-                    .zip(&svm.weights)
-                    .map(|(o, nw)| ta * o + tb * nw)
-                    .collect(),
-                ta * beta[c] + tb * svm.bias,
-            );
-            let new = scores(x, dim, &na, nb);
-            // Exact change of eq. 5: Σ_i d_i (h'_i − h_i).
-            let gain: f64 = (0..n)
-                .map(|i| match (new[i] > 0.0, h[i * bits + c]) {
-                    (true, false) => d[i],
-                    (false, true) => -d[i],
-                    _ => 0.0,
-                })
-                .sum();
-            if gain < 0.0 {
-                for i in 0..n {
-                    let (old, nw) = (h[i * bits + c], new[i] > 0.0);
-                    if old != nw {
-                        for kk in 0..k {
-                            let wkc = w[kk * bits + c];
-                            s[i * k + kk] += if nw { wkc } else { -wkc };
-                        }
-                        h[i * bits + c] = nw;
-                    }
-                }
-                a[c] = na;
-                beta[c] = nb;
+            if let Some(gain) = step.improve(&mut bit, &mut h, &mut s, &w, seed_c)? {
                 e_now += c_cost * gain;
                 updated += 1;
             }
@@ -333,6 +277,147 @@ pub fn fit_picodes(
         updated: updated_per_round,
         stop,
     })
+}
+
+/// Step 1 of a round (§2.2): with the projectors fixed, the K one-vs-rest linear SVMs on the
+/// current bits `h` (n × bits), seeded per round and class. Returns the weights (K × bits) and
+/// biases.
+#[allow(clippy::too_many_arguments)] // the round's inputs, each a different thing
+fn fit_classifiers(
+    h: &[bool],
+    ids: &[u32],
+    n: usize,
+    k: usize,
+    bits: usize,
+    opts: &SupervisedOptions,
+    seed: u64,
+    round: usize,
+    name: &str,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let hf: Vec<f32> = h.iter().map(|&b| f32::from(u8::from(b))).collect();
+    let hv = ArrayView2::from_shape((n, bits), &hf[..]).map_err(|e| ModelError::shape(name, e))?;
+    let mut w = vec![0f64; k * bits];
+    let mut b = vec![0f64; k];
+    let seed_k = |kk: usize| derive_seed(seed, (round * (k + bits) + kk) as u64 + 1);
+    let copts = svm_options(opts, 0.01, 0, n);
+    let svms = train_one_vs_rest(hv, ids, k, &copts, &seed_k)
+        .map_err(|e| ModelError::from_classifier(name, e))?;
+    for (kk, svm) in svms.iter().enumerate() {
+        w[kk * bits..(kk + 1) * bits].copy_from_slice(&svm.weights);
+        b[kk] = svm.bias;
+    }
+    Ok((w, b))
+}
+
+/// What step 2 of a round reads and never changes: the rows, their class ids, and the
+/// projector SVMs' settings.
+struct ProjectorStep<'a> {
+    x: &'a [f32],
+    xv: ArrayView2<'a, f32>,
+    dim: usize,
+    ids: &'a [u32],
+    bits: usize,
+    /// K, the number of classes.
+    k: usize,
+    proj_cost: f64,
+    opts: &'a SupervisedOptions,
+    name: &'a str,
+}
+
+/// Basis classifier `c`: its direction a_c and bias β_c, updated in place.
+struct Projector<'a> {
+    a: &'a mut Vec<f64>,
+    beta: &'a mut f64,
+    c: usize,
+}
+
+impl ProjectorStep<'_> {
+    /// Step 2 of a round for one bit (§2.2, Appendix A): each row's loss change `d_i` when its
+    /// bit flips, the v-weighted hinge of eq. 6 solved as a weighted linear SVM, a line search
+    /// on eq. 5 from the current projector to the SVM's, and the move kept only if eq. 5
+    /// decreases; then the bits `h` and the class scores `s` (n × K) follow. Returns eq. 5's
+    /// change (negative) when the projector moved, `None` when it stayed.
+    fn improve(
+        &self,
+        p: &mut Projector<'_>,
+        h: &mut [bool],
+        s: &mut [f64],
+        w: &[f64],
+        seed_c: u64,
+    ) -> Result<Option<f64>> {
+        let (x, dim, bits, k, c) = (self.x, self.dim, self.bits, self.k, p.c);
+        let n = self.xv.nrows();
+        let y = |i: usize, kk: usize| {
+            if self.ids[i] as usize == kk {
+                1.0
+            } else {
+                -1.0
+            }
+        };
+        let mut d = vec![0f64; n];
+        for (i, di) in d.iter_mut().enumerate() {
+            let on = h[i * bits + c];
+            for kk in 0..k {
+                let wkc = w[kk * bits + c];
+                let without = s[i * k + kk] - if on { wkc } else { 0.0 };
+                let yi = y(i, kk);
+                *di += hinge(yi * (without + wkc)) - hinge(yi * without);
+            }
+        }
+        let want: Vec<bool> = d.iter().map(|&v| v < 0.0).collect();
+        let has = |t: bool| (0..n).any(|i| want[i] == t && d[i] != 0.0);
+        if !has(true) || !has(false) {
+            return Ok(None);
+        }
+        // Eq. 6's weights v_i = |d_i|, mean 1 over the rows that count.
+        let active = d.iter().filter(|v| **v != 0.0).count();
+        let total: f64 = d.iter().map(|v| v.abs()).sum();
+        let scale = active as f64 / total;
+        let v: Vec<f64> = d.iter().map(|x| x.abs() * scale).collect();
+        let sopts = LinearSvmOptions {
+            c: self.proj_cost,
+            ..svm_options(self.opts, 0.1, seed_c, n)
+        };
+        let svm = train_linear_svm(self.xv, &want, Some(&v), &sopts)
+            .map_err(|e| ModelError::from_classifier(self.name, e))?;
+        let old = scores(x, dim, p.a, *p.beta);
+        let cand = scores(x, dim, &svm.weights, svm.bias);
+        let Some((ta, tb)) = line_search(&old, &cand, &d) else {
+            return Ok(None);
+        };
+        let (na, nb): (Vec<f64>, f64) = (
+            p.a.iter()
+                .zip(&svm.weights)
+                .map(|(o, nw)| ta * o + tb * nw)
+                .collect(),
+            ta * *p.beta + tb * svm.bias,
+        );
+        let new = scores(x, dim, &na, nb);
+        // Exact change of eq. 5: Σ_i d_i (h'_i − h_i).
+        let gain: f64 = (0..n)
+            .map(|i| match (new[i] > 0.0, h[i * bits + c]) {
+                (true, false) => d[i],
+                (false, true) => -d[i],
+                _ => 0.0,
+            })
+            .sum();
+        if gain < 0.0 {
+            for i in 0..n {
+                let (old, nw) = (h[i * bits + c], new[i] > 0.0);
+                if old != nw {
+                    for kk in 0..k {
+                        let wkc = w[kk * bits + c];
+                        s[i * k + kk] += if nw { wkc } else { -wkc };
+                    }
+                    h[i * bits + c] = nw;
+                }
+            }
+            *p.a = na;
+            *p.beta = nb;
+            return Ok(Some(gain));
+        }
+        Ok(None)
+    }
 }
 
 /// Per-row cost of the projector SVMs (eq. 6 has no regulariser; the solver's ½‖a‖² is kept

@@ -672,13 +672,81 @@ pub fn train_pamir(
     let rows = checked_rows("pamir: projected rows", p, None)?;
     let (n, dim) = (rows.n(), rows.dim());
     let data = rows.as_slice();
-    let bad = |a: &str, d: String| ModelError::invalid(a, d);
     if captions.len() != n {
-        return Err(bad(
+        return Err(ModelError::invalid(
             "captions",
             format!("{} captions for {n} rows", captions.len()),
         ));
     }
+    check_options(opts)?;
+    let max_words = opts.max_words.min(MAX_VOCABULARY);
+    let select = opts.c_grid.len() > 1 || opts.validation > 0.0;
+    let chosen = if select {
+        select_hyperparameters(data, dim, captions, opts, max_words)?
+    } else {
+        Selection::none(opts)
+    };
+    let captions_all: Vec<Vec<String>> = captions.to_vec();
+    let vocab = Vocabulary::from_captions(&captions_all, opts.min_count, max_words)?;
+    check_size(vocab.len(), dim)?;
+    let corpus = Corpus::new(data, dim, &vocab, captions, (0..n).collect());
+    if corpus.captioned.is_empty() {
+        return Err(ModelError::invalid(
+            "captions",
+            "no row has a caption word in the vocabulary".to_string(),
+        ));
+    }
+    let c = chosen.c;
+    // The same visits per captioned row as the chosen run had on the training split.
+    let iterations = if select {
+        ((chosen.iterations as f64 * chosen.scale * corpus.captioned.len() as f64).round() as usize)
+            .min(opts.iterations)
+    } else {
+        chosen.iterations
+    };
+    let run = Run {
+        corpus: &corpus,
+        vocab: &vocab,
+        opts,
+    };
+    let (w, _) = run.train(
+        c,
+        iterations,
+        derive_seed(opts.seed, 3),
+        &[],
+        &format!("pamir C={c} (all rows)"),
+        |_, _| true,
+    );
+    let mut lrng = rng(derive_seed(opts.seed, 4));
+    let probe: Vec<_> = (0..1000)
+        .filter_map(|_| corpus.triplet(&mut lrng, opts.max_query_words))
+        .collect();
+    let zero = vec![0.0f32; w.len()];
+    let mean_loss = |w: &[f32]| {
+        probe.iter().map(|t| f64::from(run.loss(w, t))).sum::<f64>() / probe.len().max(1) as f64
+    };
+    let report = PamirReport {
+        vocabulary: vocab.len(),
+        captioned_rows: corpus.captioned.len(),
+        validation_rows: chosen.validation_rows,
+        validation_groups: chosen.groups,
+        validation_queries: chosen.validation_queries,
+        trials: chosen.trials,
+        c,
+        selected_iterations: chosen.iterations,
+        iterations,
+        stopped: chosen.stopped,
+        loss_before: mean_loss(&zero),
+        loss_after: mean_loss(&w),
+    };
+    Ok((TextHead::new(vocab, dim, w)?, report))
+}
+
+/// Refuses options the procedure cannot run with, naming the option: C (eq. 6's cap on τ)
+/// and ε (eq. 4's margin) must be positive, the validation fraction in [0, 1), and the
+/// checkpoint schedule and stop rule of §5's selection well formed.
+fn check_options(opts: &PamirOptions) -> Result<()> {
+    let bad = |a: &str, d: String| ModelError::invalid(a, d);
     if opts.c_grid.is_empty() || opts.c_grid.iter().any(|c| !(c.is_finite() && *c > 0.0)) {
         return Err(bad(
             "c",
@@ -718,185 +786,181 @@ pub fn train_pamir(
             format!("{}: must be finite and >= 0", opts.min_improvement),
         ));
     }
-    let max_words = opts.max_words.min(MAX_VOCABULARY);
-    let select = opts.c_grid.len() > 1 || opts.validation > 0.0;
-    let mut trials = Vec::new();
-    let (mut c, mut selected) = (opts.c_grid[0], opts.iterations);
-    let (mut validation_rows, mut validation_queries_n, mut groups) = (0, 0, None);
-    let mut scale = 1.0f64;
-    let mut stopped = None;
-    if select {
-        let (val_rows, train_rows, g) = split_rows(
-            n,
-            opts.validation,
-            opts.validation_groups.as_deref(),
-            opts.seed,
-        )?;
-        groups = g;
-        let train_caps: Vec<Vec<String>> =
-            train_rows.iter().map(|&r| captions[r].clone()).collect();
-        let vocab = Vocabulary::from_captions(&train_caps, opts.min_count, max_words)?;
-        check_size(vocab.len(), dim)?;
-        let train = Corpus::new(data, dim, &vocab, captions, train_rows);
-        let val = Corpus::new(data, dim, &vocab, captions, val_rows);
-        let queries = validation_queries(&val, opts.max_validation_queries);
-        if train.captioned.is_empty() || queries.is_empty() {
-            return Err(bad(
-                "validation",
-                format!(
-                    "the split leaves {} captioned training rows and {} validation queries (a word \
-                     in some but not all of the {} validation captions); give more rows or \
-                     --pamir-validation 0 with a single C",
-                    train.captioned.len(),
-                    queries.len(),
-                    val.rows.len()
-                ),
-            ));
+    Ok(())
+}
+
+/// What the hyperparameter selection (§5) chose, and what the report says of it.
+struct Selection {
+    /// Each C tried (empty without selection).
+    trials: Vec<PamirTrial>,
+    /// The C of the final run.
+    c: f32,
+    /// The chosen trial's best checkpoint (the cap without selection).
+    iterations: usize,
+    /// Why the chosen trial stopped (`None` without selection).
+    stopped: Option<PamirStop>,
+    /// 1 / captioned training rows: scales the iteration count to all rows.
+    scale: f64,
+    validation_rows: usize,
+    validation_queries: usize,
+    groups: Option<usize>,
+}
+
+impl Selection {
+    /// No selection: the only C and the cap.
+    fn none(opts: &PamirOptions) -> Self {
+        Selection {
+            trials: Vec::new(),
+            c: opts.c_grid[0],
+            iterations: opts.iterations,
+            stopped: None,
+            scale: 1.0,
+            validation_rows: 0,
+            validation_queries: 0,
+            groups: None,
         }
-        validation_rows = val.rows.len();
-        validation_queries_n = queries.len();
-        let measure = Validation::new(&vocab, &val, &queries);
-        let at = checkpoint_schedule(
-            opts.first_checkpoint,
-            opts.checkpoint_growth,
-            opts.iterations,
-        );
-        let run = Run {
-            corpus: &train,
-            vocab: &vocab,
-            opts,
-        };
-        for &cc in &opts.c_grid {
-            let mut best = (f64::NEG_INFINITY, 0usize, RankingMetrics::default());
-            let (mut level, mut idle) = (f64::NEG_INFINITY, 0usize);
-            let mut curve = Vec::new();
-            let mut why = PamirStop::Cap;
-            let step = format!("pamir C={cc}");
-            let (_, done) = run.train(
-                cc,
-                opts.iterations,
-                derive_seed(opts.seed, 2),
-                &at,
-                &step,
-                |i, w| {
-                    let m = measure.measure(w);
-                    curve.push(PamirCheckpoint {
-                        iterations: i,
-                        avgp: m.avgp,
-                    });
-                    if opts.verbose
-                        && let Some(p) = &opts.progress
-                    {
-                        p(&TrainEvent::Message(format!(
-                            "pamir C={cc} iteration {i}: validation AvgP {:.4} BEP {:.4} P10 {:.4}",
-                            m.avgp, m.bep, m.p10
-                        )));
-                    }
-                    if m.avgp > best.0 {
-                        best = (m.avgp, i, m);
-                    }
-                    // Patience counts checkpoints that do not beat the last significant level.
-                    if m.avgp > level + opts.min_improvement * level.abs() || level.is_infinite() {
-                        (level, idle) = (m.avgp, 0);
-                    } else {
-                        idle += 1;
-                    }
-                    if idle >= opts.patience && i < opts.iterations {
-                        why = PamirStop::Patience;
-                        return false;
-                    }
-                    true
-                },
-            );
+    }
+}
+
+/// §5 "Hyperparameter Selection": splits the rows (seeded, by group when given), trains W on
+/// the training split for every C of the grid with validation checkpoints, and keeps the
+/// (C, iteration count) with the best validation AvgP (ties: the smaller C).
+fn select_hyperparameters(
+    data: &[f32],
+    dim: usize,
+    captions: &[Vec<String>],
+    opts: &PamirOptions,
+    max_words: usize,
+) -> Result<Selection> {
+    let (val_rows, train_rows, groups) = split_rows(
+        captions.len(),
+        opts.validation,
+        opts.validation_groups.as_deref(),
+        opts.seed,
+    )?;
+    let train_caps: Vec<Vec<String>> = train_rows.iter().map(|&r| captions[r].clone()).collect();
+    let vocab = Vocabulary::from_captions(&train_caps, opts.min_count, max_words)?;
+    check_size(vocab.len(), dim)?;
+    let train = Corpus::new(data, dim, &vocab, captions, train_rows);
+    let val = Corpus::new(data, dim, &vocab, captions, val_rows);
+    let queries = validation_queries(&val, opts.max_validation_queries);
+    if train.captioned.is_empty() || queries.is_empty() {
+        return Err(ModelError::invalid(
+            "validation",
+            format!(
+                "the split leaves {} captioned training rows and {} validation queries (a word \
+                 in some but not all of the {} validation captions); give more rows or \
+                 --pamir-validation 0 with a single C",
+                train.captioned.len(),
+                queries.len(),
+                val.rows.len()
+            ),
+        ));
+    }
+    let measure = Validation::new(&vocab, &val, &queries);
+    let at = checkpoint_schedule(
+        opts.first_checkpoint,
+        opts.checkpoint_growth,
+        opts.iterations,
+    );
+    let run = Run {
+        corpus: &train,
+        vocab: &vocab,
+        opts,
+    };
+    let trials: Vec<PamirTrial> = opts
+        .c_grid
+        .iter()
+        .map(|&cc| trial(&run, &measure, &at, cc))
+        .collect();
+    let mut chosen = Selection::none(opts);
+    let pick = trials.iter().max_by(|a, b| {
+        a.validation
+            .avgp
+            .total_cmp(&b.validation.avgp)
+            .then(b.c.total_cmp(&a.c))
+    });
+    if let Some(t) = pick {
+        (chosen.c, chosen.iterations, chosen.stopped) = (t.c, t.iterations, Some(t.stopped));
+    }
+    chosen.trials = trials;
+    chosen.scale = 1.0 / train.captioned.len() as f64;
+    chosen.validation_rows = val.rows.len();
+    chosen.validation_queries = queries.len();
+    chosen.groups = groups;
+    Ok(chosen)
+}
+
+/// One C of the grid (§5): trains on the training split, measuring the validation AvgP at the
+/// checkpoints `at`, and stops when `patience` checkpoints in a row did not beat the last
+/// significant level by a relative `min_improvement`, or at the cap.
+fn trial(run: &Run<'_>, measure: &Validation, at: &[usize], cc: f32) -> PamirTrial {
+    let opts = run.opts;
+    let mut best = (f64::NEG_INFINITY, 0usize, RankingMetrics::default());
+    let (mut level, mut idle) = (f64::NEG_INFINITY, 0usize);
+    let mut curve = Vec::new();
+    let mut why = PamirStop::Cap;
+    let step = format!("pamir C={cc}");
+    let (_, done) = run.train(
+        cc,
+        opts.iterations,
+        derive_seed(opts.seed, 2),
+        at,
+        &step,
+        |i, w| {
+            let m = measure.measure(w);
+            curve.push(PamirCheckpoint {
+                iterations: i,
+                avgp: m.avgp,
+            });
             if opts.verbose
                 && let Some(p) = &opts.progress
             {
                 p(&TrainEvent::Message(format!(
-                    "pamir C={cc}: stopped after {done} iterations ({}), best validation AvgP \
-                     {:.4} at iteration {}",
-                    match why {
-                        PamirStop::Patience => format!(
-                            "{} checkpoints without a {} % gain",
-                            opts.patience,
-                            opts.min_improvement * 100.0
-                        ),
-                        PamirStop::Cap => "the cap".into(),
-                    },
-                    best.0,
-                    best.1
+                    "pamir C={cc} iteration {i}: validation AvgP {:.4} BEP {:.4} P10 {:.4}",
+                    m.avgp, m.bep, m.p10
                 )));
             }
-            trials.push(PamirTrial {
-                c: cc,
-                iterations: best.1,
-                validation: best.2,
-                iterations_run: done,
-                stopped: why,
-                checkpoints: curve,
-            });
-        }
-        let pick = trials.iter().max_by(|a, b| {
-            a.validation
-                .avgp
-                .total_cmp(&b.validation.avgp)
-                .then(b.c.total_cmp(&a.c))
-        });
-        if let Some(t) = pick {
-            (c, selected, stopped) = (t.c, t.iterations, Some(t.stopped));
-        }
-        scale = 1.0 / train.captioned.len() as f64;
-    }
-    let captions_all: Vec<Vec<String>> = captions.to_vec();
-    let vocab = Vocabulary::from_captions(&captions_all, opts.min_count, max_words)?;
-    check_size(vocab.len(), dim)?;
-    let corpus = Corpus::new(data, dim, &vocab, captions, (0..n).collect());
-    if corpus.captioned.is_empty() {
-        return Err(bad(
-            "captions",
-            "no row has a caption word in the vocabulary".into(),
-        ));
-    }
-    // The same visits per captioned row as the chosen run had on the training split.
-    let iterations = if select {
-        ((selected as f64 * scale * corpus.captioned.len() as f64).round() as usize)
-            .min(opts.iterations)
-    } else {
-        selected
-    };
-    let run = Run {
-        corpus: &corpus,
-        vocab: &vocab,
-        opts,
-    };
-    let (w, _) = run.train(
-        c,
-        iterations,
-        derive_seed(opts.seed, 3),
-        &[],
-        &format!("pamir C={c} (all rows)"),
-        |_, _| true,
+            if m.avgp > best.0 {
+                best = (m.avgp, i, m);
+            }
+            // Patience counts checkpoints that do not beat the last significant level.
+            if m.avgp > level + opts.min_improvement * level.abs() || level.is_infinite() {
+                (level, idle) = (m.avgp, 0);
+            } else {
+                idle += 1;
+            }
+            if idle >= opts.patience && i < opts.iterations {
+                why = PamirStop::Patience;
+                return false;
+            }
+            true
+        },
     );
-    let mut lrng = rng(derive_seed(opts.seed, 4));
-    let probe: Vec<_> = (0..1000)
-        .filter_map(|_| corpus.triplet(&mut lrng, opts.max_query_words))
-        .collect();
-    let zero = vec![0.0f32; w.len()];
-    let mean_loss = |w: &[f32]| {
-        probe.iter().map(|t| f64::from(run.loss(w, t))).sum::<f64>() / probe.len().max(1) as f64
-    };
-    let report = PamirReport {
-        vocabulary: vocab.len(),
-        captioned_rows: corpus.captioned.len(),
-        validation_rows,
-        validation_groups: groups,
-        validation_queries: validation_queries_n,
-        trials,
-        c,
-        selected_iterations: selected,
-        iterations,
-        stopped,
-        loss_before: mean_loss(&zero),
-        loss_after: mean_loss(&w),
-    };
-    Ok((TextHead::new(vocab, dim, w)?, report))
+    if opts.verbose
+        && let Some(p) = &opts.progress
+    {
+        p(&TrainEvent::Message(format!(
+            "pamir C={cc}: stopped after {done} iterations ({}), best validation AvgP \
+             {:.4} at iteration {}",
+            match why {
+                PamirStop::Patience => format!(
+                    "{} checkpoints without a {} % gain",
+                    opts.patience,
+                    opts.min_improvement * 100.0
+                ),
+                PamirStop::Cap => "the cap".into(),
+            },
+            best.0,
+            best.1
+        )));
+    }
+    PamirTrial {
+        c: cc,
+        iterations: best.1,
+        validation: best.2,
+        iterations_run: done,
+        stopped: why,
+        checkpoints: curve,
+    }
 }

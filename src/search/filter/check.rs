@@ -153,108 +153,9 @@ pub(crate) fn check(ast: &Ast, schema: &Schema) -> Result<Expr, FilterError> {
                 ));
             }
         },
-        Ast::Cmp(name, op, v) => {
-            let ordered = !matches!(op, CmpOp::Eq | CmpOp::Ne);
-            let negate = |e: Expr| {
-                if *op == CmpOp::Ne {
-                    Expr::Not(Box::new(e))
-                } else {
-                    e
-                }
-            };
-            match resolve(schema, name)? {
-                None => Expr::IdCmp(*op, id_value(name, v)?),
-                Some((c, ty @ (ColumnType::Int | ColumnType::Timestamp))) => {
-                    Expr::IntCmp(c, *op, int_value(name, ty, v)?)
-                }
-                Some((c, ColumnType::Float)) => Expr::FloatCmp(c, *op, float_value(name, v)?),
-                Some((c, ty @ (ColumnType::Bool | ColumnType::Str))) if ordered => {
-                    let _ = c;
-                    return Err(type_err(
-                        name.column,
-                        format!(
-                            "{} is a {} column: it takes = and != (and IN), not {}",
-                            name.text,
-                            ty.name(),
-                            op.symbol()
-                        ),
-                    ));
-                }
-                Some((c, ColumnType::Bool)) => match v.lit {
-                    Lit::Bool(b) => negate(Expr::BoolIs(c, b)),
-                    _ => return Err(wrong_value(name, "a boolean", v, "TRUE or FALSE")),
-                },
-                Some((c, ColumnType::Str)) => {
-                    negate(Expr::StrIn(c, vec![str_value(name, "a string", v)?]))
-                }
-                Some((_, ColumnType::Tags)) => {
-                    return Err(type_err(
-                        name.column,
-                        format!(
-                            "{} is a tag-set column: test it with HAS 'x', HAS ANY (…) or HAS \
-                             ALL (…)",
-                            name.text
-                        ),
-                    ));
-                }
-            }
-        }
+        Ast::Cmp(name, op, v) => check_cmp(schema, name, *op, v)?,
         Ast::In(name, negated, vs) => {
-            let e = match resolve(schema, name)? {
-                None => {
-                    let mut ids: Vec<u64> = Vec::with_capacity(vs.len());
-                    for v in vs {
-                        // A negative id matches nothing; it is not an error.
-                        if let Ok(x) = u64::try_from(id_value(name, v)?) {
-                            ids.push(x);
-                        }
-                    }
-                    ids.sort_unstable();
-                    ids.dedup();
-                    Expr::IdIn(ids)
-                }
-                Some((c, ty @ (ColumnType::Int | ColumnType::Timestamp))) => {
-                    let mut xs = vs
-                        .iter()
-                        .map(|v| int_value(name, ty, v))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    xs.sort_unstable();
-                    xs.dedup();
-                    Expr::IntIn(c, xs)
-                }
-                Some((c, ColumnType::Float)) => Expr::FloatIn(
-                    c,
-                    vs.iter()
-                        .map(|v| float_value(name, v))
-                        .collect::<Result<_, _>>()?,
-                ),
-                Some((c, ColumnType::Str)) => Expr::StrIn(
-                    c,
-                    vs.iter()
-                        .map(|v| str_value(name, "a string", v))
-                        .collect::<Result<_, _>>()?,
-                ),
-                Some((c, ColumnType::Bool)) => {
-                    let mut any = [false; 2];
-                    for v in vs {
-                        match v.lit {
-                            Lit::Bool(b) => any[usize::from(b)] = true,
-                            _ => return Err(wrong_value(name, "a boolean", v, "TRUE or FALSE")),
-                        }
-                    }
-                    match any {
-                        [true, true] => Expr::Const(true),
-                        [false, true] => Expr::BoolIs(c, true),
-                        _ => Expr::BoolIs(c, false),
-                    }
-                }
-                Some((_, ColumnType::Tags)) => {
-                    return Err(type_err(
-                        name.column,
-                        format!("{} is a tag-set column: use HAS ANY (…), not IN", name.text),
-                    ));
-                }
-            };
+            let e = check_in(schema, name, vs)?;
             if *negated { Expr::Not(Box::new(e)) } else { e }
         }
         Ast::Has(name, how, vs) => match resolve(schema, name)? {
@@ -279,6 +180,115 @@ pub(crate) fn check(ast: &Ast, schema: &Schema) -> Result<Expr, FilterError> {
                 ));
             }
         },
+    })
+}
+
+/// `name op v` (docs/filtering.md): the row id and int, timestamp and float
+/// columns take every operator; boolean and string columns only `=` and `!=` (`!=` is the
+/// negated `=`); a tag-set column none.
+fn check_cmp(schema: &Schema, name: &Name, op: CmpOp, v: &Value) -> Result<Expr, FilterError> {
+    let ordered = !matches!(op, CmpOp::Eq | CmpOp::Ne);
+    let negate = |e: Expr| {
+        if op == CmpOp::Ne {
+            Expr::Not(Box::new(e))
+        } else {
+            e
+        }
+    };
+    Ok(match resolve(schema, name)? {
+        None => Expr::IdCmp(op, id_value(name, v)?),
+        Some((c, ty @ (ColumnType::Int | ColumnType::Timestamp))) => {
+            Expr::IntCmp(c, op, int_value(name, ty, v)?)
+        }
+        Some((c, ColumnType::Float)) => Expr::FloatCmp(c, op, float_value(name, v)?),
+        Some((c, ty @ (ColumnType::Bool | ColumnType::Str))) if ordered => {
+            let _ = c;
+            return Err(type_err(
+                name.column,
+                format!(
+                    "{} is a {} column: it takes = and != (and IN), not {}",
+                    name.text,
+                    ty.name(),
+                    op.symbol()
+                ),
+            ));
+        }
+        Some((c, ColumnType::Bool)) => match v.lit {
+            Lit::Bool(b) => negate(Expr::BoolIs(c, b)),
+            _ => return Err(wrong_value(name, "a boolean", v, "TRUE or FALSE")),
+        },
+        Some((c, ColumnType::Str)) => negate(Expr::StrIn(c, vec![str_value(name, "a string", v)?])),
+        Some((_, ColumnType::Tags)) => {
+            return Err(type_err(
+                name.column,
+                format!(
+                    "{} is a tag-set column: test it with HAS 'x', HAS ANY (…) or HAS \
+                     ALL (…)",
+                    name.text
+                ),
+            ));
+        }
+    })
+}
+
+/// `name IN (…)` (without its NOT): each value converted to the column's type, the set sorted
+/// and deduplicated where the evaluator searches it; a negative id matches nothing, a boolean
+/// set folds to a constant or one test, a tag-set column refuses IN for HAS ANY.
+fn check_in(schema: &Schema, name: &Name, vs: &[Value]) -> Result<Expr, FilterError> {
+    Ok(match resolve(schema, name)? {
+        None => {
+            let mut ids: Vec<u64> = Vec::with_capacity(vs.len());
+            for v in vs {
+                // A negative id matches nothing; it is not an error.
+                if let Ok(x) = u64::try_from(id_value(name, v)?) {
+                    ids.push(x);
+                }
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            Expr::IdIn(ids)
+        }
+        Some((c, ty @ (ColumnType::Int | ColumnType::Timestamp))) => {
+            let mut xs = vs
+                .iter()
+                .map(|v| int_value(name, ty, v))
+                .collect::<Result<Vec<_>, _>>()?;
+            xs.sort_unstable();
+            xs.dedup();
+            Expr::IntIn(c, xs)
+        }
+        Some((c, ColumnType::Float)) => Expr::FloatIn(
+            c,
+            vs.iter()
+                .map(|v| float_value(name, v))
+                .collect::<Result<_, _>>()?,
+        ),
+        Some((c, ColumnType::Str)) => Expr::StrIn(
+            c,
+            vs.iter()
+                .map(|v| str_value(name, "a string", v))
+                .collect::<Result<_, _>>()?,
+        ),
+        Some((c, ColumnType::Bool)) => {
+            let mut any = [false; 2];
+            for v in vs {
+                match v.lit {
+                    Lit::Bool(b) => any[usize::from(b)] = true,
+                    _ => return Err(wrong_value(name, "a boolean", v, "TRUE or FALSE")),
+                }
+            }
+            match any {
+                [true, true] => Expr::Const(true),
+                [false, true] => Expr::BoolIs(c, true),
+                _ => Expr::BoolIs(c, false),
+            }
+        }
+        Some((_, ColumnType::Tags)) => {
+            return Err(type_err(
+                name.column,
+                format!("{} is a tag-set column: use HAS ANY (…), not IN", name.text),
+            ));
+        }
     })
 }
 

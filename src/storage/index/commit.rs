@@ -1,18 +1,19 @@
 //! Commit: every staged change made durable and visible as one new manifest version
 //! (FORMAT.md §11.2), and the version installed for snapshots.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::format::{
-    ActiveLogEntry, ClassFileEntry, ClassTable, DeletionBitmap, FileId, FileKind, FileRef, Manifest,
+    ActiveLogEntry, ClassFileEntry, ClassTable, DeletionBitmap, FileId, FileKind, FileRef,
+    Manifest, Schema,
 };
 
 use super::handle::{Index, now_ms};
-use super::writer_state::{Pending, Writer};
+use super::writer_state::{LogWriter, Pending, Writer};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::layout::{data_file_name, manifest_file_name};
-use crate::storage::loaded_version::VersionState;
+use crate::storage::loaded_version::{SegmentSlot, VersionState};
 use crate::storage::log_rows::LogView;
 use crate::storage::publish::{publish, sync_dir};
 
@@ -55,136 +56,42 @@ impl Index {
         r
     }
 
+    /// The commit protocol (FORMAT.md §11.2): every new file written and synced, then the
+    /// directory, then the manifest (the commit point), then memory. Each numbered step below
+    /// is one kind of staged change.
     fn commit_inner(&self, w: &mut Writer, force_seal: bool) -> Result<u64> {
         let dir = &self.shared.dir;
-        let config = &self.shared.config;
-        let fs = &*config.fs;
+        let fs = &*self.shared.config.fs;
         let old = w.committed.clone();
         let mut slots = old.segments.clone();
-        let mut dir_dirty = false;
 
         // 1. Deletions in sealed segments: one new bitmap per touched segment.
-        let mut by_slot: HashMap<usize, Vec<u64>> = HashMap::new();
-        for &id in &w.pending.segment_deletes {
-            let (slot, row) = old.find_in_segments(id, |_| false)?.ok_or_else(|| {
-                self.invalid(
-                    "delete",
-                    format!("internal: staged delete of id {id} matches no segment row"),
-                )
-            })?;
-            by_slot.entry(slot).or_default().push(row);
-        }
-        for (slot, rows) in by_slot {
-            let s = &mut slots[slot];
-            let (bm, fref) = self.write_bitmap(
-                s.entry.segment.id,
-                s.entry.rows,
-                s.deletions.as_deref(),
-                &rows,
-            )?;
-            s.entry.deleted = bm.deleted_count();
-            s.entry.deletions = Some(fref);
-            s.deletions = Some(Arc::new(bm));
-            dir_dirty = true;
-        }
+        let mut dir_dirty =
+            self.commit_segment_deletes(&old, &w.pending.segment_deletes, &mut slots)?;
 
         // 2. The active log: seal it, or fsync it (and its bitmap if rows were deleted).
-        let mut seal = false;
-        let mut log_view = None;
-        let mut log_deletions = None;
         // The schema this commit publishes: the sealed segment stores its columns.
         let schema = w.schema().clone();
-        if let Some(log) = w.log.as_mut() {
-            if force_seal || log.len >= config.seal_bytes || log.deleted_count == log.rows {
-                seal = true;
-                if let Some(slot) = self.seal(log, &schema)? {
-                    slots.push(slot);
-                    dir_dirty = true;
-                }
-            } else {
-                if log.len > log.committed_len {
-                    log.handle
-                        .sync()
-                        .map_err(StorageError::io(&log.path, "fsync"))?;
-                }
-                dir_dirty |= log.new_file;
-                let deletions = if log.deletions_dirty {
-                    let rows = bit_rows(&log.deleted);
-                    let (bm, fref) = self.write_bitmap(log.file.id, log.rows, None, &rows)?;
-                    dir_dirty = true;
-                    let d = (fref, Arc::new(bm));
-                    log_deletions = Some(d.clone());
-                    Some(d)
-                } else {
-                    log.committed_deletions.clone()
-                };
-                log_view = Some(LogView {
-                    entry: ActiveLogEntry {
-                        log: log.file.clone(),
-                        committed_len: log.len,
-                        rows: log.rows,
-                        deleted: log.deleted_count,
-                        deletions: deletions.as_ref().map(|d| d.0.clone()),
-                    },
-                    meta: log.meta,
-                    batches: log.batches.clone(),
-                    deletions: deletions.map(|d| d.1),
-                });
-            }
-        }
+        let log_step = match w.log.as_mut() {
+            Some(log) => self.commit_log(log, force_seal, &schema, &mut slots)?,
+            None => LogStep::default(),
+        };
+        dir_dirty |= log_step.dir_dirty;
+        let LogStep {
+            seal,
+            log_view,
+            log_deletions,
+            ..
+        } = log_step;
 
         // 3. Class records: a base table if there is none yet, else a delta of the base.
         let mut class_files = old.manifest.class_files.clone();
         let mut classes = old.classes.clone();
         if let Some(p) = &w.pending.classes {
-            let id = FileId::generate();
-            let name = data_file_name(FileKind::ClassTable, id);
-            let (file, folded) = match (&old.classes, old.manifest.class_files.first()) {
-                (Some(base), Some(base_file)) => {
-                    let delta = ClassTable {
-                        file_id: id,
-                        dim: p.dim,
-                        delta_of: Some(base_file.file.id),
-                        classes: p.classes.clone(),
-                    };
-                    let mut folded = (**base).clone();
-                    folded.fold(&delta, &dir.join(&name))?;
-                    publish(fs, dir, &name, |out, path| {
-                        delta.write_to(out, path)?;
-                        Ok(())
-                    })?;
-                    (
-                        ClassFileEntry {
-                            file: FileRef { id, name },
-                            delta: true,
-                        },
-                        folded,
-                    )
-                }
-                _ => {
-                    let mut base = ClassTable {
-                        file_id: id,
-                        dim: p.dim,
-                        delta_of: None,
-                        classes: Vec::new(),
-                    };
-                    let mut delta = p.clone();
-                    delta.delta_of = Some(id);
-                    base.fold(&delta, &dir.join(&name))?;
-                    publish(fs, dir, &name, |out, path| {
-                        base.write_to(out, path)?;
-                        Ok(())
-                    })?;
-                    class_files.clear();
-                    (
-                        ClassFileEntry {
-                            file: FileRef { id, name },
-                            delta: false,
-                        },
-                        base,
-                    )
-                }
-            };
+            let (file, folded) = self.commit_classes(&old, p)?;
+            if !file.delta {
+                class_files.clear();
+            }
             class_files.push(file);
             classes = Some(Arc::new(folded));
             dir_dirty = true;
@@ -232,6 +139,142 @@ impl Index {
         w.pending = Pending::default();
         w.next_version += 1;
         Ok(self.install(w, state))
+    }
+
+    /// Step 1 of a commit: the staged deletes of sealed segments' rows, grouped by segment,
+    /// each touched segment getting a new bitmap (its old bits and the new ones) in `slots`.
+    /// Returns whether a file was written (the directory needs a sync).
+    fn commit_segment_deletes(
+        &self,
+        old: &VersionState,
+        deletes: &HashSet<u64>,
+        slots: &mut [SegmentSlot],
+    ) -> Result<bool> {
+        let mut by_slot: HashMap<usize, Vec<u64>> = HashMap::new();
+        for &id in deletes {
+            let (slot, row) = old.find_in_segments(id, |_| false)?.ok_or_else(|| {
+                self.invalid(
+                    "delete",
+                    format!("internal: staged delete of id {id} matches no segment row"),
+                )
+            })?;
+            by_slot.entry(slot).or_default().push(row);
+        }
+        let mut dir_dirty = false;
+        for (slot, rows) in by_slot {
+            let s = &mut slots[slot];
+            let (bm, fref) = self.write_bitmap(
+                s.entry.segment.id,
+                s.entry.rows,
+                s.deletions.as_deref(),
+                &rows,
+            )?;
+            s.entry.deleted = bm.deleted_count();
+            s.entry.deletions = Some(fref);
+            s.deletions = Some(Arc::new(bm));
+            dir_dirty = true;
+        }
+        Ok(dir_dirty)
+    }
+
+    /// Step 2 of a commit: the active log sealed into a segment (pushed on `slots`) when it is
+    /// forced, has reached `config.seal_bytes` or holds no live row; else its appended bytes
+    /// fsynced and, if rows of it were deleted, a new bitmap written (FORMAT.md §10.3-10.4).
+    fn commit_log(
+        &self,
+        log: &mut LogWriter,
+        force_seal: bool,
+        schema: &Schema,
+        slots: &mut Vec<SegmentSlot>,
+    ) -> Result<LogStep> {
+        let mut step = LogStep::default();
+        if force_seal || log.len >= self.shared.config.seal_bytes || log.deleted_count == log.rows {
+            step.seal = true;
+            if let Some(slot) = self.seal(log, schema)? {
+                slots.push(slot);
+                step.dir_dirty = true;
+            }
+            return Ok(step);
+        }
+        if log.len > log.committed_len {
+            log.handle
+                .sync()
+                .map_err(StorageError::io(&log.path, "fsync"))?;
+        }
+        step.dir_dirty |= log.new_file;
+        let deletions = if log.deletions_dirty {
+            let rows = bit_rows(&log.deleted);
+            let (bm, fref) = self.write_bitmap(log.file.id, log.rows, None, &rows)?;
+            step.dir_dirty = true;
+            let d = (fref, Arc::new(bm));
+            step.log_deletions = Some(d.clone());
+            Some(d)
+        } else {
+            log.committed_deletions.clone()
+        };
+        step.log_view = Some(LogView {
+            entry: ActiveLogEntry {
+                log: log.file.clone(),
+                committed_len: log.len,
+                rows: log.rows,
+                deleted: log.deleted_count,
+                deletions: deletions.as_ref().map(|d| d.0.clone()),
+            },
+            meta: log.meta,
+            batches: log.batches.clone(),
+            deletions: deletions.map(|d| d.1),
+        });
+        Ok(step)
+    }
+
+    /// Step 3 of a commit: the staged class records `p` written as a delta of the base table
+    /// when the version has one, else as the first base table (FORMAT.md §5). Returns the new
+    /// file's manifest entry and the table with the records folded in.
+    fn commit_classes(
+        &self,
+        old: &VersionState,
+        p: &ClassTable,
+    ) -> Result<(ClassFileEntry, ClassTable)> {
+        let dir = &self.shared.dir;
+        let fs = &*self.shared.config.fs;
+        let id = FileId::generate();
+        let name = data_file_name(FileKind::ClassTable, id);
+        // The file written: the delta, or for a first table the base with the records folded in.
+        let (delta, folded) = match (&old.classes, old.manifest.class_files.first()) {
+            (Some(base), Some(base_file)) => {
+                let delta = ClassTable {
+                    file_id: id,
+                    dim: p.dim,
+                    delta_of: Some(base_file.file.id),
+                    classes: p.classes.clone(),
+                };
+                let mut folded = (**base).clone();
+                folded.fold(&delta, &dir.join(&name))?;
+                (Some(delta), folded)
+            }
+            _ => {
+                let mut base = ClassTable {
+                    file_id: id,
+                    dim: p.dim,
+                    delta_of: None,
+                    classes: Vec::new(),
+                };
+                let mut delta = p.clone();
+                delta.delta_of = Some(id);
+                base.fold(&delta, &dir.join(&name))?;
+                (None, base)
+            }
+        };
+        let written = delta.as_ref().unwrap_or(&folded);
+        publish(fs, dir, &name, |out, path| {
+            written.write_to(out, path)?;
+            Ok(())
+        })?;
+        let entry = ClassFileEntry {
+            file: FileRef { id, name },
+            delta: delta.is_some(),
+        };
+        Ok((entry, folded))
     }
 
     /// Writes the manifest (temporary name, fsync, read-only, rename) and syncs the directory.
@@ -314,4 +357,17 @@ fn bit_rows(words: &[u64]) -> Vec<u64> {
         }
     }
     out
+}
+
+/// What step 2 of a commit did to the active log.
+#[derive(Default)]
+struct LogStep {
+    /// The log was sealed into a segment (the writer drops it once the commit is published).
+    seal: bool,
+    /// The committed log as the new version reads it (none when sealed or absent).
+    log_view: Option<LogView>,
+    /// A new deletion bitmap of the log, which becomes its committed one once published.
+    log_deletions: Option<(FileRef, Arc<DeletionBitmap>)>,
+    /// A file was written or created: the directory needs a sync.
+    dir_dirty: bool,
 }

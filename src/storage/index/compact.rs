@@ -373,114 +373,21 @@ impl Index {
         let mut out_slots: Vec<Option<SegmentSlot>> = Vec::with_capacity(merged.len());
         let mut replaced: HashSet<FileId> = HashSet::new();
         for m in merged {
-            let mut slot = m.slot.clone();
-            let mut late = Vec::new();
-            for &si in &m.sources {
-                let b = &base.segments[si];
-                replaced.insert(b.entry.segment.id);
-                let c = cur
-                    .segments
-                    .iter()
-                    .find(|c| c.entry.segment.id == b.entry.segment.id)
-                    .ok_or_else(|| {
-                        hidden(StorageError::invalid(
-                            dir,
-                            "compaction",
-                            format!(
-                                "internal: segment {} vanished during the merge",
-                                b.entry.segment.name
-                            ),
-                        ))
-                    })?;
-                if c.entry.deletions.as_ref().map(|d| d.id)
-                    == b.entry.deletions.as_ref().map(|d| d.id)
-                {
-                    continue;
-                }
-                // Rows deleted by commits made during the merge.
-                c.seg
-                    .reader()
-                    .check_column(crate::format::RowColumn::Ids)
-                    .map_err(|e| hidden(e.into()))?;
-                let ids = c.seg.reader().ids();
-                for r in 0..c.entry.rows {
-                    if c.is_deleted(r) && !b.is_deleted(r) {
-                        late.push(ids[r as usize]);
-                    }
-                }
-            }
-            if !late.is_empty()
-                && let Some(s) = slot.as_mut()
-            {
-                let mut rows = Vec::with_capacity(late.len());
-                for id in late {
-                    let row = s
-                        .seg
-                        .find(id)
-                        .map_err(|e| hidden(e.into()))?
-                        .ok_or_else(|| {
-                            hidden(StorageError::invalid(
-                                dir,
-                                "compaction",
-                                format!("internal: id {id} is missing from the merged segment"),
-                            ))
-                        })?;
-                    rows.push(row);
-                }
-                let (bm, fref) = self
-                    .write_bitmap(s.entry.segment.id, s.entry.rows, None, &rows)
-                    .map_err(hidden)?;
-                created.push(fref.name.clone());
-                s.entry.deleted = bm.deleted_count();
-                s.entry.deletions = Some(fref);
-                s.deletions = Some(Arc::new(bm));
-            }
-            out_slots.push(slot);
+            out_slots.push(
+                self.carry_late_deletions(base, &cur, m, &mut replaced, created)
+                    .map_err(hidden)?,
+            );
         }
-        // The new segment list: each group's output takes the place of its first source.
-        let mut segments = Vec::with_capacity(cur.segments.len());
-        let first_source: Vec<FileId> = merged
-            .iter()
-            .map(|m| base.segments[m.sources[0]].entry.segment.id)
-            .collect();
-        for c in &cur.segments {
-            let id = c.entry.segment.id;
-            if let Some(k) = first_source.iter().position(|&f| f == id) {
-                if let Some(s) = &out_slots[k] {
-                    segments.push(s.clone());
-                }
-            } else if !replaced.contains(&id) {
-                segments.push(c.clone());
-            }
-        }
-        let mut class_files = cur.manifest.class_files.clone();
-        let mut classes = cur.classes.clone();
-        let mut folded_class_files = 0;
-        if policy.fold_classes
+        let segments = new_segment_list(base, &cur, merged, &out_slots, &replaced);
+        let (class_files, classes, folded_class_files) = if policy.fold_classes
             && cur.manifest.class_files.len() > 1
             && let Some(t) = &cur.classes
         {
-            let id = FileId::generate();
-            let name = data_file_name(FileKind::ClassTable, id);
-            let table = ClassTable {
-                file_id: id,
-                dim: t.dim,
-                delta_of: None,
-                classes: t.classes.clone(),
-            };
-            publish(fs, dir, &name, |out, path| {
-                table.write_to(out, path)?;
-                Ok(())
-            })
-            .map_err(hidden)?;
-            created.push(name.clone());
-            folded_class_files = class_files.len();
-            class_files = vec![ClassFileEntry {
-                file: FileRef { id, name },
-                delta: false,
-            }];
-            classes = Some(Arc::new(table));
-        }
+            let (entry, table) = self.fold_class_files(t, created).map_err(hidden)?;
+            (vec![entry], Some(table), cur.manifest.class_files.len())
+        } else {
+            (cur.manifest.class_files.clone(), cur.classes.clone(), 0)
+        };
         sync_dir(fs, dir).map_err(hidden)?;
         let manifest = Manifest {
             file_id: FileId::generate(),
@@ -527,4 +434,132 @@ impl Index {
             gc_error: None,
         })
     }
+
+    /// The merge group `m`'s output slot with the rows deleted by commits made while it merged
+    /// (FORMAT.md §11.4): a row deleted in the committed
+    /// version `cur` but not in the merge's `base` is found by id in the output and marked in a
+    /// new deletion bitmap. Adds the group's sources to `replaced`.
+    fn carry_late_deletions(
+        &self,
+        base: &VersionState,
+        cur: &VersionState,
+        m: &Merged,
+        replaced: &mut HashSet<FileId>,
+        created: &mut Vec<String>,
+    ) -> Result<Option<SegmentSlot>> {
+        let dir = &self.shared.dir;
+        let mut slot = m.slot.clone();
+        let mut late = Vec::new();
+        for &si in &m.sources {
+            let b = &base.segments[si];
+            replaced.insert(b.entry.segment.id);
+            let c = cur
+                .segments
+                .iter()
+                .find(|c| c.entry.segment.id == b.entry.segment.id)
+                .ok_or_else(|| {
+                    StorageError::invalid(
+                        dir,
+                        "compaction",
+                        format!(
+                            "internal: segment {} vanished during the merge",
+                            b.entry.segment.name
+                        ),
+                    )
+                })?;
+            if c.entry.deletions.as_ref().map(|d| d.id) == b.entry.deletions.as_ref().map(|d| d.id)
+            {
+                continue;
+            }
+            // Rows deleted by commits made during the merge.
+            c.seg
+                .reader()
+                .check_column(crate::format::RowColumn::Ids)
+                .map_err(StorageError::from)?;
+            let ids = c.seg.reader().ids();
+            for r in 0..c.entry.rows {
+                if c.is_deleted(r) && !b.is_deleted(r) {
+                    late.push(ids[r as usize]);
+                }
+            }
+        }
+        if !late.is_empty()
+            && let Some(s) = slot.as_mut()
+        {
+            let mut rows = Vec::with_capacity(late.len());
+            for id in late {
+                let row = s.seg.find(id).map_err(StorageError::from)?.ok_or_else(|| {
+                    StorageError::invalid(
+                        dir,
+                        "compaction",
+                        format!("internal: id {id} is missing from the merged segment"),
+                    )
+                })?;
+                rows.push(row);
+            }
+            let (bm, fref) = self.write_bitmap(s.entry.segment.id, s.entry.rows, None, &rows)?;
+            created.push(fref.name.clone());
+            s.entry.deleted = bm.deleted_count();
+            s.entry.deletions = Some(fref);
+            s.deletions = Some(Arc::new(bm));
+        }
+        Ok(slot)
+    }
+
+    /// Folds the class table's full file and its deltas into one full file (the compaction
+    /// policy's `fold_classes`): the table `t` as the committed version reads it, published
+    /// under a new id. Returns its manifest entry and the table.
+    fn fold_class_files(
+        &self,
+        t: &ClassTable,
+        created: &mut Vec<String>,
+    ) -> Result<(ClassFileEntry, Arc<ClassTable>)> {
+        let (fs, dir) = (&*self.shared.config.fs, &self.shared.dir);
+        let id = FileId::generate();
+        let name = data_file_name(FileKind::ClassTable, id);
+        let table = ClassTable {
+            file_id: id,
+            dim: t.dim,
+            delta_of: None,
+            classes: t.classes.clone(),
+        };
+        publish(fs, dir, &name, |out, path| {
+            table.write_to(out, path)?;
+            Ok(())
+        })?;
+        created.push(name.clone());
+        let entry = ClassFileEntry {
+            file: FileRef { id, name },
+            delta: false,
+        };
+        Ok((entry, Arc::new(table)))
+    }
+}
+
+/// The segment list after the compaction: the committed version's, each merge group's
+/// output in the place of its first source, the other sources dropped (an output with no
+/// live row is none), every segment the merge did not touch kept in order.
+fn new_segment_list(
+    base: &VersionState,
+    cur: &VersionState,
+    merged: &[Merged],
+    out_slots: &[Option<SegmentSlot>],
+    replaced: &HashSet<FileId>,
+) -> Vec<SegmentSlot> {
+    let mut segments = Vec::with_capacity(cur.segments.len());
+    let first_source: Vec<FileId> = merged
+        .iter()
+        .map(|m| base.segments[m.sources[0]].entry.segment.id)
+        .collect();
+    for c in &cur.segments {
+        let id = c.entry.segment.id;
+        if let Some(k) = first_source.iter().position(|&f| f == id) {
+            if let Some(s) = &out_slots[k] {
+                segments.push(s.clone());
+            }
+        } else if !replaced.contains(&id) {
+            segments.push(c.clone());
+        }
+    }
+    segments
 }
