@@ -5,9 +5,10 @@
 //! choice), read together for the commands that add rows ([`rows`]). Every error names the file,
 //! and a descriptor file whose width does not fit names the index or model it must fit.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use clap::Args;
 use codedb::admin::{SkippedManifest, fell_back_warning};
 use codedb::{Attributes, Config, Index, ListAssignment, Schema, Snapshot};
 use codedb_cli::demo_tour::labels_u32;
@@ -38,20 +39,32 @@ pub fn open_writer(dir: &Path) -> Result<Index> {
     Ok(index)
 }
 
-/// The files of the rows a command adds (`build`, `add`), as given on the command line.
-pub struct RowFiles<'a> {
-    /// `--data`: the descriptors.
-    pub data: &'a Path,
-    /// `--labels`.
-    pub labels: Option<&'a Path>,
-    /// `--ids`.
-    pub ids: Option<&'a Path>,
-    /// `--lists`: `label` or `nearest`.
-    pub lists: Option<&'a str>,
-    /// `--attributes`.
-    pub attributes: Option<&'a Path>,
-    /// `--attributes-format` (clap has checked the name); `None`: by the file's extension.
-    pub attributes_format: Option<&'a str>,
+/// The options naming the files of the rows a command adds, flattened into `build` and `add`
+/// so that each is declared and explained once; [`rows`] reads them. The help lines are
+/// `build`'s; `add` words four of them for an index that exists (`#[command(mut_arg)]`).
+#[derive(Args)]
+pub struct RowFileArgs {
+    /// Descriptors, one row per image, in the model's input dimension.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Class labels (.npy int32/int64), one per row; also creates the class table.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Row ids (.npy integers), one per row (default: 0, 1, 2, …).
+    #[arg(long)]
+    pub ids: Option<PathBuf>,
+    /// Inverted-list id of each row: its label, or its nearest class mean.
+    #[arg(long, value_parser = ["label", "nearest"])]
+    pub lists: Option<String>,
+    /// Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC, or a
+    /// directory of .npy files (one per column), by extension.
+    #[arg(long, value_name = "F")]
+    pub attributes: Option<PathBuf>,
+    /// The format of --attributes when its extension does not say it (default: .parquet/.pq
+    /// Parquet, .arrow/.feather/.ipc Arrow IPC, a directory .npy columns, else JSON lines).
+    #[arg(long, value_name = "FORMAT", requires = "attributes",
+          value_parser = ["jsonl", "parquet", "arrow", "npy"])]
+    pub attributes_format: Option<String>,
 }
 
 /// The rows a command adds, read and checked: what [`rows`] returns.
@@ -72,17 +85,21 @@ pub struct Rows {
 /// descriptors (`dim` columns, to fit `whom`: "the model of index DIR", "model FILE"), labels,
 /// ids, then the attributes, one value per descriptor row, fitted to `schema` (an index's) or
 /// inferring one when `None`.
-pub fn rows(files: RowFiles<'_>, dim: usize, whom: &str, schema: Option<&Schema>) -> Result<Rows> {
-    let lists = lists(files.lists)?;
-    let x = vectors_for("--data", files.data, dim, whom)?;
-    let labels = labels(files.labels)?;
-    let ids = ids(files.ids)?;
-    let attributes = match files.attributes {
+pub fn rows(files: &RowFileArgs, dim: usize, whom: &str, schema: Option<&Schema>) -> Result<Rows> {
+    let lists = lists(files.lists.as_deref())?;
+    let x = vectors_for("--data", &files.data, dim, whom)?;
+    let labels = labels(files.labels.as_deref())?;
+    let ids = ids(files.ids.as_deref())?;
+    let attributes = match files.attributes.as_deref() {
         None => None,
         Some(path) => Some(read_attributes(
             "--attributes",
             path,
-            files.attributes_format.and_then(AttributesFormat::parse),
+            // clap has checked the name; `None`: by the file's extension.
+            files
+                .attributes_format
+                .as_deref()
+                .and_then(AttributesFormat::parse),
             x.nrows(),
             schema,
         )?),

@@ -2,12 +2,12 @@
 # them against the built module (python/tests/test_stubs.py).
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Literal, Sequence, final, overload
+from typing import Any, Callable, Iterable, Literal, Sequence, final, overload, type_check_only
 
 import numpy as np
 import numpy.typing as npt
 from numpy.typing import ArrayLike
-from typing_extensions import TypeAlias
+from typing_extensions import Self, TypeAlias
 
 from codedb._errors import FallbackWarning as FallbackWarning
 
@@ -84,10 +84,13 @@ def ivf_probe_decision(
 ) -> int | str | None: ...
 def ivf_filter_scans_passing(passing: int, live: int, nprobe: int, lists: int, k: int) -> bool: ...
 
-@final
-class Snapshot:
-    @staticmethod
-    def open(path: _Path, version: int | None = None) -> Snapshot: ...
+# The query methods `Index` and `Snapshot` share, written once. At run time the two classes
+# have no common base: python/src/query_methods.rs writes these methods into each PyO3 class
+# (a shared native base would take `#[pyclass(subclass)]` and `extends`, changing both
+# classes' layout), so `_Queries` exists for type checkers only and `help()` shows each
+# method on `Index` and on `Snapshot`.
+@type_check_only
+class _Queries:
     @overload
     def search(
         self,
@@ -363,9 +366,16 @@ class Snapshot:
     @property
     def classes(self) -> dict[int, str]: ...
     def class_sums(self) -> tuple[int, list[dict[str, Any]]]: ...
-    def list_coverage(self) -> tuple[int, int]: ...
     @property
     def skipped_manifests(self) -> list[dict[str, Any]]: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_args: object) -> bool: ...
+
+@final
+class Snapshot(_Queries):
+    @staticmethod
+    def open(path: _Path, version: int | None = None) -> Snapshot: ...
+    def list_coverage(self) -> tuple[int, int]: ...
     def __len__(self) -> int: ...
     @property
     def d(self) -> int: ...
@@ -376,11 +386,9 @@ class Snapshot:
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
-    def __enter__(self) -> Snapshot: ...
-    def __exit__(self, *_args: object) -> bool: ...
 
 @final
-class Index:
+class Index(_Queries):
     @staticmethod
     def create(
         path: _Path, model: Model, store_vectors: str | None = None, schema: str | None = None
@@ -443,283 +451,6 @@ class Index:
         id: int | None = None,
         prior_weight: int | None = None,
     ) -> int: ...
-    @overload
-    def search(
-        self,
-        q: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: None = None,
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
-    @overload
-    def search(
-        self,
-        q: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        *,
-        columns: str | Iterable[str],
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
-    @overload
-    def search(
-        self,
-        q: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: str | Iterable[str] | None = None,
-        *,
-        as_frame: Literal[True],
-    ) -> Any: ...
-    @overload
-    def search_text(
-        self,
-        queries: str | Sequence[str],
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: None = None,
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
-    @overload
-    def search_text(
-        self,
-        queries: str | Sequence[str],
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        *,
-        columns: str | Iterable[str],
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
-    @overload
-    def search_text(
-        self,
-        queries: str | Sequence[str],
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        mih: Literal["auto", "on", "off"] = "auto",
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: str | Iterable[str] | None = None,
-        *,
-        as_frame: Literal[True],
-    ) -> Any: ...
-    @overload
-    def search_examples(
-        self,
-        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
-        k: int = 10,
-        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
-        random_negatives: int | None = None,
-        seed: int = 1234,
-        svm_c: float | None = None,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: None = None,
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
-    @overload
-    def search_examples(
-        self,
-        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
-        k: int = 10,
-        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
-        random_negatives: int | None = None,
-        seed: int = 1234,
-        svm_c: float | None = None,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        *,
-        columns: str | Iterable[str],
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
-    @overload
-    def search_examples(
-        self,
-        examples: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...],
-        k: int = 10,
-        negatives: ArrayLike | list[ArrayLike] | tuple[ArrayLike, ...] | None = None,
-        random_negatives: int | None = None,
-        seed: int = 1234,
-        svm_c: float | None = None,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: str | Iterable[str] | None = None,
-        *,
-        as_frame: Literal[True],
-    ) -> Any: ...
-    @overload
-    def search_classifier(
-        self,
-        classifier: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: None = None,
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
-    @overload
-    def search_classifier(
-        self,
-        classifier: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        *,
-        columns: str | Iterable[str],
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
-    @overload
-    def search_classifier(
-        self,
-        classifier: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        classes: Iterable[str | int] | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: str | Iterable[str] | None = None,
-        *,
-        as_frame: Literal[True],
-    ) -> Any: ...
-    def ivf_list_counts(
-        self,
-        q: ArrayLike,
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        start: Iterable[int] | None = None,
-        count: int | None = None,
-    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] | None: ...
-    def search_ivf_planned(
-        self,
-        q: ArrayLike,
-        plan: Sequence[Iterable[int] | None],
-        k: int = 10,
-        mode: str | None = None,
-        rerank: int | None = None,
-        nprobe: int | None = None,
-        threads: int = 1,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
-    def passing_rows(
-        self,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-    ) -> int: ...
-    @overload
-    def search_radius(
-        self,
-        q: ArrayLike,
-        radius: int,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: None = None,
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
-    @overload
-    def search_radius(
-        self,
-        q: ArrayLike,
-        radius: int,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        *,
-        columns: str | Iterable[str],
-        as_frame: Literal[False] = False,
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]: ...
-    @overload
-    def search_radius(
-        self,
-        q: ArrayLike,
-        radius: int,
-        where: str | None = None,
-        ids: Iterable[int] | npt.NDArray[np.integer[Any]] | None = None,
-        columns: str | Iterable[str] | None = None,
-        *,
-        as_frame: Literal[True],
-    ) -> Any: ...
-    def classify(
-        self, x: ArrayLike, top: int = 5
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
-    def reconstruct(self, ids: ArrayLike) -> npt.NDArray[np.float32]: ...
-    @property
-    def classes(self) -> dict[int, str]: ...
-    def class_sums(self) -> tuple[int, list[dict[str, Any]]]: ...
-    @property
-    def skipped_manifests(self) -> list[dict[str, Any]]: ...
     def snapshot(self) -> Snapshot: ...
     def __len__(self) -> int: ...
     @property
@@ -736,5 +467,3 @@ class Index:
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
-    def __enter__(self) -> Index: ...
-    def __exit__(self, *_args: object) -> bool: ...

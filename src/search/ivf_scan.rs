@@ -206,11 +206,12 @@ struct ListScopes<'a> {
 impl<'a> ListScopes<'a> {
     /// The probed lists' runs. Under a filter (`filters`, one per block) a block without a
     /// passing row contributes nothing, and one whose passing rows are sparse (under
-    /// [`SPARSE_FRACTION`](super::filter::SPARSE_FRACTION)) only the parts of each list's rows
-    /// inside the runs of 64-row words holding a passing row ([`filter_ranges`]): a selective
-    /// filter then scans, and assembles tables for, only the lists and rows it passes — the
-    /// plan that makes the every-list search of a probed query short of passing rows cost
-    /// what the flat index's prefilter does, not a masked scan of every row.
+    /// [`SPARSE_FRACTION`](super::filter::block_filter::SPARSE_FRACTION)) only the parts of
+    /// each list's rows inside the runs of 64-row words holding a passing row
+    /// ([`filter_ranges`]): a selective filter then scans, and assembles tables for, only the
+    /// lists and rows it passes — the plan that makes the every-list search of a probed query
+    /// short of passing rows cost what the flat index's prefilter does, not a masked scan of
+    /// every row.
     fn new(
         blocks: &[Block<'a>],
         probed: &[bool],

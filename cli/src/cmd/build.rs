@@ -57,30 +57,12 @@ pub struct BuildArgs {
     /// The model file (from codedb train) that encodes the rows.
     #[arg(long)]
     pub model: PathBuf,
-    /// Descriptors, one row per image, in the model's input dimension.
-    #[arg(long)]
-    pub data: PathBuf,
-    /// Class labels (.npy int32/int64), one per row; also creates the class table.
-    #[arg(long)]
-    pub labels: Option<PathBuf>,
-    /// Row ids (.npy integers), one per row (default: 0, 1, 2, …).
-    #[arg(long)]
-    pub ids: Option<PathBuf>,
+    /// The row files: descriptors, labels, ids, lists, attributes and their format.
+    #[command(flatten)]
+    pub files: inputs::RowFileArgs,
     /// Keep every row's input vector (f16 or f32) for --rerank and the exact modes.
     #[arg(long, value_parser = ["f16", "f32"])]
     pub store_vectors: Option<String>,
-    /// Inverted-list id of each row: its label, or its nearest class mean.
-    #[arg(long, value_parser = ["label", "nearest"])]
-    pub lists: Option<String>,
-    /// Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC, or a
-    /// directory of .npy files (one per column), by extension.
-    #[arg(long, value_name = "F")]
-    pub attributes: Option<PathBuf>,
-    /// The format of --attributes when its extension does not say it (default: .parquet/.pq
-    /// Parquet, .arrow/.feather/.ipc Arrow IPC, a directory .npy columns, else JSON lines).
-    #[arg(long, value_name = "FORMAT", requires = "attributes",
-          value_parser = ["jsonl", "parquet", "arrow", "npy"])]
-    pub attributes_format: Option<String>,
     /// The index's attribute columns, name:type,… (int, float, timestamp, bool, string, tags);
     /// default: inferred from --attributes.
     #[arg(long, value_name = "SPEC")]
@@ -108,39 +90,26 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             Err(e) => usage!("--schema {text:?}: {e}"),
         },
     };
-    let inputs::Rows {
-        x,
-        labels,
-        ids,
-        lists,
-        attributes,
-    } = inputs::rows(
-        inputs::RowFiles {
-            data: &a.data,
-            labels: a.labels.as_deref(),
-            ids: a.ids.as_deref(),
-            lists: a.lists.as_deref(),
-            attributes: a.attributes.as_deref(),
-            attributes_format: a.attributes_format.as_deref(),
-        },
+    let rows = inputs::rows(
+        &a.files,
         model.input_dim(),
         &format!("model {}", a.model.display()),
         schema.as_ref(),
     )?;
-    let (attrs, schema) = match attributes {
+    let (attrs, schema) = match rows.attributes {
         None => (None, schema),
         Some((attrs, s)) => (Some(attrs), Some(s)),
     };
-    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
+    let bar = progress::bar(rows.x.nrows() as u64, "encoding", "rows");
     let index = Index::build(
         &a.dir,
         &model,
-        x.view(),
+        rows.x.view(),
         &BuildOptions {
-            ids: ids.as_deref(),
-            labels: labels.as_deref(),
+            ids: rows.ids.as_deref(),
+            labels: rows.labels.as_deref(),
             store_vectors,
-            lists,
+            lists: rows.lists,
             schema: schema.as_ref(),
             attributes: attrs.as_ref(),
             ..BuildOptions::default()

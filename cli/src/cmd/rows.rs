@@ -27,18 +27,27 @@ commit. An index that stores vectors keeps the new rows' vectors too. A given id
 already live is an error unless --upsert, which replaces that row (in the same commit; a \
 replaced labelled row leaves its class as in codedb delete, see its --help). \
 --json prints {\"added\": n, \"ids\": [...], \"replaced\": r, \"version\": v}.")]
+// The row-file options' help, worded for rows added to an index that exists.
+#[command(
+    mut_arg("data", |a| a.help(
+        "Descriptors, one row per image, in the index model's input dimension"
+    )),
+    mut_arg("labels", |a| a.help("Class labels (.npy int32/int64), one per row")),
+    mut_arg("ids", |a| a.help(
+        "Row ids (.npy integers), one per row (default: assigned by the index)"
+    )),
+    mut_arg("attributes", |a| a.help(
+        "Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC or a \
+         directory of .npy files, as for build (a column absent from a row, or a null, takes its \
+         default; an upsert's row replaces the old row's values)"
+    )),
+)]
 pub struct AddArgs {
     /// The index directory.
     pub dir: PathBuf,
-    /// Descriptors, one row per image, in the index model's input dimension.
-    #[arg(long)]
-    pub data: PathBuf,
-    /// Class labels (.npy int32/int64), one per row.
-    #[arg(long)]
-    pub labels: Option<PathBuf>,
-    /// Row ids (.npy integers), one per row (default: assigned by the index).
-    #[arg(long)]
-    pub ids: Option<PathBuf>,
+    /// The row files: descriptors, labels, ids, lists, attributes and their format.
+    #[command(flatten)]
+    pub files: inputs::RowFileArgs,
     /// Replace the live rows whose ids are given instead of refusing them (needs --ids).
     #[arg(long, requires = "ids")]
     pub upsert: bool,
@@ -46,19 +55,6 @@ pub struct AddArgs {
     /// replace labelled rows of an index without stored vectors).
     #[arg(long, requires = "upsert")]
     pub keep_class_stats: bool,
-    /// Inverted-list id of each row: its label, or its nearest class mean.
-    #[arg(long, value_parser = ["label", "nearest"])]
-    pub lists: Option<String>,
-    /// Attribute columns of the rows, in row order: JSON lines, Parquet, Arrow IPC or a
-    /// directory of .npy files, as for build (a column absent from a row, or a null, takes its
-    /// default; an upsert's row replaces the old row's values).
-    #[arg(long, value_name = "F")]
-    pub attributes: Option<PathBuf>,
-    /// The format of --attributes when its extension does not say it (default: .parquet/.pq
-    /// Parquet, .arrow/.feather/.ipc Arrow IPC, a directory .npy columns, else JSON lines).
-    #[arg(long, value_name = "FORMAT", requires = "attributes",
-          value_parser = ["jsonl", "parquet", "arrow", "npy"])]
-    pub attributes_format: Option<String>,
     /// Print {added, ids, replaced, version} as JSON.
     #[arg(long)]
     pub json: bool,
@@ -111,48 +107,37 @@ pub struct DeleteArgs {
 
 pub fn add(a: AddArgs) -> Result<ExitCode> {
     let index = inputs::open_writer(&a.dir)?;
-    let inputs::Rows {
-        x,
-        labels,
-        ids,
-        lists,
-        attributes,
-    } = inputs::rows(
-        inputs::RowFiles {
-            data: &a.data,
-            labels: a.labels.as_deref(),
-            ids: a.ids.as_deref(),
-            lists: a.lists.as_deref(),
-            attributes: a.attributes.as_deref(),
-            attributes_format: a.attributes_format.as_deref(),
-        },
+    let rows = inputs::rows(
+        &a.files,
         index.model()?.input_dim(),
         &inputs::index_model(&a.dir),
         Some(&index.attribute_schema()),
     )?;
-    let attrs = attributes.map(|(attrs, _)| attrs);
-    let bar = progress::bar(x.nrows() as u64, "encoding", "rows");
+    let attrs = rows.attributes.map(|(attrs, _)| attrs);
+    let bar = progress::bar(rows.x.nrows() as u64, "encoding", "rows");
     let report = |n: usize| bar.set_position(n as u64);
     let opts = AddOptions {
-        ids: ids.as_deref(),
-        labels: labels.as_deref(),
-        lists,
+        ids: rows.ids.as_deref(),
+        labels: rows.labels.as_deref(),
+        lists: rows.lists,
         class_stats: class_stats(a.keep_class_stats),
         progress: Some(&report),
         attributes: attrs.as_ref(),
         ..AddOptions::default()
     };
     let added = if a.upsert {
-        index.upsert(x.view(), &opts)
+        index.upsert(rows.x.view(), &opts)
     } else {
-        index.add(x.view(), &opts).map(|ids| (ids, 0))
+        index.add(rows.x.view(), &opts).map(|ids| (ids, 0))
     };
     let (ids, replaced) = match added {
         Err(StorageError::DuplicateId { dir, id }) => bail!(
             "{}: id {id} is already a live row (add --upsert replaces live rows); nothing added",
             dir.display()
         ),
-        r => r.with_context(|| format!("adding {} to {}", a.data.display(), a.dir.display()))?,
+        r => {
+            r.with_context(|| format!("adding {} to {}", a.files.data.display(), a.dir.display()))?
+        }
     };
     progress::phase(&bar, "committing");
     let version = index.commit()?;

@@ -667,4 +667,27 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn id_sets_match_by_merge_or_search_alike() {
+        let set = [2u64, 5, 9, 10, 64, 70, 1000];
+        let sorted: Vec<u64> = (0..130).collect();
+        let mut shuffled = sorted.clone();
+        shuffled.reverse();
+        shuffled.swap(3, 77);
+        for ids in [
+            &sorted[..],
+            &shuffled[..],
+            &[9, 10][..],
+            &[1001, 1002][..],
+            &[][..],
+        ] {
+            let w = ids_in(ids, &set);
+            assert_eq!(w.len(), ids.len().div_ceil(64));
+            for (i, id) in ids.iter().enumerate() {
+                let bit = (w[i / 64] >> (i % 64)) & 1 == 1;
+                assert_eq!(bit, set.contains(id), "{ids:?} row {i}");
+            }
+        }
+    }
 }
