@@ -389,10 +389,6 @@ fn no_glob_re_export_in_the_engine() {
 /// the signature and closing brace counted).
 const MAX_FN_LINES: usize = 150;
 
-/// Functions allowed over [`MAX_FN_LINES`], each with why splitting it would hurt reading; the
-/// list only shrinks. Keyed by file (under the repository) and function name.
-const LONG_FN_ALLOWED: [(&str, &str, &str); 0] = [];
-
 /// Every function of `file` with its length in lines of code. Relies on rustfmt's layout (CI
 /// runs `cargo fmt --check`): a body ends at the first line that is the signature's
 /// indentation followed by `}`.
@@ -456,7 +452,6 @@ fn function_lengths(file: &Path) -> Vec<(String, usize)> {
 fn functions_stay_under_the_length_limit() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut offences = Vec::new();
-    let mut long = Vec::new();
     for dir in ["src", "cli/src", "python/src"] {
         for file in rust_files(&root.join(dir)) {
             let rel = file
@@ -469,13 +464,7 @@ fn functions_stay_under_the_length_limit() {
                 if n <= MAX_FN_LINES {
                     continue;
                 }
-                long.push((rel.clone(), name.clone()));
-                if !LONG_FN_ALLOWED
-                    .iter()
-                    .any(|(f, fname, _)| *f == rel && *fname == name)
-                {
-                    offences.push(format!("{rel}: fn {name} has {n} lines of code"));
-                }
+                offences.push(format!("{rel}: fn {name} has {n} lines of code"));
             }
         }
     }
@@ -483,17 +472,6 @@ fn functions_stay_under_the_length_limit() {
         offences.is_empty(),
         "functions over {MAX_FN_LINES} lines of code (split them):\n{}",
         offences.join("\n")
-    );
-    // An entry whose function got shorter (or went) leaves the list.
-    let stale: Vec<String> = LONG_FN_ALLOWED
-        .iter()
-        .filter(|(f, n, _)| !long.iter().any(|(lf, ln)| lf == f && ln == n))
-        .map(|(f, n, _)| format!("{f}: {n}"))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "LONG_FN_ALLOWED lists functions no longer over the limit (remove them):\n{}",
-        stale.join("\n")
     );
 }
 
