@@ -55,9 +55,9 @@ fn load(a: &[u8; 32]) -> __m256i {
 /// loads the four index vectors are made first, then each query sums its four lookups and
 /// widens them into its two accumulators, so a query needs 2 registers across the loop and
 /// the group 8 + 4 + 2 at [`GROUP_AVX2`] = 4 (with the lookups added load by load, as the
-/// AVX-512 kernel does, 4 queries held 12 accumulators and spilled). From cache on AMD Zen 4,
-/// 4 queries per pass ran 1.08× (M = 32) and 1.13× (M = 16) the rows per second of 2 queries
-/// per pass (BENCHMARKS.md, "Scans vs FAISS").
+/// AVX-512 kernel does, 4 queries held 12 accumulators and spilled). On AMD Zen 4 at N = 10⁶,
+/// nq = 16 and 256, 4 queries per pass scanned 1.05-1.11× (M = 32) and 1.03-1.14× (M = 16) the
+/// rows per second of 2 queries per pass (BENCHMARKS.md, "Scans vs FAISS").
 ///
 /// One plane at a time, not both: both planes per table load need 4 accumulators and 2 byte
 /// sums per query, which at 2 queries already filled the registers; the codes are loaded
