@@ -134,7 +134,7 @@ impl Prepared {
 }
 
 /// Scans `rows` for every query (`quant[q]` collects into `sinks[q]`). AVX-512 scores up to
-/// four queries per pass over the codes, AVX2 two (one split of the nibbles serves them all);
+/// four queries per pass over the codes, AVX2 four too (one split of the nibbles serves them all);
 /// the scalar twin runs one query at a time. On AMD Zen 4 the AVX-512 kernel measured faster
 /// than the AVX2 one at every M and nq measured (BENCHMARKS.md), so `Auto` uses it wherever
 /// the CPU has it. Called once per block of rows: nothing here allocates.

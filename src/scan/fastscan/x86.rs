@@ -4,7 +4,7 @@
 //! high nibble planes index the pair's two u8 tables (one register, one table per 128-bit lane)
 //! with `vpshufb`; the lookups of four loads are added as bytes before they are widened into
 //! u16 accumulators (as the AVX-512 kernel does, below). The kernel takes one nibble plane
-//! (16 rows) at a time for up to [`GROUP_AVX2`] = 2 queries, so every accumulator stays in the
+//! (16 rows) at a time for up to [`GROUP_AVX2`] = 4 queries, so every accumulator stays in the
 //! 16 ymm registers, and compares the sums with the quantised bounds in registers.
 //!
 //! **AVX-512 (BW)**: four sub-quantisers per 64-byte load, their four tables in one register
@@ -38,21 +38,30 @@ fn load(a: &[u8; 32]) -> __m256i {
 ///
 /// Each 32-byte load is a pair of sub-quantisers (lane = which one); its nibble plane indexes
 /// the pair's two u8 tables (one register, one table per 128-bit lane) with `vpshufb`. The
-/// lookups of up to four loads (8 sub-quantisers) are added as bytes — entries are at most
+/// lookups of four loads (8 sub-quantisers) are added as bytes — entries are at most
 /// [`super::quant_lut::LEVELS`] = 63, so four sum to at most 252 — and only then widened, as u16 words
 /// (`even row + 256·odd row`) and, shifted right by 8, as the odd rows alone; the even rows
 /// are `words − 256·odd` at the end, exact in u16 arithmetic because the true sums stay below
-/// 2¹⁶ (the AVX-512 kernel's trick, and FAISS's). Per load and query that is 1 shuffle and 1
-/// byte add, and per four loads 1 shift and 2 word adds; the nibble split is shared by the
-/// queries.
+/// 2¹⁶ (the AVX-512 kernel's trick, and FAISS's; André et al., VLDB 2015, §4.3). Per load and
+/// query that is 1 shuffle and 1 byte add, per four loads and query 1 shift and 2 word adds;
+/// the nibble split (1 AND, and 1 shift for the high plane) is shared by the queries.
 ///
-/// One plane at a time, not both: a query then needs 3 registers (two u16 accumulators and
-/// the byte sum) instead of 6, so the accumulators of a group stay in registers; with both
-/// planes at once 2 queries already filled the 16 ymm registers and LLVM spilled in the inner
-/// loop (perf annotate on AMD Zen 4). The codes are loaded twice per block instead, from L1.
-/// Measured from cache on Zen 4 (M = 32 / 16, cycles per row and query): both planes, 2
-/// queries 1.11 / 0.66; one plane, 2 queries 0.98 / 0.57; one plane, 3 or 4 queries 1.08-1.12
-/// / 0.61-0.65 (partly unrolled, spilling again). So [`GROUP_AVX2`] = 2.
+/// The kernel is bound by the vector ALUs' throughput, not by a latency or the loads: on AMD
+/// Zen 4 its cycles per block matched its vector ALU µops over the four FP pipes whatever the
+/// number of table loads (loading each table once for both planes, or once for two blocks,
+/// ran at the same speed). So the work per query is what counts, and the nibble split is the
+/// part that more queries per pass divide: per block and query it is 24 of about 115 vector
+/// µops at 2 queries, 12 of about 105 at 4. Order matters for the 16 ymm registers: per group of four
+/// loads the four index vectors are made first, then each query sums its four lookups and
+/// widens them into its two accumulators, so a query needs 2 registers across the loop and
+/// the group 8 + 4 + 2 at [`GROUP_AVX2`] = 4 (with the lookups added load by load, as the
+/// AVX-512 kernel does, 4 queries held 12 accumulators and spilled). On AMD Zen 4 at N = 10⁶,
+/// nq = 16 and 256, 4 queries per pass scanned 1.05-1.11× (M = 32) and 1.03-1.14× (M = 16) the
+/// rows per second of 2 queries per pass (BENCHMARKS.md, "Scans vs FAISS").
+///
+/// One plane at a time, not both: both planes per table load need 4 accumulators and 2 byte
+/// sums per query, which at 2 queries already filled the registers; the codes are loaded
+/// twice per block instead, from L1.
 ///
 /// Returns per query the `vpmovmskb` of the packed compare: bits 0-7 = rows 0, 2, …, 14 of
 /// the plane, bits 16-23 = rows 1, 3, …, 15 (the other bits cleared); [`row_order`] turns the
@@ -79,24 +88,53 @@ fn plane_masks<const Q: usize, const HI: bool, const C: usize>(
     };
     let low = _mm256_set1_epi8(0x0f);
     let zero = _mm256_setzero_si256();
+    // The nibbles of one load: the `vpshufb` indices of its 32 bytes.
+    let index = |codes: &[u8; 32]| {
+        let v = load(codes);
+        if HI {
+            _mm256_and_si256(_mm256_srli_epi16::<4>(v), low)
+        } else {
+            _mm256_and_si256(v, low)
+        }
+    };
+    let look = |tab: &[u8; 32], idx: __m256i| _mm256_shuffle_epi8(load(tab), idx);
     // u16 words `even + 256·odd` (mod 2¹⁶) and the odd rows alone.
     let (mut words, mut odd) = ([zero; Q], [zero; Q]);
     for g in 0..n.div_ceil(4) {
-        let mut bytes = [zero; Q];
-        for j in 4 * g..(4 * g + 4).min(n) {
-            let v = load(&blk[j]);
-            let idx = if HI {
-                _mm256_and_si256(_mm256_srli_epi16::<4>(v), low)
-            } else {
-                _mm256_and_si256(v, low)
-            };
-            for i in 0..Q {
-                bytes[i] = _mm256_add_epi8(bytes[i], _mm256_shuffle_epi8(load(&tabs[j][i]), idx));
+        let j = 4 * g;
+        let bytes: [__m256i; Q] = if j + 4 <= n {
+            // Four loads: their indices first, then each query's four lookups.
+            let x = [
+                index(&blk[j]),
+                index(&blk[j + 1]),
+                index(&blk[j + 2]),
+                index(&blk[j + 3]),
+            ];
+            core::array::from_fn(|i| {
+                _mm256_add_epi8(
+                    _mm256_add_epi8(look(&tabs[j][i], x[0]), look(&tabs[j + 1][i], x[1])),
+                    _mm256_add_epi8(look(&tabs[j + 2][i], x[2]), look(&tabs[j + 3][i], x[3])),
+                )
+            })
+        } else {
+            // The last one to three loads of a block (`C` = 0 only).
+            let mut bytes = [zero; Q];
+            for (c, t) in blk[j..].iter().zip(&tabs[j..]) {
+                let x = index(c);
+                for (b, tab) in bytes.iter_mut().zip(t) {
+                    *b = _mm256_add_epi8(*b, look(tab, x));
+                }
             }
-        }
+            bytes
+        };
         for i in 0..Q {
-            words[i] = _mm256_add_epi16(words[i], bytes[i]);
-            odd[i] = _mm256_add_epi16(odd[i], _mm256_srli_epi16::<8>(bytes[i]));
+            if g == 0 {
+                words[i] = bytes[i];
+                odd[i] = _mm256_srli_epi16::<8>(bytes[i]);
+            } else {
+                words[i] = _mm256_add_epi16(words[i], bytes[i]);
+                odd[i] = _mm256_add_epi16(odd[i], _mm256_srli_epi16::<8>(bytes[i]));
+            }
         }
     }
     core::array::from_fn(|i| {
@@ -157,7 +195,7 @@ fn row_order(lo: u32, hi: u32) -> u32 {
 }
 
 /// Most queries the AVX2 kernel scores per pass over a block (see [`plane_masks`]).
-pub(crate) const GROUP_AVX2: usize = 2;
+pub(crate) const GROUP_AVX2: usize = 4;
 
 /// The tables of a group of queries interleaved for [`scan_avx2`]: entry `Q j + i` is query
 /// `i`'s two u8 tables of load `j` (`Q` = `qls.len()`), so one block's loads walk the group's
@@ -199,8 +237,18 @@ pub(crate) fn scan_avx2<S: Sink>(
         (2, 8) => group_avx2::<S, 2, 8>(packed, m, rows, qls, tabs, sinks),
         (2, 12) => group_avx2::<S, 2, 12>(packed, m, rows, qls, tabs, sinks),
         (2, 16) => group_avx2::<S, 2, 16>(packed, m, rows, qls, tabs, sinks),
+        (3, 4) => group_avx2::<S, 3, 4>(packed, m, rows, qls, tabs, sinks),
+        (3, 8) => group_avx2::<S, 3, 8>(packed, m, rows, qls, tabs, sinks),
+        (3, 12) => group_avx2::<S, 3, 12>(packed, m, rows, qls, tabs, sinks),
+        (3, 16) => group_avx2::<S, 3, 16>(packed, m, rows, qls, tabs, sinks),
+        (4, 4) => group_avx2::<S, 4, 4>(packed, m, rows, qls, tabs, sinks),
+        (4, 8) => group_avx2::<S, 4, 8>(packed, m, rows, qls, tabs, sinks),
+        (4, 12) => group_avx2::<S, 4, 12>(packed, m, rows, qls, tabs, sinks),
+        (4, 16) => group_avx2::<S, 4, 16>(packed, m, rows, qls, tabs, sinks),
         (1, _) => group_avx2::<S, 1, 0>(packed, m, rows, qls, tabs, sinks),
         (2, _) => group_avx2::<S, 2, 0>(packed, m, rows, qls, tabs, sinks),
+        (3, _) => group_avx2::<S, 3, 0>(packed, m, rows, qls, tabs, sinks),
+        (4, _) => group_avx2::<S, 4, 0>(packed, m, rows, qls, tabs, sinks),
         _ => {
             for (ql, sink) in qls.chunks(GROUP_AVX2).zip(sinks.chunks_mut(GROUP_AVX2)) {
                 let tabs = interleave_avx2(ql, m);

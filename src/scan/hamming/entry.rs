@@ -49,6 +49,43 @@ fn scan_with<S: Sink>(isa: Isa, codes: &[u8], base: usize, query: &[u8], sink: &
     }
 }
 
+/// Rows per block when several queries share a pass: [`block_rows`], but for the AVX2 kernel
+/// and 16- or 32-byte codes rounded up to a multiple of 192 rows (576 rows, 18 KiB, at 32
+/// bytes), so its 12-row steps tile the block. Otherwise every block ended in rows the scalar
+/// twin scored for each query: 8 of every 512 rows at 32 bytes, which took 4 % of a 16-query
+/// scan (`perf record`, AMD Zen 4, AVX2 path), three times their share. The AVX-512 kernel's
+/// steps divide 512 rows already, and its 256-bit scan at nq = 256 measured 3-7 % slower
+/// with the larger block (AMD Zen 4), so it keeps [`block_rows`].
+fn step_block_rows(isa: Isa, code_bytes: usize, nq: usize) -> usize {
+    let rows = block_rows(code_bytes, nq);
+    if isa == Isa::Avx2 && rows != usize::MAX && matches!(code_bytes, 16 | 32) {
+        rows.div_ceil(192) * 192
+    } else {
+        rows
+    }
+}
+
+/// Asks the cache for `bytes` without waiting, for the AVX2 kernel only (x86 `prefetcht0`).
+/// With several queries per block, the first query to reach a block read it from memory while
+/// the others read it from L1: with the AVX2 kernel, at nq = 16 a 256-bit Hamming scan ran 10 %
+/// fewer rows per second than at nq = 256 (BENCHMARKS.md, "Scans vs FAISS"). Each query's pass
+/// over a block asks for its 1/nq share of the next block, so the lines arrive while the block
+/// is scanned. The AVX-512 kernel, twice as fast per row, ran 256-bit codes at nq = 16 a fifth
+/// slower with the same prefetch (AMD Zen 4), so it goes without.
+fn prefetch_with(isa: Isa, bytes: &[u8]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `Isa::Avx2` is only produced after the runtime probe found avx2.
+            unsafe { x86::prefetch(bytes) }
+        }
+        // No prefetch elsewhere: the bytes are only a hint.
+        _ => {
+            let _ = bytes;
+        }
+    }
+}
+
 fn check_query(rows: &CodeRows<'_>, query: &[u8]) -> Result<()> {
     if query.len() != rows.code_bytes() {
         return Err(ScanError::Length {
@@ -98,9 +135,17 @@ pub fn hamming_topk_batch(
         rows.len(),
         nq,
         opts.threads,
-        block_rows(w, nq),
+        step_block_rows(isa, w, nq),
         |_| TopKSink::new(k, rows.ids(), rows.deleted()),
         |range, q, sink: &mut Result<TopKSink<'_>>| {
+            if nq > 1 && isa == Isa::Avx2 {
+                // This query's share of the next block, so the block is in cache when its
+                // first query reaches it (see [`prefetch_with`]).
+                let n = rows.len();
+                let next = rows.codes_of(range.end.min(n), (2 * range.end - range.start).min(n));
+                let share = next.len() * q / nq..next.len() * (q + 1) / nq;
+                prefetch_with(isa, next.get(share).unwrap_or(&[]));
+            }
             if let (Ok(sink), Some(query)) = (sink, queries.get(q * w..(q + 1) * w)) {
                 scan_with(
                     isa,
